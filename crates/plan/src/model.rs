@@ -1,0 +1,244 @@
+//! The execution plan: everything the engine and the target launcher need, fully resolved.
+//!
+//! A plan is pure data. It holds no template, no YAML and no reference to the machine it was compiled on beyond
+//! the CPU ids the spec named, so the same spec and variables give the same plan (and the same hash) anywhere.
+
+use std::collections::BTreeMap;
+
+use loadgate_spec::units::{CpuList, Duration, Rate};
+use loadgate_spec::{BuiltinKind, OnMismatch, PipelineMode, Slo};
+use serde::{Deserialize, Serialize};
+
+/// The version of the plan's JSON form (`loadgate plan --json`).
+pub const PLAN_FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionPlan {
+    pub format_version: u32,
+    /// The spec's `name`.
+    pub name: String,
+    pub description: Option<String>,
+    /// The seed for every random choice in the run (request data), from the spec or derived from its name.
+    pub seed: u64,
+    /// Every variable with its resolved value and where that value came from.
+    pub vars: BTreeMap<String, ResolvedVar>,
+    pub hardware: HardwarePlan,
+    pub target: TargetPlan,
+    /// Scenario instances in the order they run; a matrix scenario contributes one phase per cell.
+    pub phases: Vec<Phase>,
+    /// The wall time the plan is expected to take, where every phase is bounded by time; `None` when some phase
+    /// stops after a request count instead.
+    pub expected_duration: Option<Duration>,
+    /// Hex SHA-256 (first 16 hex digits) of the plan's canonical JSON without this field.
+    pub hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedVar {
+    pub value: String,
+    pub source: VarSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VarSource {
+    /// The default in the spec's `vars`.
+    Default,
+    /// `LOADGATE_VAR_<NAME>` in the environment.
+    Environment,
+    /// `--set name=value` on the command line.
+    CommandLine,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardwarePlan {
+    /// The CPUs the generator's workers are pinned to, one worker per CPU unless `threads` says otherwise;
+    /// `None` when the spec does not pin the generator.
+    pub generator_cpus: Option<CpuList>,
+    /// The CPUs the target is pinned to (only applied when loadgate starts the target).
+    pub target_cpus: Option<CpuList>,
+    pub on_mismatch: OnMismatch,
+    /// One entry per generator worker thread.
+    pub workers: Vec<WorkerPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerPlan {
+    pub index: usize,
+    /// The CPU the worker thread is pinned to; `None` when unpinned.
+    pub cpu: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TargetPlan {
+    /// A server that is already running.
+    Url { base_url: String },
+    /// A server loadgate starts, waits for and stops.
+    Command {
+        base_url: String,
+        command: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<String>,
+        ready: ReadyProbe,
+        stop_grace: Duration,
+    },
+    /// The built-in reference server (`loadgate serve`), started on an ephemeral loopback port.
+    Builtin { server: BuiltinServer },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuiltinServer {
+    pub kind: BuiltinKind,
+    /// For `delay`: how long each response waits.
+    pub delay: Option<Duration>,
+    /// The status every response carries (200 unless set).
+    pub status: u16,
+    /// For `plaintext` and `delay`: the response body size; `None` is TechEmpower's 13-byte `Hello, World!`.
+    pub body_size: Option<u64>,
+    /// Send bodies with `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReadyProbe {
+    /// HTTP GET of `path` on the base URL until it answers `status`.
+    HttpGet { path: String, status: u16, timeout: Duration, interval: Duration },
+    /// A TCP connect to the base URL's host and port.
+    Tcp { timeout: Duration, interval: Duration },
+}
+
+/// One scenario instance: a scenario, or one cell of its matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Position in the run, from 0.
+    pub index: usize,
+    /// The scenario's key in the spec.
+    pub scenario: String,
+    /// A readable, unique name: `plaintext` or `plaintext[connections=4096]`.
+    pub name: String,
+    /// The matrix variables of this cell, in the order the matrix declares them.
+    pub matrix: Vec<(String, String)>,
+    /// `false` for warmup and primer phases: measured and reported, never gated.
+    pub gate: bool,
+    /// When the phase starts, counted from the start of the run, where earlier phases are time-bounded.
+    pub start_offset: Option<Duration>,
+    /// How long the phase's load runs, where it is bounded by time.
+    pub duration: Option<Duration>,
+    /// A pause after the phase before the next one starts.
+    pub cooldown: Duration,
+    pub request: RequestPlan,
+    /// The per-request timeout.
+    pub timeout: Duration,
+    pub load: LoadPlan,
+    /// The exact split of this phase's load across the generator's workers.
+    pub workers: Vec<WorkerShare>,
+    pub slos: Vec<Slo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestPlan {
+    pub method: String,
+    /// Path and query, percent-encoded as sent: `/plaintext`, `/quacker?i=b9ogpt96K0NmkI`.
+    pub path: String,
+    /// Headers in the order they are sent, after the defaults; `Host` is added from the base URL unless set.
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadPlan {
+    /// When requests are issued.
+    pub arrival: Arrival,
+    /// When the phase ends.
+    pub stop: StopCondition,
+    /// How connections are used.
+    pub connections: ConnectionPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrival {
+    /// Closed loop: each connection sends its next request as soon as a previous one completes (wrk, ab).
+    Closed,
+    /// Open loop at a constant rate (wrk2 `-R`); latency is measured from each request's intended send time.
+    Constant { rate: Rate },
+    /// Open loop whose rate moves linearly through stages (k6 ramping-arrival-rate).
+    Ramp { start: Rate, stages: Vec<RampStage> },
+    /// Gatling-style injection of users; each user opens a connection, runs its requests and closes.
+    Users { steps: Vec<UserStep> },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RampStage {
+    /// The rate reached at the end of the stage.
+    pub to: Rate,
+    pub over: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UserStep {
+    /// `atOnceUsers(n)`.
+    AtOnce { users: u64 },
+    /// `rampUsers(n) during (t)`: n users spread evenly over t.
+    Ramp { users: u64, over: Duration },
+    /// `constantUsersPerSec(r) during (t)`.
+    PerSecond { rate: Rate, during: Duration },
+    /// `rampUsersPerSec(r1) to (r2) during (t)`.
+    RampPerSecond { from: Rate, to: Rate, during: Duration },
+    /// `nothingFor(t)`.
+    Pause { during: Duration },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopCondition {
+    /// Stop issuing requests after this long; requests in flight then are drained for at most the timeout.
+    Duration { duration: Duration },
+    /// Stop after this many requests in total (ab `-n`).
+    Requests { requests: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionPolicy {
+    /// Connections in total (for open loads, the most that may be open at once).
+    pub connections: u64,
+    /// Requests in flight per connection (HTTP/1.1 pipelining); 1 means no pipelining.
+    pub pipeline: u32,
+    pub pipeline_mode: PipelineMode,
+    /// `false`: a new connection per request, as ab without `-k`.
+    pub keep_alive: bool,
+}
+
+/// One worker's part of a phase. Across the workers of a phase, `connections` and `requests` sum exactly to the
+/// phase's totals and `rate` (for open loads) to the phase's rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerShare {
+    pub worker: usize,
+    pub connections: u64,
+    /// For `StopCondition::Requests`: this worker's quota.
+    pub requests: Option<u64>,
+    /// This worker's share of the arrival rate, as a fraction `numerator/denominator` of the phase's arrival
+    /// schedule; shares of a phase sum to exactly 1. The worker scales every rate in `Arrival` by it.
+    pub share: Share,
+}
+
+/// An exact fraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    pub numerator: u64,
+    pub denominator: u64,
+}
+
+impl Share {
+    pub fn as_f64(self) -> f64 {
+        if self.denominator == 0 {
+            0.0
+        } else {
+            self.numerator as f64 / self.denominator as f64
+        }
+    }
+}
+

@@ -1,0 +1,352 @@
+//! Service level objectives: `p99 < 100ms`, `throughput >= 100000/s`, `error_rate < 0.1%`,
+//! `p99 <= baseline * 1.10`, `p99{request=put} < 60ms`.
+//!
+//! An SLO is parsed once, at validation time, into a typed value; the text the user wrote is kept for reports.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{trim_float, Duration, Percent, Rate};
+
+/// A measured quantity an SLO can bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// A latency percentile, such as 99.9 for `p99.9`.
+    Percentile(f64),
+    /// The largest latency.
+    Max,
+    /// The mean latency.
+    Mean,
+    /// Completed requests per second.
+    Throughput,
+    /// Failed requests (errors of any kind, and non-2xx answers) over all requests.
+    ErrorRate,
+    /// Requests that failed with a connect, read, write, timeout or protocol error.
+    Errors,
+    /// Answers whose status was not 2xx.
+    Non2xx,
+    /// Requests that timed out.
+    Timeouts,
+}
+
+/// The percentiles an SLO may name.
+pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
+const METRIC_NAMES: [&str; 14] =
+    ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean", "throughput", "error_rate", "errors", "non_2xx", "timeouts"];
+
+/// What kind of threshold a metric takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    Latency,
+    Rate,
+    Ratio,
+    Count,
+}
+
+impl Metric {
+    pub fn kind(self) -> MetricKind {
+        match self {
+            Metric::Percentile(_) | Metric::Max | Metric::Mean => MetricKind::Latency,
+            Metric::Throughput => MetricKind::Rate,
+            Metric::ErrorRate => MetricKind::Ratio,
+            Metric::Errors | Metric::Non2xx | Metric::Timeouts => MetricKind::Count,
+        }
+    }
+
+    /// All metric names, for suggestions and documentation.
+    pub fn names() -> &'static [&'static str] {
+        &METRIC_NAMES
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Percentile(p) => write!(f, "p{}", trim_float(*p)),
+            Metric::Max => f.write_str("max"),
+            Metric::Mean => f.write_str("mean"),
+            Metric::Throughput => f.write_str("throughput"),
+            Metric::ErrorRate => f.write_str("error_rate"),
+            Metric::Errors => f.write_str("errors"),
+            Metric::Non2xx => f.write_str("non_2xx"),
+            Metric::Timeouts => f.write_str("timeouts"),
+        }
+    }
+}
+
+impl FromStr for Metric {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Ok(match s {
+            "max" => Metric::Max,
+            "mean" | "avg" => Metric::Mean,
+            "throughput" | "rps" => Metric::Throughput,
+            "error_rate" => Metric::ErrorRate,
+            "errors" => Metric::Errors,
+            "non_2xx" => Metric::Non2xx,
+            "timeouts" => Metric::Timeouts,
+            _ => {
+                let p: f64 = s.strip_prefix('p').ok_or(())?.parse().map_err(|_| ())?;
+                if !PERCENTILES.contains(&p) {
+                    return Err(());
+                }
+                Metric::Percentile(p)
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Comparison {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = ">=")]
+    Ge,
+}
+
+impl Comparison {
+    pub fn holds(self, observed: f64, threshold: f64) -> bool {
+        match self {
+            Comparison::Lt => observed < threshold,
+            Comparison::Le => observed <= threshold,
+            Comparison::Gt => observed > threshold,
+            Comparison::Ge => observed >= threshold,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Comparison::Lt => "<",
+            Comparison::Le => "<=",
+            Comparison::Gt => ">",
+            Comparison::Ge => ">=",
+        }
+    }
+}
+
+/// The bound an SLO compares its metric against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    Latency(Duration),
+    Rate(Rate),
+    Ratio(Percent),
+    Count(u64),
+    /// The same metric in a baseline result, times a factor: `baseline * 1.10`.
+    Baseline { factor: f64 },
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Threshold::Latency(d) => write!(f, "{d}"),
+            Threshold::Rate(r) => write!(f, "{r}"),
+            Threshold::Ratio(p) => write!(f, "{p}"),
+            Threshold::Count(n) => write!(f, "{n}"),
+            Threshold::Baseline { factor } if *factor == 1.0 => f.write_str("baseline"),
+            Threshold::Baseline { factor } => write!(f, "baseline * {}", trim_float(*factor)),
+        }
+    }
+}
+
+/// A parsed SLO.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slo {
+    pub metric: Metric,
+    /// Restricts the metric to one named request of a mix: `p99{request=put}`.
+    pub request: Option<String>,
+    pub comparison: Comparison,
+    pub threshold: Threshold,
+    /// Stop the run as soon as this SLO is breached beyond repair (after `delay`).
+    pub abort_on_fail: Option<AbortOnFail>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AbortOnFail {
+    /// How long into the phase before the SLO may abort it.
+    pub delay: Duration,
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.metric)?;
+        if let Some(r) = &self.request {
+            write!(f, "{{request={r}}}")?;
+        }
+        write!(f, " {} {}", self.comparison.as_str(), self.threshold)
+    }
+}
+
+/// Why an SLO expression did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SloError {
+    pub message: String,
+    pub expected: String,
+    pub help: Option<String>,
+}
+
+const SLO_EXPECTED: &str = "an SLO such as `p99 < 100ms`, `throughput >= 1000/s` or `error_rate < 0.1%`";
+
+impl Slo {
+    /// Parses the expression part of an SLO (`p99 < 100ms`); `abort_on_fail` is set by the caller.
+    pub fn parse(text: &str) -> Result<Slo, SloError> {
+        let err = |message: String, help: Option<String>| SloError { message, expected: SLO_EXPECTED.to_owned(), help };
+        let s = text.trim();
+        let op_pos = s.find(['<', '>', '=', '!']);
+        let Some(op_pos) = op_pos else {
+            return Err(err(format!("`{s}` has no comparison"), Some("write the metric, a comparison (<, <=, >, >=) and a threshold: `p99 < 100ms`".into())));
+        };
+        let lhs = s[..op_pos].trim();
+        let rest = &s[op_pos..];
+        let (comparison, rhs) = if let Some(r) = rest.strip_prefix("<=") {
+            (Comparison::Le, r)
+        } else if let Some(r) = rest.strip_prefix(">=") {
+            (Comparison::Ge, r)
+        } else if let Some(r) = rest.strip_prefix('<') {
+            (Comparison::Lt, r)
+        } else if let Some(r) = rest.strip_prefix('>') {
+            (Comparison::Gt, r)
+        } else {
+            return Err(err(
+                format!("`{}` is not a comparison", rest.chars().take(2).collect::<String>()),
+                Some("use <, <=, > or >=".into()),
+            ));
+        };
+        let rhs = rhs.trim();
+
+        // The metric, with an optional `{request=NAME}` filter.
+        let (name, request) = match lhs.split_once('{') {
+            Some((name, filter)) => {
+                let filter = filter.strip_suffix('}').ok_or_else(|| err(format!("`{lhs}` has an unclosed `{{`"), None))?;
+                let value = filter
+                    .trim()
+                    .strip_prefix("request")
+                    .and_then(|r| r.trim_start().strip_prefix('='))
+                    .map(|v| v.trim().to_owned())
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| err(format!("`{{{filter}}}` is not a filter"), Some("the only filter is `{request=NAME}`".into())))?;
+                (name.trim(), Some(value))
+            }
+            None => (lhs, None),
+        };
+        if name.is_empty() {
+            return Err(err(format!("`{s}` names no metric"), Some(format!("metrics are: {}", METRIC_NAMES.join(", ")))));
+        }
+        let metric: Metric = name.parse().map_err(|()| {
+            let help = match crate::suggest::did_you_mean(name, METRIC_NAMES.iter().copied()) {
+                Some(best) => format!("did you mean `{best}`? metrics are: {}", METRIC_NAMES.join(", ")),
+                None => format!("metrics are: {}", METRIC_NAMES.join(", ")),
+            };
+            err(format!("unknown metric `{name}`"), Some(help))
+        })?;
+
+        if rhs.is_empty() {
+            return Err(err(format!("`{s}` has no threshold"), None));
+        }
+        let threshold = if let Some(b) = rhs.strip_prefix("baseline") {
+            let b = b.trim();
+            let factor = if b.is_empty() {
+                1.0
+            } else {
+                let f = b.strip_prefix('*').map(str::trim).ok_or_else(|| {
+                    err(format!("`{rhs}` is not a baseline threshold"), Some("write `baseline` or `baseline * 1.10`".into()))
+                })?;
+                let f: f64 = f.parse().map_err(|_| err(format!("`{f}` is not a number"), Some("write `baseline * 1.10`".into())))?;
+                if !(f.is_finite() && f > 0.0) {
+                    return Err(err(format!("the baseline factor must be positive, found `{f}`"), None));
+                }
+                f
+            };
+            Threshold::Baseline { factor }
+        } else {
+            match metric.kind() {
+                MetricKind::Latency => Threshold::Latency(rhs.parse::<Duration>().map_err(|e| {
+                    let help = if rhs.parse::<f64>().is_ok() {
+                        Some(format!("a latency needs a unit: `{name} {} {rhs}ms`", comparison.as_str()))
+                    } else {
+                        e.help
+                    };
+                    err(format!("`{rhs}` is not a latency for `{name}`"), help)
+                })?),
+                MetricKind::Rate => Threshold::Rate(rhs.parse::<Rate>().map_err(|e| {
+                    let help = if rhs.parse::<f64>().is_ok() {
+                        Some(format!("a throughput needs a unit: `{name} {} {rhs}/s`", comparison.as_str()))
+                    } else {
+                        e.help
+                    };
+                    err(format!("`{rhs}` is not a rate for `{name}`"), help)
+                })?),
+                MetricKind::Ratio => Threshold::Ratio(rhs.parse::<Percent>().map_err(|e| err(format!("`{rhs}` is not a percentage for `{name}`"), e.help))?),
+                MetricKind::Count => Threshold::Count(rhs.parse::<u64>().map_err(|_| {
+                    let help = if rhs.ends_with('%') {
+                        Some(format!("`{name}` counts requests; for a share use `error_rate < {rhs}`"))
+                    } else {
+                        Some(format!("`{name}` takes a whole number, such as `{name} {} 0`", comparison.as_str()))
+                    };
+                    err(format!("`{rhs}` is not a count for `{name}`"), help)
+                })?),
+            }
+        };
+        Ok(Slo { metric, request, comparison, threshold, abort_on_fail: None })
+    }
+}
+
+impl Serialize for Slo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Slo", 4)?;
+        st.serialize_field("slo", &self.to_string())?;
+        st.serialize_field("metric", &self.metric.to_string())?;
+        st.serialize_field("request", &self.request)?;
+        st.serialize_field("comparison", &self.comparison)?;
+        st.serialize_field("threshold", &self.threshold.to_string())?;
+        st.serialize_field("abort_on_fail", &self.abort_on_fail)?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Slo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            slo: String,
+            #[serde(default)]
+            abort_on_fail: Option<AbortOnFail>,
+        }
+        let raw = Raw::deserialize(d)?;
+        let mut slo = Slo::parse(&raw.slo).map_err(|e| serde::de::Error::custom(e.message))?;
+        slo.abort_on_fail = raw.abort_on_fail;
+        Ok(slo)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_vocabulary() {
+        let s = Slo::parse("p99 < 100ms").unwrap();
+        assert_eq!(s.metric, Metric::Percentile(99.0));
+        assert_eq!(s.threshold, Threshold::Latency(Duration::from_millis(100)));
+        assert_eq!(s.to_string(), "p99 < 100ms");
+        assert_eq!(Slo::parse("p99.9<=80ms").unwrap().to_string(), "p99.9 <= 80ms");
+        assert_eq!(Slo::parse("throughput >= 100000/s").unwrap().to_string(), "throughput >= 100000/s");
+        assert_eq!(Slo::parse("error_rate < 0.1%").unwrap().to_string(), "error_rate < 0.1%");
+        assert_eq!(Slo::parse("p99 <= baseline * 1.10").unwrap().to_string(), "p99 <= baseline * 1.1");
+        assert_eq!(Slo::parse("p99{request=put} < 60ms").unwrap().request.as_deref(), Some("put"));
+        assert_eq!(Slo::parse("non_2xx == 0").unwrap_err().help.as_deref(), Some("use <, <=, > or >="));
+    }
+
+    #[test]
+    fn a_latency_without_unit_suggests_one() {
+        let e = Slo::parse("p99 < 100").unwrap_err();
+        assert_eq!(e.help.as_deref(), Some("a latency needs a unit: `p99 < 100ms`"));
+        let e = Slo::parse("p98 < 100ms").unwrap_err();
+        assert!(e.help.unwrap().starts_with("did you mean `p99`"));
+    }
+}
