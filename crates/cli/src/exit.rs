@@ -1,0 +1,69 @@
+//! Exit codes, defined once. CI scripts rely on them; never renumber.
+
+use std::process::ExitCode;
+
+/// What a loadgate run ended in, as a process exit code.
+///
+/// | code | meaning |
+/// | --- | --- |
+/// | 0 | every gated SLO held (or nothing was gated) |
+/// | 1 | an SLO failed |
+/// | 2 | the spec or the command line is invalid; nothing ran |
+/// | 3 | the run could not be carried out (target never ready, target died, pinning impossible with `fail`, interrupted) |
+/// | 4 | the run is invalid as a measurement: the generator did not deliver what the plan asked |
+///
+/// When several apply, the highest-ranked wins: 2 > 3 > 4 > 1 > 0. An invalid measurement outranks an SLO
+/// failure because its numbers describe the generator, not the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    Pass = 0,
+    SloFailed = 1,
+    InvalidInput = 2,
+    RunFailed = 3,
+    InvalidMeasurement = 4,
+}
+
+impl Exit {
+    /// The precedence rank: higher wins when several outcomes apply.
+    fn rank(self) -> u8 {
+        match self {
+            Exit::Pass => 0,
+            Exit::SloFailed => 1,
+            Exit::InvalidMeasurement => 2,
+            Exit::RunFailed => 3,
+            Exit::InvalidInput => 4,
+        }
+    }
+
+    /// The outcome that wins when both apply.
+    pub fn worst(self, other: Exit) -> Exit {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exit;
+
+    #[test]
+    fn precedence() {
+        assert_eq!(Exit::SloFailed.worst(Exit::InvalidMeasurement), Exit::InvalidMeasurement);
+        assert_eq!(Exit::InvalidMeasurement.worst(Exit::RunFailed), Exit::RunFailed);
+        assert_eq!(Exit::Pass.worst(Exit::SloFailed), Exit::SloFailed);
+        assert_eq!(Exit::RunFailed.worst(Exit::InvalidInput), Exit::InvalidInput);
+    }
+}

@@ -1,0 +1,57 @@
+//! Where the binary writes what people read: one place for stdout and stderr.
+
+use std::io::{IsTerminal, Write};
+
+use crate::args::ColorChoice;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub quiet: bool,
+    pub verbose: u8,
+    pub color: bool,
+}
+
+impl Output {
+    pub fn new(quiet: bool, verbose: u8, choice: ColorChoice) -> Self {
+        let color = match choice {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
+        };
+        Output { quiet, verbose, color }
+    }
+
+    /// The main output of a command (plans, schemas, summaries): always printed.
+    pub fn data(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = out.write_all(b"\n");
+        }
+        let _ = out.flush();
+    }
+
+    /// Progress and information: hidden by `-q`.
+    pub fn info(&self, text: &str) {
+        if !self.quiet {
+            self.data(text);
+        }
+    }
+
+    /// Errors and warnings, always on stderr.
+    pub fn error(&self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = err.write_all(b"\n");
+        }
+    }
+
+    pub fn paint(&self, text: &str, ansi: &str) -> String {
+        if self.color {
+            format!("\x1b[{ansi}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Spec -> ExecutionPlan.
+
+use sha2::{Digest, Sha256};
+
+use loadgate_spec::units::Duration;
+use loadgate_spec::{Load, Ready, Spec, Stop, Target};
+
+use crate::model::*;
+
+/// Compiles a validated spec into its execution plan. Pure and deterministic: the same spec and variables give
+/// the same plan, and the same hash, on any machine.
+pub fn compile(spec: &Spec) -> ExecutionPlan {
+    let hardware = hardware_plan(spec);
+    let worker_count = hardware.workers.len();
+    let mut phases = Vec::new();
+    let mut offset: Option<Duration> = Some(Duration::ZERO);
+    for scenario in &spec.scenarios {
+        for cell in &scenario.cells {
+            let name = if cell.bindings.is_empty() {
+                scenario.name.clone()
+            } else {
+                let parts: Vec<String> = cell.bindings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{}[{}]", scenario.name, parts.join(","))
+            };
+            let load = load_plan(&cell.load);
+            let workers = split(&load, worker_count);
+            let duration = cell.load.duration();
+            let phase = Phase {
+                index: phases.len(),
+                scenario: scenario.name.clone(),
+                name,
+                matrix: cell.bindings.clone(),
+                gate: scenario.gate,
+                start_offset: offset,
+                duration,
+                cooldown: scenario.cooldown,
+                request: RequestPlan {
+                    method: cell.request.method.clone(),
+                    path: cell.request.path.clone(),
+                    headers: cell.request.headers.clone(),
+                    body: cell.request.body.clone(),
+                },
+                timeout: cell.timeout,
+                load,
+                workers,
+                slos: cell.slos.clone(),
+            };
+            offset = match (offset, duration) {
+                (Some(o), Some(d)) => Some(Duration(o.0 + d.0 + scenario.cooldown.0)),
+                _ => None,
+            };
+            phases.push(phase);
+        }
+    }
+    let seed = spec.seed.unwrap_or_else(|| {
+        let digest = Sha256::digest(spec.name.as_bytes());
+        u64::from_be_bytes([digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7]])
+    });
+    let mut plan = ExecutionPlan {
+        format_version: PLAN_FORMAT_VERSION,
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        seed,
+        vars: spec
+            .vars
+            .iter()
+            .map(|(k, v)| {
+                let source = match v.source {
+                    loadgate_spec::VarSource::Default => VarSource::Default,
+                    loadgate_spec::VarSource::Environment => VarSource::Environment,
+                    loadgate_spec::VarSource::CommandLine => VarSource::CommandLine,
+                };
+                (k.clone(), ResolvedVar { value: v.value.clone(), source })
+            })
+            .collect(),
+        hardware,
+        target: target_plan(&spec.target),
+        expected_duration: offset.map(|o| {
+            // The last phase's cooldown does not delay anything.
+            let last_cooldown = spec.scenarios.last().map(|s| s.cooldown.0).unwrap_or_default();
+            Duration(o.0.saturating_sub(last_cooldown))
+        }),
+        phases,
+        hash: String::new(),
+    };
+    plan.hash = plan_hash(&plan);
+    plan
+}
+
+/// The plan's identity: SHA-256 over its canonical JSON, with the hash itself blank and where each variable's
+/// value came from left out (the same values from `--set` or the environment are the same plan).
+pub fn plan_hash(plan: &ExecutionPlan) -> String {
+    let mut canonical = plan.clone();
+    canonical.hash = String::new();
+    for var in canonical.vars.values_mut() {
+        var.source = VarSource::Default;
+    }
+    let json = serde_json::to_vec(&canonical).unwrap_or_default();
+    let digest = Sha256::digest(&json);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn hardware_plan(spec: &Spec) -> HardwarePlan {
+    let hw = &spec.hardware;
+    let threads = match (hw.threads, &hw.generator_cpus) {
+        (Some(t), _) => t as usize,
+        (None, Some(cpus)) => cpus.len().max(1),
+        (None, None) => 1,
+    };
+    let workers = (0..threads)
+        .map(|index| WorkerPlan {
+            index,
+            cpu: hw.generator_cpus.as_ref().filter(|c| !c.is_empty()).map(|c| c.cpus()[index % c.len()]),
+        })
+        .collect();
+    HardwarePlan { generator_cpus: hw.generator_cpus.clone(), target_cpus: hw.target_cpus.clone(), on_mismatch: hw.on_mismatch, workers }
+}
+
+fn target_plan(t: &Target) -> TargetPlan {
+    match t {
+        Target::Url { base_url } => TargetPlan::Url { base_url: base_url.url.clone() },
+        Target::Command { base_url, start } => TargetPlan::Command {
+            base_url: base_url.url.clone(),
+            command: start.command.clone(),
+            env: start.env.clone(),
+            cwd: start.cwd.clone(),
+            ready: match &start.ready {
+                Ready::HttpGet { path, status, timeout, interval } => {
+                    ReadyProbe::HttpGet { path: path.clone(), status: *status, timeout: *timeout, interval: *interval }
+                }
+                Ready::Tcp { timeout, interval } => ReadyProbe::Tcp { timeout: *timeout, interval: *interval },
+            },
+            stop_grace: start.stop_grace,
+        },
+        Target::Builtin { server } => TargetPlan::Builtin {
+            server: BuiltinServer {
+                kind: server.kind,
+                delay: server.delay,
+                status: server.status,
+                body_size: server.body_size.map(|b| b.0),
+                chunked: server.chunked,
+            },
+        },
+    }
+}
+
+fn load_plan(load: &Load) -> LoadPlan {
+    match load {
+        Load::Closed { connections, stop, pipeline, pipeline_mode, keep_alive } => LoadPlan {
+            arrival: Arrival::Closed,
+            stop: match stop {
+                Stop::Duration(d) => StopCondition::Duration { duration: *d },
+                Stop::Requests(r) => StopCondition::Requests { requests: *r },
+            },
+            connections: ConnectionPolicy {
+                connections: *connections,
+                pipeline: *pipeline,
+                pipeline_mode: *pipeline_mode,
+                keep_alive: *keep_alive,
+            },
+        },
+        Load::Open { rate, duration, connections } => LoadPlan {
+            arrival: Arrival::Constant { rate: *rate },
+            stop: StopCondition::Duration { duration: *duration },
+            connections: open_connections(*connections),
+        },
+        Load::Ramp { connections, start_rate, stages } => LoadPlan {
+            arrival: Arrival::Ramp {
+                start: *start_rate,
+                stages: stages.iter().map(|s| RampStage { to: s.to, over: s.over }).collect(),
+            },
+            stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
+            connections: open_connections(*connections),
+        },
+        Load::Users { steps, max_connections } => LoadPlan {
+            arrival: Arrival::Users {
+                steps: steps
+                    .iter()
+                    .map(|s| match *s {
+                        loadgate_spec::UserStep::AtOnce { users } => UserStep::AtOnce { users },
+                        loadgate_spec::UserStep::Ramp { users, over } => UserStep::Ramp { users, over },
+                        loadgate_spec::UserStep::PerSecond { rate, during } => UserStep::PerSecond { rate, during },
+                        loadgate_spec::UserStep::RampPerSecond { from, to, during } => UserStep::RampPerSecond { from, to, during },
+                        loadgate_spec::UserStep::Pause { during } => UserStep::Pause { during },
+                    })
+                    .collect(),
+            },
+            stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
+            connections: ConnectionPolicy {
+                connections: *max_connections,
+                pipeline: 1,
+                pipeline_mode: loadgate_spec::PipelineMode::Batch,
+                keep_alive: false,
+            },
+        },
+    }
+}
+
+fn open_connections(connections: u64) -> ConnectionPolicy {
+    ConnectionPolicy { connections, pipeline: 1, pipeline_mode: loadgate_spec::PipelineMode::Batch, keep_alive: true }
+}
+
+/// Splits `total` into `parts` integers that differ by at most one and sum to `total`; the first ones get the
+/// remainder.
+pub fn split_even(total: u64, parts: usize) -> Vec<u64> {
+    if parts == 0 {
+        return Vec::new();
+    }
+    let n = parts as u64;
+    (0..n).map(|i| total / n + u64::from(i < total % n)).collect()
+}
+
+/// Splits `total` in proportion to `weights` exactly (largest remainder), so the parts sum to `total`.
+pub fn split_weighted(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u128 = weights.iter().map(|w| u128::from(*w)).sum();
+    if sum == 0 {
+        return vec![0; weights.len()];
+    }
+    let mut parts: Vec<u64> = weights.iter().map(|w| (u128::from(total) * u128::from(*w) / sum) as u64).collect();
+    let mut remainders: Vec<(u128, usize)> =
+        weights.iter().enumerate().map(|(i, w)| ((u128::from(total) * u128::from(*w)) % sum, i)).collect();
+    // Largest remainder first; ties go to the lower index, so the split is deterministic.
+    remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let assigned: u64 = parts.iter().sum();
+    for (_, i) in remainders.into_iter().take((total - assigned) as usize) {
+        parts[i] += 1;
+    }
+    parts
+}
+
+fn split(load: &LoadPlan, workers: usize) -> Vec<WorkerShare> {
+    let conns = split_even(load.connections.connections, workers);
+    let requests = match load.stop {
+        StopCondition::Requests { requests } => Some(split_weighted(requests, &conns)),
+        StopCondition::Duration { .. } => None,
+    };
+    let total = load.connections.connections;
+    conns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| WorkerShare {
+            worker: i,
+            connections: *c,
+            requests: requests.as_ref().map(|r| r[i]),
+            share: Share { numerator: *c, denominator: total },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_are_exact() {
+        assert_eq!(split_even(10, 3), vec![4, 3, 3]);
+        assert_eq!(split_even(2, 4), vec![1, 1, 0, 0]);
+        assert_eq!(split_weighted(100, &[4, 3, 3]), vec![40, 30, 30]);
+        assert_eq!(split_weighted(10, &[1, 1, 1]), vec![4, 3, 3]);
+        assert_eq!(split_weighted(7, &[1, 0, 1]), vec![4, 0, 3]);
+        for total in [0u64, 1, 7, 1000, 300_000] {
+            for parts in 1..20 {
+                let even = split_even(total, parts);
+                assert_eq!(even.iter().sum::<u64>(), total);
+                let weighted = split_weighted(total, &even);
+                assert_eq!(weighted.iter().sum::<u64>(), total);
+            }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The plan as a person reads it (`loadgate plan SPEC`).
+
+use std::fmt::Write as _;
+
+use loadgate_spec::units::Duration;
+
+use crate::model::*;
+
+fn describe_target(t: &TargetPlan) -> String {
+    match t {
+        TargetPlan::Url { base_url } => format!("{base_url} (already running)"),
+        TargetPlan::Command { base_url, command, ready, .. } => {
+            let probe = match ready {
+                ReadyProbe::HttpGet { path, status, timeout, .. } => format!("ready when GET {path} answers {status}, within {timeout}"),
+                ReadyProbe::Tcp { timeout, .. } => format!("ready when it accepts TCP, within {timeout}"),
+            };
+            format!("{base_url}, started as `{}`; {probe}", command.join(" "))
+        }
+        TargetPlan::Builtin { server } => {
+            let mut s = format!("built-in {:?} server", server.kind).to_lowercase();
+            if let Some(d) = server.delay {
+                let _ = write!(s, ", delay {d}");
+            }
+            if server.status != 200 {
+                let _ = write!(s, ", status {}", server.status);
+            }
+            if let Some(b) = server.body_size {
+                let _ = write!(s, ", {b}-byte body");
+            }
+            if server.chunked {
+                s.push_str(", chunked");
+            }
+            s.push_str(" (`loadgate serve` on a free loopback port)");
+            s
+        }
+    }
+}
+
+/// One line describing a phase's load: `closed, 256 connections, pipeline 16 (batch), 15s`.
+pub fn describe_load(load: &LoadPlan) -> String {
+    let c = &load.connections;
+    let stop = match load.stop {
+        StopCondition::Duration { duration } => format!("for {duration}"),
+        StopCondition::Requests { requests } => format!("for {requests} requests"),
+    };
+    match &load.arrival {
+        Arrival::Closed => {
+            let mut s = format!("closed, {} connection{}", c.connections, if c.connections == 1 { "" } else { "s" });
+            if c.pipeline > 1 {
+                let _ = write!(s, ", pipeline {} ({})", c.pipeline, if c.pipeline_mode == loadgate_spec::PipelineMode::Batch { "batch" } else { "window" });
+            }
+            if !c.keep_alive {
+                s.push_str(", new connection per request");
+            }
+            format!("{s}, {stop}")
+        }
+        Arrival::Constant { rate } => format!("open, {rate} over {} connections, {stop}", c.connections),
+        Arrival::Ramp { start, stages } => {
+            let st: Vec<String> = stages.iter().map(|s| format!("{} over {}", s.to, s.over)).collect();
+            format!("ramp from {start}: {} over {} connections", st.join(", then "), c.connections)
+        }
+        Arrival::Users { steps } => {
+            let st: Vec<String> = steps
+                .iter()
+                .map(|s| match s {
+                    UserStep::AtOnce { users } => format!("{users} users at once"),
+                    UserStep::Ramp { users, over } => format!("{users} users over {over}"),
+                    UserStep::PerSecond { rate, during } => format!("{} users/s for {during}", rate.per_sec()),
+                    UserStep::RampPerSecond { from, to, during } => format!("{} to {} users/s over {during}", from.per_sec(), to.per_sec()),
+                    UserStep::Pause { during } => format!("nothing for {during}"),
+                })
+                .collect();
+            format!("users: {} (at most {} at once)", st.join(", then "), c.connections)
+        }
+    }
+}
+
+fn opt_duration(d: Option<Duration>) -> String {
+    d.map(|d| d.to_string()).unwrap_or_else(|| "?".to_owned())
+}
+
+impl ExecutionPlan {
+    /// A clear, aligned summary of the plan for a person.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "plan {} (hash {})", self.name, self.hash);
+        if let Some(d) = &self.description {
+            let _ = writeln!(out, "  {d}");
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "  target       {}", describe_target(&self.target));
+        let workers: Vec<String> = self
+            .hardware
+            .workers
+            .iter()
+            .map(|w| match w.cpu {
+                Some(c) => format!("w{}->cpu{c}", w.index),
+                None => format!("w{}", w.index),
+            })
+            .collect();
+        let pinned = if self.hardware.generator_cpus.is_some() { "pinned" } else { "unpinned" };
+        let _ = writeln!(
+            out,
+            "  generator    {} worker{} {pinned}: {}",
+            workers.len(),
+            if workers.len() == 1 { "" } else { "s" },
+            workers.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            "  target cpus  {}",
+            self.hardware.target_cpus.as_ref().map(|c| c.to_string()).unwrap_or_else(|| "not pinned".to_owned())
+        );
+        let _ = writeln!(out, "  on mismatch  {}", serde_json::to_value(self.hardware.on_mismatch).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default());
+        let _ = writeln!(out, "  seed         {}", self.seed);
+        if !self.vars.is_empty() {
+            let width = self.vars.keys().map(String::len).max().unwrap_or(0);
+            for (i, (k, v)) in self.vars.iter().enumerate() {
+                let label = if i == 0 { "vars" } else { "" };
+                let source = match v.source {
+                    VarSource::Default => "default",
+                    VarSource::Environment => "environment",
+                    VarSource::CommandLine => "--set",
+                };
+                let _ = writeln!(out, "  {label:<12} {k:<width$} = {} ({source})", v.value);
+            }
+        }
+        let _ = writeln!(out, "  wall time    {}", self.expected_duration.map(|d| d.to_string()).unwrap_or_else(|| "unknown (a phase stops after a request count)".to_owned()));
+        let _ = writeln!(out);
+
+        let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);
+        let _ = writeln!(out, "  {:>3}  {:<name_w$}  {:>8}  {:>8}  load", "#", "phase", "start", "length");
+        for p in &self.phases {
+            let gate = if p.gate { "" } else { "  [not gated]" };
+            let _ = writeln!(
+                out,
+                "  {:>3}  {:<name_w$}  {:>8}  {:>8}  {}{gate}",
+                p.index,
+                p.name,
+                opt_duration(p.start_offset),
+                opt_duration(p.duration),
+                describe_load(&p.load)
+            );
+            let mut req = format!("{} {}", p.request.method, p.request.path);
+            if let Some(b) = &p.request.body {
+                let _ = write!(req, " ({} byte body)", b.len());
+            }
+            let pad = " ".repeat(name_w + 7);
+            let _ = writeln!(out, "  {pad}request  {req}, timeout {}", p.timeout);
+            if !p.request.headers.is_empty() {
+                let hs: Vec<String> = p.request.headers.iter().map(|(k, _)| k.clone()).collect();
+                let _ = writeln!(out, "  {pad}headers  {}", hs.join(", "));
+            }
+            let split: Vec<String> = p
+                .workers
+                .iter()
+                .map(|w| {
+                    let mut s = format!("w{}: {}c", w.worker, w.connections);
+                    if let Some(r) = w.requests {
+                        let _ = write!(s, " {r}req");
+                    }
+                    if !matches!(p.load.arrival, Arrival::Closed) {
+                        let _ = write!(s, " {}/{}", w.share.numerator, w.share.denominator);
+                    }
+                    s
+                })
+                .collect();
+            let _ = writeln!(out, "  {pad}split    {}", split.join(", "));
+            for s in &p.slos {
+                let abort = match s.abort_on_fail {
+                    Some(a) if a.delay == Duration::ZERO => " (aborts the run when breached)".to_owned(),
+                    Some(a) => format!(" (aborts the run when breached after {})", a.delay),
+                    None => String::new(),
+                };
+                let _ = writeln!(out, "  {pad}slo      {s}{abort}");
+            }
+            if p.cooldown != Duration::ZERO {
+                let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,196 @@
+//! The validated spec: every template rendered, every unit parsed, every matrix cell expanded.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::diag::Diagnostic;
+use crate::units::{ByteSize, CpuList, Duration, Rate};
+use crate::{BuiltinKind, OnMismatch, PipelineMode, Slo};
+
+/// The only spec format version this loadgate reads.
+pub const SPEC_VERSION: u64 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spec {
+    pub name: String,
+    pub description: Option<String>,
+    pub seed: Option<u64>,
+    pub vars: BTreeMap<String, Var>,
+    pub hardware: Hardware,
+    pub target: Target,
+    pub scenarios: Vec<Scenario>,
+    /// Warnings found while validating (errors never reach a `Spec`).
+    #[serde(skip)]
+    pub warnings: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Var {
+    /// The resolved value, as text.
+    pub value: String,
+    pub source: VarSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VarSource {
+    Default,
+    Environment,
+    CommandLine,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Hardware {
+    pub generator_cpus: Option<CpuList>,
+    /// Worker threads; defaults to one per generator CPU, or 1 when the generator is not pinned.
+    pub threads: Option<u32>,
+    pub target_cpus: Option<CpuList>,
+    pub on_mismatch: OnMismatch,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    Url { base_url: BaseUrl },
+    Command { base_url: BaseUrl, start: StartCommand },
+    Builtin { server: Builtin },
+}
+
+/// An `http://host:port[/prefix]` URL, split for the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BaseUrl {
+    pub url: String,
+    pub host: String,
+    pub port: u16,
+    /// A path prefix (no trailing slash), prepended to every request path.
+    pub prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StartCommand {
+    pub command: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<String>,
+    pub ready: Ready,
+    pub stop_grace: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Ready {
+    HttpGet { path: String, status: u16, timeout: Duration, interval: Duration },
+    Tcp { timeout: Duration, interval: Duration },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Builtin {
+    pub kind: BuiltinKind,
+    pub delay: Option<Duration>,
+    pub status: u16,
+    pub body_size: Option<ByteSize>,
+    pub chunked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    pub description: Option<String>,
+    pub gate: bool,
+    pub cooldown: Duration,
+    /// The matrix variables in declaration order with their values; empty without a matrix.
+    pub matrix: Vec<(String, Vec<String>)>,
+    /// One cell per matrix combination (one cell without a matrix).
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// This cell's matrix values.
+    pub bindings: Vec<(String, String)>,
+    pub request: Request,
+    pub timeout: Duration,
+    pub load: Load,
+    pub slos: Vec<Slo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Request {
+    pub method: String,
+    /// The path with the base URL's prefix and the encoded query: `/api/orders?i=1`.
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Load {
+    Closed {
+        connections: u64,
+        stop: Stop,
+        pipeline: u32,
+        pipeline_mode: PipelineMode,
+        keep_alive: bool,
+    },
+    Open {
+        rate: Rate,
+        duration: Duration,
+        connections: u64,
+    },
+    Ramp {
+        connections: u64,
+        start_rate: Rate,
+        stages: Vec<RampStage>,
+    },
+    Users {
+        steps: Vec<UserStep>,
+        /// The most users (connections) active at once.
+        max_connections: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    Duration(Duration),
+    Requests(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RampStage {
+    pub to: Rate,
+    pub over: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UserStep {
+    AtOnce { users: u64 },
+    Ramp { users: u64, over: Duration },
+    PerSecond { rate: Rate, during: Duration },
+    RampPerSecond { from: Rate, to: Rate, during: Duration },
+    Pause { during: Duration },
+}
+
+impl UserStep {
+    pub fn duration(&self) -> Duration {
+        match self {
+            UserStep::AtOnce { .. } => Duration::ZERO,
+            UserStep::Ramp { over, .. } => *over,
+            UserStep::PerSecond { during, .. } | UserStep::RampPerSecond { during, .. } | UserStep::Pause { during } => *during,
+        }
+    }
+}
+
+impl Load {
+    /// How long the load runs, where it is bounded by time.
+    pub fn duration(&self) -> Option<Duration> {
+        match self {
+            Load::Closed { stop: Stop::Duration(d), .. } | Load::Open { duration: d, .. } => Some(*d),
+            Load::Closed { stop: Stop::Requests(_), .. } => None,
+            Load::Ramp { stages, .. } => Some(Duration(stages.iter().map(|s| s.over.0).sum())),
+            Load::Users { steps, .. } => Some(Duration(steps.iter().map(|s| s.duration().0).sum())),
+        }
+    }
+}

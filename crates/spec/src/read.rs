@@ -1,0 +1,257 @@
+//! Typed reading of a node tree: every accessor reports what it could not read as a located diagnostic and
+//! carries on, so a spec's errors are all found in one pass.
+
+use std::str::FromStr;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::node::{Key, Node, NodeKind, Path};
+use crate::suggest::did_you_mean;
+use crate::template::Templates;
+use crate::units::UnitError;
+
+/// The reading context: where diagnostics go and which variables templates see.
+pub(crate) struct Cx<'a> {
+    pub diags: &'a mut Diagnostics,
+    pub templates: &'a Templates,
+    /// Matrix bindings of the current cell, on top of the spec's variables.
+    pub bindings: &'a [(String, minijinja::Value)],
+}
+
+/// A mapping whose keys were checked against the allowed ones.
+pub(crate) struct Fields<'n> {
+    pub entries: &'n [(Key, Node)],
+    pub path: Path,
+    pub node: &'n Node,
+}
+
+impl<'n> Fields<'n> {
+    pub fn get(&self, key: &str) -> Option<(&'n Node, Path)> {
+        self.entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| (v, self.path.key(key)))
+    }
+    pub fn has(&self, key: &str) -> bool {
+        self.entries.iter().any(|(k, _)| k.name == key)
+    }
+    pub fn key_span(&self, key: &str) -> Option<crate::node::Span> {
+        self.entries.iter().find(|(k, _)| k.name == key).and_then(|(k, _)| k.span)
+    }
+}
+
+impl Cx<'_> {
+    pub fn error(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    /// Renders a templated string node; other nodes come back unchanged.
+    pub fn render(&mut self, node: &Node, path: &Path) -> Option<Node> {
+        match &node.kind {
+            NodeKind::Str(s) if Templates::is_template(s) => match self.templates.render(s, self.bindings) {
+                Ok(text) => Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true }),
+                Err(e) => {
+                    self.diags.push(
+                        Diagnostic::error(path, node.span, e.message).found(node.describe()).help_opt(e.help),
+                    );
+                    None
+                }
+            },
+            _ => Some(node.clone()),
+        }
+    }
+
+    /// A mapping with only `allowed` keys; unknown keys are reported with a suggestion.
+    pub fn map<'n>(&mut self, node: &'n Node, path: &Path, allowed: &[&str], what: &str) -> Option<Fields<'n>> {
+        let NodeKind::Map(entries) = &node.kind else {
+            self.diags.push(
+                Diagnostic::error(path, node.span, format!("{what} must be a mapping"))
+                    .expected(format!("a mapping with keys {}", list(allowed)))
+                    .found(node.type_name()),
+            );
+            return None;
+        };
+        for (key, _) in entries {
+            if !allowed.contains(&key.name.as_str()) {
+                let d = Diagnostic::error(&path.key(&key.name), key.span, format!("unknown key `{}` in {what}", key.name))
+                    .width(key.name.chars().count())
+                    .expected(format!("one of {}", list(allowed)));
+                let d = match did_you_mean(&key.name, allowed.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    None => d,
+                };
+                self.diags.push(d);
+            }
+        }
+        Some(Fields { entries, path: path.clone(), node })
+    }
+
+    pub fn required<'n>(&mut self, fields: &Fields<'n>, key: &str, what: &str) -> Option<(&'n Node, Path)> {
+        let found = fields.get(key);
+        if found.is_none() {
+            let example = example_for(key);
+            self.diags.push(
+                Diagnostic::error(&fields.path, fields.node.span, format!("{what} is missing `{key}`"))
+                    .expected(format!("a `{key}` key"))
+                    .help(format!("add `{key}: {example}`")),
+            );
+        }
+        found
+    }
+
+    pub fn string(&mut self, node: &Node, path: &Path, what: &str) -> Option<String> {
+        let node = self.render(node, path)?;
+        match node.scalar_text() {
+            Some(s) => Some(s),
+            None => {
+                self.diags
+                    .push(Diagnostic::error(path, node.span, format!("{what} must be text")).expected("a string").found(node.type_name()));
+                None
+            }
+        }
+    }
+
+    pub fn boolean(&mut self, node: &Node, path: &Path, what: &str) -> Option<bool> {
+        let node = self.render(node, path)?;
+        match &node.kind {
+            NodeKind::Bool(b) => Some(*b),
+            _ => {
+                let help = match node.scalar_text().as_deref() {
+                    Some("yes" | "on" | "1") => Some("write `true`".to_owned()),
+                    Some("no" | "off" | "0") => Some("write `false`".to_owned()),
+                    _ => None,
+                };
+                self.diags.push(
+                    Diagnostic::error(path, node.span, format!("{what} must be `true` or `false`"))
+                        .expected("`true` or `false`")
+                        .found(node.describe())
+                        .help_opt(help),
+                );
+                None
+            }
+        }
+    }
+
+    /// A whole number of at least `min`.
+    pub fn uint(&mut self, node: &Node, path: &Path, what: &str, min: u64) -> Option<u64> {
+        let node = self.render(node, path)?;
+        let expected = if min == 0 { "a whole number".to_owned() } else { format!("a whole number of at least {min}") };
+        let value = match &node.kind {
+            NodeKind::Int(i) => *i,
+            NodeKind::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => *f as i64,
+            NodeKind::Str(s) => {
+                let help = if s.parse::<f64>().is_ok() {
+                    None
+                } else if let Some(d) = s.strip_suffix('k').and_then(|d| d.parse::<u64>().ok()) {
+                    Some(format!("write the number in full: `{}`", d * 1000))
+                } else {
+                    None
+                };
+                self.diags.push(
+                    Diagnostic::error(path, node.span, format!("{what} must be a whole number"))
+                        .expected(expected)
+                        .found(node.describe())
+                        .help_opt(help),
+                );
+                return None;
+            }
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(path, node.span, format!("{what} must be a whole number"))
+                        .expected(expected)
+                        .found(node.describe()),
+                );
+                return None;
+            }
+        };
+        if value < 0 || (value as u64) < min {
+            let help = if value < 0 { Some(format!("{what} cannot be negative")) } else { None };
+            self.diags.push(
+                Diagnostic::error(path, node.span, format!("{what} must be at least {min}"))
+                    .expected(expected)
+                    .found(node.describe())
+                    .help_opt(help),
+            );
+            return None;
+        }
+        Some(value as u64)
+    }
+
+    /// A unit value (duration, rate, size, CPU list, percentage) from its text.
+    pub fn unit<T: FromStr<Err = UnitError>>(&mut self, node: &Node, path: &Path, what: &str) -> Option<T> {
+        let node = self.render(node, path)?;
+        let Some(text) = node.scalar_text() else {
+            self.diags.push(Diagnostic::error(path, node.span, format!("{what} must be a single value")).found(node.type_name()));
+            return None;
+        };
+        match text.parse::<T>() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.diags.push(
+                    Diagnostic::error(path, node.span, format!("{what} is not valid"))
+                        .expected(e.expected)
+                        .found(node.describe())
+                        .help_opt(e.help),
+                );
+                None
+            }
+        }
+    }
+
+    /// A list of nodes (a single value stands for a list of one when `single_ok`).
+    pub fn list<'n>(&mut self, node: &'n Node, path: &Path, what: &str) -> Option<&'n [Node]> {
+        match &node.kind {
+            NodeKind::Seq(items) => Some(items),
+            _ => {
+                self.diags.push(Diagnostic::error(path, node.span, format!("{what} must be a list")).expected("a list").found(node.type_name()));
+                None
+            }
+        }
+    }
+
+    /// Exactly one of `keys` is present; returns which.
+    pub fn one_of<'k>(&mut self, fields: &Fields<'_>, keys: &[&'k str], what: &str) -> Option<&'k str> {
+        let present: Vec<&'k str> = keys.iter().copied().filter(|k| fields.has(k)).collect();
+        match present.as_slice() {
+            [one] => Some(one),
+            [] => {
+                self.diags.push(
+                    Diagnostic::error(&fields.path, fields.node.span, format!("{what} needs one of {}", list(keys)))
+                        .expected(format!("exactly one of {}", list(keys)))
+                        .found("none of them"),
+                );
+                None
+            }
+            [_, second, ..] => {
+                self.diags.push(
+                    Diagnostic::error(&fields.path.key(second), fields.key_span(second), format!("{what} takes only one of {}", list(keys)))
+                        .expected(format!("exactly one of {}", list(keys)))
+                        .found(list(&present))
+                        .help(format!("keep one of {} and remove the others", list(&present))),
+                );
+                None
+            }
+        }
+    }
+}
+
+pub(crate) fn list(keys: &[&str]) -> String {
+    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+}
+
+fn example_for(key: &str) -> &'static str {
+    match key {
+        "version" => "1",
+        "name" => "my-benchmark",
+        "scenarios" => "{ main: { request: { path: / }, load: { closed: { connections: 64, duration: 10s } } } }",
+        "load" => "{ closed: { connections: 64, duration: 10s } }",
+        "connections" => "64",
+        "rate" => "1000/s",
+        "duration" => "10s",
+        "over" => "30s",
+        "during" => "30s",
+        "to" => "1000/s",
+        "stages" => "[{ to: 1000/s, over: 30s }]",
+        "command" => "[./my-server, --port, '8080']",
+        "base_url" => "http://127.0.0.1:8080",
+        "path" => "/",
+        "expr" => "p99 < 100ms",
+        _ => "...",
+    }
+}

@@ -1,0 +1,492 @@
+//! The JSON Schema of the spec language, generated from the types below.
+//!
+//! These types describe the YAML a user writes (templates and unit strings included); they are only used to
+//! generate `schemas/loadgate.schema.json` for editors and validators. The reader in `parse.rs` accepts exactly
+//! the keys declared here: a test compares the two so they cannot drift.
+
+use std::collections::BTreeMap;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+
+/// A loadgate spec: targets, load profiles and SLOs, committed next to the code it measures.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields, title = "loadgate spec")]
+pub struct SpecDoc {
+    /// The spec format version. Always `1`.
+    #[schemars(range(min = 1, max = 1))]
+    pub version: u32,
+    /// A file-name-safe name; it names the output directory (`loadgate-out/<name>/`).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]+$"))]
+    pub name: String,
+    pub description: Option<String>,
+    /// The seed for random request data; the same seed sends the same data.
+    pub seed: Option<u64>,
+    /// Variables with their defaults. Overridden by `LOADGATE_VAR_<NAME>` in the environment, then by
+    /// `--set name=value`. Templates read them as `{{ name }}`; `{{ env.NAME }}` reads the environment.
+    pub vars: Option<BTreeMap<String, ScalarDoc>>,
+    pub hardware: Option<HardwareDoc>,
+    pub target: TargetDoc,
+    pub defaults: Option<DefaultsDoc>,
+    /// Scenarios by name, run in the order written.
+    pub scenarios: BTreeMap<String, ScenarioDoc>,
+}
+
+/// A string, number or boolean.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum ScalarDoc {
+    String(String),
+    Integer(i64),
+    Number(f64),
+    Boolean(bool),
+}
+
+/// CPU pinning for the load generator and the target.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct HardwareDoc {
+    pub generator: Option<GeneratorDoc>,
+    pub target: Option<TargetCpusDoc>,
+    /// What to do when this machine cannot honour the pinning.
+    pub on_mismatch: Option<OnMismatchDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum OnMismatchDoc {
+    /// Refuse to run (exit 3).
+    Fail,
+    /// Run with what the machine has and say so in every report.
+    Warn,
+    /// Skip the run (exit 0) with a note.
+    Skip,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct GeneratorDoc {
+    /// The generator's CPUs in taskset syntax (`16-31`); one worker thread per CPU by default.
+    pub cpus: Option<CpuListText>,
+    /// Worker threads (default: one per CPU, or 1 when unpinned); workers are pinned round-robin over `cpus`.
+    pub threads: Option<Count>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TargetCpusDoc {
+    /// The target's CPUs in taskset syntax (`0-15`); applied when loadgate starts the target.
+    pub cpus: Option<CpuListText>,
+}
+
+/// The server under test: `builtin`, or `base_url` with an optional `start` command.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum TargetDoc {
+    Builtin(BuiltinTargetDoc),
+    Url(UrlTargetDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BuiltinTargetDoc {
+    /// loadgate's reference server, started on a free loopback port.
+    pub builtin: BuiltinDoc,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct UrlTargetDoc {
+    /// `http://host:port[/prefix]`; request paths are appended to it.
+    #[schemars(regex(pattern = r"^(http://.+|.*\{\{.*\}\}.*)$"))]
+    pub base_url: String,
+    /// A command loadgate starts before the run and stops after it.
+    pub start: Option<StartDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum BuiltinDoc {
+    Kind(BuiltinKindDoc),
+    Detailed(BuiltinDetailDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum BuiltinKindDoc {
+    /// TechEmpower plaintext: `Hello, World!`.
+    Plaintext,
+    /// Echoes the request body.
+    Echo,
+    /// Answers after `delay` (needs the detailed form).
+    Delay,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BuiltinDetailDoc {
+    pub kind: BuiltinKindDoc,
+    /// For `delay`: how long each response waits.
+    pub delay: Option<DurationText>,
+    /// The status of every response (default 200).
+    pub status: Option<StatusDoc>,
+    /// The response body size (default: the 13-byte plaintext body).
+    pub body_size: Option<SizeText>,
+    /// Send bodies chunked.
+    pub chunked: Option<BoolDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct StartDoc {
+    /// The program and its arguments (no shell).
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+    pub env: Option<BTreeMap<String, ScalarDoc>>,
+    pub cwd: Option<String>,
+    /// How loadgate knows the target is up (default: a TCP connect, 30 s).
+    pub ready: Option<ReadyDoc>,
+    /// How long after SIGTERM before SIGKILL (default 5s).
+    pub stop_grace: Option<DurationText>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReadyDoc {
+    /// A path to GET until it answers `status`.
+    pub http_get: Option<String>,
+    /// Wait for a TCP connect instead.
+    pub tcp: Option<BoolDoc>,
+    /// The status `http_get` waits for (default 200).
+    pub status: Option<StatusDoc>,
+    /// How long to wait (default 30s).
+    pub timeout: Option<DurationText>,
+    /// Between attempts (default 100ms).
+    pub interval: Option<DurationText>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DefaultsDoc {
+    /// Headers sent with every request; a scenario's own headers override them by name.
+    pub headers: Option<BTreeMap<String, ScalarDoc>>,
+    /// The per-request timeout (default 10s).
+    pub timeout: Option<DurationText>,
+}
+
+/// One load test: a request, a load model, and the SLOs it must meet.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ScenarioDoc {
+    pub description: Option<String>,
+    /// `false` for warmup and primer phases: measured and reported, never gated.
+    pub gate: Option<BoolDoc>,
+    /// A pause after the scenario before the next starts.
+    pub cooldown: Option<DurationText>,
+    pub request: RequestDoc,
+    /// The per-request timeout (wrk `--timeout`).
+    pub timeout: Option<DurationText>,
+    /// Variables swept over: the scenario runs once per combination (`plaintext[connections=256]`).
+    pub matrix: Option<BTreeMap<String, Vec<ScalarDoc>>>,
+    pub load: LoadDoc,
+    /// Objectives such as `p99 < 100ms`, `throughput >= 1000/s`, `error_rate < 0.1%`, `p99 <= baseline * 1.10`.
+    pub slo: Option<Vec<SloDoc>>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RequestDoc {
+    /// The HTTP method (default GET).
+    pub method: Option<String>,
+    /// The path (and query) after the base URL; must start with `/`.
+    #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
+    pub path: String,
+    /// Query parameters, percent-encoded and appended in order.
+    pub query: Option<BTreeMap<String, ScalarDoc>>,
+    pub headers: Option<BTreeMap<String, ScalarDoc>>,
+    /// The request body; Content-Length is set from it.
+    pub body: Option<String>,
+}
+
+/// The load model: exactly one of `closed`, `open`, `ramp`, `users`.
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LoadDoc {
+    /// N connections, each sending its next request as soon as the last completes (wrk, ab).
+    Closed(ClosedDoc),
+    /// A constant arrival rate, latency from the intended send time (wrk2 `-R`).
+    Open(OpenDoc),
+    /// An arrival rate that moves linearly through stages (k6 ramping-arrival-rate).
+    Ramp(RampDoc),
+    /// Gatling-style user injection: each user opens a connection, sends its request, closes.
+    Users(UsersDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ClosedDoc {
+    pub connections: Count,
+    /// Run for this long (give `duration` or `requests`).
+    pub duration: Option<DurationText>,
+    /// Stop after this many requests in total (ab `-n`).
+    pub requests: Option<Count>,
+    /// Requests in flight per connection (HTTP/1.1 pipelining; default 1).
+    pub pipeline: Option<Count>,
+    /// `batch` (write N, wait for N, as wrk's pipeline.lua) or `window` (keep N in flight).
+    pub pipeline_mode: Option<PipelineModeDoc>,
+    /// `false` opens a new connection per request (ab without `-k`).
+    pub keep_alive: Option<BoolDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum PipelineModeDoc {
+    Batch,
+    Window,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct OpenDoc {
+    pub rate: RateText,
+    pub duration: DurationText,
+    /// The connections requests are spread over (wrk2 `-c`).
+    pub connections: Count,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RampDoc {
+    pub connections: Count,
+    /// The rate at the start of the first stage (default 0/s).
+    pub start_rate: Option<RateText>,
+    #[schemars(length(min = 1))]
+    pub stages: Vec<RampStageDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RampStageDoc {
+    /// The rate at the end of the stage.
+    pub to: RateText,
+    pub over: DurationText,
+}
+
+/// One injection step, a list of steps, or `{ steps, max_connections }`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum UsersDoc {
+    Step(UserStepDoc),
+    Steps(Vec<UserStepDoc>),
+    Detailed(UsersDetailDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct UsersDetailDoc {
+    #[schemars(length(min = 1))]
+    pub steps: Vec<UserStepDoc>,
+    /// The most users active at once (default 10000).
+    pub max_connections: Option<Count>,
+}
+
+/// `{at_once: N}`, `{ramp: N, over: T}`, `{per_second: R, during: T}`, `{ramp_per_second: R1, to: R2, during: T}`
+/// or `{pause: T}`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct UserStepDoc {
+    /// Gatling `atOnceUsers(N)`.
+    pub at_once: Option<Count>,
+    /// Gatling `rampUsers(N) during (over)`.
+    pub ramp: Option<Count>,
+    pub over: Option<DurationText>,
+    /// Gatling `constantUsersPerSec(R) during (during)`.
+    pub per_second: Option<UserRateDoc>,
+    /// Gatling `rampUsersPerSec(R1) to (to) during (during)`.
+    pub ramp_per_second: Option<UserRateDoc>,
+    pub to: Option<UserRateDoc>,
+    pub during: Option<DurationText>,
+    /// Gatling `nothingFor(T)`.
+    pub pause: Option<DurationText>,
+}
+
+/// An SLO expression, or one with options.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum SloDoc {
+    Expr(String),
+    Detailed(SloDetailDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SloDetailDoc {
+    pub expr: String,
+    /// Stop the run as soon as the SLO is breached beyond repair (`true`, or `{ delay: 10s }` to wait first).
+    pub abort_on_fail: Option<AbortDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum AbortDoc {
+    Flag(BoolDoc),
+    Delayed(AbortDelayDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct AbortDelayDoc {
+    pub delay: Option<DurationText>,
+}
+
+const TEMPLATE: &str = r"\{\{.*\}\}";
+
+fn text_or_template(pattern: &str, description: &str) -> Schema {
+    json_schema!({
+        "description": description,
+        "anyOf": [
+            { "type": "string", "pattern": pattern },
+            { "type": "string", "pattern": TEMPLATE }
+        ]
+    })
+}
+
+macro_rules! text_schema {
+    ($name:ident, $pattern:expr, $desc:expr) => {
+        #[doc = $desc]
+        pub struct $name;
+        impl JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                text_or_template($pattern, $desc)
+            }
+        }
+    };
+}
+
+text_schema!(DurationText, r"^\s*([0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s|m|h|sec|secs|min|mins|hr|hour|hours|second|seconds|minute|minutes)\s*)+$", "A duration: `500ms`, `15s`, `5m`, `1m30s`.");
+text_schema!(RateText, r"^\s*[0-9]+(\.[0-9]+)?\s*[kKM]?\s*/\s*(s|sec|second|ms|m|min|minute|h|hour)\s*$", "A rate: `32000/s`, `1.2k/s`, `600/m`.");
+text_schema!(SizeText, r"^\s*[0-9]+(\.[0-9]+)?\s*(B|b|k|kB|KB|KiB|Ki|M|MB|MiB|Mi|G|GB|GiB|Gi)?\s*$", "A size in bytes: `256B`, `4KiB`, `1MB`.");
+text_schema!(CpuListText, r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$", "CPU ids in taskset syntax: `1`, `0-7`, `0-7,16-23`.");
+
+/// A whole number of at least 1, or a template that renders to one.
+pub struct Count;
+impl JsonSchema for Count {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Count".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A whole number of at least 1, or a template such as \"{{ connections }}\".",
+            "anyOf": [ { "type": "integer", "minimum": 1 }, { "type": "string", "pattern": TEMPLATE } ]
+        })
+    }
+}
+
+/// Users per second: a number or a rate.
+pub struct UserRateDoc;
+impl JsonSchema for UserRateDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "UserRate".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let rate = RateText::json_schema(g);
+        json_schema!({
+            "description": "Users per second: a number (`20`) or a rate (`20/s`).",
+            "anyOf": [ { "type": "number", "minimum": 0 }, rate ]
+        })
+    }
+}
+
+/// An HTTP status.
+pub struct StatusDoc;
+impl JsonSchema for StatusDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Status".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "An HTTP status from 100 to 599.",
+            "anyOf": [ { "type": "integer", "minimum": 100, "maximum": 599 }, { "type": "string", "pattern": TEMPLATE } ]
+        })
+    }
+}
+
+/// `true` or `false`, or a template.
+pub struct BoolDoc;
+impl JsonSchema for BoolDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Bool".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [ { "type": "boolean" }, { "type": "string", "pattern": TEMPLATE } ]
+        })
+    }
+}
+
+/// The spec's JSON Schema as pretty JSON with a trailing newline (what `loadgate schema` prints and
+/// `schemas/loadgate.schema.json` holds).
+pub fn spec_schema_json() -> String {
+    let mut schema = schemars::schema_for!(SpecDoc);
+    schema.insert("$id".to_owned(), "https://loadgate.dev/schemas/loadgate.schema.json".into());
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::*;
+
+    fn props(schema: &serde_json::Value, def: &str) -> Vec<String> {
+        let node = if def.is_empty() { schema } else { &schema["$defs"][def] };
+        let mut keys: Vec<String> = node["properties"].as_object().unwrap_or_else(|| panic!("{def} has properties")).keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    fn sorted(keys: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = keys.iter().map(|s| (*s).to_owned()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_schema_and_the_reader_accept_the_same_keys() {
+        let schema: serde_json::Value = serde_json::from_str(&spec_schema_json()).unwrap();
+        assert_eq!(props(&schema, ""), sorted(TOP_KEYS));
+        assert_eq!(props(&schema, "HardwareDoc"), sorted(HARDWARE_KEYS));
+        assert_eq!(props(&schema, "GeneratorDoc"), sorted(GENERATOR_KEYS));
+        assert_eq!(props(&schema, "TargetCpusDoc"), sorted(TARGET_CPU_KEYS));
+        assert_eq!(props(&schema, "StartDoc"), sorted(START_KEYS));
+        assert_eq!(props(&schema, "ReadyDoc"), sorted(READY_KEYS));
+        assert_eq!(props(&schema, "BuiltinDetailDoc"), sorted(BUILTIN_KEYS));
+        assert_eq!(props(&schema, "DefaultsDoc"), sorted(DEFAULTS_KEYS));
+        assert_eq!(props(&schema, "ScenarioDoc"), sorted(SCENARIO_KEYS));
+        assert_eq!(props(&schema, "RequestDoc"), sorted(REQUEST_KEYS));
+        assert_eq!(props(&schema, "ClosedDoc"), sorted(CLOSED_KEYS));
+        assert_eq!(props(&schema, "OpenDoc"), sorted(OPEN_KEYS));
+        assert_eq!(props(&schema, "RampDoc"), sorted(RAMP_KEYS));
+        assert_eq!(props(&schema, "RampStageDoc"), sorted(STAGE_KEYS));
+        assert_eq!(props(&schema, "UsersDetailDoc"), sorted(USERS_KEYS));
+        assert_eq!(props(&schema, "UserStepDoc"), sorted(USER_STEP_KEYS));
+        assert_eq!(props(&schema, "SloDetailDoc"), sorted(SLO_KEYS));
+        assert_eq!(props(&schema, "AbortDelayDoc"), sorted(ABORT_KEYS));
+        let mut target_keys = props(&schema, "UrlTargetDoc");
+        target_keys.extend(props(&schema, "BuiltinTargetDoc"));
+        target_keys.sort();
+        assert_eq!(target_keys, sorted(TARGET_KEYS));
+        let load: Vec<String> = schema["$defs"]["LoadDoc"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v["required"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_owned()))
+            .collect();
+        let mut load = load;
+        load.sort();
+        assert_eq!(load, sorted(LOAD_KEYS));
+    }
+}
