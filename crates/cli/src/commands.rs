@@ -19,7 +19,7 @@ pub fn main_impl() -> Exit {
             };
         }
     };
-    let out = Output::new(cli.quiet, cli.verbose, cli.color);
+    let out = Output::new(cli.quiet);
     match cli.command {
         Command::Validate(a) => validate(&out, a),
         Command::Plan(a) => plan(&out, a),

@@ -7,18 +7,23 @@ use crate::args::ColorChoice;
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub quiet: bool,
-    pub verbose: u8,
-    pub color: bool,
 }
 
 impl Output {
-    pub fn new(quiet: bool, verbose: u8, choice: ColorChoice) -> Self {
-        let color = match choice {
+    pub fn new(quiet: bool) -> Self {
+        Output { quiet }
+    }
+
+    /// Whether to colour terminal output: `--color`, then `NO_COLOR`, then whether stdout is a terminal.
+    #[expect(dead_code, reason = "used by `run` once the engine is wired in")]
+    pub fn use_color(choice: ColorChoice) -> bool {
+        match choice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal(),
-        };
-        Output { quiet, verbose, color }
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+            }
+        }
     }
 
     /// The main output of a command (plans, schemas, summaries): always printed.
@@ -44,14 +49,6 @@ impl Output {
         let _ = err.write_all(text.as_bytes());
         if !text.ends_with('\n') {
             let _ = err.write_all(b"\n");
-        }
-    }
-
-    pub fn paint(&self, text: &str, ansi: &str) -> String {
-        if self.color {
-            format!("\x1b[{ansi}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
         }
     }
 }

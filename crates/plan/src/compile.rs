@@ -113,7 +113,12 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
             cpu: hw.generator_cpus.as_ref().filter(|c| !c.is_empty()).map(|c| c.cpus()[index % c.len()]),
         })
         .collect();
-    HardwarePlan { generator_cpus: hw.generator_cpus.clone(), target_cpus: hw.target_cpus.clone(), on_mismatch: hw.on_mismatch, workers }
+    HardwarePlan {
+        generator_cpus: hw.generator_cpus.clone(),
+        target_cpus: hw.target_cpus.clone(),
+        on_mismatch: hw.on_mismatch,
+        workers,
+    }
 }
 
 fn target_plan(t: &Target) -> TargetPlan {
@@ -180,7 +185,9 @@ fn load_plan(load: &Load) -> LoadPlan {
                         loadgate_spec::UserStep::AtOnce { users } => UserStep::AtOnce { users },
                         loadgate_spec::UserStep::Ramp { users, over } => UserStep::Ramp { users, over },
                         loadgate_spec::UserStep::PerSecond { rate, during } => UserStep::PerSecond { rate, during },
-                        loadgate_spec::UserStep::RampPerSecond { from, to, during } => UserStep::RampPerSecond { from, to, during },
+                        loadgate_spec::UserStep::RampPerSecond { from, to, during } => {
+                            UserStep::RampPerSecond { from, to, during }
+                        }
                         loadgate_spec::UserStep::Pause { during } => UserStep::Pause { during },
                     })
                     .collect(),

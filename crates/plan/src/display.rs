@@ -11,7 +11,9 @@ fn describe_target(t: &TargetPlan) -> String {
         TargetPlan::Url { base_url } => format!("{base_url} (already running)"),
         TargetPlan::Command { base_url, command, ready, .. } => {
             let probe = match ready {
-                ReadyProbe::HttpGet { path, status, timeout, .. } => format!("ready when GET {path} answers {status}, within {timeout}"),
+                ReadyProbe::HttpGet { path, status, timeout, .. } => {
+                    format!("ready when GET {path} answers {status}, within {timeout}")
+                }
                 ReadyProbe::Tcp { timeout, .. } => format!("ready when it accepts TCP, within {timeout}"),
             };
             format!("{base_url}, started as `{}`; {probe}", command.join(" "))
@@ -47,7 +49,12 @@ pub fn describe_load(load: &LoadPlan) -> String {
         Arrival::Closed => {
             let mut s = format!("closed, {} connection{}", c.connections, if c.connections == 1 { "" } else { "s" });
             if c.pipeline > 1 {
-                let _ = write!(s, ", pipeline {} ({})", c.pipeline, if c.pipeline_mode == loadgate_spec::PipelineMode::Batch { "batch" } else { "window" });
+                let _ = write!(
+                    s,
+                    ", pipeline {} ({})",
+                    c.pipeline,
+                    if c.pipeline_mode == loadgate_spec::PipelineMode::Batch { "batch" } else { "window" }
+                );
             }
             if !c.keep_alive {
                 s.push_str(", new connection per request");
@@ -66,7 +73,9 @@ pub fn describe_load(load: &LoadPlan) -> String {
                     UserStep::AtOnce { users } => format!("{users} users at once"),
                     UserStep::Ramp { users, over } => format!("{users} users over {over}"),
                     UserStep::PerSecond { rate, during } => format!("{} users/s for {during}", rate.per_sec()),
-                    UserStep::RampPerSecond { from, to, during } => format!("{} to {} users/s over {during}", from.per_sec(), to.per_sec()),
+                    UserStep::RampPerSecond { from, to, during } => {
+                        format!("{} to {} users/s over {during}", from.per_sec(), to.per_sec())
+                    }
                     UserStep::Pause { during } => format!("nothing for {during}"),
                 })
                 .collect();
@@ -111,7 +120,14 @@ impl ExecutionPlan {
             "  target cpus  {}",
             self.hardware.target_cpus.as_ref().map(|c| c.to_string()).unwrap_or_else(|| "not pinned".to_owned())
         );
-        let _ = writeln!(out, "  on mismatch  {}", serde_json::to_value(self.hardware.on_mismatch).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "  on mismatch  {}",
+            serde_json::to_value(self.hardware.on_mismatch)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        );
         let _ = writeln!(out, "  seed         {}", self.seed);
         if !self.vars.is_empty() {
             let width = self.vars.keys().map(String::len).max().unwrap_or(0);
@@ -125,7 +141,13 @@ impl ExecutionPlan {
                 let _ = writeln!(out, "  {label:<12} {k:<width$} = {} ({source})", v.value);
             }
         }
-        let _ = writeln!(out, "  wall time    {}", self.expected_duration.map(|d| d.to_string()).unwrap_or_else(|| "unknown (a phase stops after a request count)".to_owned()));
+        let _ = writeln!(
+            out,
+            "  wall time    {}",
+            self.expected_duration
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "unknown (a phase stops after a request count)".to_owned())
+        );
         let _ = writeln!(out);
 
         let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);

@@ -250,7 +250,12 @@ pub struct Histograms {
 
 impl Default for Histograms {
     fn default() -> Self {
-        Self { latency: new_histogram(), service_time: new_histogram(), send_lag: new_histogram(), connect_time: new_histogram() }
+        Self {
+            latency: new_histogram(),
+            service_time: new_histogram(),
+            send_lag: new_histogram(),
+            connect_time: new_histogram(),
+        }
     }
 }
 
@@ -360,7 +365,10 @@ impl LatencySummary {
             mean_us: h.mean(),
             stdev_us: h.stdev(),
             max_us: h.max(),
-            percentiles: SUMMARY_PERCENTILES.iter().map(|(name, q)| ((*name).to_owned(), h.value_at_quantile(q / 100.0))).collect(),
+            percentiles: SUMMARY_PERCENTILES
+                .iter()
+                .map(|(name, q)| ((*name).to_owned(), h.value_at_quantile(q / 100.0)))
+                .collect(),
         }
     }
 

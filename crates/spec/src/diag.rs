@@ -22,6 +22,8 @@ pub struct Diagnostic {
     pub expected: Option<String>,
     pub found: Option<String>,
     pub help: Option<String>,
+    /// The matrix cells the problem occurs in, when it does not occur in all of them.
+    pub cells: Vec<String>,
 }
 
 impl Diagnostic {
@@ -35,6 +37,7 @@ impl Diagnostic {
             expected: None,
             found: None,
             help: None,
+            cells: Vec::new(),
         }
     }
     pub fn warning(path: &Path, span: Option<Span>, message: impl Into<String>) -> Self {
@@ -81,11 +84,20 @@ impl Diagnostic {
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{number} | {line_text}");
             let col_chars = span.col.saturating_sub(1);
-            let prefix: String = line_text.chars().take(col_chars).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+            let prefix: String =
+                line_text.chars().take(col_chars).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
             let width = self.width.unwrap_or_else(|| token_width(line_text, col_chars)).max(1);
             let _ = writeln!(out, "{pad} | {prefix}{}", "^".repeat(width));
         }
         let _ = writeln!(out, "   = at: {}", self.path);
+        if !self.cells.is_empty() {
+            let _ = writeln!(
+                out,
+                "   = in matrix cell{}: {}",
+                if self.cells.len() == 1 { "" } else { "s" },
+                self.cells.join(", ")
+            );
+        }
         if let Some(e) = &self.expected {
             let _ = writeln!(out, "   = expected: {e}");
         }
@@ -120,7 +132,12 @@ fn token_width(line: &str, col: usize) -> usize {
     let mut end = rest.len();
     for (i, c) in rest.iter().enumerate() {
         let next_is_space = rest.get(i + 1).is_none_or(|n| n.is_whitespace());
-        if (*c == ':' && next_is_space) || (*c == '#' && i > 0 && rest[i - 1].is_whitespace()) || *c == ',' || *c == '}' || *c == ']' {
+        if (*c == ':' && next_is_space)
+            || (*c == '#' && i > 0 && rest[i - 1].is_whitespace())
+            || *c == ','
+            || *c == '}'
+            || *c == ']'
+        {
             end = i;
             break;
         }
@@ -157,6 +174,9 @@ impl Diagnostics {
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
+    pub fn into_items(self) -> Vec<Diagnostic> {
+        self.items
+    }
     pub fn extend(&mut self, other: Diagnostics) {
         for d in other.items {
             self.push(d);
@@ -192,7 +212,11 @@ impl SpecError {
             "{}: {errors} error{}{}",
             self.file,
             if errors == 1 { "" } else { "s" },
-            if warnings > 0 { format!(", {warnings} warning{}", if warnings == 1 { "" } else { "s" }) } else { String::new() }
+            if warnings > 0 {
+                format!(", {warnings} warning{}", if warnings == 1 { "" } else { "s" })
+            } else {
+                String::new()
+            }
         );
         out
     }

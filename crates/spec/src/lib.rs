@@ -13,6 +13,7 @@ mod template;
 pub mod units;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
+pub use loader::yaml_to_json;
 pub use model::*;
 pub use parse::{LoadOptions, DEFAULT_MAX_USER_CONNECTIONS, DEFAULT_TIMEOUT};
 pub use slo::{AbortOnFail, Comparison, Metric, MetricKind, Slo, SloError, Threshold};
@@ -27,8 +28,12 @@ pub fn load_str(file: &str, text: &str, opts: &LoadOptions) -> Result<Spec, Spec
         Ok(root) => parse::read_spec(&root, opts, &mut diags),
         Err(e) => {
             diags.push(
-                Diagnostic::error(&node::Path::root(), e.span.or(Some(node::Span { line: 1, col: 1 })), format!("the file is not valid YAML: {}", e.message))
-                    .help("check indentation, quotes and brackets near this place"),
+                Diagnostic::error(
+                    &node::Path::root(),
+                    e.span.or(Some(node::Span { line: 1, col: 1 })),
+                    format!("the file is not valid YAML: {}", e.message),
+                )
+                .help(e.help),
             );
             None
         }
@@ -50,9 +55,13 @@ pub fn load_file(path: &std::path::Path, opts: &LoadOptions) -> Result<Spec, Spe
         diags.push(Diagnostic::error(&node::Path::root(), Some(node::Span { line: 1, col: 1 }), message).help(help));
         SpecError { file: file.clone(), source: String::new(), diagnostics: diags }
     };
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read the spec: {e}"), "check the path and its permissions"))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| fail(format!("cannot read the spec: {e}"), "check the path and its permissions"))?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        fail(format!("the spec is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()), "save the file as UTF-8")
+        fail(
+            format!("the spec is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            "save the file as UTF-8",
+        )
     })?;
     load_str(&file, &text, opts)
 }

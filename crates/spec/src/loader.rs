@@ -17,6 +17,7 @@ use crate::node::{Key, Node, NodeKind, Span};
 pub struct SyntaxError {
     pub message: String,
     pub span: Option<Span>,
+    pub help: &'static str,
 }
 
 /// Parses `text` into a located node tree.
@@ -28,16 +29,23 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         if let Some(pos) = message.find(" at line ") {
             message.truncate(pos);
         }
+        let mut help = "check indentation, quotes and brackets near this place";
         if message == "repetition limit exceeded" {
             message = "the document expands too many aliases (a YAML alias bomb?)".to_owned();
+            help = "a spec never needs aliases nested this deep; write the values out or use `vars` and templates";
         } else if message == "recursion limit exceeded" {
             message = "the document nests too deeply".to_owned();
+            help = "a spec nests a few levels at most; look for a runaway bracket or alias";
+        } else if message.contains("duplicate entry") {
+            help = "each key may appear once in a mapping; rename or remove one of them";
         }
-        SyntaxError { message, span }
+        SyntaxError { message, span, help }
     })?;
     let spans = SpanIndex::build(text);
     let mut path = Vec::new();
-    Ok(convert(&value, &spans, &mut path, None))
+    let mut root = convert(&value, &spans, &mut path, None);
+    anchor_block_mappings(&mut root, text);
+    Ok(root)
 }
 
 /// Parses a single scalar as YAML would (`64` -> integer, `true` -> boolean, `1.5` -> float, anything else ->
@@ -58,6 +66,29 @@ fn number_kind(n: &serde_yaml::Number) -> NodeKind {
         NodeKind::Float(u as f64)
     } else {
         NodeKind::Float(n.as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+/// A block mapping's start is reported where its first value begins; diagnostics about the mapping as a whole
+/// read better at its first key, which is where a reader looks.
+fn anchor_block_mappings(node: &mut Node, text: &str) {
+    match &mut node.kind {
+        NodeKind::Map(entries) => {
+            let is_flow = node.span.is_some_and(|sp| {
+                text.lines().nth(sp.line.saturating_sub(1)).and_then(|l| l.chars().nth(sp.col.saturating_sub(1)))
+                    == Some('{')
+            });
+            if !is_flow {
+                if let Some(first) = entries.first().and_then(|(k, _)| k.span) {
+                    node.span = Some(first);
+                }
+            }
+            for (_, v) in entries.iter_mut() {
+                anchor_block_mappings(v, text);
+            }
+        }
+        NodeKind::Seq(items) => items.iter_mut().for_each(|i| anchor_block_mappings(i, text)),
+        _ => {}
     }
 }
 
@@ -219,6 +250,12 @@ impl SpanIndex {
     }
 }
 
+/// Converts a YAML document to JSON (for checking specs against the JSON Schema).
+pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, String> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +294,9 @@ mod tests {
         let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..10 {
             let p = i - 1;
-            text.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
         }
         let e = parse(&text).unwrap_err();
         assert!(e.message.contains("alias"), "{e:?}");

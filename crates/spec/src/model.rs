@@ -178,7 +178,9 @@ impl UserStep {
         match self {
             UserStep::AtOnce { .. } => Duration::ZERO,
             UserStep::Ramp { over, .. } => *over,
-            UserStep::PerSecond { during, .. } | UserStep::RampPerSecond { during, .. } | UserStep::Pause { during } => *during,
+            UserStep::PerSecond { during, .. }
+            | UserStep::RampPerSecond { during, .. }
+            | UserStep::Pause { during } => *during,
         }
     }
 }

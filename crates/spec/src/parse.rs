@@ -14,7 +14,8 @@ use crate::template::Templates;
 use crate::units::{ByteSize, CpuList, Duration, Rate};
 use crate::{AbortOnFail, BuiltinKind, OnMismatch, PipelineMode, Slo};
 
-pub(crate) const TOP_KEYS: &[&str] = &["version", "name", "description", "seed", "vars", "hardware", "target", "defaults", "scenarios"];
+pub(crate) const TOP_KEYS: &[&str] =
+    &["version", "name", "description", "seed", "vars", "hardware", "target", "defaults", "scenarios"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
 pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
@@ -23,15 +24,18 @@ pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
 pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
-pub(crate) const SCENARIO_KEYS: &[&str] = &["description", "gate", "cooldown", "request", "timeout", "matrix", "load", "slo"];
+pub(crate) const SCENARIO_KEYS: &[&str] =
+    &["description", "gate", "cooldown", "request", "timeout", "matrix", "load", "slo"];
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users"];
-pub(crate) const CLOSED_KEYS: &[&str] = &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive"];
+pub(crate) const CLOSED_KEYS: &[&str] =
+    &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive"];
 pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections"];
 pub(crate) const RAMP_KEYS: &[&str] = &["connections", "start_rate", "stages"];
 pub(crate) const STAGE_KEYS: &[&str] = &["to", "over"];
 pub(crate) const USERS_KEYS: &[&str] = &["steps", "max_connections"];
-pub(crate) const USER_STEP_KEYS: &[&str] = &["at_once", "ramp", "over", "per_second", "ramp_per_second", "to", "during", "pause"];
+pub(crate) const USER_STEP_KEYS: &[&str] =
+    &["at_once", "ramp", "over", "per_second", "ramp_per_second", "to", "during", "pause"];
 pub(crate) const SLO_KEYS: &[&str] = &["expr", "abort_on_fail"];
 pub(crate) const ABORT_KEYS: &[&str] = &["delay"];
 
@@ -72,8 +76,8 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
     let mut cx = Cx { diags, templates: &templates, bindings: &[] };
     let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
 
-    match cx.required(&top, "version", "the spec") {
-        Some((node, p)) => {
+    if let Some((node, p)) = cx.required(&top, "version", "the spec") {
+        {
             if let Some(v) = cx.uint(node, &p, "`version`", 0) {
                 if v != SPEC_VERSION {
                     cx.error(
@@ -85,13 +89,15 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
                 }
             }
         }
-        None => {}
     }
     let name = cx.required(&top, "name", "the spec").and_then(|(n, p)| {
         let s = cx.string(n, &p, "`name`")?;
         let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if !ok {
-            let fixed: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).collect();
+            let fixed: String = s
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+                .collect();
             cx.error(
                 Diagnostic::error(&p, n.span, "`name` must be a file-name-safe identifier")
                     .expected("letters, digits, `-`, `_` and `.` (it names the output directory)")
@@ -157,10 +163,9 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
             let shared = g.intersection(t);
             if !shared.is_empty() {
                 let (n, p) = top.get("hardware").map(|(n, p)| (n.span, p)).unwrap_or((None, Path::root()));
-                cx.error(
-                    Diagnostic::warning(&p, n, format!("the generator and the target share CPUs {shared}"))
-                        .help("they will compete for those CPUs and the numbers will mix both; give each side its own CPUs"),
-                );
+                cx.error(Diagnostic::warning(&p, n, format!("the generator and the target share CPUs {shared}")).help(
+                    "they will compete for those CPUs and the numbers will mix both; give each side its own CPUs",
+                ));
             }
         }
     }
@@ -177,7 +182,8 @@ fn valid_scenario_name(s: &str) -> bool {
 
 fn valid_var_name(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn to_value(kind: &NodeKind) -> Value {
@@ -191,7 +197,11 @@ fn to_value(kind: &NodeKind) -> Value {
 }
 
 /// Resolves `vars`: the spec's defaults, then `LOADGATE_VAR_<NAME>`, then `--set` (the last wins).
-fn read_vars(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> (BTreeMap<String, Var>, BTreeMap<String, Value>) {
+fn read_vars(
+    root: &Node,
+    opts: &LoadOptions,
+    diags: &mut Diagnostics,
+) -> (BTreeMap<String, Var>, BTreeMap<String, Value>) {
     let mut vars = BTreeMap::new();
     let mut values = BTreeMap::new();
     let NodeKind::Map(top) = &root.kind else { return (vars, values) };
@@ -210,13 +220,18 @@ fn read_vars(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> (BTree
                             Diagnostic::error(&p, k.span, format!("variable name `{}` is not an identifier", k.name))
                                 .width(k.name.chars().count())
                                 .expected("letters, digits and `_`, starting with a letter or `_`")
-                                .help(format!("templates could not name it; try `{}`", k.name.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))),
+                                .help(format!(
+                                    "templates could not name it; try `{}`",
+                                    k.name.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+                                )),
                         );
                         continue;
                     }
                     if k.name == "env" {
                         cx.error(
-                            Diagnostic::error(&p, k.span, "`env` is reserved").width(3).help("`{{ env.NAME }}` reads the environment; pick another name"),
+                            Diagnostic::error(&p, k.span, "`env` is reserved")
+                                .width(3)
+                                .help("`{{ env.NAME }}` reads the environment; pick another name"),
                         );
                         continue;
                     }
@@ -231,7 +246,10 @@ fn read_vars(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> (BTree
                         continue;
                     }
                     declared.push((k.name.clone(), k.span));
-                    vars.insert(k.name.clone(), Var { value: rendered.scalar_text().unwrap_or_default(), source: VarSource::Default });
+                    vars.insert(
+                        k.name.clone(),
+                        Var { value: rendered.scalar_text().unwrap_or_default(), source: VarSource::Default },
+                    );
                     values.insert(k.name.clone(), to_value(&rendered.kind));
                 }
             }
@@ -265,9 +283,16 @@ fn read_vars(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> (BTree
                 None => format!("the spec declares: {}", names.join(", ")),
             };
             cx.error(
-                Diagnostic::error(&p, vars_span.or(Some(Span { line: 1, col: 1 })), format!("`--set {name}={value}` names no variable of this spec"))
-                    .expected(format!("one of the variables under `vars:` ({})", if names.is_empty() { "none".to_owned() } else { names.join(", ") }))
-                    .help(help),
+                Diagnostic::error(
+                    &p,
+                    vars_span.or(Some(Span { line: 1, col: 1 })),
+                    format!("`--set {name}={value}` names no variable of this spec"),
+                )
+                .expected(format!(
+                    "one of the variables under `vars:` ({})",
+                    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                ))
+                .help(help),
             );
         }
     }
@@ -289,7 +314,11 @@ fn read_hardware(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Hardware> 
                 ok &= t.is_some();
                 if let Some(t) = t {
                     if t > 4096 {
-                        cx.error(Diagnostic::error(&p, n.span, "`threads` is too large").expected("at most 4096 worker threads").found(n.describe()));
+                        cx.error(
+                            Diagnostic::error(&p, n.span, "`threads` is too large")
+                                .expected("at most 4096 worker threads")
+                                .found(n.describe()),
+                        );
                         ok = false;
                     }
                     hw.threads = u32::try_from(t).ok();
@@ -325,7 +354,9 @@ fn read_hardware(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Hardware> 
 }
 
 fn enum_error(path: &Path, node: &Node, what: &str, found: &str, options: &[&str]) -> Diagnostic {
-    let d = Diagnostic::error(path, node.span, format!("{what} has no option `{found}`")).expected(format!("one of {}", list(options))).found(node.describe());
+    let d = Diagnostic::error(path, node.span, format!("{what} has no option `{found}`"))
+        .expected(format!("one of {}", list(options)))
+        .found(node.describe());
     match did_you_mean(found, options.iter().copied()) {
         Some(s) => d.help(format!("did you mean `{s}`?")),
         None => d,
@@ -357,7 +388,11 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         None => (rest, ""),
     };
     if prefix.contains(['?', '#']) {
-        return fail(cx, "`base_url` cannot carry a query or fragment", Some("put the query in each request's `path` or `query`".to_owned()));
+        return fail(
+            cx,
+            "`base_url` cannot carry a query or fragment",
+            Some("put the query in each request's `path` or `query`".to_owned()),
+        );
     }
     let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
         match stripped.split_once(']') {
@@ -385,20 +420,26 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
 }
 
 fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Target> {
-    // `target: { builtin: plaintext }` or `target: { base_url: ..., start: ... }`.
+    // `target: { builtin: plaintext }`, `target: { base_url: ..., start: ... }`, or both: the built-in server
+    // stands in whenever `base_url` renders empty, so one variable switches a spec between the two.
     let f = cx.map(node, path, TARGET_KEYS, "`target`")?;
     if f.has("builtin") {
-        if f.has("base_url") || f.has("start") {
-            let other = if f.has("base_url") { "base_url" } else { "start" };
-            cx.error(
-                Diagnostic::error(&path.key(other), f.key_span(other), format!("`builtin` and `{other}` cannot be combined"))
-                    .expected("either `builtin` (loadgate's reference server) or `base_url` (your server)")
-                    .help("remove one of them; a variable can switch between specs' targets"),
-            );
-            return None;
+        let url_text = match f.get("base_url") {
+            Some((n, p)) => Some(cx.string(n, &p, "`base_url`")?),
+            None => None,
+        };
+        if url_text.as_deref().is_none_or(|u| u.trim().is_empty()) {
+            if f.has("start") {
+                cx.error(
+                    Diagnostic::error(&path.key("start"), f.key_span("start"), "`start` needs a `base_url`")
+                        .expected("a non-empty `base_url` for the command's server (the built-in server is started by loadgate)")
+                        .help("set `base_url` (for example with `--set`), or remove `start`"),
+                );
+                return None;
+            }
+            let (n, p) = f.get("builtin")?;
+            return read_builtin(cx, n, &p).map(|server| Target::Builtin { server });
         }
-        let (n, p) = f.get("builtin")?;
-        return read_builtin(cx, n, &p).map(|server| Target::Builtin { server });
     }
     let Some((n, p)) = f.get("base_url") else {
         cx.error(
@@ -409,10 +450,7 @@ fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Target> {
         return None;
     };
     let base_url = read_base_url(cx, n, &p);
-    let start = match f.get("start") {
-        Some((n, p)) => Some(read_start(cx, n, &p)),
-        None => None,
-    };
+    let start = f.get("start").map(|(n, p)| read_start(cx, n, &p));
     match (base_url, start) {
         (Some(base_url), None) => Some(Target::Url { base_url }),
         (Some(base_url), Some(Some(start))) => Some(Target::Command { base_url, start }),
@@ -459,7 +497,11 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
             ok &= b.body_size.is_some();
             if let Some(sz) = b.body_size {
                 if sz.0 > 1 << 30 {
-                    cx.error(Diagnostic::error(&p, n.span, "`body_size` is too large").expected("at most 1GiB").found(n.describe()));
+                    cx.error(
+                        Diagnostic::error(&p, n.span, "`body_size` is too large")
+                            .expected("at most 1GiB")
+                            .found(n.describe()),
+                    );
                     ok = false;
                 }
             }
@@ -496,7 +538,11 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
 fn read_status(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<u16> {
     let s = cx.uint(node, path, "`status`", 100)?;
     if s > 599 {
-        cx.error(Diagnostic::error(path, node.span, "`status` is not an HTTP status").expected("a status from 100 to 599").found(node.describe()));
+        cx.error(
+            Diagnostic::error(path, node.span, "`status` is not an HTTP status")
+                .expected("a status from 100 to 599")
+                .found(node.describe()),
+        );
         return None;
     }
     Some(s as u16)
@@ -508,7 +554,8 @@ fn read_start(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<StartCommand>
     let command = match cx.required(&f, "command", "`target.start`") {
         Some((n, p)) => match &n.kind {
             NodeKind::Seq(items) if !items.is_empty() => {
-                let argv: Vec<Option<String>> = items.iter().enumerate().map(|(i, it)| cx.string(it, &p.index(i), "a command argument")).collect();
+                let argv: Vec<Option<String>> =
+                    items.iter().enumerate().map(|(i, it)| cx.string(it, &p.index(i), "a command argument")).collect();
                 if argv.iter().all(Option::is_some) {
                     Some(argv.into_iter().flatten().collect::<Vec<_>>())
                 } else {
@@ -590,12 +637,18 @@ fn read_ready(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Ready> {
         let (n, p) = f.get("tcp")?;
         if cx.boolean(n, &p, "`tcp`")? {
             if f.has("status") {
-                cx.error(Diagnostic::error(&p, f.key_span("status"), "`status` only applies to `http_get` probes").help("remove `status`"));
+                cx.error(
+                    Diagnostic::error(&p, f.key_span("status"), "`status` only applies to `http_get` probes")
+                        .help("remove `status`"),
+                );
                 return None;
             }
             Some(Ready::Tcp { timeout, interval })
         } else {
-            cx.error(Diagnostic::error(&p, n.span, "`tcp: false` probes nothing").help("use `tcp: true`, or `http_get: /path`"));
+            cx.error(
+                Diagnostic::error(&p, n.span, "`tcp: false` probes nothing")
+                    .help("use `tcp: true`, or `http_get: /path`"),
+            );
             None
         }
     }
@@ -603,7 +656,11 @@ fn read_ready(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Ready> {
 
 fn read_string_map(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str, out: &mut BTreeMap<String, String>) -> bool {
     let NodeKind::Map(entries) = &node.kind else {
-        cx.error(Diagnostic::error(path, node.span, format!("{what} must be a mapping")).expected("a mapping of names to values").found(node.type_name()));
+        cx.error(
+            Diagnostic::error(path, node.span, format!("{what} must be a mapping"))
+                .expected("a mapping of names to values")
+                .found(node.type_name()),
+        );
         return false;
     };
     let mut ok = true;
@@ -637,7 +694,8 @@ fn read_headers(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<(String
     let mut ok = true;
     for (k, v) in entries {
         let p = path.key(&k.name);
-        let token_ok = !k.name.is_empty() && k.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let token_ok =
+            !k.name.is_empty() && k.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !token_ok {
             cx.error(
                 Diagnostic::error(&p, k.span, format!("`{}` is not a valid header name", k.name))
@@ -649,7 +707,9 @@ fn read_headers(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<(String
         }
         match cx.string(v, &p, "a header value") {
             Some(s) if s.contains(['\r', '\n']) => {
-                cx.error(Diagnostic::error(&p, v.span, "a header value cannot contain a line break").found(v.describe()));
+                cx.error(
+                    Diagnostic::error(&p, v.span, "a header value cannot contain a line break").found(v.describe()),
+                );
                 ok = false;
             }
             Some(s) => out.push((k.name.clone(), s)),
@@ -679,7 +739,11 @@ fn read_defaults(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Defaults> 
 fn read_timeout(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<Duration> {
     let t = cx.unit::<Duration>(n, p, "`timeout`")?;
     if t == Duration::ZERO {
-        cx.error(Diagnostic::error(p, n.span, "`timeout` must be longer than zero").expected("a duration such as `8s`").found(n.describe()));
+        cx.error(
+            Diagnostic::error(p, n.span, "`timeout` must be longer than zero")
+                .expected("a duration such as `8s`")
+                .found(n.describe()),
+        );
         return None;
     }
     Some(t)
@@ -695,7 +759,14 @@ fn collect_strings<'n>(node: &'n Node, out: &mut Vec<&'n str>) {
     }
 }
 
-fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults: &Defaults, prefix: &str) -> Option<Scenario> {
+fn read_scenario(
+    cx: &mut Cx<'_>,
+    name: &str,
+    node: &Node,
+    path: &Path,
+    defaults: &Defaults,
+    prefix: &str,
+) -> Option<Scenario> {
     let f = cx.map(node, path, SCENARIO_KEYS, &format!("scenario `{name}`"))?;
     let description = f.get("description").and_then(|(n, p)| cx.string(n, &p, "`description`"));
     let gate = match f.get("gate") {
@@ -720,7 +791,11 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
                         collect_strings(v, &mut strings);
                     }
                 }
-                let used: BTreeSet<String> = strings.iter().filter(|s| Templates::is_template(s)).flat_map(|s| cx.templates.names_used(s)).collect();
+                let used: BTreeSet<String> = strings
+                    .iter()
+                    .filter(|s| Templates::is_template(s))
+                    .flat_map(|s| cx.templates.names_used(s))
+                    .collect();
                 for (k, v) in entries {
                     let p = mpath.key(&k.name);
                     if !valid_var_name(&k.name) {
@@ -733,17 +808,29 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
                         continue;
                     }
                     if !used.contains(&k.name) {
-                        let unused_candidates: Vec<&str> =
-                            used.iter().map(String::as_str).filter(|u| *u != "env" && !entries.iter().any(|(k2, _)| k2.name == *u)).collect();
+                        let unused_candidates: Vec<&str> = used
+                            .iter()
+                            .map(String::as_str)
+                            .filter(|u| *u != "env" && !entries.iter().any(|(k2, _)| k2.name == *u))
+                            .collect();
                         let help = match did_you_mean(&k.name, unused_candidates.iter().copied()) {
                             Some(s) => format!("did you mean `{s}`? the scenario's templates read `{s}`"),
-                            None => format!("use it in the scenario, for example `connections: \"{{{{ {} }}}}\"`", k.name),
+                            None => {
+                                format!("use it in the scenario, for example `connections: \"{{{{ {} }}}}\"`", k.name)
+                            }
                         };
                         cx.error(
-                            Diagnostic::error(&p, k.span, format!("matrix variable `{}` is not used by any template of scenario `{name}`", k.name))
-                                .width(k.name.chars().count())
-                                .expected(format!("a variable the scenario reads as `{{{{ {} }}}}`", k.name))
-                                .help(help),
+                            Diagnostic::error(
+                                &p,
+                                k.span,
+                                format!(
+                                    "matrix variable `{}` is not used by any template of scenario `{name}`",
+                                    k.name
+                                ),
+                            )
+                            .width(k.name.chars().count())
+                            .expected(format!("a variable the scenario reads as `{{{{ {} }}}}`", k.name))
+                            .help(help),
                         );
                         matrix_ok = false;
                         continue;
@@ -753,7 +840,10 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
                         continue;
                     };
                     if items.is_empty() {
-                        cx.error(Diagnostic::error(&p, v.span, format!("matrix variable `{}` has no values", k.name)).expected("a non-empty list"));
+                        cx.error(
+                            Diagnostic::error(&p, v.span, format!("matrix variable `{}` has no values", k.name))
+                                .expected("a non-empty list"),
+                        );
                         matrix_ok = false;
                         continue;
                     }
@@ -761,11 +851,20 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
                     for (i, item) in items.iter().enumerate() {
                         let ip = p.index(i);
                         match cx.render(item, &ip) {
-                            Some(r) if matches!(r.kind, NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_) | NodeKind::Str(_)) => {
+                            Some(r)
+                                if matches!(
+                                    r.kind,
+                                    NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_) | NodeKind::Str(_)
+                                ) =>
+                            {
                                 values.push((r.scalar_text().unwrap_or_default(), to_value(&r.kind)));
                             }
                             Some(r) => {
-                                cx.error(Diagnostic::error(&ip, item.span, "a matrix value must be a single value").expected("a string, number or boolean").found(r.type_name()));
+                                cx.error(
+                                    Diagnostic::error(&ip, item.span, "a matrix value must be a single value")
+                                        .expected("a string, number or boolean")
+                                        .found(r.type_name()),
+                                );
                                 matrix_ok = false;
                             }
                             None => matrix_ok = false,
@@ -775,7 +874,10 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
                 }
             }
             NodeKind::Map(_) => {
-                cx.error(Diagnostic::error(&mpath, mnode.span, "`matrix` is empty").expected("variables with lists of values, such as `matrix: { connections: [64, 256] }`"));
+                cx.error(
+                    Diagnostic::error(&mpath, mnode.span, "`matrix` is empty")
+                        .expected("variables with lists of values, such as `matrix: { connections: [64, 256] }`"),
+                );
                 matrix_ok = false;
             }
             _ => {
@@ -791,13 +893,18 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
     let cell_count: usize = matrix.iter().map(|(_, v)| v.len().max(1)).product();
     if cell_count > 10_000 {
         let (_, mpath) = f.get("matrix")?;
-        cx.error(Diagnostic::error(&mpath, f.key_span("matrix"), format!("the matrix has {cell_count} cells")).expected("at most 10000 cells"));
+        cx.error(
+            Diagnostic::error(&mpath, f.key_span("matrix"), format!("the matrix has {cell_count} cells"))
+                .expected("at most 10000 cells"),
+        );
         return None;
     }
 
-    // Every cell is read with its own bindings, so that every value is checked as it will run.
+    // Every cell is read with its own bindings, so that every value is checked as it will run. A problem found
+    // in some cells but not all names the cells it occurs in.
     let mut cells = Vec::new();
     let mut all_ok = matrix_ok;
+    let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
     for idx in 0..cell_count {
         let mut rem = idx;
         let mut bindings_text = Vec::new();
@@ -810,7 +917,10 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
         }
         bindings_text.reverse();
         bindings_value.reverse();
-        let mut cell_cx = Cx { diags: &mut *cx.diags, templates: cx.templates, bindings: &bindings_value };
+        let cell_name =
+            format!("{name}[{}]", bindings_text.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
+        let mut cell_diags = Diagnostics::default();
+        let mut cell_cx = Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value };
         match read_cell(&mut cell_cx, &f, defaults, prefix) {
             Some(mut cell) => {
                 cell.bindings = bindings_text;
@@ -818,6 +928,18 @@ fn read_scenario(cx: &mut Cx<'_>, name: &str, node: &Node, path: &Path, defaults
             }
             None => all_ok = false,
         }
+        for d in cell_diags.into_items() {
+            match found.iter_mut().find(|(known, _)| *known == d) {
+                Some((_, in_cells)) => in_cells.push(cell_name.clone()),
+                None => found.push((d, vec![cell_name.clone()])),
+            }
+        }
+    }
+    for (mut d, in_cells) in found {
+        if !matrix.is_empty() && in_cells.len() < cell_count {
+            d.cells = in_cells;
+        }
+        cx.diags.push(d);
     }
     if !all_ok {
         return None;
@@ -955,7 +1077,8 @@ fn read_request(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, 
     let mut full = format!("{prefix}{}", req_path?);
     if !query.is_empty() {
         full.push(if full.contains('?') { '&' } else { '?' });
-        let q: Vec<String> = query.iter().map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v))).collect();
+        let q: Vec<String> =
+            query.iter().map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v))).collect();
         full.push_str(&q.join("&"));
     }
     Some(Request { method: method?, path: full, headers, body })
@@ -976,7 +1099,11 @@ fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
 fn positive_duration(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Duration> {
     let d = cx.unit::<Duration>(n, p, what)?;
     if d == Duration::ZERO {
-        cx.error(Diagnostic::error(p, n.span, format!("{what} must be longer than zero")).expected("a duration such as `10s`").found(n.describe()));
+        cx.error(
+            Diagnostic::error(p, n.span, format!("{what} must be longer than zero"))
+                .expected("a duration such as `10s`")
+                .found(n.describe()),
+        );
         return None;
     }
     Some(d)
@@ -985,7 +1112,11 @@ fn positive_duration(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<
 fn positive_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {
     let r = cx.unit::<Rate>(n, p, what)?;
     if r.millis_per_sec == 0 {
-        cx.error(Diagnostic::error(p, n.span, format!("{what} must be above zero")).expected("a rate such as `1000/s`").found(n.describe()));
+        cx.error(
+            Diagnostic::error(p, n.span, format!("{what} must be above zero"))
+                .expected("a rate such as `1000/s`")
+                .found(n.describe()),
+        );
         return None;
     }
     Some(r)
@@ -1011,14 +1142,20 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     let f = cx.map(node, path, CLOSED_KEYS, "`load.closed`")?;
     let conns = cx.required(&f, "connections", "`load.closed`").and_then(|(n, p)| connections(cx, n, &p));
     let stop = match cx.one_of(&f, &["duration", "requests"], "`load.closed`") {
-        Some("duration") => f.get("duration").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`")).map(Stop::Duration),
+        Some("duration") => {
+            f.get("duration").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`")).map(Stop::Duration)
+        }
         Some(_) => f.get("requests").and_then(|(n, p)| cx.uint(n, &p, "`requests`", 1)).map(Stop::Requests),
         None => None,
     };
     let pipeline = match f.get("pipeline") {
         Some((n, p)) => cx.uint(n, &p, "`pipeline`", 1).and_then(|v| {
             if v > 1024 {
-                cx.error(Diagnostic::error(&p, n.span, "`pipeline` is too deep").expected("at most 1024 requests in flight per connection").found(n.describe()));
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`pipeline` is too deep")
+                        .expected("at most 1024 requests in flight per connection")
+                        .found(n.describe()),
+                );
                 None
             } else {
                 Some(v as u32)
@@ -1054,8 +1191,12 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     if let Stop::Requests(r) = stop {
         if r < conns {
             cx.error(
-                Diagnostic::warning(&path.key("requests"), f.key_span("requests"), format!("{r} requests over {conns} connections leaves connections idle"))
-                    .help("only as many connections as requests will send anything"),
+                Diagnostic::warning(
+                    &path.key("requests"),
+                    f.key_span("requests"),
+                    format!("{r} requests over {conns} connections leaves connections idle"),
+                )
+                .help("only as many connections as requests will send anything"),
             );
         }
     }
@@ -1065,7 +1206,8 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
 fn read_open(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     let f = cx.map(node, path, OPEN_KEYS, "`load.open`")?;
     let rate = cx.required(&f, "rate", "`load.open`").and_then(|(n, p)| positive_rate(cx, n, &p, "`rate`"));
-    let duration = cx.required(&f, "duration", "`load.open`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
+    let duration =
+        cx.required(&f, "duration", "`load.open`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
     let conns = cx.required(&f, "connections", "`load.open`").and_then(|(n, p)| connections(cx, n, &p));
     Some(Load::Open { rate: rate?, duration: duration?, connections: conns? })
 }
@@ -1082,7 +1224,10 @@ fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     if let Some((n, p)) = cx.required(&f, "stages", "`load.ramp`") {
         match cx.list(n, &p, "`stages`") {
             Some([]) => {
-                cx.error(Diagnostic::error(&p, n.span, "`stages` is empty").expected("at least one stage such as `{ to: 1000/s, over: 30s }`"));
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`stages` is empty")
+                        .expected("at least one stage such as `{ to: 1000/s, over: 30s }`"),
+                );
                 ok = false;
             }
             Some(items) => {
@@ -1093,7 +1238,9 @@ fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
                         continue;
                     };
                     let to = cx.required(&sf, "to", "a ramp stage").and_then(|(n, p)| cx.unit::<Rate>(n, &p, "`to`"));
-                    let over = cx.required(&sf, "over", "a ramp stage").and_then(|(n, p)| positive_duration(cx, n, &p, "`over`"));
+                    let over = cx
+                        .required(&sf, "over", "a ramp stage")
+                        .and_then(|(n, p)| positive_duration(cx, n, &p, "`over`"));
                     match (to, over) {
                         (Some(to), Some(over)) => stages.push(RampStage { to, over }),
                         _ => ok = false,
@@ -1110,7 +1257,10 @@ fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         return None;
     }
     if start_rate.millis_per_sec == 0 && stages.iter().all(|s| s.to.millis_per_sec == 0) {
-        cx.error(Diagnostic::error(path, node.span, "the ramp never sends anything").expected("a stage with a rate above zero"));
+        cx.error(
+            Diagnostic::error(path, node.span, "the ramp never sends anything")
+                .expected("a stage with a rate above zero"),
+        );
         return None;
     }
     Some(Load::Ramp { connections: conns, start_rate, stages })
@@ -1121,7 +1271,9 @@ fn user_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {
     let r = cx.render(n, p)?;
     match &r.kind {
         NodeKind::Int(i) if *i >= 0 => Some(Rate::from_per_sec(*i as u64)),
-        NodeKind::Float(f) if *f >= 0.0 && f.is_finite() && *f < 1e9 => Some(Rate { millis_per_sec: (f * 1000.0).round() as u64 }),
+        NodeKind::Float(f) if *f >= 0.0 && f.is_finite() && *f < 1e9 => {
+            Some(Rate { millis_per_sec: (f * 1000.0).round() as u64 })
+        }
         _ => cx.unit::<Rate>(&r, p, what),
     }
 }
@@ -1153,7 +1305,10 @@ fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         }
     };
     if items.is_empty() {
-        cx.error(Diagnostic::error(&steps_path, steps_node.span, "no injection steps").expected("at least one step such as `{ ramp: 100, over: 1m }`"));
+        cx.error(
+            Diagnostic::error(&steps_path, steps_node.span, "no injection steps")
+                .expected("at least one step such as `{ ramp: 100, over: 1m }`"),
+        );
         return None;
     }
     let mut steps = Vec::new();
@@ -1164,7 +1319,9 @@ fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
             ok = false;
             continue;
         };
-        let Some(kind) = cx.one_of(&f, &["at_once", "ramp", "per_second", "ramp_per_second", "pause"], "an injection step") else {
+        let Some(kind) =
+            cx.one_of(&f, &["at_once", "ramp", "per_second", "ramp_per_second", "pause"], "an injection step")
+        else {
             ok = false;
             continue;
         };
@@ -1178,35 +1335,51 @@ fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         for (k, _) in f.entries {
             if !allowed.contains(&k.name.as_str()) && USER_STEP_KEYS.contains(&k.name.as_str()) {
                 cx.error(
-                    Diagnostic::error(&p.key(&k.name), k.span, format!("`{}` does not belong in a `{kind}` step", k.name))
-                        .width(k.name.chars().count())
-                        .expected(format!("only {}", list(allowed))),
+                    Diagnostic::error(
+                        &p.key(&k.name),
+                        k.span,
+                        format!("`{}` does not belong in a `{kind}` step", k.name),
+                    )
+                    .width(k.name.chars().count())
+                    .expected(format!("only {}", list(allowed))),
                 );
                 ok = false;
             }
         }
         let step = match kind {
-            "at_once" => f.get("at_once").and_then(|(n, p)| cx.uint(n, &p, "`at_once`", 1)).map(|users| UserStep::AtOnce { users }),
+            "at_once" => f
+                .get("at_once")
+                .and_then(|(n, p)| cx.uint(n, &p, "`at_once`", 1))
+                .map(|users| UserStep::AtOnce { users }),
             "ramp" => {
                 let users = f.get("ramp").and_then(|(n, p)| cx.uint(n, &p, "`ramp`", 1));
-                let over = cx.required(&f, "over", "a `ramp` step").and_then(|(n, p)| positive_duration(cx, n, &p, "`over`"));
+                let over =
+                    cx.required(&f, "over", "a `ramp` step").and_then(|(n, p)| positive_duration(cx, n, &p, "`over`"));
                 users.zip(over).map(|(users, over)| UserStep::Ramp { users, over })
             }
             "per_second" => {
                 let rate = f.get("per_second").and_then(|(n, p)| user_rate(cx, n, &p, "`per_second`"));
-                let during = cx.required(&f, "during", "a `per_second` step").and_then(|(n, p)| positive_duration(cx, n, &p, "`during`"));
+                let during = cx
+                    .required(&f, "during", "a `per_second` step")
+                    .and_then(|(n, p)| positive_duration(cx, n, &p, "`during`"));
                 rate.zip(during).map(|(rate, during)| UserStep::PerSecond { rate, during })
             }
             "ramp_per_second" => {
                 let from = f.get("ramp_per_second").and_then(|(n, p)| user_rate(cx, n, &p, "`ramp_per_second`"));
-                let to = cx.required(&f, "to", "a `ramp_per_second` step").and_then(|(n, p)| user_rate(cx, n, &p, "`to`"));
-                let during = cx.required(&f, "during", "a `ramp_per_second` step").and_then(|(n, p)| positive_duration(cx, n, &p, "`during`"));
+                let to =
+                    cx.required(&f, "to", "a `ramp_per_second` step").and_then(|(n, p)| user_rate(cx, n, &p, "`to`"));
+                let during = cx
+                    .required(&f, "during", "a `ramp_per_second` step")
+                    .and_then(|(n, p)| positive_duration(cx, n, &p, "`during`"));
                 match (from, to, during) {
                     (Some(from), Some(to), Some(during)) => Some(UserStep::RampPerSecond { from, to, during }),
                     _ => None,
                 }
             }
-            _ => f.get("pause").and_then(|(n, p)| positive_duration(cx, n, &p, "`pause`")).map(|during| UserStep::Pause { during }),
+            _ => f
+                .get("pause")
+                .and_then(|(n, p)| positive_duration(cx, n, &p, "`pause`"))
+                .map(|during| UserStep::Pause { during }),
         };
         match step {
             Some(s) => steps.push(s),
@@ -1217,7 +1390,10 @@ fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         return None;
     }
     if steps.iter().all(|s| matches!(s, UserStep::Pause { .. })) {
-        cx.error(Diagnostic::error(&steps_path, steps_node.span, "the injection never starts a user").expected("a step that injects users"));
+        cx.error(
+            Diagnostic::error(&steps_path, steps_node.span, "the injection never starts a user")
+                .expected("a step that injects users"),
+        );
         return None;
     }
     Some(Load::Users { steps, max_connections: max_conns })
@@ -1258,7 +1434,9 @@ fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<Slo>> {
                                 None => Some(Duration::ZERO),
                             })
                             .map(|delay| Some(AbortOnFail { delay })),
-                        _ => cx.boolean(n, &ap, "`abort_on_fail`").map(|b| b.then_some(AbortOnFail { delay: Duration::ZERO })),
+                        _ => cx
+                            .boolean(n, &ap, "`abort_on_fail`")
+                            .map(|b| b.then_some(AbortOnFail { delay: Duration::ZERO })),
                     },
                 };
                 let Some((en, ep)) = cx.required(&f, "expr", "an SLO") else {

@@ -45,11 +45,12 @@ impl Cx<'_> {
     pub fn render(&mut self, node: &Node, path: &Path) -> Option<Node> {
         match &node.kind {
             NodeKind::Str(s) if Templates::is_template(s) => match self.templates.render(s, self.bindings) {
-                Ok(text) => Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true }),
+                Ok(text) => {
+                    Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true })
+                }
                 Err(e) => {
-                    self.diags.push(
-                        Diagnostic::error(path, node.span, e.message).found(node.describe()).help_opt(e.help),
-                    );
+                    self.diags
+                        .push(Diagnostic::error(path, node.span, e.message).found(node.describe()).help_opt(e.help));
                     None
                 }
             },
@@ -69,9 +70,10 @@ impl Cx<'_> {
         };
         for (key, _) in entries {
             if !allowed.contains(&key.name.as_str()) {
-                let d = Diagnostic::error(&path.key(&key.name), key.span, format!("unknown key `{}` in {what}", key.name))
-                    .width(key.name.chars().count())
-                    .expected(format!("one of {}", list(allowed)));
+                let d =
+                    Diagnostic::error(&path.key(&key.name), key.span, format!("unknown key `{}` in {what}", key.name))
+                        .width(key.name.chars().count())
+                        .expected(format!("one of {}", list(allowed)));
                 let d = match did_you_mean(&key.name, allowed.iter().copied()) {
                     Some(s) => d.help(format!("did you mean `{s}`?")),
                     None => d,
@@ -88,7 +90,7 @@ impl Cx<'_> {
             let example = example_for(key);
             self.diags.push(
                 Diagnostic::error(&fields.path, fields.node.span, format!("{what} is missing `{key}`"))
-                    .expected(format!("a `{key}` key"))
+                    .expected(format!("the `{key}` key"))
                     .help(format!("add `{key}: {example}`")),
             );
         }
@@ -100,8 +102,11 @@ impl Cx<'_> {
         match node.scalar_text() {
             Some(s) => Some(s),
             None => {
-                self.diags
-                    .push(Diagnostic::error(path, node.span, format!("{what} must be text")).expected("a string").found(node.type_name()));
+                self.diags.push(
+                    Diagnostic::error(path, node.span, format!("{what} must be text"))
+                        .expected("a string")
+                        .found(node.type_name()),
+                );
                 None
             }
         }
@@ -136,13 +141,10 @@ impl Cx<'_> {
             NodeKind::Int(i) => *i,
             NodeKind::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => *f as i64,
             NodeKind::Str(s) => {
-                let help = if s.parse::<f64>().is_ok() {
-                    None
-                } else if let Some(d) = s.strip_suffix('k').and_then(|d| d.parse::<u64>().ok()) {
-                    Some(format!("write the number in full: `{}`", d * 1000))
-                } else {
-                    None
-                };
+                let help = s
+                    .strip_suffix('k')
+                    .and_then(|d| d.parse::<u64>().ok())
+                    .map(|d| format!("write the number in full: `{}`", d * 1000));
                 self.diags.push(
                     Diagnostic::error(path, node.span, format!("{what} must be a whole number"))
                         .expected(expected)
@@ -177,7 +179,9 @@ impl Cx<'_> {
     pub fn unit<T: FromStr<Err = UnitError>>(&mut self, node: &Node, path: &Path, what: &str) -> Option<T> {
         let node = self.render(node, path)?;
         let Some(text) = node.scalar_text() else {
-            self.diags.push(Diagnostic::error(path, node.span, format!("{what} must be a single value")).found(node.type_name()));
+            self.diags.push(
+                Diagnostic::error(path, node.span, format!("{what} must be a single value")).found(node.type_name()),
+            );
             return None;
         };
         match text.parse::<T>() {
@@ -199,7 +203,11 @@ impl Cx<'_> {
         match &node.kind {
             NodeKind::Seq(items) => Some(items),
             _ => {
-                self.diags.push(Diagnostic::error(path, node.span, format!("{what} must be a list")).expected("a list").found(node.type_name()));
+                self.diags.push(
+                    Diagnostic::error(path, node.span, format!("{what} must be a list"))
+                        .expected("a list")
+                        .found(node.type_name()),
+                );
                 None
             }
         }
@@ -220,10 +228,14 @@ impl Cx<'_> {
             }
             [_, second, ..] => {
                 self.diags.push(
-                    Diagnostic::error(&fields.path.key(second), fields.key_span(second), format!("{what} takes only one of {}", list(keys)))
-                        .expected(format!("exactly one of {}", list(keys)))
-                        .found(list(&present))
-                        .help(format!("keep one of {} and remove the others", list(&present))),
+                    Diagnostic::error(
+                        &fields.path.key(second),
+                        fields.key_span(second),
+                        format!("{what} takes only one of {}", list(keys)),
+                    )
+                    .expected(format!("exactly one of {}", list(keys)))
+                    .found(list(&present))
+                    .help(format!("keep one of {} and remove the others", list(&present))),
                 );
                 None
             }

@@ -78,29 +78,18 @@ pub struct TargetCpusDoc {
     pub cpus: Option<CpuListText>,
 }
 
-/// The server under test: `builtin`, or `base_url` with an optional `start` command.
+/// The server under test: `base_url` (with an optional `start` command), `builtin`, or both, in which case the
+/// built-in server stands in whenever `base_url` renders empty.
 #[derive(JsonSchema)]
-#[schemars(untagged)]
-pub enum TargetDoc {
-    Builtin(BuiltinTargetDoc),
-    Url(UrlTargetDoc),
-}
-
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct BuiltinTargetDoc {
-    /// loadgate's reference server, started on a free loopback port.
-    pub builtin: BuiltinDoc,
-}
-
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct UrlTargetDoc {
+#[schemars(deny_unknown_fields, extend("anyOf" = [{"required": ["base_url"]}, {"required": ["builtin"]}]))]
+pub struct TargetDoc {
     /// `http://host:port[/prefix]`; request paths are appended to it.
-    #[schemars(regex(pattern = r"^(http://.+|.*\{\{.*\}\}.*)$"))]
-    pub base_url: String,
+    #[schemars(regex(pattern = r"^(http://.+|.*\{\{.*\}\}.*|)$"))]
+    pub base_url: Option<String>,
     /// A command loadgate starts before the run and stops after it.
     pub start: Option<StartDoc>,
+    /// loadgate's reference server, started on a free loopback port.
+    pub builtin: Option<BuiltinDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -365,10 +354,26 @@ macro_rules! text_schema {
     };
 }
 
-text_schema!(DurationText, r"^\s*([0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s|m|h|sec|secs|min|mins|hr|hour|hours|second|seconds|minute|minutes)\s*)+$", "A duration: `500ms`, `15s`, `5m`, `1m30s`.");
-text_schema!(RateText, r"^\s*[0-9]+(\.[0-9]+)?\s*[kKM]?\s*/\s*(s|sec|second|ms|m|min|minute|h|hour)\s*$", "A rate: `32000/s`, `1.2k/s`, `600/m`.");
-text_schema!(SizeText, r"^\s*[0-9]+(\.[0-9]+)?\s*(B|b|k|kB|KB|KiB|Ki|M|MB|MiB|Mi|G|GB|GiB|Gi)?\s*$", "A size in bytes: `256B`, `4KiB`, `1MB`.");
-text_schema!(CpuListText, r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$", "CPU ids in taskset syntax: `1`, `0-7`, `0-7,16-23`.");
+text_schema!(
+    DurationText,
+    r"^\s*([0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s|m|h|sec|secs|min|mins|hr|hour|hours|second|seconds|minute|minutes)\s*)+$",
+    "A duration: `500ms`, `15s`, `5m`, `1m30s`."
+);
+text_schema!(
+    RateText,
+    r"^\s*[0-9]+(\.[0-9]+)?\s*[kKM]?\s*/\s*(s|sec|second|ms|m|min|minute|h|hour)\s*$",
+    "A rate: `32000/s`, `1.2k/s`, `600/m`."
+);
+text_schema!(
+    SizeText,
+    r"^\s*[0-9]+(\.[0-9]+)?\s*(B|b|k|kB|KB|KiB|Ki|M|MB|MiB|Mi|G|GB|GiB|Gi)?\s*$",
+    "A size in bytes: `256B`, `4KiB`, `1MB`."
+);
+text_schema!(
+    CpuListText,
+    r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$",
+    "CPU ids in taskset syntax: `1`, `0-7`, `0-7,16-23`."
+);
 
 /// A whole number of at least 1, or a template that renders to one.
 pub struct Count;
@@ -443,7 +448,8 @@ mod tests {
 
     fn props(schema: &serde_json::Value, def: &str) -> Vec<String> {
         let node = if def.is_empty() { schema } else { &schema["$defs"][def] };
-        let mut keys: Vec<String> = node["properties"].as_object().unwrap_or_else(|| panic!("{def} has properties")).keys().cloned().collect();
+        let mut keys: Vec<String> =
+            node["properties"].as_object().unwrap_or_else(|| panic!("{def} has properties")).keys().cloned().collect();
         keys.sort();
         keys
     }
@@ -475,10 +481,7 @@ mod tests {
         assert_eq!(props(&schema, "UserStepDoc"), sorted(USER_STEP_KEYS));
         assert_eq!(props(&schema, "SloDetailDoc"), sorted(SLO_KEYS));
         assert_eq!(props(&schema, "AbortDelayDoc"), sorted(ABORT_KEYS));
-        let mut target_keys = props(&schema, "UrlTargetDoc");
-        target_keys.extend(props(&schema, "BuiltinTargetDoc"));
-        target_keys.sort();
-        assert_eq!(target_keys, sorted(TARGET_KEYS));
+        assert_eq!(props(&schema, "TargetDoc"), sorted(TARGET_KEYS));
         let load: Vec<String> = schema["$defs"]["LoadDoc"]["oneOf"]
             .as_array()
             .unwrap()

@@ -33,8 +33,22 @@ pub enum Metric {
 
 /// The percentiles an SLO may name.
 pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
-const METRIC_NAMES: [&str; 14] =
-    ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean", "throughput", "error_rate", "errors", "non_2xx", "timeouts"];
+const METRIC_NAMES: [&str; 14] = [
+    "p50",
+    "p75",
+    "p90",
+    "p95",
+    "p99",
+    "p99.9",
+    "p99.99",
+    "max",
+    "mean",
+    "throughput",
+    "error_rate",
+    "errors",
+    "non_2xx",
+    "timeouts",
+];
 
 /// What kind of threshold a metric takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +155,9 @@ pub enum Threshold {
     Ratio(Percent),
     Count(u64),
     /// The same metric in a baseline result, times a factor: `baseline * 1.10`.
-    Baseline { factor: f64 },
+    Baseline {
+        factor: f64,
+    },
 }
 
 impl fmt::Display for Threshold {
@@ -204,7 +220,10 @@ impl Slo {
         let search_from = s.find('}').map(|i| i + 1).unwrap_or(0);
         let op_pos = s[search_from..].find(['<', '>', '=', '!']).map(|i| i + search_from);
         let Some(op_pos) = op_pos else {
-            return Err(err(format!("`{s}` has no comparison"), Some("write the metric, a comparison (<, <=, >, >=, ==) and a threshold: `p99 < 100ms`".into())));
+            return Err(err(
+                format!("`{s}` has no comparison"),
+                Some("write the metric, a comparison (<, <=, >, >=, ==) and a threshold: `p99 < 100ms`".into()),
+            ));
         };
         let lhs = s[..op_pos].trim();
         let rest = &s[op_pos..];
@@ -229,20 +248,29 @@ impl Slo {
         // The metric, with an optional `{request=NAME}` filter.
         let (name, request) = match lhs.split_once('{') {
             Some((name, filter)) => {
-                let filter = filter.strip_suffix('}').ok_or_else(|| err(format!("`{lhs}` has an unclosed `{{`"), None))?;
+                let filter =
+                    filter.strip_suffix('}').ok_or_else(|| err(format!("`{lhs}` has an unclosed `{{`"), None))?;
                 let value = filter
                     .trim()
                     .strip_prefix("request")
                     .and_then(|r| r.trim_start().strip_prefix('='))
                     .map(|v| v.trim().to_owned())
                     .filter(|v| !v.is_empty())
-                    .ok_or_else(|| err(format!("`{{{filter}}}` is not a filter"), Some("the only filter is `{request=NAME}`".into())))?;
+                    .ok_or_else(|| {
+                        err(
+                            format!("`{{{filter}}}` is not a filter"),
+                            Some("the only filter is `{request=NAME}`".into()),
+                        )
+                    })?;
                 (name.trim(), Some(value))
             }
             None => (lhs, None),
         };
         if name.is_empty() {
-            return Err(err(format!("`{s}` names no metric"), Some(format!("metrics are: {}", METRIC_NAMES.join(", ")))));
+            return Err(err(
+                format!("`{s}` names no metric"),
+                Some(format!("metrics are: {}", METRIC_NAMES.join(", "))),
+            ));
         }
         let metric: Metric = name.parse().map_err(|()| {
             let help = match crate::suggest::did_you_mean(name, METRIC_NAMES.iter().copied()) {
@@ -261,9 +289,14 @@ impl Slo {
                 1.0
             } else {
                 let f = b.strip_prefix('*').map(str::trim).ok_or_else(|| {
-                    err(format!("`{rhs}` is not a baseline threshold"), Some("write `baseline` or `baseline * 1.10`".into()))
+                    err(
+                        format!("`{rhs}` is not a baseline threshold"),
+                        Some("write `baseline` or `baseline * 1.10`".into()),
+                    )
                 })?;
-                let f: f64 = f.parse().map_err(|_| err(format!("`{f}` is not a number"), Some("write `baseline * 1.10`".into())))?;
+                let f: f64 = f
+                    .parse()
+                    .map_err(|_| err(format!("`{f}` is not a number"), Some("write `baseline * 1.10`".into())))?;
                 if !(f.is_finite() && f > 0.0) {
                     return Err(err(format!("the baseline factor must be positive, found `{f}`"), None));
                 }
@@ -288,7 +321,10 @@ impl Slo {
                     };
                     err(format!("`{rhs}` is not a rate for `{name}`"), help)
                 })?),
-                MetricKind::Ratio => Threshold::Ratio(rhs.parse::<Percent>().map_err(|e| err(format!("`{rhs}` is not a percentage for `{name}`"), e.help))?),
+                MetricKind::Ratio => Threshold::Ratio(
+                    rhs.parse::<Percent>()
+                        .map_err(|e| err(format!("`{rhs}` is not a percentage for `{name}`"), e.help))?,
+                ),
                 MetricKind::Count => Threshold::Count(rhs.parse::<u64>().map_err(|_| {
                     let help = if rhs.ends_with('%') {
                         Some(format!("`{name}` counts requests; for a share use `error_rate < {rhs}`"))

@@ -85,9 +85,7 @@ impl FromStr for Duration {
                 "s" | "sec" | "secs" | "second" | "seconds" => 1e9,
                 "m" | "min" | "mins" | "minute" | "minutes" => 60e9,
                 "h" | "hr" | "hour" | "hours" => 3600e9,
-                "" => {
-                    return Err(UnitError::with_help(DURATION_EXPECTED, "every number needs a unit, as in `1m30s`"))
-                }
+                "" => return Err(UnitError::with_help(DURATION_EXPECTED, "every number needs a unit, as in `1m30s`")),
                 _ => {
                     return Err(UnitError::with_help(
                         DURATION_EXPECTED,
@@ -113,8 +111,14 @@ impl fmt::Display for Duration {
         if nanos == 0 {
             return f.write_str("0s");
         }
-        const UNITS: [(u128, &str); 6] =
-            [(3_600_000_000_000, "h"), (60_000_000_000, "m"), (1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
+        const UNITS: [(u128, &str); 6] = [
+            (3_600_000_000_000, "h"),
+            (60_000_000_000, "m"),
+            (1_000_000_000, "s"),
+            (1_000_000, "ms"),
+            (1_000, "us"),
+            (1, "ns"),
+        ];
         // Whole seconds and above print as a sum (`1m30s`); below a second, in the largest exact unit.
         if nanos % 1_000_000_000 == 0 {
             let mut rest = nanos;
@@ -180,7 +184,10 @@ impl FromStr for Rate {
             "m" | "min" | "minute" => 60.0,
             "h" | "hour" => 3600.0,
             other => {
-                return Err(UnitError::with_help(RATE_EXPECTED, format!("unknown time unit `{other}`; use s, ms, m or h")))
+                return Err(UnitError::with_help(
+                    RATE_EXPECTED,
+                    format!("unknown time unit `{other}`; use s, ms, m or h"),
+                ))
             }
         };
         let per_second = value * mult / per_secs;
@@ -226,7 +233,10 @@ impl FromStr for ByteSize {
             "G" | "GB" => 1e9,
             "GiB" | "Gi" => 1024.0 * 1024.0 * 1024.0,
             other => {
-                return Err(UnitError::with_help(BYTES_EXPECTED, format!("unknown unit `{other}`; use B, kB, KiB, MB, MiB, GB or GiB")))
+                return Err(UnitError::with_help(
+                    BYTES_EXPECTED,
+                    format!("unknown unit `{other}`; use B, kB, KiB, MB, MiB, GB or GiB"),
+                ))
             }
         };
         let bytes = value * mult;
@@ -298,10 +308,16 @@ impl FromStr for CpuList {
                     return Err(UnitError::with_help(CPUS_EXPECTED, "CPU ids cannot be negative"));
                 }
                 let id: u32 = t.parse().map_err(|_| {
-                    UnitError::with_help(CPUS_EXPECTED, format!("`{t}` is not a CPU id; write numbers and ranges separated by commas"))
+                    UnitError::with_help(
+                        CPUS_EXPECTED,
+                        format!("`{t}` is not a CPU id; write numbers and ranges separated by commas"),
+                    )
                 })?;
                 if id > MAX_CPU_ID {
-                    return Err(UnitError::with_help(CPUS_EXPECTED, format!("CPU id {id} is above the largest Linux allows ({MAX_CPU_ID})")));
+                    return Err(UnitError::with_help(
+                        CPUS_EXPECTED,
+                        format!("CPU id {id} is above the largest Linux allows ({MAX_CPU_ID})"),
+                    ));
                 }
                 Ok(id)
             };
@@ -312,7 +328,10 @@ impl FromStr for CpuList {
                 Some((lo, hi)) if !lo.trim().is_empty() => {
                     let (lo, hi) = (parse(lo)?, parse(hi)?);
                     if lo > hi {
-                        return Err(UnitError::with_help(CPUS_EXPECTED, format!("the range `{part}` runs backwards; write `{hi}-{lo}`")));
+                        return Err(UnitError::with_help(
+                            CPUS_EXPECTED,
+                            format!("the range `{part}` runs backwards; write `{hi}-{lo}`"),
+                        ));
                     }
                     cpus.extend(lo..=hi);
                 }
@@ -361,7 +380,10 @@ impl FromStr for Percent {
         let s = text.trim();
         let Some(num) = s.strip_suffix('%') else {
             if let Ok(v) = s.parse::<f64>() {
-                return Err(UnitError::with_help(PERCENT_EXPECTED, format!("add `%`: `{v}%` (a fraction {v} would be `{}%`)", v * 100.0)));
+                return Err(UnitError::with_help(
+                    PERCENT_EXPECTED,
+                    format!("add `%`: `{v}%` (a fraction {v} would be `{}%`)", v * 100.0),
+                ));
             }
             return Err(UnitError::new(PERCENT_EXPECTED));
         };

@@ -1,0 +1,176 @@
+//! End-to-end tests of the real `loadgate` binary: validation messages, plans, the schema.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+/// Runs loadgate from the repository root with a clean environment, so paths and output are stable.
+fn loadgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loadgate"))
+        .args(args)
+        .current_dir(root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run loadgate")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn files(dir: &str, ext: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .map(|p| format!("{dir}/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_invalid_spec_exits_2_with_a_located_message() {
+    let fixtures = files("tests/invalid", "yaml");
+    assert!(fixtures.len() >= 30, "keep at least 30 invalid specs, found {}", fixtures.len());
+    for file in fixtures {
+        let name = Path::new(&file).file_stem().unwrap().to_string_lossy().into_owned();
+        let out = if name == "unknown-set-variable" {
+            loadgate(&["validate", &file, "--set", "conections=8"])
+        } else {
+            loadgate(&["validate", &file])
+        };
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file} should be invalid:\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{file} panicked:\n{stderr}");
+        let located = regex_like_location(&stderr, &file);
+        assert!(located, "{file}: every error names file:line:col:\n{stderr}");
+        insta::assert_snapshot!(format!("invalid__{name}"), stderr);
+    }
+}
+
+/// Every `-->` line names the file and a line:column.
+fn regex_like_location(stderr: &str, file: &str) -> bool {
+    let arrows: Vec<&str> = stderr.lines().filter(|l| l.trim_start().starts_with("-->")).collect();
+    !arrows.is_empty()
+        && arrows.iter().all(|l| {
+            let rest = l.trim_start().trim_start_matches("-->").trim();
+            let Some(loc) = rest.strip_prefix(file).and_then(|r| r.strip_prefix(':')) else { return false };
+            let mut parts = loc.split(':');
+            parts.next().is_some_and(|n| n.parse::<usize>().is_ok())
+                && parts.next().is_some_and(|n| n.parse::<usize>().is_ok())
+        })
+}
+
+#[test]
+fn every_spec_and_example_validates() {
+    let mut all = files("specs", "yaml");
+    all.extend(files("examples", "yaml"));
+    assert!(!all.is_empty());
+    let mut args = vec!["validate"];
+    args.extend(all.iter().map(String::as_str));
+    let out = loadgate(&args);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+}
+
+#[test]
+fn every_spec_and_example_matches_the_json_schema_and_names_it() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("schemas/loadgate.schema.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let mut all = files("specs", "yaml");
+    all.extend(files("examples", "yaml"));
+    for file in all {
+        let source = std::fs::read_to_string(root().join(&file)).unwrap();
+        let first = source.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("# yaml-language-server: $schema=") && first.ends_with("schemas/loadgate.schema.json"),
+            "{file} must start with the yaml-language-server modeline"
+        );
+        let json = loadgate_spec::yaml_to_json(&source).unwrap();
+        let errors: Vec<String> =
+            validator.iter_errors(&json).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        assert!(errors.is_empty(), "{file} does not match the schema:\n{}", errors.join("\n"));
+    }
+}
+
+#[test]
+fn the_committed_schema_is_current() {
+    let out = loadgate(&["schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed = text(&out.stdout);
+    let path = root().join("schemas/loadgate.schema.json");
+    if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+        std::fs::write(&path, &printed).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == printed,
+        "schemas/loadgate.schema.json is stale: run `UPDATE_SCHEMAS=1 cargo test --test cli the_committed_schema_is_current`"
+    );
+}
+
+#[test]
+fn plans_of_every_spec() {
+    for file in files("specs", "yaml") {
+        let name = Path::new(&file).file_stem().unwrap().to_string_lossy().into_owned();
+        let out = loadgate(&["plan", &file]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        insta::assert_snapshot!(format!("plan__{name}"), text(&out.stdout));
+
+        // The JSON plan: the same hash twice, exact splits.
+        let a: serde_json::Value = serde_json::from_slice(&loadgate(&["plan", "--json", &file]).stdout).unwrap();
+        let b: serde_json::Value = serde_json::from_slice(&loadgate(&["plan", "--json", &file]).stdout).unwrap();
+        assert_eq!(a["hash"], b["hash"], "{file}: the plan hash must be stable");
+        assert_eq!(a, b);
+        for phase in a["phases"].as_array().unwrap() {
+            let workers = phase["workers"].as_array().unwrap();
+            let total_conns = phase["load"]["connections"]["connections"].as_u64().unwrap();
+            let sum: u64 = workers.iter().map(|w| w["connections"].as_u64().unwrap()).sum();
+            assert_eq!(sum, total_conns, "{file} {}: connections split exactly", phase["name"]);
+            if let Some(requests) = phase["load"]["stop"]["requests"].as_u64() {
+                let sum: u64 = workers.iter().map(|w| w["requests"].as_u64().unwrap()).sum();
+                assert_eq!(sum, requests, "{file} {}: requests split exactly", phase["name"]);
+            }
+            let share_sum: u64 = workers.iter().map(|w| w["share"]["numerator"].as_u64().unwrap()).sum();
+            let denominators: Vec<u64> = workers.iter().map(|w| w["share"]["denominator"].as_u64().unwrap()).collect();
+            assert!(denominators.iter().all(|d| *d == share_sum), "{file}: rate shares sum to exactly 1");
+        }
+    }
+}
+
+#[test]
+fn variables_follow_their_precedence() {
+    // The spec default, then LOADGATE_VAR_<NAME>, then --set.
+    let plan = |extra_env: Option<(&str, &str)>, set: Option<&str>| -> serde_json::Value {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loadgate"));
+        cmd.current_dir(root()).env_clear().args(["plan", "--json", "specs/quickstart.yaml"]);
+        if let Some((k, v)) = extra_env {
+            cmd.env(k, v);
+        }
+        if let Some(s) = set {
+            cmd.args(["--set", s]);
+        }
+        serde_json::from_slice(&cmd.output().unwrap().stdout).unwrap()
+    };
+    let default = plan(None, None);
+    assert_eq!(default["vars"]["connections"]["value"], "16");
+    assert_eq!(default["vars"]["connections"]["source"], "default");
+    let env = plan(Some(("LOADGATE_VAR_connections", "32")), None);
+    assert_eq!(env["vars"]["connections"]["value"], "32");
+    assert_eq!(env["vars"]["connections"]["source"], "environment");
+    let set = plan(Some(("LOADGATE_VAR_connections", "32")), Some("connections=64"));
+    assert_eq!(set["vars"]["connections"]["value"], "64");
+    assert_eq!(set["vars"]["connections"]["source"], "command_line");
+    assert_eq!(set["phases"][1]["load"]["connections"]["connections"], 64);
+    // The same values give the same hash whatever their source.
+    let via_set = plan(None, Some("connections=32"));
+    assert_eq!(via_set["hash"], env["hash"]);
+    assert_ne!(via_set["hash"], default["hash"]);
+}
