@@ -499,3 +499,60 @@ fn the_sampler_follows_a_busy_target_tree() {
     let peak = samples.target.iter().map(|s| s.cpu).fold(0.0, f64::max);
     assert!(peak > 0.05, "a spinning shell uses CPU: {samples:?}");
 }
+
+/// A server no one here wrote: nginx (when installed), master and workers, pinned and stopped.
+#[test]
+fn nginx_master_and_workers_are_pinned_and_stopped() {
+    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        eprintln!("nginx is not installed: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let root = dir.path().join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("index.html"), "hello from nginx").unwrap();
+    let conf = format!(
+        "daemon off;\nworker_processes 2;\npid {pid};\nerror_log stderr;\nevents {{ worker_connections 64; }}\n\
+         http {{\n access_log off;\n client_body_temp_path {tmp}/body;\n proxy_temp_path {tmp}/proxy;\n \
+         fastcgi_temp_path {tmp}/fastcgi;\n uwsgi_temp_path {tmp}/uwsgi;\n scgi_temp_path {tmp}/scgi;\n \
+         server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n",
+        pid = dir.path().join("nginx.pid").display(),
+        tmp = dir.path().display(),
+        root = root.display(),
+    );
+    std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+    let mut spec = LaunchSpec::new(
+        vec![
+            nginx.into(),
+            "-p".into(),
+            dir.path().display().to_string(),
+            "-c".into(),
+            "nginx.conf".into(),
+        ],
+        dir.path().join("logs"),
+    );
+    spec.cpus = Some(CpuList::new(vec![0]));
+    let target = Target::start(&spec).unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    target.wait_ready(&base, &http_probe("/", 30_000)).unwrap();
+    assert_eq!(
+        http_get(format!("{base}/")),
+        (200, "hello from nginx".to_owned())
+    );
+    let pgid = target.pgid();
+    wait_for(|| procfs::live_group_members(pgid).len() == 3);
+    for pid in procfs::live_group_members(pgid) {
+        assert_eq!(
+            hardware::cpus_allowed(pid, None).unwrap().to_string(),
+            "0",
+            "pid {pid}"
+        );
+    }
+    let report = target.stop().unwrap();
+    assert!(!report.killed);
+    assert_group_gone(pgid);
+}
