@@ -51,15 +51,15 @@ pub struct LaunchSpec {
     pub log_name: String,
     /// How long [`Target::stop`] waits after SIGTERM before it sends SIGKILL.
     pub stop_grace: Duration,
-    /// Ask the kernel to send SIGTERM to the target when the thread that started it exits (`PR_SET_PDEATHSIG`),
-    /// which covers loadgate itself being killed with SIGKILL. Only enable it when the target is started from a
-    /// thread that lives as long as the run (the main thread): the signal follows the thread, not the process.
+    /// Ask the kernel to send SIGTERM to the target when loadgate dies, even by SIGKILL (`PR_SET_PDEATHSIG`).
+    /// The signal follows the thread that forked, so every target is forked by one launcher thread that lives
+    /// as long as the process. Only the target's main process gets the signal.
     pub die_with_parent: bool,
 }
 
 impl LaunchSpec {
     /// A command with no extra environment, loadgate's working directory, unpinned, logs named `target.*` in
-    /// `log_dir`, a 5-second stop grace, and no parent-death signal.
+    /// `log_dir`, a 5-second stop grace, and a parent-death signal.
     pub fn new(argv: Vec<String>, log_dir: impl Into<PathBuf>) -> Self {
         LaunchSpec {
             argv,
@@ -69,7 +69,7 @@ impl LaunchSpec {
             log_dir: log_dir.into(),
             log_name: "target".to_owned(),
             stop_grace: Duration::from_secs(5),
-            die_with_parent: false,
+            die_with_parent: true,
         }
     }
 }
@@ -257,6 +257,8 @@ impl Target {
             None => None,
         };
         let die_with_parent = spec.die_with_parent;
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
         // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe system
         // calls (sched_setaffinity, prctl, getppid) on data prepared before the fork.
         unsafe {
@@ -279,7 +281,7 @@ impl Target {
                         return Err(std::io::Error::last_os_error());
                     }
                     // The parent may have died between fork and prctl.
-                    if libc::getppid() == 1 {
+                    if libc::getppid() != parent {
                         return Err(std::io::Error::other(
                             "loadgate exited while starting the target",
                         ));
@@ -289,7 +291,7 @@ impl Target {
             });
         }
         let started = Instant::now();
-        let mut child = cmd.spawn().map_err(|source| TargetError::Spawn {
+        let mut child = spawn_on_launcher_thread(cmd).map_err(|source| TargetError::Spawn {
             program: described,
             source,
         })?;
@@ -649,6 +651,40 @@ fn wait_group_gone(root: Option<u32>, pgid: u32, timeout: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+type SpawnJob = (
+    Command,
+    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
+);
+
+/// Forks `cmd` on the launcher thread: one thread, started on first use and never ending, so that a
+/// parent-death signal fires when loadgate dies and not when some short-lived thread that started a target
+/// exits.
+fn spawn_on_launcher_thread(cmd: Command) -> std::io::Result<std::process::Child> {
+    static LAUNCHER: std::sync::OnceLock<Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>>> =
+        std::sync::OnceLock::new();
+    let slot = LAUNCHER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
+        let started = std::thread::Builder::new()
+            .name("loadgate-launcher".to_owned())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            });
+        Mutex::new(started.ok().map(|_| tx))
+    });
+    let sender = lock(slot)
+        .clone()
+        .ok_or_else(|| std::io::Error::other("the launcher thread could not be started"))?;
+    let (reply_tx, reply_rx) = std::sync::mpsc::channel();
+    sender
+        .send((cmd, reply_tx))
+        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?;
+    reply_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?
 }
 
 fn cpu_set(cpus: &CpuList) -> Result<libc::cpu_set_t, TargetError> {

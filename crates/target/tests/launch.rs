@@ -556,3 +556,28 @@ fn nginx_master_and_workers_are_pinned_and_stopped() {
     assert!(!report.killed);
     assert_group_gone(pgid);
 }
+
+#[test]
+fn a_target_outlives_the_thread_that_started_it() {
+    let logs = tempfile::tempdir().unwrap();
+    let spec = sh("sleep 300", logs.path());
+    // Started from a thread that ends at once: the parent-death signal must not fire.
+    let target = std::thread::spawn(move || Target::start(&spec).unwrap())
+        .join()
+        .unwrap();
+    assert!(spec_has_pdeathsig());
+    assert!(
+        target
+            .wait_exit_timeout(Duration::from_millis(300))
+            .is_none(),
+        "{:?}",
+        target.exited()
+    );
+    let pgid = target.pgid();
+    drop(target);
+    assert_group_gone(pgid);
+}
+
+fn spec_has_pdeathsig() -> bool {
+    LaunchSpec::new(vec!["x".into()], "/tmp").die_with_parent
+}
