@@ -1,0 +1,91 @@
+//! The crate's error type: every variant renders as a sentence a user can act on.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while serving, launching, probing, sampling or checking the machine.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The built-in server's configuration cannot be served.
+    #[error("the built-in server cannot start: {0}")]
+    InvalidServer(String),
+
+    /// `loadgate serve` arguments that do not parse.
+    #[error("invalid `serve` arguments: {0}")]
+    InvalidArgs(String),
+
+    /// The built-in server could not listen on the requested address.
+    #[error("the built-in server cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An OS-level failure inside the built-in server (runtime, threads, signals).
+    #[error("the built-in server failed: {0}")]
+    Server(String),
+
+    /// The launch description is unusable (empty command, bad URL).
+    #[error("cannot launch the target: {0}")]
+    InvalidLaunch(String),
+
+    /// The log directory or a log file could not be created.
+    #[error("cannot create the target's log file {path}: {source}")]
+    LogFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The operating system refused to start the target.
+    #[error("cannot start the target `{program}`: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The target did not become ready in time.
+    #[error(
+        "the target did not become ready within {waited:.1}s ({last}); last lines of its log:\n{log_tail}"
+    )]
+    NotReady {
+        waited: f64,
+        last: String,
+        log_tail: String,
+    },
+
+    /// The target exited before it became ready.
+    #[error(
+        "the target exited before it became ready ({status}); last lines of its log:\n{log_tail}"
+    )]
+    ExitedBeforeReady { status: String, log_tail: String },
+
+    /// The built-in server child never printed its `listening on` line.
+    #[error("the built-in server did not report its address ({reason}); last lines of its log:\n{log_tail}")]
+    NoListenLine { reason: String, log_tail: String },
+
+    /// Signalling or reaping the target failed.
+    #[error("cannot stop the target (process group {pgid}): {reason}")]
+    Stop { pgid: u32, reason: String },
+
+    /// Reading /proc or /sys failed where the value is required.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A /proc or /sys file whose content did not parse.
+    #[error("unexpected content in {path}: {detail}")]
+    Parse { path: PathBuf, detail: String },
+
+    /// A thread or process affinity call failed.
+    #[error("cannot pin to CPUs {cpus}: {source}")]
+    Affinity {
+        cpus: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,654 @@
+//! The machine: which CPUs exist and may be used, whether the spec's pinning fits, and the fingerprint every
+//! report carries.
+//!
+//! # Pinning checks
+//!
+//! [`check_pinning`] compares the generator's and the target's CPU lists with the CPUs loadgate may use: the
+//! online CPUs (`/sys/devices/system/cpu/online`) that are also in loadgate's own affinity mask (a container's
+//! cpuset or a `taskset` around loadgate narrows it). A CPU the spec names that cannot be used is a *mismatch*
+//! and `on_mismatch` decides:
+//!
+//! * `fail`: [`PinningDecision::Fail`] (the CLI exits 3);
+//! * `skip`: [`PinningDecision::Skip`] (the CLI exits 0 with the note);
+//! * `warn`: [`PinningDecision::Run`] with a warning; each side keeps the CPUs of its list that exist, and runs
+//!   unpinned when none of them does. A generator worker planned on a missing CPU runs unpinned
+//!   ([`effective_worker_cpus`]), so the worker count the plan chose never changes.
+//!
+//! Two findings are always warnings, never mismatches, and are checked on the CPUs actually applied: generator
+//! and target sharing CPUs, and SMT siblings (hyperthreads of one core) split between the generator and the
+//! target.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use loadgate_plan::WorkerPlan;
+use loadgate_results::{Machine, Pinning};
+use loadgate_spec::units::CpuList;
+use loadgate_spec::OnMismatch;
+
+use crate::TargetError;
+
+const SYSFS_CPU: &str = "/sys/devices/system/cpu";
+
+/// The CPUs of this machine as Linux shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuTopology {
+    /// Online CPUs.
+    pub online: CpuList,
+    /// CPUs loadgate's own affinity mask allows (online CPUs when unknown).
+    pub allowed: CpuList,
+    /// Per online CPU: the CPUs sharing its core (itself included).
+    pub siblings: BTreeMap<u32, CpuList>,
+    /// Per online CPU: its physical package (socket).
+    pub package: BTreeMap<u32, u32>,
+    /// Per online CPU: its core id within the package.
+    pub core: BTreeMap<u32, u32>,
+}
+
+impl CpuTopology {
+    /// Reads `/sys/devices/system/cpu` and this process's affinity.
+    pub fn read() -> Result<Self, TargetError> {
+        let allowed = current_affinity().ok();
+        Self::from_sysfs(Path::new(SYSFS_CPU), allowed)
+    }
+
+    /// Reads a sysfs CPU directory laid out as `/sys/devices/system/cpu` (tests pass a fake one).
+    pub fn from_sysfs(root: &Path, allowed: Option<CpuList>) -> Result<Self, TargetError> {
+        let online_path = root.join("online");
+        let text = std::fs::read_to_string(&online_path).map_err(|source| TargetError::Read {
+            path: online_path.clone(),
+            source,
+        })?;
+        let online: CpuList = text.trim().parse().map_err(|_| TargetError::Parse {
+            path: online_path.clone(),
+            detail: format!("`{}` is not a CPU list", text.trim()),
+        })?;
+        let mut topo = CpuTopology {
+            allowed: match allowed {
+                Some(a) => a.intersection(&online),
+                None => online.clone(),
+            },
+            online,
+            ..CpuTopology::default()
+        };
+        for &cpu in topo.online.cpus() {
+            let dir = root.join(format!("cpu{cpu}/topology"));
+            let read = |name: &str| {
+                std::fs::read_to_string(dir.join(name))
+                    .ok()
+                    .map(|s| s.trim().to_owned())
+            };
+            let siblings = read("thread_siblings_list")
+                .or_else(|| read("core_cpus_list"))
+                .and_then(|s| s.parse::<CpuList>().ok())
+                .unwrap_or_else(|| CpuList::new(vec![cpu]));
+            topo.siblings.insert(cpu, siblings);
+            if let Some(p) = read("physical_package_id").and_then(|s| s.parse::<i64>().ok()) {
+                topo.package
+                    .insert(cpu, u32::try_from(p.max(0)).unwrap_or(0));
+            }
+            if let Some(c) = read("core_id").and_then(|s| s.parse::<i64>().ok()) {
+                topo.core.insert(cpu, u32::try_from(c.max(0)).unwrap_or(0));
+            }
+        }
+        Ok(topo)
+    }
+
+    /// `0-1`, or `0-1 (online: 0-31)` when loadgate's affinity allows fewer CPUs than are online.
+    pub fn describe(&self) -> String {
+        if self.allowed == self.online {
+            format!("{}", self.online)
+        } else {
+            format!("{} (of online CPUs {})", self.allowed, self.online)
+        }
+    }
+}
+
+/// The CPUs the calling thread may run on (`sched_getaffinity`).
+pub fn current_affinity() -> Result<CpuList, TargetError> {
+    // SAFETY: an all-zero cpu_set_t is the valid empty set; sched_getaffinity writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is a valid, writable cpu_set_t of the size passed.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Err(TargetError::Affinity {
+            cpus: "(query)".to_owned(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads within the set for indices below its capacity.
+    let cpus = (0..capacity)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect();
+    Ok(CpuList::new(cpus))
+}
+
+/// The `Cpus_allowed_list` of a process (`tid: None`) or of one of its threads, from `/proc/PID/status` or
+/// `/proc/PID/task/TID/status`: the pinning really applied.
+pub fn cpus_allowed(pid: u32, tid: Option<u32>) -> Result<CpuList, TargetError> {
+    let path = match tid {
+        Some(t) => PathBuf::from(format!("/proc/{pid}/task/{t}/status")),
+        None => PathBuf::from(format!("/proc/{pid}/status")),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| TargetError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .ok_or_else(|| TargetError::Parse {
+            path: path.clone(),
+            detail: "no Cpus_allowed_list line".to_owned(),
+        })?;
+    line.trim().parse().map_err(|_| TargetError::Parse {
+        path,
+        detail: format!("`{}` is not a CPU list", line.trim()),
+    })
+}
+
+/// What to do about the spec's pinning on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinningDecision {
+    /// Run with these CPUs (possibly fewer than asked, with warnings, under `warn`).
+    Run(AppliedPinning),
+    /// `on_mismatch: fail` and a CPU is missing: do not run (exit 3).
+    Fail { message: String },
+    /// `on_mismatch: skip` and a CPU is missing: do not run, exit 0 with the note.
+    Skip { message: String },
+}
+
+/// The pinning to apply, and what a reader must know about it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AppliedPinning {
+    pub generator_requested: Option<CpuList>,
+    pub target_requested: Option<CpuList>,
+    /// The generator CPUs to use; `None`: unpinned.
+    pub generator: Option<CpuList>,
+    /// The target CPUs to use; `None`: unpinned.
+    pub target: Option<CpuList>,
+    /// Sentences for every report: mismatches handled under `warn`, overlap, split SMT siblings.
+    pub warnings: Vec<String>,
+}
+
+impl AppliedPinning {
+    /// The results model's form, with the CPU each worker thread runs on.
+    pub fn to_results(&self, workers: Vec<Option<u32>>) -> Pinning {
+        let text = |c: &Option<CpuList>| c.as_ref().map(ToString::to_string);
+        Pinning {
+            generator_requested: text(&self.generator_requested),
+            generator_applied: text(&self.generator),
+            target_requested: text(&self.target_requested),
+            target_applied: text(&self.target),
+            workers,
+            warnings: self.warnings.clone(),
+        }
+    }
+}
+
+fn cpus_word(list: &CpuList) -> &'static str {
+    if list.len() == 1 {
+        "CPU"
+    } else {
+        "CPUs"
+    }
+}
+
+/// Checks the spec's CPU lists against the machine and applies `on_mismatch` (see the module doc).
+pub fn check_pinning(
+    topo: &CpuTopology,
+    generator: Option<&CpuList>,
+    target: Option<&CpuList>,
+    on_mismatch: OnMismatch,
+) -> PinningDecision {
+    let usable = &topo.allowed;
+    let mut mismatches = Vec::new();
+    let mut warnings = Vec::new();
+    let mut resolve = |side: &str, asked: Option<&CpuList>| -> Option<CpuList> {
+        let asked = asked?;
+        let kept = asked.intersection(usable);
+        if kept.len() == asked.len() {
+            return Some(kept);
+        }
+        let what = format!(
+            "the spec pins the {side} to {} {asked} but this machine has {} {}",
+            cpus_word(asked),
+            cpus_word(usable),
+            topo.describe()
+        );
+        let fallback = if kept.is_empty() {
+            format!("the {side} runs unpinned")
+        } else {
+            format!("the {side} runs on {} {} only", cpus_word(&kept), kept)
+        };
+        mismatches.push(what.clone());
+        warnings.push(format!("{what}; {fallback}"));
+        (!kept.is_empty()).then_some(kept)
+    };
+    let gen_applied = resolve("generator", generator);
+    let target_applied = resolve("target", target);
+    if !mismatches.is_empty() {
+        match on_mismatch {
+            OnMismatch::Fail => {
+                return PinningDecision::Fail {
+                    message: format!("{} (on_mismatch: fail)", mismatches.join("; ")),
+                }
+            }
+            OnMismatch::Skip => {
+                return PinningDecision::Skip {
+                    message: format!(
+                        "{}; the spec does not apply to this machine (on_mismatch: skip)",
+                        mismatches.join("; ")
+                    ),
+                }
+            }
+            OnMismatch::Warn => {}
+        }
+    }
+    if let (Some(g), Some(t)) = (&gen_applied, &target_applied) {
+        let shared = g.intersection(t);
+        if !shared.is_empty() {
+            warnings.push(format!(
+                "the generator and the target share {} {shared}: they compete for it and the numbers describe both",
+                cpus_word(&shared)
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for &gc in g.cpus() {
+            let Some(sib) = topo.siblings.get(&gc) else {
+                continue;
+            };
+            let target_side: Vec<u32> = sib
+                .cpus()
+                .iter()
+                .copied()
+                .filter(|c| *c != gc && t.contains(*c) && !g.contains(*c))
+                .collect();
+            if target_side.is_empty() || !seen.insert(sib.clone()) {
+                continue;
+            }
+            let gen_side = sib.intersection(g);
+            let tgt_side = CpuList::new(target_side);
+            warnings.push(format!(
+                "CPUs {sib} are SMT siblings of one core, split between the generator ({gen_side}) and the target \
+                 ({tgt_side}): they share the core's execution units"
+            ));
+        }
+    }
+    PinningDecision::Run(AppliedPinning {
+        generator_requested: generator.cloned(),
+        target_requested: target.cloned(),
+        generator: gen_applied,
+        target: target_applied,
+        warnings,
+    })
+}
+
+/// The CPU each planned worker runs on: its planned CPU when the applied generator list holds it, unpinned
+/// otherwise.
+pub fn effective_worker_cpus(
+    workers: &[WorkerPlan],
+    generator: Option<&CpuList>,
+) -> Vec<Option<u32>> {
+    workers
+        .iter()
+        .map(|w| w.cpu.filter(|c| generator.is_some_and(|g| g.contains(*c))))
+        .collect()
+}
+
+/// The machine fingerprint. Every field is best effort: what cannot be read is `None`. `repo_dir`, when given
+/// and inside a git work tree (and `git` is installed), sets the commit and dirty state.
+pub fn fingerprint(repo_dir: Option<&Path>) -> Machine {
+    let topo = CpuTopology::read().ok();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mut m = Machine {
+        hostname: hostname(),
+        cpu_model: cpu_model(&cpuinfo),
+        kernel: kernel(),
+        memory_bytes: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|t| mem_total(&t)),
+        virtualization: virtualization(&cpuinfo),
+        ..Machine::default()
+    };
+    if let Some(t) = &topo {
+        m.online_cpus = Some(t.online.to_string());
+        m.logical_cpus = u32::try_from(t.online.len()).ok();
+        let sockets: BTreeSet<u32> = t.package.values().copied().collect();
+        let cores: BTreeSet<(u32, u32)> = t
+            .online
+            .cpus()
+            .iter()
+            .filter_map(|c| Some((*t.package.get(c)?, *t.core.get(c)?)))
+            .collect();
+        if !sockets.is_empty() {
+            m.sockets = u32::try_from(sockets.len()).ok();
+            if !cores.is_empty() {
+                m.cores_per_socket = u32::try_from(cores.len() / sockets.len()).ok();
+            }
+        }
+        m.threads_per_core = t
+            .siblings
+            .values()
+            .map(CpuList::len)
+            .max()
+            .and_then(|n| u32::try_from(n).ok());
+        let governors: BTreeSet<String> = t
+            .online
+            .cpus()
+            .iter()
+            .filter_map(|c| {
+                std::fs::read_to_string(format!("{SYSFS_CPU}/cpu{c}/cpufreq/scaling_governor")).ok()
+            })
+            .map(|g| g.trim().to_owned())
+            .filter(|g| !g.is_empty())
+            .collect();
+        if !governors.is_empty() {
+            m.governor = Some(governors.into_iter().collect::<Vec<_>>().join(","));
+        }
+    }
+    if let Some(dir) = repo_dir {
+        if let Some((commit, dirty)) = git_state(dir) {
+            m.git_commit = Some(commit);
+            m.git_dirty = Some(dirty);
+        }
+    }
+    m
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+}
+
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    for key in [
+        "model name",
+        "Model",
+        "Hardware",
+        "cpu model",
+        "uarch",
+        "Processor",
+    ] {
+        let found = cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key && !v.trim().is_empty()).then(|| v.trim().to_owned())
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn kernel() -> Option<String> {
+    // SAFETY: an all-zero utsname is valid storage for uname to fill.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: u is valid, writable storage.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Some(format!(
+        "{} {} {}",
+        field(&u.sysname),
+        field(&u.release),
+        field(&u.machine)
+    ))
+}
+
+fn detect_virt(arg: &str) -> Option<String> {
+    let out = Command::new("systemd-detect-virt").arg(arg).output().ok()?;
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (!s.is_empty()).then_some(s)
+}
+
+/// `none`, `kvm`, `docker`, `docker on kvm`, `vm (unknown hypervisor)`...
+fn virtualization(cpuinfo: &str) -> Option<String> {
+    let flagged = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let sys_hv = std::fs::read_to_string("/sys/hypervisor/type")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    let container = detect_virt("--container")
+        .filter(|s| s != "none")
+        .or_else(|| {
+            Path::new("/.dockerenv")
+                .exists()
+                .then(|| "docker".to_owned())
+        });
+    let vm = detect_virt("--vm")
+        .filter(|s| s != "none")
+        .or(sys_hv)
+        .or_else(|| flagged.then(|| "vm (unknown hypervisor)".to_owned()));
+    Some(match (container, vm) {
+        (Some(c), Some(v)) => format!("{c} on {v}"),
+        (Some(c), None) => c,
+        (None, Some(v)) => v,
+        (None, None) => "none".to_owned(),
+    })
+}
+
+/// The commit and dirty state (tracked files changed) of the git work tree holding `dir`.
+pub fn git_state(dir: &Path) -> Option<(String, bool)> {
+    let run = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let commit = run(&["rev-parse", "HEAD"])?.trim().to_owned();
+    if commit.is_empty() {
+        return None;
+    }
+    let dirty = !run(&["status", "--porcelain", "--untracked-files=no"])?
+        .trim()
+        .is_empty();
+    Some((commit, dirty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo(online: &str, siblings: &[&str]) -> CpuTopology {
+        let online: CpuList = online.parse().unwrap();
+        let mut t = CpuTopology {
+            allowed: online.clone(),
+            online,
+            ..CpuTopology::default()
+        };
+        for group in siblings {
+            let g: CpuList = group.parse().unwrap();
+            for &c in g.cpus() {
+                t.siblings.insert(c, g.clone());
+            }
+        }
+        t
+    }
+
+    fn cpus(s: &str) -> CpuList {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn missing_cpus_under_each_policy() {
+        let t = topo("0-1", &["0", "1"]);
+        let g = cpus("16-31");
+        match check_pinning(&t, Some(&g), None, OnMismatch::Fail) {
+            PinningDecision::Fail { message } => assert_eq!(
+                message,
+                "the spec pins the generator to CPUs 16-31 but this machine has CPUs 0-1 (on_mismatch: fail)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        match check_pinning(&t, Some(&g), None, OnMismatch::Skip) {
+            PinningDecision::Skip { message } => {
+                assert!(message.starts_with(
+                    "the spec pins the generator to CPUs 16-31 but this machine has CPUs 0-1"
+                ));
+                assert!(message.ends_with("(on_mismatch: skip)"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match check_pinning(&t, Some(&g), Some(&cpus("0,5")), OnMismatch::Warn) {
+            PinningDecision::Run(p) => {
+                assert_eq!(p.generator, None);
+                assert_eq!(p.target, Some(cpus("0")));
+                assert_eq!(
+                    p.warnings,
+                    vec![
+                        "the spec pins the generator to CPUs 16-31 but this machine has CPUs 0-1; the generator runs unpinned",
+                        "the spec pins the target to CPUs 0,5 but this machine has CPUs 0-1; the target runs on CPU 0 only",
+                    ]
+                );
+                let r = p.to_results(vec![None]);
+                assert_eq!(r.generator_requested.as_deref(), Some("16-31"));
+                assert_eq!(r.generator_applied, None);
+                assert_eq!(r.target_applied.as_deref(), Some("0"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fitting_pinning_has_no_warning() {
+        let t = topo("0-1", &["0", "1"]);
+        let d = check_pinning(&t, Some(&cpus("1")), Some(&cpus("0")), OnMismatch::Fail);
+        let PinningDecision::Run(p) = d else {
+            panic!("{d:?}")
+        };
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert_eq!(p.generator, Some(cpus("1")));
+    }
+
+    #[test]
+    fn overlap_and_split_siblings_are_warned() {
+        let t = topo("0-3", &["0,2", "1,3"]);
+        let PinningDecision::Run(p) =
+            check_pinning(&t, Some(&cpus("2-3")), Some(&cpus("0,3")), OnMismatch::Fail)
+        else {
+            panic!()
+        };
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+        assert!(p.warnings[0].contains("share CPU 3"), "{}", p.warnings[0]);
+        assert_eq!(
+            p.warnings[1],
+            "CPUs 0,2 are SMT siblings of one core, split between the generator (2) and the target (0): they share \
+             the core's execution units"
+        );
+    }
+
+    #[test]
+    fn affinity_narrower_than_online_is_described() {
+        let mut t = topo("0-31", &[]);
+        t.allowed = cpus("0-1");
+        let PinningDecision::Fail { message } =
+            check_pinning(&t, Some(&cpus("4")), None, OnMismatch::Fail)
+        else {
+            panic!()
+        };
+        assert_eq!(message, "the spec pins the generator to CPU 4 but this machine has CPUs 0-1 (of online CPUs 0-31) (on_mismatch: fail)");
+    }
+
+    #[test]
+    fn workers_on_missing_cpus_run_unpinned() {
+        let workers = vec![
+            WorkerPlan {
+                index: 0,
+                cpu: Some(1),
+            },
+            WorkerPlan {
+                index: 1,
+                cpu: Some(17),
+            },
+            WorkerPlan {
+                index: 2,
+                cpu: None,
+            },
+        ];
+        assert_eq!(
+            effective_worker_cpus(&workers, Some(&cpus("0-1"))),
+            vec![Some(1), None, None]
+        );
+        assert_eq!(
+            effective_worker_cpus(&workers, None),
+            vec![None, None, None]
+        );
+    }
+
+    #[test]
+    fn reads_a_fake_sysfs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("online"), "0-3\n").unwrap();
+        for (cpu, sib, core) in [(0, "0,2", 0), (1, "1,3", 1), (2, "0,2", 0), (3, "1,3", 1)] {
+            let d = dir.path().join(format!("cpu{cpu}/topology"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("thread_siblings_list"), sib).unwrap();
+            std::fs::write(d.join("physical_package_id"), "0").unwrap();
+            std::fs::write(d.join("core_id"), core.to_string()).unwrap();
+        }
+        let t = CpuTopology::from_sysfs(dir.path(), Some(cpus("0-1"))).unwrap();
+        assert_eq!(t.online, cpus("0-3"));
+        assert_eq!(t.allowed, cpus("0-1"));
+        assert_eq!(t.siblings[&2], cpus("0,2"));
+        assert_eq!(t.core[&3], 1);
+        let err = CpuTopology::from_sysfs(&dir.path().join("nope"), None).unwrap_err();
+        assert!(err.to_string().starts_with("cannot read "), "{err}");
+    }
+
+    #[test]
+    fn fingerprint_of_this_machine() {
+        let m = fingerprint(None);
+        assert!(m.logical_cpus.unwrap_or(0) >= 1);
+        assert!(m.memory_bytes.unwrap_or(0) > 0);
+        assert!(m.kernel.as_deref().unwrap_or("").starts_with("Linux "));
+        assert!(m.virtualization.is_some());
+        assert_eq!(m.git_commit, None);
+        let here = fingerprint(Some(Path::new(env!("CARGO_MANIFEST_DIR"))));
+        if let Some(c) = here.git_commit {
+            assert_eq!(c.len(), 40);
+            assert!(here.git_dirty.is_some());
+        }
+        let not_repo = tempfile::tempdir().unwrap();
+        assert_eq!(fingerprint(Some(not_repo.path())).git_commit, None);
+    }
+
+    #[test]
+    fn parsers() {
+        assert_eq!(
+            mem_total("MemTotal:       16315400 kB\nMemFree: 1 kB\n"),
+            Some(16_315_400 * 1024)
+        );
+        assert_eq!(
+            cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n").as_deref(),
+            Some("AMD EPYC 7B13")
+        );
+        assert_eq!(cpu_model(""), None);
+    }
+}
