@@ -65,11 +65,7 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// A server with the given behaviour on an ephemeral loopback port, one thread per allowed CPU.
     pub fn new(server: BuiltinServer) -> Self {
-        ServeConfig {
-            server,
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            threads: 0,
-        }
+        ServeConfig { server, listen: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 0 }
     }
 
     /// The arguments after `loadgate serve` that describe this configuration, in the form
@@ -136,30 +132,24 @@ impl ServeConfig {
                 "--kind" => {
                     let v = value()?;
                     cfg.server.kind = parse_kind(&v).ok_or_else(|| {
-                        TargetError::InvalidArgs(format!(
-                            "unknown kind `{v}`; use plaintext, echo or delay"
-                        ))
+                        TargetError::InvalidArgs(format!("unknown kind `{v}`; use plaintext, echo or delay"))
                     })?;
                 }
                 "--listen" => {
                     let v = value()?;
                     cfg.listen = v.parse().map_err(|_| {
-                        TargetError::InvalidArgs(format!(
-                            "`{v}` is not a socket address such as `127.0.0.1:0`"
-                        ))
+                        TargetError::InvalidArgs(format!("`{v}` is not a socket address such as `127.0.0.1:0`"))
                     })?;
                 }
                 "--status" => {
                     let v = value()?;
-                    cfg.server.status = v.parse().map_err(|_| {
-                        TargetError::InvalidArgs(format!("`{v}` is not an HTTP status code"))
-                    })?;
+                    cfg.server.status =
+                        v.parse().map_err(|_| TargetError::InvalidArgs(format!("`{v}` is not an HTTP status code")))?;
                 }
                 "--threads" => {
                     let v = value()?;
-                    cfg.threads = v.parse().map_err(|_| {
-                        TargetError::InvalidArgs(format!("`{v}` is not a thread count"))
-                    })?;
+                    cfg.threads =
+                        v.parse().map_err(|_| TargetError::InvalidArgs(format!("`{v}` is not a thread count")))?;
                 }
                 "--delay" => {
                     let v = value()?;
@@ -176,11 +166,7 @@ impl ServeConfig {
                         })?;
                     cfg.server.body_size = Some(n.0);
                 }
-                other => {
-                    return Err(TargetError::InvalidArgs(format!(
-                        "unknown argument `{other}`"
-                    )))
-                }
+                other => return Err(TargetError::InvalidArgs(format!("unknown argument `{other}`"))),
             }
         }
         Ok(cfg)
@@ -212,11 +198,7 @@ pub fn listening_line(addr: SocketAddr) -> String {
 
 /// Reads the address back from a [`listening_line`].
 pub fn parse_listening_line(line: &str) -> Option<SocketAddr> {
-    line.trim()
-        .strip_prefix(LISTENING_PREFIX)?
-        .trim_end_matches('/')
-        .parse()
-        .ok()
+    line.trim().strip_prefix(LISTENING_PREFIX)?.trim_end_matches('/').parse().ok()
 }
 
 /// Runs the server until the process receives SIGTERM or SIGINT, then shuts down gracefully (stops accepting,
@@ -231,10 +213,10 @@ pub fn serve(cfg: &ServeConfig, on_bound: impl FnOnce(SocketAddr)) -> Result<(),
         .map_err(|e| TargetError::Server(format!("cannot create the signal runtime: {e}")))?;
     let (mut term, mut int) = {
         let _guard = rt.enter();
-        let term = signal(SignalKind::terminate())
-            .map_err(|e| TargetError::Server(format!("cannot handle SIGTERM: {e}")))?;
-        let int = signal(SignalKind::interrupt())
-            .map_err(|e| TargetError::Server(format!("cannot handle SIGINT: {e}")))?;
+        let term =
+            signal(SignalKind::terminate()).map_err(|e| TargetError::Server(format!("cannot handle SIGTERM: {e}")))?;
+        let int =
+            signal(SignalKind::interrupt()).map_err(|e| TargetError::Server(format!("cannot handle SIGINT: {e}")))?;
         (term, int)
     };
     let handle = spawn_in_process(cfg)?;
@@ -295,26 +277,12 @@ impl Drop for ServerHandle {
 /// Starts the server on background threads of this process and returns once it accepts connections.
 pub fn spawn_in_process(cfg: &ServeConfig) -> Result<ServerHandle, TargetError> {
     let behaviour = Arc::new(Behaviour::new(&cfg.server)?);
-    let threads = if cfg.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    } else {
-        cfg.threads
-    };
+    let threads =
+        if cfg.threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { cfg.threads };
     let listeners = bind_listeners(cfg.listen, threads)?;
-    let addr = listeners[0]
-        .local_addr()
-        .map_err(|source| TargetError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
+    let addr = listeners[0].local_addr().map_err(|source| TargetError::Bind { addr: cfg.listen, source })?;
     let (tx, rx) = watch::channel(false);
-    let mut handle = ServerHandle {
-        addr,
-        shutdown: tx,
-        threads: Vec::new(),
-    };
+    let mut handle = ServerHandle { addr, shutdown: tx, threads: Vec::new() };
     for (i, listener) in listeners.into_iter().enumerate() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -346,16 +314,12 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 /// shared instead.
 fn bind_listeners(addr: SocketAddr, n: usize) -> Result<Vec<std::net::TcpListener>, TargetError> {
     let first = bind_one(addr).map_err(|source| TargetError::Bind { addr, source })?;
-    let bound = first
-        .local_addr()
-        .map_err(|source| TargetError::Bind { addr, source })?;
+    let bound = first.local_addr().map_err(|source| TargetError::Bind { addr, source })?;
     let mut out = Vec::with_capacity(n);
     for _ in 1..n.max(1) {
         let l = match bind_one(bound) {
             Ok(l) => l,
-            Err(_) => first
-                .try_clone()
-                .map_err(|source| TargetError::Bind { addr, source })?,
+            Err(_) => first.try_clone().map_err(|source| TargetError::Bind { addr, source })?,
         };
         out.push(l);
     }
@@ -383,21 +347,14 @@ impl Behaviour {
             )));
         }
         if s.kind == BuiltinKind::Delay && s.delay.is_none() {
-            return Err(TargetError::InvalidServer(
-                "the `delay` kind needs a delay, such as `20ms`".to_owned(),
-            ));
+            return Err(TargetError::InvalidServer("the `delay` kind needs a delay, such as `20ms`".to_owned()));
         }
         let body = match s.body_size {
             None => HELLO_WORLD.to_vec(),
             Some(n) => {
-                let n = usize::try_from(n)
-                    .ok()
-                    .filter(|n| *n <= MAX_BODY)
-                    .ok_or_else(|| {
-                        TargetError::InvalidServer(format!(
-                            "a body of {n} bytes is above the 64 MiB the server sends"
-                        ))
-                    })?;
+                let n = usize::try_from(n).ok().filter(|n| *n <= MAX_BODY).ok_or_else(|| {
+                    TargetError::InvalidServer(format!("a body of {n} bytes is above the 64 MiB the server sends"))
+                })?;
                 pattern(n)
             }
         };
@@ -416,11 +373,7 @@ fn pattern(n: usize) -> Vec<u8> {
     b"Hello, World! ".iter().copied().cycle().take(n).collect()
 }
 
-async fn accept_loop(
-    listener: std::net::TcpListener,
-    behaviour: Arc<Behaviour>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn accept_loop(listener: std::net::TcpListener, behaviour: Arc<Behaviour>, mut shutdown: watch::Receiver<bool>) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -444,10 +397,7 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while conns.join_next().await.is_some() {} }).await;
 }
 
 async fn connection(mut stream: TcpStream, b: Arc<Behaviour>, mut shutdown: watch::Receiver<bool>) {
@@ -546,13 +496,7 @@ fn parse_request(data: &[u8]) -> Parsed<'_> {
     let head_len = match req.parse(data) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
-            return if data.len() > MAX_HEAD {
-                Parsed::Error(431)
-            } else {
-                Parsed::Partial {
-                    expect_continue: false,
-                }
-            }
+            return if data.len() > MAX_HEAD { Parsed::Error(431) } else { Parsed::Partial { expect_continue: false } }
         }
         Err(httparse::Error::TooManyHeaders) => return Parsed::Error(431),
         Err(_) => return Parsed::Error(400),
@@ -567,10 +511,7 @@ fn parse_request(data: &[u8]) -> Parsed<'_> {
     for h in req.headers.iter() {
         let name = h.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let Some(n) = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-            else {
+            let Some(n) = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse::<usize>().ok()) else {
                 return Parsed::Error(400);
             };
             if content_length.is_some_and(|c| c != n) {
@@ -599,11 +540,7 @@ fn parse_request(data: &[u8]) -> Parsed<'_> {
             content_type = Some(h.value);
         }
     }
-    let keep_alive = if http10 {
-        conn_keep_alive && !conn_close
-    } else {
-        !conn_close
-    };
+    let keep_alive = if http10 { conn_keep_alive && !conn_close } else { !conn_close };
     let rest = &data[head_len..];
     let (body, body_len) = if chunked {
         match decode_chunked(rest) {
@@ -636,14 +573,8 @@ fn parse_request(data: &[u8]) -> Parsed<'_> {
 }
 
 fn trim_ascii(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
+    let start = s.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(s.len());
+    let end = s.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -673,10 +604,7 @@ fn decode_chunked(data: &[u8]) -> Chunked {
                 Err(_) => Chunked::Invalid,
             };
         }
-        let Some(size) = usize::try_from(size)
-            .ok()
-            .filter(|s| body.len().saturating_add(*s) <= MAX_BODY)
-        else {
+        let Some(size) = usize::try_from(size).ok().filter(|s| body.len().saturating_add(*s) <= MAX_BODY) else {
             return Chunked::TooLarge;
         };
         if data.len() - pos < size + 2 {
@@ -778,11 +706,7 @@ fn write_response(out: &mut Vec<u8>, req: &Request<'_>, reply: &Reply<'_>) {
         BodySource::Slice(s) => s.len(),
         BodySource::Generated(n) => n,
     };
-    out.extend_from_slice(if req.http10 {
-        b"HTTP/1.0 "
-    } else {
-        b"HTTP/1.1 "
-    });
+    out.extend_from_slice(if req.http10 { b"HTTP/1.0 " } else { b"HTTP/1.1 " });
     push_u64(out, u64::from(reply.status));
     out.push(b' ');
     out.extend_from_slice(reason(reply.status).as_bytes());
@@ -914,10 +838,7 @@ thread_local! {
 /// Appends the current time as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), formatted once a second per
 /// thread.
 fn push_date(out: &mut Vec<u8>) {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     DATE.with(|cell| {
         let (cached, mut text) = cell.get();
         if cached != secs {
@@ -935,10 +856,8 @@ pub fn http_date_string(secs: u64) -> String {
 
 fn http_date(secs: u64) -> [u8; 29] {
     const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
-    const MONTHS: [&[u8; 3]; 12] = [
-        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
-        b"Dec",
-    ];
+    const MONTHS: [&[u8; 3]; 12] =
+        [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (h, m, s) = (rem / 3600, (rem / 60) % 60, rem % 60);
@@ -979,18 +898,9 @@ mod tests {
     #[test]
     fn http_dates() {
         assert_eq!(http_date_string(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-        assert_eq!(
-            http_date_string(784_111_777),
-            "Sun, 06 Nov 1994 08:49:37 GMT"
-        );
-        assert_eq!(
-            http_date_string(951_782_400),
-            "Tue, 29 Feb 2000 00:00:00 GMT"
-        );
-        assert_eq!(
-            http_date_string(1_700_000_000),
-            "Tue, 14 Nov 2023 22:13:20 GMT"
-        );
+        assert_eq!(http_date_string(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(http_date_string(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+        assert_eq!(http_date_string(1_700_000_000), "Tue, 14 Nov 2023 22:13:20 GMT");
     }
 
     #[test]
@@ -1010,31 +920,16 @@ mod tests {
         let mut with_verb = vec!["serve".to_owned()];
         with_verb.extend(cfg.to_args());
         assert_eq!(ServeConfig::from_args(&with_verb).unwrap(), cfg);
-        assert!(ServeConfig::from_args(&["--kind", "nope"])
-            .unwrap_err()
-            .to_string()
-            .contains("unknown kind `nope`"));
-        assert!(ServeConfig::from_args(&["--status"])
-            .unwrap_err()
-            .to_string()
-            .contains("needs a value"));
-        assert_eq!(
-            ServeConfig::from_args(&["--delay=5ms"])
-                .unwrap()
-                .server
-                .delay,
-            Some(Duration::from_millis(5))
-        );
+        assert!(ServeConfig::from_args(&["--kind", "nope"]).unwrap_err().to_string().contains("unknown kind `nope`"));
+        assert!(ServeConfig::from_args(&["--status"]).unwrap_err().to_string().contains("needs a value"));
+        assert_eq!(ServeConfig::from_args(&["--delay=5ms"]).unwrap().server.delay, Some(Duration::from_millis(5)));
     }
 
     #[test]
     fn listening_line_round_trip() {
         let addr: SocketAddr = "127.0.0.1:4567".parse().unwrap();
         assert_eq!(listening_line(addr), "listening on http://127.0.0.1:4567");
-        assert_eq!(
-            parse_listening_line("listening on http://127.0.0.1:4567\n"),
-            Some(addr)
-        );
+        assert_eq!(parse_listening_line("listening on http://127.0.0.1:4567\n"), Some(addr));
         assert_eq!(parse_listening_line("something else"), None);
     }
 
@@ -1048,32 +943,18 @@ mod tests {
             _ => panic!("expected a complete body"),
         }
         assert!(matches!(decode_chunked(b"5\r\nhel"), Chunked::Partial));
-        assert!(matches!(
-            decode_chunked(b"5\r\nhelloXX0\r\n\r\n"),
-            Chunked::Invalid
-        ));
+        assert!(matches!(decode_chunked(b"5\r\nhelloXX0\r\n\r\n"), Chunked::Invalid));
         assert!(matches!(decode_chunked(b"zz\r\n"), Chunked::Invalid));
         assert!(matches!(decode_chunked(b"ffffffff\r\n"), Chunked::TooLarge));
     }
 
     #[test]
     fn invalid_configs() {
-        let mut s = BuiltinServer {
-            kind: BuiltinKind::Delay,
-            delay: None,
-            status: 200,
-            body_size: None,
-            chunked: false,
-        };
-        assert!(Behaviour::new(&s)
-            .unwrap_err()
-            .to_string()
-            .contains("needs a delay"));
+        let mut s =
+            BuiltinServer { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false };
+        assert!(Behaviour::new(&s).unwrap_err().to_string().contains("needs a delay"));
         s.kind = BuiltinKind::Plaintext;
         s.status = 99;
-        assert!(Behaviour::new(&s)
-            .unwrap_err()
-            .to_string()
-            .contains("status 99"));
+        assert!(Behaviour::new(&s).unwrap_err().to_string().contains("status 99"));
     }
 }

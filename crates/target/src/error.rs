@@ -46,19 +46,11 @@ pub enum TargetError {
     },
 
     /// The target did not become ready in time.
-    #[error(
-        "the target did not become ready within {waited:.1}s ({last}); last lines of its log:\n{log_tail}"
-    )]
-    NotReady {
-        waited: f64,
-        last: String,
-        log_tail: String,
-    },
+    #[error("the target did not become ready within {waited:.1}s ({last}); last lines of its log:\n{log_tail}")]
+    NotReady { waited: f64, last: String, log_tail: String },
 
     /// The target exited before it became ready.
-    #[error(
-        "the target exited before it became ready ({status}); last lines of its log:\n{log_tail}"
-    )]
+    #[error("the target exited before it became ready ({status}); last lines of its log:\n{log_tail}")]
     ExitedBeforeReady { status: String, log_tail: String },
 
     /// The built-in server child never printed its `listening on` line.

@@ -56,10 +56,8 @@ impl CpuTopology {
     /// Reads a sysfs CPU directory laid out as `/sys/devices/system/cpu` (tests pass a fake one).
     pub fn from_sysfs(root: &Path, allowed: Option<CpuList>) -> Result<Self, TargetError> {
         let online_path = root.join("online");
-        let text = std::fs::read_to_string(&online_path).map_err(|source| TargetError::Read {
-            path: online_path.clone(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(&online_path)
+            .map_err(|source| TargetError::Read { path: online_path.clone(), source })?;
         let online: CpuList = text.trim().parse().map_err(|_| TargetError::Parse {
             path: online_path.clone(),
             detail: format!("`{}` is not a CPU list", text.trim()),
@@ -74,19 +72,14 @@ impl CpuTopology {
         };
         for &cpu in topo.online.cpus() {
             let dir = root.join(format!("cpu{cpu}/topology"));
-            let read = |name: &str| {
-                std::fs::read_to_string(dir.join(name))
-                    .ok()
-                    .map(|s| s.trim().to_owned())
-            };
+            let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok().map(|s| s.trim().to_owned());
             let siblings = read("thread_siblings_list")
                 .or_else(|| read("core_cpus_list"))
                 .and_then(|s| s.parse::<CpuList>().ok())
                 .unwrap_or_else(|| CpuList::new(vec![cpu]));
             topo.siblings.insert(cpu, siblings);
             if let Some(p) = read("physical_package_id").and_then(|s| s.parse::<i64>().ok()) {
-                topo.package
-                    .insert(cpu, u32::try_from(p.max(0)).unwrap_or(0));
+                topo.package.insert(cpu, u32::try_from(p.max(0)).unwrap_or(0));
             }
             if let Some(c) = read("core_id").and_then(|s| s.parse::<i64>().ok()) {
                 topo.core.insert(cpu, u32::try_from(c.max(0)).unwrap_or(0));
@@ -110,19 +103,12 @@ pub fn current_affinity() -> Result<CpuList, TargetError> {
     // SAFETY: an all-zero cpu_set_t is the valid empty set; sched_getaffinity writes at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid, writable cpu_set_t of the size passed.
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
-    {
-        return Err(TargetError::Affinity {
-            cpus: "(query)".to_owned(),
-            source: std::io::Error::last_os_error(),
-        });
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Err(TargetError::Affinity { cpus: "(query)".to_owned(), source: std::io::Error::last_os_error() });
     }
     let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
     // SAFETY: CPU_ISSET reads within the set for indices below its capacity.
-    let cpus = (0..capacity)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .map(|c| c as u32)
-        .collect();
+    let cpus = (0..capacity).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).map(|c| c as u32).collect();
     Ok(CpuList::new(cpus))
 }
 
@@ -133,21 +119,12 @@ pub fn cpus_allowed(pid: u32, tid: Option<u32>) -> Result<CpuList, TargetError> 
         Some(t) => PathBuf::from(format!("/proc/{pid}/task/{t}/status")),
         None => PathBuf::from(format!("/proc/{pid}/status")),
     };
-    let text = std::fs::read_to_string(&path).map_err(|source| TargetError::Read {
-        path: path.clone(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(&path).map_err(|source| TargetError::Read { path: path.clone(), source })?;
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .ok_or_else(|| TargetError::Parse {
-            path: path.clone(),
-            detail: "no Cpus_allowed_list line".to_owned(),
-        })?;
-    line.trim().parse().map_err(|_| TargetError::Parse {
-        path,
-        detail: format!("`{}` is not a CPU list", line.trim()),
-    })
+        .ok_or_else(|| TargetError::Parse { path: path.clone(), detail: "no Cpus_allowed_list line".to_owned() })?;
+    line.trim().parse().map_err(|_| TargetError::Parse { path, detail: format!("`{}` is not a CPU list", line.trim()) })
 }
 
 /// What to do about the spec's pinning on this machine.
@@ -233,9 +210,7 @@ pub fn check_pinning(
     if !mismatches.is_empty() {
         match on_mismatch {
             OnMismatch::Fail => {
-                return PinningDecision::Fail {
-                    message: format!("{} (on_mismatch: fail)", mismatches.join("; ")),
-                }
+                return PinningDecision::Fail { message: format!("{} (on_mismatch: fail)", mismatches.join("; ")) }
             }
             OnMismatch::Skip => {
                 return PinningDecision::Skip {
@@ -261,12 +236,8 @@ pub fn check_pinning(
             let Some(sib) = topo.siblings.get(&gc) else {
                 continue;
             };
-            let target_side: Vec<u32> = sib
-                .cpus()
-                .iter()
-                .copied()
-                .filter(|c| *c != gc && t.contains(*c) && !g.contains(*c))
-                .collect();
+            let target_side: Vec<u32> =
+                sib.cpus().iter().copied().filter(|c| *c != gc && t.contains(*c) && !g.contains(*c)).collect();
             if target_side.is_empty() || !seen.insert(sib.clone()) {
                 continue;
             }
@@ -289,14 +260,8 @@ pub fn check_pinning(
 
 /// The CPU each planned worker runs on: its planned CPU when the applied generator list holds it, unpinned
 /// otherwise.
-pub fn effective_worker_cpus(
-    workers: &[WorkerPlan],
-    generator: Option<&CpuList>,
-) -> Vec<Option<u32>> {
-    workers
-        .iter()
-        .map(|w| w.cpu.filter(|c| generator.is_some_and(|g| g.contains(*c))))
-        .collect()
+pub fn effective_worker_cpus(workers: &[WorkerPlan], generator: Option<&CpuList>) -> Vec<Option<u32>> {
+    workers.iter().map(|w| w.cpu.filter(|c| generator.is_some_and(|g| g.contains(*c)))).collect()
 }
 
 /// The machine fingerprint. Every field is best effort: what cannot be read is `None`. `repo_dir`, when given
@@ -308,9 +273,7 @@ pub fn fingerprint(repo_dir: Option<&Path>) -> Machine {
         hostname: hostname(),
         cpu_model: cpu_model(&cpuinfo),
         kernel: kernel(),
-        memory_bytes: std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|t| mem_total(&t)),
+        memory_bytes: std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| mem_total(&t)),
         virtualization: virtualization(&cpuinfo),
         ..Machine::default()
     };
@@ -318,31 +281,20 @@ pub fn fingerprint(repo_dir: Option<&Path>) -> Machine {
         m.online_cpus = Some(t.online.to_string());
         m.logical_cpus = u32::try_from(t.online.len()).ok();
         let sockets: BTreeSet<u32> = t.package.values().copied().collect();
-        let cores: BTreeSet<(u32, u32)> = t
-            .online
-            .cpus()
-            .iter()
-            .filter_map(|c| Some((*t.package.get(c)?, *t.core.get(c)?)))
-            .collect();
+        let cores: BTreeSet<(u32, u32)> =
+            t.online.cpus().iter().filter_map(|c| Some((*t.package.get(c)?, *t.core.get(c)?))).collect();
         if !sockets.is_empty() {
             m.sockets = u32::try_from(sockets.len()).ok();
             if !cores.is_empty() {
                 m.cores_per_socket = u32::try_from(cores.len() / sockets.len()).ok();
             }
         }
-        m.threads_per_core = t
-            .siblings
-            .values()
-            .map(CpuList::len)
-            .max()
-            .and_then(|n| u32::try_from(n).ok());
+        m.threads_per_core = t.siblings.values().map(CpuList::len).max().and_then(|n| u32::try_from(n).ok());
         let governors: BTreeSet<String> = t
             .online
             .cpus()
             .iter()
-            .filter_map(|c| {
-                std::fs::read_to_string(format!("{SYSFS_CPU}/cpu{c}/cpufreq/scaling_governor")).ok()
-            })
+            .filter_map(|c| std::fs::read_to_string(format!("{SYSFS_CPU}/cpu{c}/cpufreq/scaling_governor")).ok())
             .map(|g| g.trim().to_owned())
             .filter(|g| !g.is_empty())
             .collect();
@@ -360,21 +312,11 @@ pub fn fingerprint(repo_dir: Option<&Path>) -> Machine {
 }
 
 fn hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
+    std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty())
 }
 
 fn cpu_model(cpuinfo: &str) -> Option<String> {
-    for key in [
-        "model name",
-        "Model",
-        "Hardware",
-        "cpu model",
-        "uarch",
-        "Processor",
-    ] {
+    for key in ["model name", "Model", "Hardware", "cpu model", "uarch", "Processor"] {
         let found = cpuinfo.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
             (k.trim() == key && !v.trim().is_empty()).then(|| v.trim().to_owned())
@@ -400,19 +342,10 @@ fn kernel() -> Option<String> {
         return None;
     }
     let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|c| **c != 0)
-            .map(|c| *c as u8)
-            .collect();
+        let bytes: Vec<u8> = f.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
-    Some(format!(
-        "{} {} {}",
-        field(&u.sysname),
-        field(&u.release),
-        field(&u.machine)
-    ))
+    Some(format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine)))
 }
 
 fn detect_virt(arg: &str) -> Option<String> {
@@ -423,20 +356,12 @@ fn detect_virt(arg: &str) -> Option<String> {
 
 /// `none`, `kvm`, `docker`, `docker on kvm`, `vm (unknown hypervisor)`...
 fn virtualization(cpuinfo: &str) -> Option<String> {
-    let flagged = cpuinfo
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
-    let sys_hv = std::fs::read_to_string("/sys/hypervisor/type")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty());
+    let flagged = cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let sys_hv =
+        std::fs::read_to_string("/sys/hypervisor/type").ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     let container = detect_virt("--container")
         .filter(|s| s != "none")
-        .or_else(|| {
-            Path::new("/.dockerenv")
-                .exists()
-                .then(|| "docker".to_owned())
-        });
+        .or_else(|| Path::new("/.dockerenv").exists().then(|| "docker".to_owned()));
     let vm = detect_virt("--vm")
         .filter(|s| s != "none")
         .or(sys_hv)
@@ -452,23 +377,14 @@ fn virtualization(cpuinfo: &str) -> Option<String> {
 /// The commit and dirty state (tracked files changed) of the git work tree holding `dir`.
 pub fn git_state(dir: &Path) -> Option<(String, bool)> {
     let run = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        let out = Command::new("git").arg("-C").arg(dir).args(args).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let commit = run(&["rev-parse", "HEAD"])?.trim().to_owned();
     if commit.is_empty() {
         return None;
     }
-    let dirty = !run(&["status", "--porcelain", "--untracked-files=no"])?
-        .trim()
-        .is_empty();
+    let dirty = !run(&["status", "--porcelain", "--untracked-files=no"])?.trim().is_empty();
     Some((commit, dirty))
 }
 
@@ -478,11 +394,7 @@ mod tests {
 
     fn topo(online: &str, siblings: &[&str]) -> CpuTopology {
         let online: CpuList = online.parse().unwrap();
-        let mut t = CpuTopology {
-            allowed: online.clone(),
-            online,
-            ..CpuTopology::default()
-        };
+        let mut t = CpuTopology { allowed: online.clone(), online, ..CpuTopology::default() };
         for group in siblings {
             let g: CpuList = group.parse().unwrap();
             for &c in g.cpus() {
@@ -509,9 +421,7 @@ mod tests {
         }
         match check_pinning(&t, Some(&g), None, OnMismatch::Skip) {
             PinningDecision::Skip { message } => {
-                assert!(message.starts_with(
-                    "the spec pins the generator to CPUs 16-31 but this machine has CPUs 0-1"
-                ));
+                assert!(message.starts_with("the spec pins the generator to CPUs 16-31 but this machine has CPUs 0-1"));
                 assert!(message.ends_with("(on_mismatch: skip)"));
             }
             other => panic!("{other:?}"),
@@ -540,9 +450,7 @@ mod tests {
     fn fitting_pinning_has_no_warning() {
         let t = topo("0-1", &["0", "1"]);
         let d = check_pinning(&t, Some(&cpus("1")), Some(&cpus("0")), OnMismatch::Fail);
-        let PinningDecision::Run(p) = d else {
-            panic!("{d:?}")
-        };
+        let PinningDecision::Run(p) = d else { panic!("{d:?}") };
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert_eq!(p.generator, Some(cpus("1")));
     }
@@ -550,8 +458,7 @@ mod tests {
     #[test]
     fn overlap_and_split_siblings_are_warned() {
         let t = topo("0-3", &["0,2", "1,3"]);
-        let PinningDecision::Run(p) =
-            check_pinning(&t, Some(&cpus("2-3")), Some(&cpus("0,3")), OnMismatch::Fail)
+        let PinningDecision::Run(p) = check_pinning(&t, Some(&cpus("2-3")), Some(&cpus("0,3")), OnMismatch::Fail)
         else {
             panic!()
         };
@@ -568,9 +475,7 @@ mod tests {
     fn affinity_narrower_than_online_is_described() {
         let mut t = topo("0-31", &[]);
         t.allowed = cpus("0-1");
-        let PinningDecision::Fail { message } =
-            check_pinning(&t, Some(&cpus("4")), None, OnMismatch::Fail)
-        else {
+        let PinningDecision::Fail { message } = check_pinning(&t, Some(&cpus("4")), None, OnMismatch::Fail) else {
             panic!()
         };
         assert_eq!(message, "the spec pins the generator to CPU 4 but this machine has CPUs 0-1 (of online CPUs 0-31) (on_mismatch: fail)");
@@ -579,27 +484,12 @@ mod tests {
     #[test]
     fn workers_on_missing_cpus_run_unpinned() {
         let workers = vec![
-            WorkerPlan {
-                index: 0,
-                cpu: Some(1),
-            },
-            WorkerPlan {
-                index: 1,
-                cpu: Some(17),
-            },
-            WorkerPlan {
-                index: 2,
-                cpu: None,
-            },
+            WorkerPlan { index: 0, cpu: Some(1) },
+            WorkerPlan { index: 1, cpu: Some(17) },
+            WorkerPlan { index: 2, cpu: None },
         ];
-        assert_eq!(
-            effective_worker_cpus(&workers, Some(&cpus("0-1"))),
-            vec![Some(1), None, None]
-        );
-        assert_eq!(
-            effective_worker_cpus(&workers, None),
-            vec![None, None, None]
-        );
+        assert_eq!(effective_worker_cpus(&workers, Some(&cpus("0-1"))), vec![Some(1), None, None]);
+        assert_eq!(effective_worker_cpus(&workers, None), vec![None, None, None]);
     }
 
     #[test]
@@ -641,14 +531,8 @@ mod tests {
 
     #[test]
     fn parsers() {
-        assert_eq!(
-            mem_total("MemTotal:       16315400 kB\nMemFree: 1 kB\n"),
-            Some(16_315_400 * 1024)
-        );
-        assert_eq!(
-            cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n").as_deref(),
-            Some("AMD EPYC 7B13")
-        );
+        assert_eq!(mem_total("MemTotal:       16315400 kB\nMemFree: 1 kB\n"), Some(16_315_400 * 1024));
+        assert_eq!(cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n").as_deref(), Some("AMD EPYC 7B13"));
         assert_eq!(cpu_model(""), None);
     }
 }

@@ -98,10 +98,7 @@ impl ExitInfo {
 
     /// The results model's form, timed from `run_start`.
     pub fn to_target_exit(&self, run_start: Instant) -> TargetExit {
-        TargetExit {
-            at_seconds: self.at_seconds(run_start),
-            status: self.status.clone(),
-        }
+        TargetExit { at_seconds: self.at_seconds(run_start), status: self.status.clone() }
     }
 }
 
@@ -142,10 +139,7 @@ pub struct Target {
 
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Target")
-            .field("pid", &self.pid)
-            .field("stdout_log", &self.stdout_log)
-            .finish_non_exhaustive()
+        f.debug_struct("Target").field("pid", &self.pid).field("stdout_log", &self.stdout_log).finish_non_exhaustive()
     }
 }
 
@@ -166,17 +160,12 @@ impl Target {
     ) -> Result<(Target, SocketAddr), TargetError> {
         let mut argv = vec![exe.to_string_lossy().into_owned(), "serve".to_owned()];
         argv.extend(cfg.to_args());
-        let spec = LaunchSpec {
-            argv,
-            ..spec.clone()
-        };
+        let spec = LaunchSpec { argv, ..spec.clone() };
         let (listen_tx, listen_rx) = std::sync::mpsc::channel();
         let target = Self::start_inner(&spec, Some(listen_tx))?;
         let deadline = Instant::now() + timeout;
         loop {
-            let step = deadline
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(50));
+            let step = deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(50));
             match listen_rx.recv_timeout(step) {
                 Ok(addr) => return Ok((target, addr)),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
@@ -186,10 +175,7 @@ impl Target {
                         Some(e) => e.status,
                         None => "its stdout closed".to_owned(),
                     };
-                    return Err(TargetError::NoListenLine {
-                        reason,
-                        log_tail: target.log_tail(LOG_TAIL_LINES),
-                    });
+                    return Err(TargetError::NoListenLine { reason, log_tail: target.log_tail(LOG_TAIL_LINES) });
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     if Instant::now() >= deadline {
@@ -208,41 +194,24 @@ impl Target {
         listen_tx: Option<std::sync::mpsc::Sender<SocketAddr>>,
     ) -> Result<Target, TargetError> {
         let Some(program) = spec.argv.first().filter(|p| !p.is_empty()) else {
-            return Err(TargetError::InvalidLaunch(
-                "the command is empty".to_owned(),
-            ));
+            return Err(TargetError::InvalidLaunch("the command is empty".to_owned()));
         };
-        std::fs::create_dir_all(&spec.log_dir).map_err(|source| TargetError::LogFile {
-            path: spec.log_dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&spec.log_dir)
+            .map_err(|source| TargetError::LogFile { path: spec.log_dir.clone(), source })?;
         let stdout_log = spec.log_dir.join(format!("{}.stdout.log", spec.log_name));
         let stderr_log = spec.log_dir.join(format!("{}.stderr.log", spec.log_name));
-        let create = |p: &Path| {
-            std::fs::File::create(p).map_err(|source| TargetError::LogFile {
-                path: p.to_owned(),
-                source,
-            })
-        };
+        let create =
+            |p: &Path| std::fs::File::create(p).map_err(|source| TargetError::LogFile { path: p.to_owned(), source });
         let out_file = create(&stdout_log)?;
         let err_file = create(&stderr_log)?;
 
         let mut cmd = Command::new(program);
-        cmd.args(&spec.argv[1..])
-            .envs(&spec.env)
-            .stdin(Stdio::null())
-            .stderr(err_file)
-            .process_group(0);
+        cmd.args(&spec.argv[1..]).envs(&spec.env).stdin(Stdio::null()).stderr(err_file).process_group(0);
         if listen_tx.is_some() {
             cmd.stdout(Stdio::piped());
         } else {
             cmd.stdout(
-                out_file
-                    .try_clone()
-                    .map_err(|source| TargetError::LogFile {
-                        path: stdout_log.clone(),
-                        source,
-                    })?,
+                out_file.try_clone().map_err(|source| TargetError::LogFile { path: stdout_log.clone(), source })?,
             );
         }
         if let Some(cwd) = &spec.cwd {
@@ -264,37 +233,25 @@ impl Target {
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(set) = &cpu_set {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                    {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
                 if die_with_parent {
-                    if libc::prctl(
-                        libc::PR_SET_PDEATHSIG,
-                        libc::SIGTERM as libc::c_ulong,
-                        0,
-                        0,
-                        0,
-                    ) != 0
-                    {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                     // The parent may have died between fork and prctl.
                     if libc::getppid() != parent {
-                        return Err(std::io::Error::other(
-                            "loadgate exited while starting the target",
-                        ));
+                        return Err(std::io::Error::other("loadgate exited while starting the target"));
                     }
                 }
                 Ok(())
             });
         }
         let started = Instant::now();
-        let mut child = spawn_on_launcher_thread(cmd).map_err(|source| TargetError::Spawn {
-            program: described,
-            source,
-        })?;
+        let mut child =
+            spawn_on_launcher_thread(cmd).map_err(|source| TargetError::Spawn { program: described, source })?;
         let pid = child.id();
 
         if let (Some(tx), Some(stdout)) = (listen_tx, child.stdout.take()) {
@@ -318,9 +275,7 @@ impl Target {
                         line.clear();
                     }
                 })
-                .map_err(|e| {
-                    TargetError::InvalidLaunch(format!("cannot start the stdout reader: {e}"))
-                })?;
+                .map_err(|e| TargetError::InvalidLaunch(format!("cannot start the stdout reader: {e}")))?;
         }
 
         let state = Arc::new(ExitState {
@@ -330,45 +285,34 @@ impl Target {
             callback: Mutex::new(None),
         });
         let watcher_state = state.clone();
-        let watcher = std::thread::Builder::new()
-            .name("loadgate-target-watch".to_owned())
-            .spawn(move || {
-                let status = child.wait();
-                let at = Instant::now();
-                let (code, signal, status) = match status {
-                    Ok(s) => (s.code(), s.signal(), describe_status(s.code(), s.signal())),
-                    Err(e) => (None, None, format!("could not be waited for: {e}")),
-                };
-                let info = ExitInfo {
-                    at,
-                    after: at.saturating_duration_since(started),
-                    code,
-                    signal,
-                    status,
-                    requested: watcher_state.stop_requested.load(Ordering::SeqCst),
-                };
-                *lock(&watcher_state.exit) = Some(info.clone());
-                watcher_state.cond.notify_all();
-                let callback = lock(&watcher_state.callback).take();
-                if let Some(cb) = callback {
-                    cb(&info);
-                }
-            });
-        let target = Target {
-            pid,
-            started,
-            state,
-            stdout_log,
-            stderr_log,
-            grace: spec.stop_grace,
-            stopping: Mutex::new(None),
-        };
+        let watcher = std::thread::Builder::new().name("loadgate-target-watch".to_owned()).spawn(move || {
+            let status = child.wait();
+            let at = Instant::now();
+            let (code, signal, status) = match status {
+                Ok(s) => (s.code(), s.signal(), describe_status(s.code(), s.signal())),
+                Err(e) => (None, None, format!("could not be waited for: {e}")),
+            };
+            let info = ExitInfo {
+                at,
+                after: at.saturating_duration_since(started),
+                code,
+                signal,
+                status,
+                requested: watcher_state.stop_requested.load(Ordering::SeqCst),
+            };
+            *lock(&watcher_state.exit) = Some(info.clone());
+            watcher_state.cond.notify_all();
+            let callback = lock(&watcher_state.callback).take();
+            if let Some(cb) = callback {
+                cb(&info);
+            }
+        });
+        let target =
+            Target { pid, started, state, stdout_log, stderr_log, grace: spec.stop_grace, stopping: Mutex::new(None) };
         if let Err(e) = watcher {
             // Without a watcher nothing reaps the child; stop it now (the drop does) and report.
             drop(target);
-            return Err(TargetError::InvalidLaunch(format!(
-                "cannot start the exit watcher: {e}"
-            )));
+            return Err(TargetError::InvalidLaunch(format!("cannot start the exit watcher: {e}")));
         }
         Ok(target)
     }
@@ -450,17 +394,12 @@ impl Target {
     /// took. Runs on a thread of its own, so it may be called from inside an async runtime (it blocks).
     pub fn wait_ready(&self, base_url: &str, probe: &ReadyProbe) -> Result<Duration, TargetError> {
         let (timeout, interval) = match probe {
-            ReadyProbe::HttpGet {
-                timeout, interval, ..
+            ReadyProbe::HttpGet { timeout, interval, .. } | ReadyProbe::Tcp { timeout, interval } => {
+                (timeout.as_std(), interval.as_std().max(Duration::from_millis(10)))
             }
-            | ReadyProbe::Tcp { timeout, interval } => (
-                timeout.as_std(),
-                interval.as_std().max(Duration::from_millis(10)),
-            ),
         };
-        let url = reqwest::Url::parse(base_url).map_err(|e| {
-            TargetError::InvalidLaunch(format!("the base URL `{base_url}` does not parse: {e}"))
-        })?;
+        let url = reqwest::Url::parse(base_url)
+            .map_err(|e| TargetError::InvalidLaunch(format!("the base URL `{base_url}` does not parse: {e}")))?;
         let mut attempt: Box<dyn FnMut(Duration) -> Result<(), String> + Send> = match probe {
             ReadyProbe::HttpGet { path, status, .. } => {
                 let full = join_url(base_url, path);
@@ -473,9 +412,7 @@ impl Target {
                                 .no_proxy()
                                 .redirect(reqwest::redirect::Policy::none())
                                 .build()
-                                .map_err(|e| {
-                                    format!("cannot build an HTTP client: {}", root_cause(&e))
-                                })?,
+                                .map_err(|e| format!("cannot build an HTTP client: {}", root_cause(&e)))?,
                         );
                     }
                     let Some(c) = client.as_ref() else {
@@ -483,10 +420,7 @@ impl Target {
                     };
                     match c.get(&full).timeout(per_try).send() {
                         Ok(resp) if resp.status().as_u16() == expected => Ok(()),
-                        Ok(resp) => Err(format!(
-                            "GET {full} answered {}, expected {expected}",
-                            resp.status().as_u16()
-                        )),
+                        Ok(resp) => Err(format!("GET {full} answered {}, expected {expected}", resp.status().as_u16())),
                         Err(e) => Err(format!("GET {full} failed: {}", root_cause(&e))),
                     }
                 })
@@ -495,9 +429,7 @@ impl Target {
                 let addrs: Vec<SocketAddr> = match url.socket_addrs(|| None) {
                     Ok(a) => a,
                     Err(e) => {
-                        return Err(TargetError::InvalidLaunch(format!(
-                            "cannot resolve `{base_url}`: {e}"
-                        )));
+                        return Err(TargetError::InvalidLaunch(format!("cannot resolve `{base_url}`: {e}")));
                     }
                 };
                 Box::new(move |per_try: Duration| {
@@ -578,19 +510,12 @@ impl Target {
                 let left = procfs::live_group_members(pgid);
                 return Err(TargetError::Stop {
                     pgid,
-                    reason: format!(
-                        "processes {left:?} survived SIGKILL for {}s",
-                        KILL_WAIT.as_secs()
-                    ),
+                    reason: format!("processes {left:?} survived SIGKILL for {}s", KILL_WAIT.as_secs()),
                 });
             }
         }
         let exit = self.wait_exit_timeout(Duration::from_secs(2));
-        let report = StopReport {
-            exit,
-            killed,
-            took: begin.elapsed(),
-        };
+        let report = StopReport { exit, killed, took: begin.elapsed() };
         *done = Some(report.clone());
         Ok(report)
     }
@@ -639,11 +564,7 @@ fn wait_group_gone(root: Option<u32>, pgid: u32, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         let group_empty = procfs::live_group_members(pgid).is_empty();
-        if group_empty
-            && procfs::process_tree(root, Some(pgid))
-                .iter()
-                .all(procfs::ProcStat::is_zombie)
-        {
+        if group_empty && procfs::process_tree(root, Some(pgid)).iter().all(procfs::ProcStat::is_zombie) {
             return true;
         }
         if Instant::now() >= deadline {
@@ -653,38 +574,26 @@ fn wait_group_gone(root: Option<u32>, pgid: u32, timeout: Duration) -> bool {
     }
 }
 
-type SpawnJob = (
-    Command,
-    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
-);
+type SpawnJob = (Command, std::sync::mpsc::Sender<std::io::Result<std::process::Child>>);
 
 /// Forks `cmd` on the launcher thread: one thread, started on first use and never ending, so that a
 /// parent-death signal fires when loadgate dies and not when some short-lived thread that started a target
 /// exits.
 fn spawn_on_launcher_thread(cmd: Command) -> std::io::Result<std::process::Child> {
-    static LAUNCHER: std::sync::OnceLock<Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>>> =
-        std::sync::OnceLock::new();
+    static LAUNCHER: std::sync::OnceLock<Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>>> = std::sync::OnceLock::new();
     let slot = LAUNCHER.get_or_init(|| {
         let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
-        let started = std::thread::Builder::new()
-            .name("loadgate-launcher".to_owned())
-            .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    let _ = reply.send(cmd.spawn());
-                }
-            });
+        let started = std::thread::Builder::new().name("loadgate-launcher".to_owned()).spawn(move || {
+            for (mut cmd, reply) in rx {
+                let _ = reply.send(cmd.spawn());
+            }
+        });
         Mutex::new(started.ok().map(|_| tx))
     });
-    let sender = lock(slot)
-        .clone()
-        .ok_or_else(|| std::io::Error::other("the launcher thread could not be started"))?;
+    let sender = lock(slot).clone().ok_or_else(|| std::io::Error::other("the launcher thread could not be started"))?;
     let (reply_tx, reply_rx) = std::sync::mpsc::channel();
-    sender
-        .send((cmd, reply_tx))
-        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?;
-    reply_rx
-        .recv()
-        .map_err(|_| std::io::Error::other("the launcher thread is gone"))?
+    sender.send((cmd, reply_tx)).map_err(|_| std::io::Error::other("the launcher thread is gone"))?;
+    reply_rx.recv().map_err(|_| std::io::Error::other("the launcher thread is gone"))?
 }
 
 fn cpu_set(cpus: &CpuList) -> Result<libc::cpu_set_t, TargetError> {
@@ -696,9 +605,7 @@ fn cpu_set(cpus: &CpuList) -> Result<libc::cpu_set_t, TargetError> {
         if cpu >= capacity {
             return Err(TargetError::Affinity {
                 cpus: cpus.to_string(),
-                source: std::io::Error::other(format!(
-                    "CPU {cpu} is above the {capacity} CPUs an affinity mask holds"
-                )),
+                source: std::io::Error::other(format!("CPU {cpu} is above the {capacity} CPUs an affinity mask holds")),
             });
         }
         // SAFETY: cpu is below the set's capacity, checked above.
@@ -712,10 +619,7 @@ pub fn pin_current_thread(cpus: &CpuList) -> Result<(), TargetError> {
     let set = cpu_set(cpus)?;
     // SAFETY: set is a valid cpu_set_t of the size passed.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(TargetError::Affinity {
-            cpus: cpus.to_string(),
-            source: std::io::Error::last_os_error(),
-        });
+        return Err(TargetError::Affinity { cpus: cpus.to_string(), source: std::io::Error::last_os_error() });
     }
     Ok(())
 }
@@ -802,9 +706,7 @@ pub fn builtin_ready_probe(timeout: Duration) -> ReadyProbe {
 
 /// Connects to `addr` once: `true` when something accepts.
 pub fn tcp_reachable(addr: impl ToSocketAddrs, timeout: Duration) -> bool {
-    addr.to_socket_addrs()
-        .map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, timeout).is_ok()))
-        .unwrap_or(false)
+    addr.to_socket_addrs().map(|mut a| a.any(|a| TcpStream::connect_timeout(&a, timeout).is_ok())).unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -814,22 +716,13 @@ mod tests {
     #[test]
     fn statuses_read_well() {
         assert_eq!(describe_status(Some(1), None), "exited with status 1");
-        assert_eq!(
-            describe_status(None, Some(9)),
-            "killed by signal 9 (SIGKILL)"
-        );
+        assert_eq!(describe_status(None, Some(9)), "killed by signal 9 (SIGKILL)");
     }
 
     #[test]
     fn urls_join() {
-        assert_eq!(
-            join_url("http://127.0.0.1:1/", "/ready"),
-            "http://127.0.0.1:1/ready"
-        );
-        assert_eq!(
-            join_url("http://127.0.0.1:1", "ready"),
-            "http://127.0.0.1:1/ready"
-        );
+        assert_eq!(join_url("http://127.0.0.1:1/", "/ready"), "http://127.0.0.1:1/ready");
+        assert_eq!(join_url("http://127.0.0.1:1", "ready"), "http://127.0.0.1:1/ready");
     }
 
     #[test]

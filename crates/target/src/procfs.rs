@@ -46,9 +46,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
     // fields[0] is field 3 of proc(5).
     let num = |field: usize| -> Option<u64> { fields.get(field - 3)?.parse().ok() };
-    let signed = |field: usize| -> Option<u64> {
-        Some(fields.get(field - 3)?.parse::<i64>().ok()?.max(0) as u64)
-    };
+    let signed = |field: usize| -> Option<u64> { Some(fields.get(field - 3)?.parse::<i64>().ok()?.max(0) as u64) };
     Some(ProcStat {
         pid,
         comm,
@@ -66,14 +64,9 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 
 /// Reads and parses one `stat` file.
 pub fn read_stat(path: &Path) -> Result<ProcStat, TargetError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TargetError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    parse_stat(&text).ok_or_else(|| TargetError::Parse {
-        path: path.to_owned(),
-        detail: "not a proc stat line".to_owned(),
-    })
+    let text = std::fs::read_to_string(path).map_err(|source| TargetError::Read { path: path.to_owned(), source })?;
+    parse_stat(&text)
+        .ok_or_else(|| TargetError::Parse { path: path.to_owned(), detail: "not a proc stat line".to_owned() })
 }
 
 /// The stat of every process visible in `/proc`; processes that vanish while being read are skipped.
@@ -82,21 +75,14 @@ pub fn all_processes() -> Vec<ProcStat> {
         return Vec::new();
     };
     dir.filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
         .filter_map(|e| read_stat(&e.path().join("stat")).ok())
         .collect()
 }
 
 /// The processes of a process group, zombies included.
 pub fn process_group(pgid: u32) -> Vec<ProcStat> {
-    all_processes()
-        .into_iter()
-        .filter(|p| p.pgrp == pgid)
-        .collect()
+    all_processes().into_iter().filter(|p| p.pgrp == pgid).collect()
 }
 
 /// The pids of a process group's members that are still running (zombies excluded: they hold no resources
@@ -111,11 +97,7 @@ pub fn live_group_members(pgid: u32) -> Vec<u32> {
     if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
         return Vec::new();
     }
-    process_group(pgid)
-        .into_iter()
-        .filter(|p| !p.is_zombie())
-        .map(|p| p.pid)
-        .collect()
+    process_group(pgid).into_iter().filter(|p| !p.is_zombie()).map(|p| p.pid).collect()
 }
 
 /// The target's process tree: `root` (when given), the members of process group `pgid` (when given), and every
@@ -130,11 +112,8 @@ fn tree_of(all: Vec<ProcStat>, root: Option<u32>, pgid: Option<u32>) -> Vec<Proc
         children.entry(p.ppid).or_default().push(p.pid);
     }
     let mut members: BTreeSet<u32> = BTreeSet::new();
-    let mut stack: Vec<u32> = all
-        .iter()
-        .filter(|p| Some(p.pid) == root || Some(p.pgrp) == pgid)
-        .map(|p| p.pid)
-        .collect();
+    let mut stack: Vec<u32> =
+        all.iter().filter(|p| Some(p.pid) == root || Some(p.pgrp) == pgid).map(|p| p.pid).collect();
     while let Some(pid) = stack.pop() {
         if members.insert(pid) {
             if let Some(kids) = children.get(&pid) {
@@ -142,9 +121,7 @@ fn tree_of(all: Vec<ProcStat>, root: Option<u32>, pgid: Option<u32>) -> Vec<Proc
             }
         }
     }
-    all.into_iter()
-        .filter(|p| members.contains(&p.pid))
-        .collect()
+    all.into_iter().filter(|p| members.contains(&p.pid)).collect()
 }
 
 /// Clock ticks per second (`_SC_CLK_TCK`), the unit of CPU times in `stat` files.
@@ -223,19 +200,9 @@ mod tests {
             num_threads: 1,
             rss_pages: 0,
         };
-        let all = vec![
-            p(1, 0, 1),
-            p(10, 1, 10),
-            p(11, 10, 10),
-            p(12, 11, 99),
-            p(13, 12, 99),
-            p(20, 1, 20),
-            p(21, 1, 10),
-        ];
-        let mut pids: Vec<u32> = tree_of(all, Some(10), Some(10))
-            .iter()
-            .map(|p| p.pid)
-            .collect();
+        let all =
+            vec![p(1, 0, 1), p(10, 1, 10), p(11, 10, 10), p(12, 11, 99), p(13, 12, 99), p(20, 1, 20), p(21, 1, 10)];
+        let mut pids: Vec<u32> = tree_of(all, Some(10), Some(10)).iter().map(|p| p.pid).collect();
         pids.sort_unstable();
         assert_eq!(pids, vec![10, 11, 12, 13, 21]);
     }

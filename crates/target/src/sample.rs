@@ -18,8 +18,7 @@ use crate::procfs;
 /// A worker thread's CPU is at or above this fraction of one CPU: the generator was saturated.
 pub const SATURATION: f64 = 0.9;
 /// The warning a saturated generator carries.
-pub const SATURATION_WARNING: &str =
-    "the generator was saturated: these numbers may describe loadgate, not the target";
+pub const SATURATION_WARNING: &str = "the generator was saturated: these numbers may describe loadgate, not the target";
 
 /// What to sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,11 +73,7 @@ pub struct Samples {
 impl Samples {
     /// The tids of workers with a sample at or above [`SATURATION`].
     pub fn saturated_workers(&self) -> Vec<u32> {
-        self.workers
-            .iter()
-            .filter(|w| w.peak_cpu() >= SATURATION)
-            .map(|w| w.tid)
-            .collect()
+        self.workers.iter().filter(|w| w.peak_cpu() >= SATURATION).map(|w| w.tid).collect()
     }
 }
 
@@ -108,9 +103,7 @@ pub fn tree_usage(pid: Option<u32>, pgid: Option<u32>) -> TreeUsage {
 }
 
 fn thread_ticks(tid: u32) -> Option<u64> {
-    procfs::read_stat(&procfs::thread_stat_path(tid))
-        .ok()
-        .map(|s| s.utime + s.stime)
+    procfs::read_stat(&procfs::thread_stat_path(tid)).ok().map(|s| s.utime + s.stime)
 }
 
 struct Shared {
@@ -143,27 +136,16 @@ impl Sampler {
         let shared = Arc::new(Shared {
             samples: Mutex::new(Samples {
                 target: Vec::new(),
-                workers: cfg
-                    .worker_tids
-                    .iter()
-                    .map(|&tid| WorkerSeries {
-                        tid,
-                        samples: Vec::new(),
-                    })
-                    .collect(),
+                workers: cfg.worker_tids.iter().map(|&tid| WorkerSeries { tid, samples: Vec::new() }).collect(),
             }),
             tids: Mutex::new(cfg.worker_tids.clone()),
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
         let thread_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("loadgate-sampler".to_owned())
-            .spawn(move || run(cfg, &thread_shared))?;
-        Ok(Sampler {
-            shared,
-            thread: Some(thread),
-        })
+        let thread =
+            std::thread::Builder::new().name("loadgate-sampler".to_owned()).spawn(move || run(cfg, &thread_shared))?;
+        Ok(Sampler { shared, thread: Some(thread) })
     }
 
     /// Follows these worker threads from the next sample on (workers usually start after the target).
@@ -202,26 +184,18 @@ fn run(cfg: SamplerConfig, shared: &Shared) {
     let hz = procfs::clock_ticks_per_sec();
     let has_target = cfg.target_pid.is_some() || cfg.target_pgid.is_some();
     let mut last_at = Instant::now();
-    let mut last_tree = if has_target {
-        tree_usage(cfg.target_pid, cfg.target_pgid).ticks
-    } else {
-        0
-    };
-    let mut last_threads: BTreeMap<u32, u64> = lock(&shared.tids)
-        .iter()
-        .filter_map(|&tid| Some((tid, thread_ticks(tid)?)))
-        .collect();
+    let mut last_tree = if has_target { tree_usage(cfg.target_pid, cfg.target_pgid).ticks } else { 0 };
+    let mut last_threads: BTreeMap<u32, u64> =
+        lock(&shared.tids).iter().filter_map(|&tid| Some((tid, thread_ticks(tid)?))).collect();
     let mut next = last_at + cfg.interval;
     loop {
         let stopping = {
             let guard = lock(&shared.stop);
             let (guard, _) = shared
                 .wake
-                .wait_timeout_while(
-                    guard,
-                    next.saturating_duration_since(Instant::now()),
-                    |stop| !*stop && Instant::now() < next,
-                )
+                .wait_timeout_while(guard, next.saturating_duration_since(Instant::now()), |stop| {
+                    !*stop && Instant::now() < next
+                })
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             *guard
         };
@@ -242,11 +216,7 @@ fn run(cfg: SamplerConfig, shared: &Shared) {
             let u = tree_usage(cfg.target_pid, cfg.target_pgid);
             let delta = u.ticks.saturating_sub(last_tree);
             last_tree = u.ticks;
-            ResourceSample {
-                t,
-                cpu: cpu_of(delta),
-                rss_bytes: u.rss_bytes,
-            }
+            ResourceSample { t, cpu: cpu_of(delta), rss_bytes: u.rss_bytes }
         });
         let tids = lock(&shared.tids).clone();
         let mut thread_samples = Vec::new();
@@ -255,14 +225,8 @@ fn run(cfg: SamplerConfig, shared: &Shared) {
             if let Some(ticks) = thread_ticks(tid) {
                 current.insert(tid, ticks);
                 if let Some(prev) = last_threads.get(&tid) {
-                    thread_samples.push((
-                        tid,
-                        ResourceSample {
-                            t,
-                            cpu: cpu_of(ticks.saturating_sub(*prev)),
-                            rss_bytes: 0,
-                        },
-                    ));
+                    thread_samples
+                        .push((tid, ResourceSample { t, cpu: cpu_of(ticks.saturating_sub(*prev)), rss_bytes: 0 }));
                 }
             }
         }
@@ -275,10 +239,7 @@ fn run(cfg: SamplerConfig, shared: &Shared) {
             for (tid, sample) in thread_samples {
                 match s.workers.iter_mut().find(|w| w.tid == tid) {
                     Some(w) => w.samples.push(sample),
-                    None => s.workers.push(WorkerSeries {
-                        tid,
-                        samples: vec![sample],
-                    }),
+                    None => s.workers.push(WorkerSeries { tid, samples: vec![sample] }),
                 }
             }
         }

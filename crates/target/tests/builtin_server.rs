@@ -10,13 +10,7 @@ use loadgate_spec::BuiltinKind;
 use loadgate_target::builtin::{spawn_in_process, ServeConfig, ServerHandle};
 
 fn server(kind: BuiltinKind, f: impl FnOnce(&mut BuiltinServer)) -> ServerHandle {
-    let mut s = BuiltinServer {
-        kind,
-        delay: None,
-        status: 200,
-        body_size: None,
-        chunked: false,
-    };
+    let mut s = BuiltinServer { kind, delay: None, status: 200, body_size: None, chunked: false };
     f(&mut s);
     let mut cfg = ServeConfig::new(s);
     cfg.threads = 1;
@@ -32,10 +26,7 @@ struct Resp {
 
 impl Resp {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -48,13 +39,8 @@ struct Client {
 impl Client {
     fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(StdDuration::from_secs(30)))
-            .unwrap();
-        Client {
-            stream,
-            buf: Vec::new(),
-        }
+        stream.set_read_timeout(Some(StdDuration::from_secs(30))).unwrap();
+        Client { stream, buf: Vec::new() }
     }
 
     fn send(&mut self, bytes: &[u8]) {
@@ -77,24 +63,12 @@ impl Client {
                 let hs: Vec<(String, String)> = r
                     .headers
                     .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_owned(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
+                    .map(|h| (h.name.to_owned(), String::from_utf8_lossy(h.value).into_owned()))
                     .collect();
-                let find = |n: &str| {
-                    hs.iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                        .map(|(_, v)| v.clone())
-                };
+                let find = |n: &str| hs.iter().find(|(k, _)| k.eq_ignore_ascii_case(n)).map(|(_, v)| v.clone());
                 let chunked = find("transfer-encoding").is_some_and(|v| v.contains("chunked"));
-                let len: usize = find("content-length")
-                    .map(|v| v.parse().unwrap())
-                    .unwrap_or(0);
-                let no_body =
-                    head_request || status == 204 || status == 304 || (100..200).contains(&status);
+                let len: usize = find("content-length").map(|v| v.parse().unwrap()).unwrap_or(0);
+                let no_body = head_request || status == 204 || status == 304 || (100..200).contains(&status);
                 let body_and_used = if no_body {
                     Some((Vec::new(), head))
                 } else if chunked {
@@ -106,11 +80,7 @@ impl Client {
                 };
                 if let Some((body, used)) = body_and_used {
                     self.buf.drain(..used);
-                    return Resp {
-                        status,
-                        headers: hs,
-                        body,
-                    };
+                    return Resp { status, headers: hs, body };
                 }
             }
             assert!(
@@ -177,36 +147,16 @@ fn a_real_client_agrees() {
     let s = server(BuiltinKind::Plaintext, |_| {});
     let addr = s.addr();
     let body = std::thread::spawn(move || {
-        let client = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .build()
-            .unwrap();
-        let r = client
-            .get(format!("http://{addr}/plaintext"))
-            .send()
-            .unwrap();
+        let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+        let r = client.get(format!("http://{addr}/plaintext")).send().unwrap();
         assert_eq!(r.status().as_u16(), 200);
-        let chunked = client
-            .get(format!("http://{addr}/chunked/100000"))
-            .send()
-            .unwrap();
-        let echoed = client
-            .post(format!("http://{addr}/echo"))
-            .body("ping")
-            .send()
-            .unwrap();
-        (
-            r.text().unwrap(),
-            chunked.bytes().unwrap().len(),
-            echoed.text().unwrap(),
-        )
+        let chunked = client.get(format!("http://{addr}/chunked/100000")).send().unwrap();
+        let echoed = client.post(format!("http://{addr}/echo")).body("ping").send().unwrap();
+        (r.text().unwrap(), chunked.bytes().unwrap().len(), echoed.text().unwrap())
     })
     .join()
     .unwrap();
-    assert_eq!(
-        body,
-        ("Hello, World!".to_owned(), 100_000, "ping".to_owned())
-    );
+    assert_eq!(body, ("Hello, World!".to_owned(), 100_000, "ping".to_owned()));
 }
 
 #[test]
@@ -245,19 +195,13 @@ fn expect_continue_is_answered() {
 
 #[test]
 fn delay_waits_at_least_the_delay() {
-    let s = server(BuiltinKind::Delay, |s| {
-        s.delay = Some(Duration::from_millis(60))
-    });
+    let s = server(BuiltinKind::Delay, |s| s.delay = Some(Duration::from_millis(60)));
     let mut c = Client::connect(s.addr());
     for _ in 0..3 {
         let t = Instant::now();
         c.send(&get("/"));
         let r = c.response(false);
-        assert!(
-            t.elapsed() >= StdDuration::from_millis(60),
-            "{:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() >= StdDuration::from_millis(60), "{:?}", t.elapsed());
         assert_eq!(r.body, b"Hello, World!");
     }
     // The readiness route is never delayed, and /delay/{ms} works on any kind.
@@ -355,9 +299,7 @@ fn connection_close_is_honoured() {
     let s = server(BuiltinKind::Plaintext, |_| {});
     let mut c = Client::connect(s.addr());
     // Pipelined after a close: the second request is never answered.
-    c.send(
-        b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",
-    );
+    c.send(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
     let r = c.response(false);
     assert_eq!(r.header("connection"), Some("close"));
     assert_eq!(r.body, b"Hello, World!");

@@ -31,11 +31,7 @@ fn http_probe(path: &str, timeout_ms: u64) -> ReadyProbe {
 
 /// A loopback port nothing listens on (bound then released).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn assert_group_gone(pgid: u32) {
@@ -46,10 +42,7 @@ fn assert_group_gone(pgid: u32) {
 fn wait_for(mut cond: impl FnMut() -> bool) {
     let t = Instant::now();
     while !cond() {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "condition never held"
-        );
+        assert!(t.elapsed() < Duration::from_secs(30), "condition never held");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -68,13 +61,7 @@ fn builtin_cfg(kind: BuiltinKind) -> ServeConfig {
 
 fn http_get(url: String) -> (u16, String) {
     std::thread::spawn(move || {
-        let r = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .build()
-            .unwrap()
-            .get(url)
-            .send()
-            .unwrap();
+        let r = reqwest::blocking::Client::builder().no_proxy().build().unwrap().get(url).send().unwrap();
         (r.status().as_u16(), r.text().unwrap())
     })
     .join()
@@ -101,40 +88,19 @@ fn python_http_server_pinned_ready_and_stopped() {
     );
     spec.cwd = Some(www.path().to_owned());
     spec.cpus = Some(CpuList::new(vec![0]));
-    spec.env
-        .insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
+    spec.env.insert("PYTHONDONTWRITEBYTECODE".into(), "1".into());
     let target = Target::start(&spec).unwrap();
     let pid = target.pid();
     let base = format!("http://127.0.0.1:{port}");
-    target
-        .wait_ready(&base, &http_probe("/hello.txt", 30_000))
-        .unwrap();
-    assert_eq!(
-        http_get(format!("{base}/hello.txt")),
-        (200, "hi from python".to_owned())
-    );
+    target.wait_ready(&base, &http_probe("/hello.txt", 30_000)).unwrap();
+    assert_eq!(http_get(format!("{base}/hello.txt")), (200, "hi from python".to_owned()));
     // The pinning really applied, to the process and each of its threads.
     assert_eq!(hardware::cpus_allowed(pid, None).unwrap().to_string(), "0");
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let tid: u32 = entry
-            .unwrap()
-            .file_name()
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert_eq!(
-            hardware::cpus_allowed(pid, Some(tid)).unwrap().to_string(),
-            "0"
-        );
+        let tid: u32 = entry.unwrap().file_name().to_str().unwrap().parse().unwrap();
+        assert_eq!(hardware::cpus_allowed(pid, Some(tid)).unwrap().to_string(), "0");
     }
-    assert_eq!(
-        procfs::read_stat(Path::new(&format!("/proc/{pid}/stat")))
-            .unwrap()
-            .pgrp,
-        pid,
-        "own process group"
-    );
+    assert_eq!(procfs::read_stat(Path::new(&format!("/proc/{pid}/stat"))).unwrap().pgrp, pid, "own process group");
     assert!(target.exited().is_none());
     let report = target.stop().unwrap();
     assert!(!report.killed, "python stops on SIGTERM");
@@ -156,34 +122,22 @@ fn builtin_server_as_a_separate_pinned_process() {
     spec.cpus = Some(CpuList::new(vec![1]));
     spec.log_name = "builtin".into();
     let cfg = builtin_cfg(BuiltinKind::Plaintext);
-    let (target, addr) =
-        Target::start_builtin(Path::new(SERVE_BIN), &cfg, &spec, Duration::from_secs(30)).unwrap();
+    let (target, addr) = Target::start_builtin(Path::new(SERVE_BIN), &cfg, &spec, Duration::from_secs(30)).unwrap();
     assert!(addr.ip().is_loopback());
     assert_ne!(addr.port(), 0);
     let base = format!("http://{addr}");
-    target
-        .wait_ready(&base, &builtin_ready_probe(Duration::from_secs(30)))
-        .unwrap();
+    target.wait_ready(&base, &builtin_ready_probe(Duration::from_secs(30))).unwrap();
     target
         .wait_ready(
             &base,
-            &ReadyProbe::Tcp {
-                timeout: SpecDuration::from_secs(30),
-                interval: SpecDuration::from_millis(20),
-            },
+            &ReadyProbe::Tcp { timeout: SpecDuration::from_secs(30), interval: SpecDuration::from_millis(20) },
         )
         .unwrap();
-    assert_eq!(
-        http_get(format!("{base}/plaintext")),
-        (200, "Hello, World!".to_owned())
-    );
+    assert_eq!(http_get(format!("{base}/plaintext")), (200, "Hello, World!".to_owned()));
     let pid = target.pid();
     assert_eq!(hardware::cpus_allowed(pid, None).unwrap().to_string(), "1");
     let stat = procfs::read_stat(Path::new(&format!("/proc/{pid}/stat"))).unwrap();
-    assert!(
-        stat.num_threads >= 3,
-        "main thread and two server threads: {stat:?}"
-    );
+    assert!(stat.num_threads >= 3, "main thread and two server threads: {stat:?}");
     let stdout = std::fs::read_to_string(logs.path().join("builtin.stdout.log")).unwrap();
     assert_eq!(stdout, format!("listening on http://{addr}\n"));
     // A graceful shutdown: SIGTERM handled, exit status 0.
@@ -201,25 +155,17 @@ fn builtin_that_cannot_start_quotes_its_log() {
     let spec = LaunchSpec::new(Vec::new(), logs.path());
     let mut cfg = builtin_cfg(BuiltinKind::Plaintext);
     cfg.server.status = 42;
-    let err = Target::start_builtin(Path::new(SERVE_BIN), &cfg, &spec, Duration::from_secs(30))
-        .unwrap_err();
+    let err = Target::start_builtin(Path::new(SERVE_BIN), &cfg, &spec, Duration::from_secs(30)).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, TargetError::NoListenLine { .. }), "{text}");
     assert!(text.contains("exited with status 3"), "{text}");
-    assert!(
-        text.contains("status 42 is not a final HTTP status"),
-        "{text}"
-    );
+    assert!(text.contains("status 42 is not a final HTTP status"), "{text}");
 }
 
 #[test]
 fn a_process_tree_leaves_no_orphan() {
     let logs = tempfile::tempdir().unwrap();
-    let target = Target::start(&sh(
-        "sleep 300 & sleep 300 & echo started; wait",
-        logs.path(),
-    ))
-    .unwrap();
+    let target = Target::start(&sh("sleep 300 & sleep 300 & echo started; wait", logs.path())).unwrap();
     let pgid = target.pgid();
     wait_for(|| procfs::live_group_members(pgid).len() == 3);
     assert_eq!(target.processes().len(), 3);
@@ -268,15 +214,10 @@ fn a_target_that_never_becomes_ready_quotes_its_log() {
     .unwrap();
     let pgid = target.pgid();
     let base = format!("http://127.0.0.1:{}", free_port());
-    let err = target
-        .wait_ready(&base, &http_probe("/health", 600))
-        .unwrap_err();
+    let err = target.wait_ready(&base, &http_probe("/health", 600)).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, TargetError::NotReady { .. }), "{text}");
-    assert!(
-        text.starts_with("the target did not become ready within"),
-        "{text}"
-    );
+    assert!(text.starts_with("the target did not become ready within"), "{text}");
     assert!(text.contains("/health failed"), "{text}");
     assert!(text.contains("booting the frobnicator"), "{text}");
     assert!(text.contains("cannot bind: address in use"), "{text}");
@@ -284,16 +225,10 @@ fn a_target_that_never_becomes_ready_quotes_its_log() {
     let err = target
         .wait_ready(
             &base,
-            &ReadyProbe::Tcp {
-                timeout: SpecDuration::from_millis(300),
-                interval: SpecDuration::from_millis(50),
-            },
+            &ReadyProbe::Tcp { timeout: SpecDuration::from_millis(300), interval: SpecDuration::from_millis(50) },
         )
         .unwrap_err();
-    assert!(
-        err.to_string().contains("TCP connect to 127.0.0.1:"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("TCP connect to 127.0.0.1:"), "{err}");
     drop(target);
     assert_group_gone(pgid);
 }
@@ -315,30 +250,17 @@ fn a_wrong_status_is_not_ready() {
         timeout: SpecDuration::from_millis(400),
         interval: SpecDuration::from_millis(50),
     };
-    let err = target
-        .wait_ready(&format!("http://{addr}"), &probe)
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("answered 503, expected 200"),
-        "{err}"
-    );
+    let err = target.wait_ready(&format!("http://{addr}"), &probe).unwrap_err();
+    assert!(err.to_string().contains("answered 503, expected 200"), "{err}");
 }
 
 #[test]
 fn a_target_exiting_before_ready_is_reported_with_its_status() {
     let logs = tempfile::tempdir().unwrap();
     let target = Target::start(&sh("echo fatal: no config file >&2; exit 7", logs.path())).unwrap();
-    let err = target
-        .wait_ready(
-            &format!("http://127.0.0.1:{}", free_port()),
-            &http_probe("/", 30_000),
-        )
-        .unwrap_err();
+    let err = target.wait_ready(&format!("http://127.0.0.1:{}", free_port()), &http_probe("/", 30_000)).unwrap_err();
     let text = err.to_string();
-    assert!(
-        matches!(err, TargetError::ExitedBeforeReady { .. }),
-        "{text}"
-    );
+    assert!(matches!(err, TargetError::ExitedBeforeReady { .. }), "{text}");
     assert!(text.contains("exited with status 7"), "{text}");
     assert!(text.contains("fatal: no config file"), "{text}");
 }
@@ -354,12 +276,7 @@ fn a_crash_mid_run_is_detected_with_its_status() {
         Duration::from_secs(30),
     )
     .unwrap();
-    target
-        .wait_ready(
-            &format!("http://{addr}"),
-            &builtin_ready_probe(Duration::from_secs(30)),
-        )
-        .unwrap();
+    target.wait_ready(&format!("http://{addr}"), &builtin_ready_probe(Duration::from_secs(30))).unwrap();
     let run_start = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel();
     target.on_exit(move |e| tx.send(e.clone()).unwrap());
@@ -399,10 +316,7 @@ fn an_exit_code_mid_run_is_detected() {
 fn env_cwd_and_logs() {
     let logs = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let mut spec = sh(
-        "echo \"FOO=$FOO\"; pwd; echo to-stderr >&2",
-        &logs.path().join("nested/out"),
-    );
+    let mut spec = sh("echo \"FOO=$FOO\"; pwd; echo to-stderr >&2", &logs.path().join("nested/out"));
     spec.env.insert("FOO".into(), "bar baz".into());
     spec.cwd = Some(work.path().to_owned());
     let target = Target::start(&spec).unwrap();
@@ -413,30 +327,16 @@ fn env_cwd_and_logs() {
     assert_eq!(out, format!("FOO=bar baz\n{}\n", canonical.display()));
     assert_eq!(std::fs::read_to_string(&files[1]).unwrap(), "to-stderr\n");
     let tail = target.log_tail(20);
-    assert!(
-        tail.contains("  FOO=bar baz\n") && tail.contains("  to-stderr\n"),
-        "{tail}"
-    );
+    assert!(tail.contains("  FOO=bar baz\n") && tail.contains("  to-stderr\n"), "{tail}");
 }
 
 #[test]
 fn a_missing_program_is_a_clear_error() {
     let logs = tempfile::tempdir().unwrap();
-    let err = Target::start(&LaunchSpec::new(
-        vec!["/nonexistent/server".into()],
-        logs.path(),
-    ))
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("cannot start the target `/nonexistent/server`: "),
-        "{err}"
-    );
+    let err = Target::start(&LaunchSpec::new(vec!["/nonexistent/server".into()], logs.path())).unwrap_err();
+    assert!(err.to_string().starts_with("cannot start the target `/nonexistent/server`: "), "{err}");
     let err = Target::start(&LaunchSpec::new(Vec::new(), logs.path())).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "cannot launch the target: the command is empty"
-    );
+    assert_eq!(err.to_string(), "cannot launch the target: the command is empty");
 }
 
 #[test]
@@ -445,8 +345,7 @@ fn impossible_cpu_lists_under_fail_warn_and_skip() {
     let beyond = topo.online.cpus().last().copied().unwrap() + 1;
     let asked = CpuList::new((beyond..beyond + 16).collect());
     let machine = topo.describe();
-    let head =
-        format!("the spec pins the generator to CPUs {asked} but this machine has CPUs {machine}");
+    let head = format!("the spec pins the generator to CPUs {asked} but this machine has CPUs {machine}");
     match hardware::check_pinning(&topo, Some(&asked), None, OnMismatch::Fail) {
         PinningDecision::Fail { message } => {
             assert_eq!(message, format!("{head} (on_mismatch: fail)"))
@@ -460,10 +359,7 @@ fn impossible_cpu_lists_under_fail_warn_and_skip() {
     match hardware::check_pinning(&topo, Some(&asked), None, OnMismatch::Warn) {
         PinningDecision::Run(p) => {
             assert_eq!(p.generator, None);
-            assert_eq!(
-                p.warnings,
-                vec![format!("{head}; the generator runs unpinned")]
-            );
+            assert_eq!(p.warnings, vec![format!("{head}; the generator runs unpinned")]);
         }
         other => panic!("{other:?}"),
     }
@@ -472,11 +368,7 @@ fn impossible_cpu_lists_under_fail_warn_and_skip() {
     let mut spec = sh("sleep 300", logs.path());
     spec.cpus = Some(CpuList::new(vec![beyond]));
     let err = Target::start(&spec).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains(&format!("pinned to CPUs `{beyond}`")),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&format!("pinned to CPUs `{beyond}`")), "{err}");
 }
 
 #[test]
@@ -492,10 +384,7 @@ fn the_sampler_follows_a_busy_target_tree() {
     let samples = sampler.stop();
     target.stop().unwrap();
     assert!(samples.target.len() >= 4, "{samples:?}");
-    assert!(
-        samples.target.iter().all(|s| s.rss_bytes > 0),
-        "{samples:?}"
-    );
+    assert!(samples.target.iter().all(|s| s.rss_bytes > 0), "{samples:?}");
     let peak = samples.target.iter().map(|s| s.cpu).fold(0.0, f64::max);
     assert!(peak > 0.05, "a spinning shell uses CPU: {samples:?}");
 }
@@ -503,10 +392,7 @@ fn the_sampler_follows_a_busy_target_tree() {
 /// A server no one here wrote: nginx (when installed), master and workers, pinned and stopped.
 #[test]
 fn nginx_master_and_workers_are_pinned_and_stopped() {
-    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-    else {
+    let Some(nginx) = ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().find(|p| Path::new(p).exists()) else {
         eprintln!("nginx is not installed: skipped");
         return;
     };
@@ -526,31 +412,18 @@ fn nginx_master_and_workers_are_pinned_and_stopped() {
     );
     std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
     let mut spec = LaunchSpec::new(
-        vec![
-            nginx.into(),
-            "-p".into(),
-            dir.path().display().to_string(),
-            "-c".into(),
-            "nginx.conf".into(),
-        ],
+        vec![nginx.into(), "-p".into(), dir.path().display().to_string(), "-c".into(), "nginx.conf".into()],
         dir.path().join("logs"),
     );
     spec.cpus = Some(CpuList::new(vec![0]));
     let target = Target::start(&spec).unwrap();
     let base = format!("http://127.0.0.1:{port}");
     target.wait_ready(&base, &http_probe("/", 30_000)).unwrap();
-    assert_eq!(
-        http_get(format!("{base}/")),
-        (200, "hello from nginx".to_owned())
-    );
+    assert_eq!(http_get(format!("{base}/")), (200, "hello from nginx".to_owned()));
     let pgid = target.pgid();
     wait_for(|| procfs::live_group_members(pgid).len() == 3);
     for pid in procfs::live_group_members(pgid) {
-        assert_eq!(
-            hardware::cpus_allowed(pid, None).unwrap().to_string(),
-            "0",
-            "pid {pid}"
-        );
+        assert_eq!(hardware::cpus_allowed(pid, None).unwrap().to_string(), "0", "pid {pid}");
     }
     let report = target.stop().unwrap();
     assert!(!report.killed);
@@ -562,17 +435,9 @@ fn a_target_outlives_the_thread_that_started_it() {
     let logs = tempfile::tempdir().unwrap();
     let spec = sh("sleep 300", logs.path());
     // Started from a thread that ends at once: the parent-death signal must not fire.
-    let target = std::thread::spawn(move || Target::start(&spec).unwrap())
-        .join()
-        .unwrap();
+    let target = std::thread::spawn(move || Target::start(&spec).unwrap()).join().unwrap();
     assert!(spec_has_pdeathsig());
-    assert!(
-        target
-            .wait_exit_timeout(Duration::from_millis(300))
-            .is_none(),
-        "{:?}",
-        target.exited()
-    );
+    assert!(target.wait_exit_timeout(Duration::from_millis(300)).is_none(), "{:?}", target.exited());
     let pgid = target.pgid();
     drop(target);
     assert_group_gone(pgid);
