@@ -1,16 +1,17 @@
 //! loadgate's reports, as pure functions of a [`RunResults`]: no engine, no I/O. The caller decides where the
 //! text goes (`junit.xml`, `report.md`, `$GITHUB_STEP_SUMMARY`, the terminal).
 //!
-//! - [`junit`]`(results) -> Result<String, ReportError>`: JUnit XML written with `quick-junit`, a testsuite per
+//! - [`junit()`]`(results) -> Result<String, ReportError>`: JUnit XML written with `quick-junit`, a testsuite per
 //!   spec and a testcase per (scenario instance, SLO); [`junit_many`] for several specs. The mapping of
 //!   verdicts, invalid measurements and `gate: false` phases to testcases is in [`mod@junit`].
-//! - [`markdown`]`(results, template) -> Result<String, ReportError>`: GitHub-flavoured Markdown rendered by
+//! - [`markdown()`]`(results, template) -> Result<String, ReportError>`: GitHub-flavoured Markdown rendered by
 //!   minijinja from [`DEFAULT_TEMPLATE`] or a user's template; what a template can use is in [`mod@markdown`].
 //! - [`text_summary`]`(scenario) -> String`: a wrk-like summary of one scenario instance, printed as each
 //!   phase ends and put in JUnit's `system-out`.
 //! - [`summary_table`]`(results, color) -> String`: the final table of all instances and the outcome; ANSI
 //!   colour only when `color` is true (the caller decides from `--color`, `NO_COLOR` and the TTY).
-//! - [`hgrm`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram.
+//! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
+//!   [`file_stem`] to name a file per scenario instance.
 
 pub mod junit;
 pub mod markdown;
@@ -60,6 +61,26 @@ pub fn machine_summary(m: &Machine) -> String {
     match &m.hostname {
         Some(h) => format!("{h}: {body}"),
         None => body,
+    }
+}
+
+/// A file name for a scenario instance, safe on every file system: `plaintext[connections=256]` becomes
+/// `plaintext-connections-256` (for `latency-<stem>.hgrm` and the like). Distinct instance names of one spec stay
+/// distinct unless they differ only in punctuation.
+pub fn file_stem(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_matches(['-', '.']);
+    if trimmed.is_empty() {
+        "scenario".to_owned()
+    } else {
+        trimmed.to_owned()
     }
 }
 

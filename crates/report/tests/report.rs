@@ -251,3 +251,14 @@ fn results_json_of_the_fixture_validates_against_the_committed_schema() {
         markdown(&run(), None).unwrap()
     );
 }
+
+#[test]
+fn file_stems_are_safe() {
+    assert_eq!(
+        file_stem("plaintext[connections=256]"),
+        "plaintext-connections-256"
+    );
+    assert_eq!(file_stem("put-constant-rate"), "put-constant-rate");
+    assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
+    assert_eq!(file_stem("../.."), "scenario");
+}

@@ -17,7 +17,7 @@
 //! - [`hgrm()`]`(histogram) -> String` prints wrk2's percentile spectrum (`.hgrm`), in milliseconds;
 //! - [`merge_scenarios`] and [`Histograms::add`] combine measurements without averaging percentiles;
 //! - [`fixture::sample_run`] is a realistic hand-built run for tests of anything that reads results;
-//! - [`format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
+//! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
 pub mod fixture;
 pub mod format;
