@@ -1,1 +1,95 @@
-//! loadgate-report
+//! loadgate's reports, as pure functions of a [`RunResults`]: no engine, no I/O. The caller decides where the
+//! text goes (`junit.xml`, `report.md`, `$GITHUB_STEP_SUMMARY`, the terminal).
+//!
+//! - [`junit()`]`(results) -> Result<String, ReportError>`: JUnit XML written with `quick-junit`, a testsuite per
+//!   spec and a testcase per (scenario instance, SLO); [`junit_many`] for several specs. The mapping of
+//!   verdicts, invalid measurements and `gate: false` phases to testcases is in [`mod@junit`].
+//! - [`markdown()`]`(results, template) -> Result<String, ReportError>`: GitHub-flavoured Markdown rendered by
+//!   minijinja from [`DEFAULT_TEMPLATE`] or a user's template; what a template can use is in [`mod@markdown`].
+//! - [`text_summary`]`(scenario) -> String`: a wrk-like summary of one scenario instance, printed as each
+//!   phase ends and put in JUnit's `system-out`.
+//! - [`summary_table`]`(results, color) -> String`: the final table of all instances and the outcome; ANSI
+//!   colour only when `color` is true (the caller decides from `--color`, `NO_COLOR` and the TTY).
+//! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
+//!   [`file_stem`] to name a file per scenario instance.
+
+pub mod junit;
+pub mod markdown;
+pub mod text;
+
+pub use junit::{junit, junit_many};
+pub use loadgate_results::hgrm;
+pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
+pub use text::{summary_table, text_summary};
+
+use loadgate_results::{format, Machine, RunResults};
+
+/// Why a report could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The Markdown template does not parse or does not render.
+    #[error("Markdown template: {0}")]
+    Template(String),
+    /// The JUnit XML could not be written.
+    #[error("JUnit XML: {0}")]
+    Junit(String),
+}
+
+/// One line describing the machine: `bench-01: AMD Ryzen 9 7950X 16-Core Processor, 32 CPUs, 64.00GiB, Linux 6.8.0`.
+pub fn machine_summary(m: &Machine) -> String {
+    let mut parts = Vec::new();
+    if let Some(cpu) = &m.cpu_model {
+        parts.push(cpu.clone());
+    }
+    if let Some(n) = m.logical_cpus {
+        parts.push(format!("{n} CPUs"));
+    }
+    if let Some(bytes) = m.memory_bytes {
+        parts.push(format::bytes(bytes));
+    }
+    if let Some(k) = &m.kernel {
+        parts.push(format!("Linux {k}"));
+    }
+    if let Some(v) = &m.virtualization {
+        parts.push(v.clone());
+    }
+    let body = if parts.is_empty() {
+        "unknown machine".to_owned()
+    } else {
+        parts.join(", ")
+    };
+    match &m.hostname {
+        Some(h) => format!("{h}: {body}"),
+        None => body,
+    }
+}
+
+/// A file name for a scenario instance, safe on every file system: `plaintext[connections=256]` becomes
+/// `plaintext-connections-256` (for `latency-<stem>.hgrm` and the like). Distinct instance names of one spec stay
+/// distinct unless they differ only in punctuation.
+pub fn file_stem(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_matches(['-', '.']);
+    if trimmed.is_empty() {
+        "scenario".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// The verdict headline of a run in one line: `tfb-plaintext: SLO failed (exit 1)`.
+pub fn headline(r: &RunResults) -> String {
+    format!(
+        "{}: {} (exit {})",
+        r.spec.name,
+        r.outcome.status.label(),
+        r.outcome.exit_code
+    )
+}

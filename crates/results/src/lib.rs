@@ -1,8 +1,39 @@
 //! loadgate's results model: measurements, validity, verdicts, and their versioned JSON form.
+//!
+//! Nothing here knows the engine: the engine fills a [`ScenarioResult`] per scenario instance, the CLI collects
+//! them into [`RunResults`], and every report reads only this model.
+//!
+//! The API:
+//!
+//! - the model ([`RunResults`], [`ScenarioResult`], [`Verdict`], [`Outcome`], ...), latencies in microseconds,
+//!   histograms serialized as base64 of the compressed V2 encoding (`HISTFAAA...`, see [`histogram_serde`]);
+//! - [`evaluate`]`(slos, result, baseline) -> Vec<Verdict>` turns a scenario's SLOs into verdicts, and
+//!   [`baseline_for`] finds the baseline instance to compare with; the rules (error rate, baselines, per-request
+//!   SLOs, `gate: false`) are in [`verdict`];
+//! - [`outcome()`]`(results) -> Outcome` derives the run's outcome and exit code; the precedence and the exit
+//!   codes ([`exit_codes`]) are in [`mod@outcome`];
+//! - [`to_json`] / [`from_json`] write and read `results.json`, refusing an unknown `schema_version`;
+//!   [`json_schema`] is the JSON Schema committed as `schemas/results.schema.json`;
+//! - [`hgrm()`]`(histogram) -> String` prints wrk2's percentile spectrum (`.hgrm`), in milliseconds;
+//! - [`merge_scenarios`] and [`Histograms::add`] combine measurements without averaging percentiles;
+//! - [`fixture::sample_run`] is a realistic hand-built run for tests of anything that reads results;
+//! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
+pub mod fixture;
+pub mod format;
+pub mod hgrm;
+pub mod json;
+pub mod merge;
 pub mod model;
+pub mod outcome;
+pub mod verdict;
 
+pub use hgrm::hgrm;
+pub use json::{from_json, json_schema, to_json, ResultsError};
+pub use merge::merge_scenarios;
 pub use model::*;
+pub use outcome::{exit_codes, outcome};
+pub use verdict::{baseline_for, error_rate, evaluate, measure};
 
 /// Serde for histograms as base64 of the compressed V2 encoding, the `HISTFAAA...` form of HdrHistogram
 /// interval logs that other HdrHistogram libraries decode.
@@ -11,23 +42,31 @@ pub mod histogram_serde {
     use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
     use hdrhistogram::Histogram;
 
+    /// Encodes a histogram as base64 of its compressed V2 encoding.
     pub fn encode(h: &Histogram<u64>) -> Result<String, String> {
         let mut buf = Vec::new();
-        V2DeflateSerializer::new().serialize(h, &mut buf).map_err(|e| format!("cannot encode histogram: {e:?}"))?;
+        V2DeflateSerializer::new()
+            .serialize(h, &mut buf)
+            .map_err(|e| format!("cannot encode histogram: {e:?}"))?;
         Ok(base64::engine::general_purpose::STANDARD.encode(buf))
     }
 
+    /// Decodes base64 of a V2 encoding, compressed or not.
     pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| format!("histogram is not base64: {e}"))?;
-        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("cannot decode histogram: {e:?}"))
+        Deserializer::new()
+            .deserialize(&mut &bytes[..])
+            .map_err(|e| format!("cannot decode histogram: {e:?}"))
     }
 
+    /// Serde `serialize_with`.
     pub fn serialize<S: serde::Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&encode(h).map_err(serde::ser::Error::custom)?)
     }
 
+    /// Serde `deserialize_with`.
     pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
         let text = <String as serde::Deserialize>::deserialize(d)?;
         decode(&text).map_err(serde::de::Error::custom)

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The version of `results.json`. Bump on any change that an older reader would misread.
@@ -16,74 +17,110 @@ pub const HISTOGRAM_SIGFIG: u8 = 3;
 
 /// A fresh latency histogram with loadgate's range and precision.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG).expect("static histogram bounds are valid")
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG)
+        .expect("static histogram bounds are valid")
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The contents of `results.json`: everything one run of one spec measured, and its outcome.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "loadgate results")]
 pub struct RunResults {
+    /// The version of this format, 1; readers refuse versions they do not know.
+    #[schemars(extend("const" = 1))]
     pub schema_version: u32,
+    /// The version of loadgate that wrote the file.
     pub loadgate_version: String,
+    /// The spec that ran.
     pub spec: SpecInfo,
     /// RFC 3339 UTC.
     pub started_at: String,
     /// RFC 3339 UTC; `None` while the run is still going (results are written after every phase).
     pub finished_at: Option<String>,
+    /// The machine the generator ran on.
     pub machine: Machine,
+    /// The CPU pinning asked for and applied.
     pub pinning: Pinning,
+    /// The server under test.
     pub target: TargetInfo,
     /// One entry per scenario instance that ran (or started), in run order.
     pub scenarios: Vec<ScenarioResult>,
+    /// The verdict on the whole run and the exit code it maps to.
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Which spec ran, compiled into which plan.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SpecInfo {
+    /// The spec's `name`.
     pub name: String,
+    /// The spec's `description`.
     pub description: Option<String>,
     /// The spec file as given on the command line.
     pub file: String,
+    /// The hash of the compiled execution plan: two runs with the same hash ran the same plan.
     pub plan_hash: String,
     /// Resolved variables.
     pub vars: BTreeMap<String, String>,
+    /// The seed of the random request data.
     pub seed: u64,
 }
 
 /// The machine fingerprint: what the seeds paste from `lscpu` by hand.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Machine {
+    /// The host name.
     pub hostname: Option<String>,
+    /// The CPU model name, as `lscpu` prints it.
     pub cpu_model: Option<String>,
+    /// CPU sockets.
     pub sockets: Option<u32>,
+    /// Physical cores per socket.
     pub cores_per_socket: Option<u32>,
+    /// Hardware threads per core (2 with SMT).
     pub threads_per_core: Option<u32>,
     /// Online CPUs in taskset syntax.
     pub online_cpus: Option<String>,
+    /// Logical CPUs online.
     pub logical_cpus: Option<u32>,
+    /// The CPU frequency governor (`performance`, `powersave`, ...).
     pub governor: Option<String>,
+    /// Physical memory in bytes.
     pub memory_bytes: Option<u64>,
+    /// The kernel release (`uname -r`).
     pub kernel: Option<String>,
+    /// The hypervisor or container, when detected.
     pub virtualization: Option<String>,
+    /// The git commit of the working directory, when it is a repository.
     pub git_commit: Option<String>,
+    /// Whether that working tree had uncommitted changes.
     pub git_dirty: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// CPU pinning, in taskset syntax (`0-7,16-23`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Pinning {
-    /// The generator CPUs the spec asked for, and those applied.
+    /// The generator CPUs the spec asked for.
     pub generator_requested: Option<String>,
+    /// The generator CPUs applied (`None`: unpinned).
     pub generator_applied: Option<String>,
+    /// The target CPUs the spec asked for.
     pub target_requested: Option<String>,
+    /// The target CPUs applied (`None`: unpinned).
     pub target_applied: Option<String>,
     /// The CPU each worker thread ran on (`None`: unpinned).
     pub workers: Vec<Option<u32>>,
+    /// Why the pinning differs from the spec (`on_mismatch: warn`), or overlaps between generator and target.
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// The server under test.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TargetInfo {
     /// `url`, `command` or `builtin`.
     pub kind: String,
+    /// The URL requests were sent to.
     pub base_url: String,
+    /// The process id of a target loadgate started.
     pub pid: Option<u32>,
     /// Set when the target exited during the run: when (seconds from the run's start) and how.
     pub exited: Option<TargetExit>,
@@ -93,28 +130,36 @@ pub struct TargetInfo {
     pub log_files: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The target process ended during the run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TargetExit {
+    /// Seconds from the start of the run.
     pub at_seconds: f64,
+    /// The exit status or signal, as text.
     pub status: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One sample of the target's resource use.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceSample {
     /// Seconds from the start of the run.
     pub t: f64,
     /// CPU use as a fraction of one CPU (1.0 = one core busy).
     pub cpu: f64,
+    /// Resident memory of the process tree.
     pub rss_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One scenario instance (a phase, or one cell of a matrix) and what it measured.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ScenarioResult {
+    /// The position of the instance in the plan, from 0.
     pub index: usize,
     /// `plaintext[connections=256]`.
     pub name: String,
     /// The scenario key, shared by all cells of a matrix.
     pub scenario: String,
+    /// The matrix variables of this cell, as `[name, value]` pairs in the spec's order (empty outside a matrix).
     pub matrix: Vec<(String, String)>,
     /// `false` for warmup and primer phases: reported, never gated.
     pub gate: bool,
@@ -122,11 +167,17 @@ pub struct ScenarioResult {
     pub started_at_offset: f64,
     /// Seconds the load ran (first request to the stop condition, plus the drain).
     pub duration: f64,
+    /// The load model and the rate asked for and achieved.
     pub load: LoadSummary,
+    /// Requests sent, completed, left in flight and never sent.
     pub requests: RequestCounts,
+    /// Responses by status class.
     pub status: StatusCounts,
+    /// Failed requests by kind.
     pub errors: ErrorCounts,
+    /// Connections planned, opened and failed.
     pub connections: ConnectionStats,
+    /// Bytes on the wire.
     pub bytes: ByteCounts,
     /// Completed requests per second over `duration`.
     pub throughput: f64,
@@ -137,16 +188,22 @@ pub struct ScenarioResult {
     pub service_time: LatencySummary,
     /// Actual send minus intended send (open loads).
     pub send_lag: LatencySummary,
+    /// The full-resolution histograms behind the summaries.
     pub histograms: Histograms,
+    /// One point per second of the phase.
     pub timeline: Vec<TimelinePoint>,
+    /// Per generator worker thread: where it ran and how busy it was.
     pub workers: Vec<WorkerStats>,
+    /// Whether the generator delivered what the plan asked.
     pub validity: Validity,
+    /// One verdict per SLO of the scenario, in the spec's order.
     pub verdicts: Vec<Verdict>,
     /// Set when the phase was cut short: by an `abort_on_fail` SLO, Ctrl-C, or the target dying.
     pub aborted: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// The load a phase applied.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LoadSummary {
     /// `closed`, `constant`, `ramp` or `users`.
     pub model: String,
@@ -154,14 +211,18 @@ pub struct LoadSummary {
     pub target_rate: Option<f64>,
     /// The rate at which requests were actually sent (open loads).
     pub achieved_rate: Option<f64>,
+    /// Requests pipelined per connection (1: no pipelining).
     pub pipeline: u32,
+    /// Whether connections were kept alive between requests.
     pub keep_alive: bool,
     /// Users started and finished (user injection).
     pub users_started: Option<u64>,
+    /// Users that finished their requests (user injection).
     pub users_finished: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// What became of the requests of a phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RequestCounts {
     /// Requests written to a connection.
     pub sent: u64,
@@ -173,37 +234,52 @@ pub struct RequestCounts {
     pub unsent: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Complete responses by status class.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct StatusCounts {
+    /// 1xx.
     pub informational: u64,
+    /// 2xx.
     pub success: u64,
+    /// 3xx.
     pub redirection: u64,
+    /// 4xx.
     pub client_error: u64,
+    /// 5xx.
     pub server_error: u64,
 }
 
 impl StatusCounts {
+    /// Responses whose status was not 2xx.
     pub fn non_2xx(&self) -> u64 {
         self.informational + self.redirection + self.client_error + self.server_error
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Requests that failed without a complete response, by kind.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorCounts {
+    /// The connection could not be opened.
     pub connect: u64,
+    /// Reading the response failed (reset, EOF before a complete response).
     pub read: u64,
+    /// Writing the request failed.
     pub write: u64,
+    /// No complete response within the request timeout.
     pub timeout: u64,
+    /// The response was not valid HTTP/1.1.
     pub protocol: u64,
 }
 
 impl ErrorCounts {
+    /// Failed requests of every kind.
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.protocol
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Connections of a phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectionStats {
     /// Connections the plan asked for (at once).
     pub planned: u64,
@@ -217,34 +293,50 @@ pub struct ConnectionStats {
     pub reconnects: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Bytes on the wire, headers included.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ByteCounts {
+    /// Bytes received.
     pub read: u64,
+    /// Bytes sent.
     pub written: u64,
 }
 
 /// Summary statistics of a histogram, in microseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
+    /// Samples recorded.
     pub count: u64,
+    /// The smallest sample.
     pub min_us: u64,
+    /// The mean of the samples.
     pub mean_us: f64,
+    /// The standard deviation of the samples.
     pub stdev_us: f64,
+    /// The largest sample (to the histogram's precision).
     pub max_us: u64,
     /// `p50`, `p75`, `p90`, `p95`, `p99`, `p99.9`, `p99.99` to microseconds.
     pub percentiles: BTreeMap<String, u64>,
 }
 
 /// The full-resolution histograms, serialized as base64 of the compressed V2 encoding (`HISTFAAA...`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Histograms {
+    /// Latency from the intended send time, in microseconds (coordinated-omission corrected in open loads).
     #[serde(with = "crate::histogram_serde")]
+    #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub latency: Histogram<u64>,
+    /// Actual send to completion, in microseconds (uncorrected).
     #[serde(with = "crate::histogram_serde")]
+    #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub service_time: Histogram<u64>,
+    /// Actual send minus intended send, in microseconds (open loads).
     #[serde(with = "crate::histogram_serde")]
+    #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub send_lag: Histogram<u64>,
+    /// Time to open a connection, in microseconds.
     #[serde(with = "crate::histogram_serde")]
+    #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub connect_time: Histogram<u64>,
 }
 
@@ -260,72 +352,102 @@ impl Default for Histograms {
 }
 
 /// One second of a phase.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TimelinePoint {
     /// Seconds from the phase's start (end of the interval).
     pub t: f64,
+    /// Requests sent in this interval.
     pub sent: u64,
+    /// Responses completed in this interval.
     pub completed: u64,
+    /// Requests failed in this interval.
     pub errors: u64,
+    /// Non-2xx responses in this interval.
     pub non_2xx: u64,
     /// The arrival rate the schedule asked for in this interval (open loads).
     pub target_rate: Option<f64>,
+    /// The median latency of the responses completed in this interval.
     pub p50_us: u64,
+    /// The 99th percentile latency of this interval.
     pub p99_us: u64,
+    /// The largest latency of this interval.
     pub max_us: u64,
+    /// Connections open at the end of the interval.
     pub connections_open: u64,
+    /// Users active at the end of the interval (user injection).
     pub users_active: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// One generator worker thread during a phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WorkerStats {
+    /// The worker's number, from 0.
     pub index: usize,
+    /// The CPU it was pinned to (`None`: unpinned).
     pub cpu: Option<u32>,
+    /// CPU seconds in user mode during the phase.
     pub user_seconds: f64,
+    /// CPU seconds in the kernel during the phase.
     pub system_seconds: f64,
     /// (user + system) / wall time of the phase: 1.0 is a saturated core.
     pub utilization: f64,
+    /// Whether the worker's CPU was saturated, so the generator may have been the bottleneck.
     pub saturated: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Whether a phase's numbers describe the target or the generator.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Validity {
     /// `false` when the generator did not deliver what the plan asked: the numbers describe loadgate, not the
     /// target.
     pub valid: bool,
+    /// Why the measurement is invalid.
     pub problems: Vec<Problem>,
     /// Problems that did not invalidate the run but that a reader must see.
     pub warnings: Vec<Problem>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A problem with a measurement.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Problem {
     /// `rate_not_reached`, `connections_missing`, `generator_saturated`, `ephemeral_ports_exhausted`,
     /// `incomplete_requests`, ...
     pub kind: String,
+    /// A sentence for people, with the numbers.
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The evaluation of one SLO against one scenario instance.
+///
+/// `passed` is the gate's view: it is `false` only when this verdict fails the run. A verdict that was not
+/// gated (`gate: false`) or could not be evaluated (no baseline, a per-request SLO) passes and says why in
+/// `note`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
     /// The SLO as written: `p99 < 100ms`.
     pub slo: String,
+    /// The metric: `p99`, `max`, `mean`, `throughput`, `error_rate`, `errors`, `non_2xx` or `timeouts`.
     pub metric: String,
+    /// `<`, `<=`, `>` or `>=`.
     pub comparison: String,
     /// The threshold as written (`100ms`, `baseline * 1.1`).
     pub threshold: String,
     /// The threshold in the metric's unit (microseconds, requests/s, fraction, count).
+    /// 0 when it could not be computed (no baseline).
     pub threshold_value: f64,
     /// The observed value in the same unit; `None` when it could not be measured (no baseline, no samples).
     pub observed: Option<f64>,
     /// Observed, formatted with its unit: `83.2ms`.
     pub observed_text: String,
+    /// `false` only when this verdict fails the gate.
     pub passed: bool,
     /// Set when the SLO was not gated (`gate: false`) or could not be evaluated.
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The verdict on a run. Precedence, highest first: `run_failed`, `incomplete`, `invalid_measurement`,
+/// `slo_failed`, `passed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeStatus {
     /// Every gated SLO held.
@@ -340,8 +462,10 @@ pub enum OutcomeStatus {
     Incomplete,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The verdict on a run and the exit code of `loadgate run`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Outcome {
+    /// What happened.
     pub status: OutcomeStatus,
     /// The process exit code this outcome maps to.
     pub exit_code: i32,
@@ -350,8 +474,15 @@ pub struct Outcome {
 }
 
 /// The percentiles every summary carries.
-pub const SUMMARY_PERCENTILES: [(&str, f64); 7] =
-    [("p50", 50.0), ("p75", 75.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)];
+pub const SUMMARY_PERCENTILES: [(&str, f64); 7] = [
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p95", 95.0),
+    ("p99", 99.0),
+    ("p99.9", 99.9),
+    ("p99.99", 99.99),
+];
 
 impl LatencySummary {
     /// Summarizes a histogram of microseconds. Percentiles come from the histogram itself, never from averages.
@@ -374,6 +505,9 @@ impl LatencySummary {
 
     /// The value of a percentile such as 99.9, if the summary carries it.
     pub fn percentile(&self, p: f64) -> Option<u64> {
-        SUMMARY_PERCENTILES.iter().find(|(_, q)| *q == p).and_then(|(name, _)| self.percentiles.get(*name).copied())
+        SUMMARY_PERCENTILES
+            .iter()
+            .find(|(_, q)| *q == p)
+            .and_then(|(name, _)| self.percentiles.get(*name).copied())
     }
 }

@@ -1,0 +1,182 @@
+//! JUnit XML, written with `quick-junit`.
+//!
+//! One `<testsuite>` per spec (named after it), and per scenario instance:
+//!
+//! - one testcase per SLO, named `plaintext[connections=256]: p99 < 100ms`, classname the spec's name, time the
+//!   phase's duration, the wrk-like summary of the instance in `<system-out>`:
+//!   - a failed SLO is a `<failure type="slo">` whose message is observed against threshold
+//!     (`p99 was 143.2ms, threshold < 100ms`);
+//!   - an SLO that was not evaluated (no baseline, a per-request SLO) is `<skipped>` with the reason;
+//!   - every SLO of a `gate: false` phase (warmup, primer) is `<skipped>`: it was measured and reported but
+//!     never gated, and the message still carries observed against threshold so the numbers show in CI;
+//! - when the instance is invalid as a measurement, a testcase `<name>: valid measurement` that fails
+//!   (`type="invalid_measurement"`) naming the problems (skipped in a `gate: false` phase);
+//! - when the instance has no SLO, a testcase `<name>: ran`, so every instance shows up in CI; it fails when
+//!   a gated instance was stopped early (skipped when not gated).
+//!
+//! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning and the
+//! outcome.
+
+use std::time::Duration;
+
+use loadgate_results::{RunResults, ScenarioResult, Verdict};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::text::text_summary;
+use crate::ReportError;
+
+/// The JUnit XML of one run.
+pub fn junit(results: &RunResults) -> Result<String, ReportError> {
+    junit_many(std::slice::from_ref(results))
+}
+
+/// The JUnit XML of several runs (one spec each): one testsuite per spec, in order.
+pub fn junit_many(runs: &[RunResults]) -> Result<String, ReportError> {
+    let mut report = Report::new("loadgate");
+    let mut total = Duration::ZERO;
+    for run in runs {
+        let suite = suite(run);
+        total += suite.time.unwrap_or_default();
+        report.add_test_suite(suite);
+    }
+    report.set_time(total);
+    report
+        .to_string()
+        .map_err(|e| ReportError::Junit(e.to_string()))
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+fn suite(run: &RunResults) -> TestSuite {
+    let mut suite = TestSuite::new(run.spec.name.as_str());
+    let mut time = Duration::ZERO;
+    for property in properties(run) {
+        suite.add_property(property);
+    }
+    for s in &run.scenarios {
+        time += seconds(s.duration);
+        let summary = text_summary(s);
+        for mut case in cases(s) {
+            case.set_classname(run.spec.name.as_str());
+            case.set_time(seconds(s.duration));
+            case.set_system_out(summary.as_str());
+            suite.add_test_case(case);
+        }
+    }
+    suite.set_time(time);
+    suite
+}
+
+fn properties(run: &RunResults) -> Vec<Property> {
+    let m = &run.machine;
+    let mut props = vec![
+        Property::new("loadgate.version", run.loadgate_version.as_str()),
+        Property::new("plan.hash", run.spec.plan_hash.as_str()),
+        Property::new("spec.file", run.spec.file.as_str()),
+        Property::new("spec.seed", run.spec.seed.to_string()),
+        Property::new("machine", crate::machine_summary(m)),
+        Property::new("outcome", run.outcome.status.label()),
+        Property::new("exit_code", run.outcome.exit_code.to_string()),
+        Property::new("started_at", run.started_at.as_str()),
+    ];
+    let optional = [
+        ("machine.hostname", m.hostname.clone()),
+        ("machine.cpu_model", m.cpu_model.clone()),
+        (
+            "machine.logical_cpus",
+            m.logical_cpus.map(|n| n.to_string()),
+        ),
+        ("machine.kernel", m.kernel.clone()),
+        ("machine.governor", m.governor.clone()),
+        ("machine.git_commit", m.git_commit.clone()),
+        ("pinning.generator", run.pinning.generator_applied.clone()),
+        ("pinning.target", run.pinning.target_applied.clone()),
+        ("finished_at", run.finished_at.clone()),
+    ];
+    props.extend(
+        optional
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| Property::new(k, v))),
+    );
+    props.extend(
+        run.spec
+            .vars
+            .iter()
+            .map(|(k, v)| Property::new(format!("var.{k}"), v.as_str())),
+    );
+    props
+}
+
+fn skipped(message: &str) -> TestCaseStatus {
+    let mut status = TestCaseStatus::skipped();
+    status.set_message(message);
+    status
+}
+
+fn failure(kind: &str, message: &str, description: &str) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status
+        .set_type(kind)
+        .set_message(message)
+        .set_description(description);
+    status
+}
+
+fn cases(s: &ScenarioResult) -> Vec<TestCase> {
+    let mut cases = Vec::new();
+    for v in &s.verdicts {
+        cases.push(TestCase::new(
+            format!("{}: {}", s.name, v.slo),
+            verdict_status(s, v),
+        ));
+    }
+    if !s.validity.valid {
+        let problems: Vec<String> = s
+            .validity
+            .problems
+            .iter()
+            .map(|p| format!("{}: {}", p.kind, p.message))
+            .collect();
+        let message = if problems.is_empty() {
+            "invalid as a measurement: the generator did not deliver what the plan asked".to_owned()
+        } else {
+            format!("invalid as a measurement: {}", problems.join("; "))
+        };
+        let status = if s.gate {
+            failure("invalid_measurement", &message, "the generator did not deliver what the plan asked, so these numbers describe loadgate, not the target")
+        } else {
+            skipped(&format!("not gated (gate: false); {message}"))
+        };
+        cases.push(TestCase::new(
+            format!("{}: valid measurement", s.name),
+            status,
+        ));
+    }
+    if s.verdicts.is_empty() {
+        let status = match (&s.aborted, s.gate) {
+            (Some(why), true) => failure("aborted", &format!("stopped early: {why}"), why),
+            (Some(why), false) => {
+                skipped(&format!("not gated (gate: false); stopped early: {why}"))
+            }
+            (None, _) => TestCaseStatus::success(),
+        };
+        cases.push(TestCase::new(format!("{}: ran", s.name), status));
+    }
+    cases
+}
+
+fn verdict_status(s: &ScenarioResult, v: &Verdict) -> TestCaseStatus {
+    if !v.passed {
+        let mut description = format!("SLO `{}` failed on {}: {}", v.slo, s.name, v.explain());
+        if let Some(why) = &s.aborted {
+            description.push_str(&format!("\nthe phase was stopped early: {why}"));
+        }
+        return failure("slo", &v.explain(), &description);
+    }
+    if !s.gate || !v.evaluated() {
+        return skipped(&v.explain());
+    }
+    TestCaseStatus::success()
+}

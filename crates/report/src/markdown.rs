@@ -1,0 +1,450 @@
+//! Markdown, rendered by minijinja from a template shipped in the binary ([`DEFAULT_TEMPLATE`]) or given by the
+//! user (`--template`).
+//!
+//! A template sees:
+//!
+//! - `results`: the whole [`RunResults`] as in `results.json` (raw numbers, microseconds);
+//! - `report`: the same run prepared for people ([`View`]): numbers formatted (`1.25ms`, `94,737/s`), a headline,
+//!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario, the warnings, the machine and
+//!   the pinning;
+//! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
+
+use loadgate_results::{format, OutcomeStatus, RunResults, ScenarioResult};
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use crate::text::{errors_line, load_line, scenario_verdict, status_line};
+use crate::ReportError;
+
+/// The built-in Markdown template.
+pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/report.md.j2");
+
+/// Renders the Markdown report of a run with the built-in template, or with `template` (the text of a minijinja
+/// template) when given.
+pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, ReportError> {
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_filter("cell", cell);
+    let source = template.unwrap_or(DEFAULT_TEMPLATE);
+    env.add_template("report.md", source)
+        .map_err(template_error)?;
+    let tmpl = env.get_template("report.md").map_err(template_error)?;
+    let view = View::new(results);
+    let ctx = minijinja::context! {
+        results => Value::from_serialize(results),
+        report => Value::from_serialize(&view),
+    };
+    tmpl.render(ctx).map_err(template_error)
+}
+
+fn template_error(e: minijinja::Error) -> ReportError {
+    let mut message = e.to_string();
+    if let Some(detail) = e
+        .display_debug_info()
+        .to_string()
+        .lines()
+        .find(|l| l.contains("-->"))
+    {
+        message = format!("{message} ({})", detail.trim());
+    }
+    ReportError::Template(message)
+}
+
+/// Makes text safe in a GFM table cell.
+fn cell(value: Value) -> String {
+    let text = value.to_string();
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\r', '\n'], " ")
+}
+
+/// A run prepared for people: every number formatted, every table row ready.
+#[derive(Debug, Serialize)]
+pub struct View {
+    /// The spec's name.
+    pub name: String,
+    /// The spec's description.
+    pub description: Option<String>,
+    /// `passed`, `slo_failed`, ...
+    pub status: OutcomeStatus,
+    /// `passed`, `SLO failed`, ...
+    pub status_label: &'static str,
+    /// ✅, ❌ or ⚠️.
+    pub icon: &'static str,
+    /// One sentence: what happened.
+    pub headline: String,
+    /// The exit code.
+    pub exit_code: i32,
+    /// Why the run failed or is invalid.
+    pub reasons: Vec<String>,
+    /// A row per scenario instance.
+    pub scenarios: Vec<ScenarioRow>,
+    /// A row per SLO verdict.
+    pub slos: Vec<SloRow>,
+    /// One sweep per matrix scenario with more than one cell.
+    pub sweeps: Vec<Sweep>,
+    /// Everything a reader must see before trusting the numbers.
+    pub warnings: Vec<String>,
+    /// The machine, as key/value rows.
+    pub machine: Vec<(String, String)>,
+    /// The pinning: `(what, requested, applied)`.
+    pub pinning: Vec<(String, String, String)>,
+    /// The CPU of each generator worker (`unpinned` when none).
+    pub workers: String,
+    /// The plan hash.
+    pub plan_hash: String,
+    /// The loadgate version.
+    pub loadgate_version: String,
+    /// The spec file.
+    pub file: String,
+    /// Start and end, RFC 3339.
+    pub started_at: String,
+    /// `None` when the run did not finish.
+    pub finished_at: Option<String>,
+}
+
+/// One scenario instance in a table.
+#[derive(Debug, Serialize)]
+pub struct ScenarioRow {
+    /// `plaintext[connections=256]`.
+    pub name: String,
+    /// `closed load, 256 connections, pipeline 16, 15.00s`.
+    pub load: String,
+    /// Whether it was gated.
+    pub gate: bool,
+    /// Completed requests.
+    pub requests: String,
+    /// Requests per second.
+    pub throughput: String,
+    /// Target rate, open loads.
+    pub target_rate: Option<String>,
+    /// Achieved rate, open loads.
+    pub achieved_rate: Option<String>,
+    /// Latency percentiles.
+    pub p50: String,
+    /// p90.
+    pub p90: String,
+    /// p99.
+    pub p99: String,
+    /// p99.9.
+    pub p999: String,
+    /// max.
+    pub max: String,
+    /// Failed requests, total.
+    pub errors: String,
+    /// `timeout 3` or `none`.
+    pub errors_by_kind: String,
+    /// Non-2xx responses.
+    pub non_2xx: String,
+    /// `2xx 959,692, 5xx 12`.
+    pub status: String,
+    /// `PASS 3/3`, `FAIL 1/3`, `INVALID`, `not gated`, `ran`.
+    pub verdict: String,
+}
+
+/// One SLO verdict in a table.
+#[derive(Debug, Serialize)]
+pub struct SloRow {
+    /// The scenario instance.
+    pub scenario: String,
+    /// `p99 < 100ms`.
+    pub slo: String,
+    /// `83.20ms`.
+    pub observed: String,
+    /// `< 100ms`.
+    pub threshold: String,
+    /// `pass`, `FAIL`, `not gated`, `not evaluated`.
+    pub result: String,
+    /// Why it was not gated or evaluated.
+    pub note: String,
+}
+
+/// A matrix scenario: a row per cell against its variables.
+#[derive(Debug, Serialize)]
+pub struct Sweep {
+    /// The scenario key.
+    pub scenario: String,
+    /// The matrix variables.
+    pub vars: Vec<String>,
+    /// A row per cell.
+    pub rows: Vec<SweepRow>,
+}
+
+/// One cell of a sweep.
+#[derive(Debug, Serialize)]
+pub struct SweepRow {
+    /// The values of the matrix variables, in `vars` order.
+    pub values: Vec<String>,
+    /// Requests per second.
+    pub throughput: String,
+    /// p50.
+    pub p50: String,
+    /// p99.
+    pub p99: String,
+    /// Failed requests plus non-2xx responses.
+    pub errors: String,
+    /// The cell's verdict.
+    pub verdict: String,
+}
+
+fn percentile(s: &ScenarioResult, key: &str) -> String {
+    s.latency
+        .percentiles
+        .get(key)
+        .map_or_else(|| "-".to_owned(), |us| format::latency(*us))
+}
+
+impl View {
+    /// Prepares a run for people.
+    pub fn new(r: &RunResults) -> View {
+        let status = r.outcome.status;
+        let icon = match status {
+            OutcomeStatus::Passed => "✅",
+            OutcomeStatus::SloFailed | OutcomeStatus::RunFailed => "❌",
+            OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete => "⚠️",
+        };
+        let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
+        let verdicts = gated.iter().flat_map(|s| &s.verdicts);
+        let failed = verdicts.clone().filter(|v| !v.passed).count();
+        let evaluated = verdicts.filter(|v| v.evaluated()).count();
+        let invalid = gated.iter().filter(|s| !s.validity.valid).count();
+        let headline = match status {
+            OutcomeStatus::Passed => format!("All {evaluated} gated SLOs held across {} scenario instances.", r.scenarios.len()),
+            OutcomeStatus::SloFailed => format!("{failed} of {evaluated} gated SLOs failed."),
+            OutcomeStatus::InvalidMeasurement => format!(
+                "{invalid} scenario instance{} invalid as a measurement: the generator did not deliver what the plan asked, so those numbers describe loadgate, not the target.{}",
+                if invalid == 1 { " is" } else { "s are" },
+                if failed > 0 { format!(" {failed} of {evaluated} gated SLOs failed as well.") } else { String::new() }
+            ),
+            OutcomeStatus::RunFailed => "The run could not be carried out.".to_owned(),
+            OutcomeStatus::Incomplete => "The run did not finish: the results cover the phases that ran.".to_owned(),
+        };
+
+        let scenarios = r
+            .scenarios
+            .iter()
+            .map(|s| ScenarioRow {
+                name: s.name.clone(),
+                load: load_line(s),
+                gate: s.gate,
+                requests: format::count(s.requests.completed),
+                throughput: format::rate(s.throughput),
+                target_rate: s.load.target_rate.map(format::rate),
+                achieved_rate: s.load.achieved_rate.map(format::rate),
+                p50: percentile(s, "p50"),
+                p90: percentile(s, "p90"),
+                p99: percentile(s, "p99"),
+                p999: percentile(s, "p99.9"),
+                max: if s.latency.count > 0 {
+                    format::latency(s.latency.max_us)
+                } else {
+                    "-".to_owned()
+                },
+                errors: format::count(s.errors.total()),
+                errors_by_kind: errors_line(s),
+                non_2xx: format::count(s.status.non_2xx()),
+                status: status_line(s),
+                verdict: scenario_verdict(s).0,
+            })
+            .collect();
+
+        let slos = r
+            .scenarios
+            .iter()
+            .flat_map(|s| {
+                s.verdicts.iter().map(move |v| SloRow {
+                    scenario: s.name.clone(),
+                    slo: v.slo.clone(),
+                    observed: v.observed_text.clone(),
+                    threshold: v.threshold_text(),
+                    result: if !v.passed {
+                        "FAIL".to_owned()
+                    } else if !s.gate {
+                        "not gated".to_owned()
+                    } else if !v.evaluated() {
+                        "not evaluated".to_owned()
+                    } else {
+                        "pass".to_owned()
+                    },
+                    note: v.note.clone().unwrap_or_default(),
+                })
+            })
+            .collect();
+
+        View {
+            name: r.spec.name.clone(),
+            description: r.spec.description.clone(),
+            status,
+            status_label: status.label(),
+            icon,
+            headline,
+            exit_code: r.outcome.exit_code,
+            reasons: r.outcome.reasons.clone(),
+            scenarios,
+            slos,
+            sweeps: sweeps(r),
+            warnings: warnings(r),
+            machine: machine_rows(r),
+            pinning: vec![
+                (
+                    "generator".to_owned(),
+                    r.pinning
+                        .generator_requested
+                        .clone()
+                        .unwrap_or_else(|| "any".to_owned()),
+                    r.pinning
+                        .generator_applied
+                        .clone()
+                        .unwrap_or_else(|| "unpinned".to_owned()),
+                ),
+                (
+                    "target".to_owned(),
+                    r.pinning
+                        .target_requested
+                        .clone()
+                        .unwrap_or_else(|| "any".to_owned()),
+                    r.pinning
+                        .target_applied
+                        .clone()
+                        .unwrap_or_else(|| "unpinned".to_owned()),
+                ),
+            ],
+            workers: if r.pinning.workers.is_empty() {
+                "none recorded".to_owned()
+            } else {
+                r.pinning
+                    .workers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, cpu)| {
+                        format!(
+                            "worker {i}: {}",
+                            cpu.map_or_else(|| "unpinned".to_owned(), |c| format!("CPU {c}"))
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            plan_hash: r.spec.plan_hash.clone(),
+            loadgate_version: r.loadgate_version.clone(),
+            file: r.spec.file.clone(),
+            started_at: r.started_at.clone(),
+            finished_at: r.finished_at.clone(),
+        }
+    }
+}
+
+fn sweeps(r: &RunResults) -> Vec<Sweep> {
+    let mut keys: Vec<&str> = Vec::new();
+    for s in &r.scenarios {
+        if !s.matrix.is_empty() && !keys.contains(&s.scenario.as_str()) {
+            keys.push(&s.scenario);
+        }
+    }
+    keys.into_iter()
+        .filter_map(|key| {
+            let cells: Vec<&ScenarioResult> =
+                r.scenarios.iter().filter(|s| s.scenario == key).collect();
+            if cells.len() < 2 {
+                return None;
+            }
+            let mut vars: Vec<String> = Vec::new();
+            for c in &cells {
+                for (k, _) in &c.matrix {
+                    if !vars.contains(k) {
+                        vars.push(k.clone());
+                    }
+                }
+            }
+            let rows = cells
+                .iter()
+                .map(|c| SweepRow {
+                    values: vars
+                        .iter()
+                        .map(|v| {
+                            c.matrix
+                                .iter()
+                                .find(|(k, _)| k == v)
+                                .map_or_else(|| "-".to_owned(), |(_, val)| val.clone())
+                        })
+                        .collect(),
+                    throughput: format::rate(c.throughput),
+                    p50: percentile(c, "p50"),
+                    p99: percentile(c, "p99"),
+                    errors: format::count(c.errors.total() + c.status.non_2xx()),
+                    verdict: scenario_verdict(c).0,
+                })
+                .collect();
+            Some(Sweep {
+                scenario: key.to_owned(),
+                vars,
+                rows,
+            })
+        })
+        .collect()
+}
+
+fn warnings(r: &RunResults) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(exit) = &r.target.exited {
+        out.push(format!(
+            "The target exited {:.1}s into the run: {}.",
+            exit.at_seconds, exit.status
+        ));
+    }
+    for s in &r.scenarios {
+        let gated = if s.gate { "" } else { " (not gated)" };
+        for p in &s.validity.problems {
+            out.push(format!(
+                "**{}**{gated} is invalid as a measurement: {} (`{}`)",
+                s.name, p.message, p.kind
+            ));
+        }
+        for w in &s.validity.warnings {
+            out.push(format!(
+                "**{}**{gated}: {} (`{}`)",
+                s.name, w.message, w.kind
+            ));
+        }
+        if let Some(why) = &s.aborted {
+            out.push(format!("**{}** was stopped early: {why}", s.name));
+        }
+    }
+    out.extend(r.pinning.warnings.iter().map(|w| format!("Pinning: {w}")));
+    out
+}
+
+fn machine_rows(r: &RunResults) -> Vec<(String, String)> {
+    let m = &r.machine;
+    let topology = match (m.sockets, m.cores_per_socket, m.threads_per_core) {
+        (Some(s), Some(c), Some(t)) => Some(format!("{s} socket(s) × {c} cores × {t} threads")),
+        _ => None,
+    };
+    let rows = [
+        ("host", m.hostname.clone()),
+        ("CPU", m.cpu_model.clone()),
+        ("topology", topology),
+        ("logical CPUs", m.logical_cpus.map(|n| n.to_string())),
+        ("online CPUs", m.online_cpus.clone()),
+        ("governor", m.governor.clone()),
+        ("memory", m.memory_bytes.map(format::bytes)),
+        ("kernel", m.kernel.clone()),
+        ("virtualization", m.virtualization.clone()),
+        (
+            "git commit",
+            m.git_commit.clone().map(|c| {
+                if m.git_dirty == Some(true) {
+                    format!("{c} (dirty)")
+                } else {
+                    c
+                }
+            }),
+        ),
+    ];
+    rows.into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
+        .collect()
+}

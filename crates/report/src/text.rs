@@ -1,0 +1,376 @@
+//! The terminal: a wrk-like summary per scenario instance, and a final table for the whole run.
+
+use std::fmt::Write as _;
+
+use loadgate_results::format;
+use loadgate_results::{OutcomeStatus, RunResults, ScenarioResult};
+
+/// The percentile columns of the summaries.
+const PERCENTILES: [(&str, &str); 5] = [
+    ("p50", "p50"),
+    ("p75", "p75"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("p99.9", "p99.9"),
+];
+
+/// A wrk-like summary of one scenario instance: load, latency percentiles, requests and bytes, throughput,
+/// achieved against target rate for open loads, status classes, errors by kind, connections, SLO verdicts and
+/// validity problems. Plain text, no colour, ending with a newline.
+pub fn text_summary(s: &ScenarioResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", s.name, load_line(s));
+
+    if s.latency.count == 0 {
+        let _ = writeln!(out, "  Latency      no completed requests");
+    } else {
+        let _ = writeln!(
+            out,
+            "  {}",
+            latency_row(
+                "Latency",
+                PERCENTILES.iter().map(|(label, _)| (*label).to_owned()),
+                "max".to_owned()
+            )
+        );
+        let _ = writeln!(
+            out,
+            "  {}",
+            latency_row(
+                "",
+                PERCENTILES.iter().map(|(_, key)| s
+                    .latency
+                    .percentiles
+                    .get(*key)
+                    .map_or_else(|| "-".to_owned(), |us| format::latency(*us))),
+                format::latency(s.latency.max_us),
+            )
+        );
+        let _ = writeln!(
+            out,
+            "  Mean {}, stdev {}, min {}",
+            format::latency_us(s.latency.mean_us),
+            format::latency_us(s.latency.stdev_us),
+            format::latency(s.latency.min_us)
+        );
+    }
+    if s.load.target_rate.is_some() && s.service_time.count > 0 {
+        let p = |key: &str| {
+            s.service_time
+                .percentiles
+                .get(key)
+                .map_or_else(|| "-".to_owned(), |us| format::latency(*us))
+        };
+        let _ = writeln!(
+            out,
+            "  Service time (uncorrected): p50 {}, p99 {}, max {}; send lag p99 {}",
+            p("p50"),
+            p("p99"),
+            format::latency(s.service_time.max_us),
+            s.send_lag
+                .percentiles
+                .get("p99")
+                .map_or_else(|| "-".to_owned(), |us| format::latency(*us)),
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "  {} requests in {}, {} read, {} written",
+        format::count(s.requests.completed),
+        format::seconds(s.duration),
+        format::bytes(s.bytes.read),
+        format::bytes(s.bytes.written)
+    );
+    let _ = writeln!(out, "  Requests/sec: {}", format::number(s.throughput));
+    if let Some(target) = s.load.target_rate {
+        let achieved = s.load.achieved_rate.unwrap_or(0.0);
+        let share = if target > 0.0 {
+            format!(" ({:.2}%)", 100.0 * achieved / target)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  Rate: target {}, achieved {}{share}",
+            format::rate(target),
+            format::rate(achieved)
+        );
+    }
+    if s.requests.incomplete > 0 || s.requests.unsent > 0 {
+        let _ = writeln!(
+            out,
+            "  Not completed: {} in flight at the end, {} never sent",
+            format::count(s.requests.incomplete),
+            format::count(s.requests.unsent)
+        );
+    }
+    let _ = writeln!(out, "  Status: {}", status_line(s));
+    let _ = writeln!(out, "  Errors: {}", errors_line(s));
+    let c = &s.connections;
+    let _ = writeln!(
+        out,
+        "  Connections: {} planned, {} open at peak, {} opened, {} failed, {} reconnects",
+        format::count(c.planned),
+        format::count(c.peak_open),
+        format::count(c.opened),
+        format::count(c.failed),
+        format::count(c.reconnects)
+    );
+
+    if !s.verdicts.is_empty() {
+        let _ = writeln!(out, "  SLOs{}:", if s.gate { "" } else { " (not gated)" });
+        for v in &s.verdicts {
+            let mark = if !v.passed {
+                "FAIL"
+            } else if !s.gate || !v.evaluated() {
+                "----"
+            } else {
+                "PASS"
+            };
+            let _ = writeln!(out, "    {mark}  {}", v.explain());
+        }
+    }
+    if !s.validity.valid {
+        let _ = writeln!(
+            out,
+            "  INVALID MEASUREMENT: the generator did not deliver what the plan asked"
+        );
+        for p in &s.validity.problems {
+            let _ = writeln!(out, "    {}: {}", p.kind, p.message);
+        }
+    }
+    for w in &s.validity.warnings {
+        let _ = writeln!(out, "  warning: {}: {}", w.kind, w.message);
+    }
+    if let Some(why) = &s.aborted {
+        let _ = writeln!(out, "  stopped early: {why}");
+    }
+    out
+}
+
+/// `closed load, 256 connections, pipeline 16, 15.00s`.
+pub(crate) fn load_line(s: &ScenarioResult) -> String {
+    let mut parts = vec![format!(
+        "{} load",
+        if s.load.model.is_empty() {
+            "unknown"
+        } else {
+            &s.load.model
+        }
+    )];
+    if let Some(target) = s.load.target_rate {
+        parts.push(format!("target {}", format::rate(target)));
+    }
+    parts.push(format!(
+        "{} connections",
+        format::count(s.connections.planned)
+    ));
+    if s.load.pipeline > 1 {
+        parts.push(format!("pipeline {}", s.load.pipeline));
+    }
+    if !s.load.keep_alive {
+        parts.push("no keep-alive".to_owned());
+    }
+    if let Some(users) = s.load.users_started {
+        parts.push(format!("{} users", format::count(users)));
+    }
+    parts.push(format::seconds(s.duration));
+    if !s.gate {
+        parts.push("not gated".to_owned());
+    }
+    parts.join(", ")
+}
+
+fn latency_row(label: &str, cells: impl Iterator<Item = String>, max: String) -> String {
+    let mut row = format!("{label:<10}");
+    for cell in cells.chain(std::iter::once(max)) {
+        let _ = write!(row, " {cell:>9}");
+    }
+    row
+}
+
+/// `2xx 959,692, 5xx 12`.
+pub(crate) fn status_line(s: &ScenarioResult) -> String {
+    let st = &s.status;
+    let classes = [
+        ("1xx", st.informational),
+        ("2xx", st.success),
+        ("3xx", st.redirection),
+        ("4xx", st.client_error),
+        ("5xx", st.server_error),
+    ];
+    let parts: Vec<String> = classes
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(class, n)| format!("{class} {}", format::count(*n)))
+        .collect();
+    if parts.is_empty() {
+        "no responses".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `timeout 3, read 1` or `none`.
+pub(crate) fn errors_line(s: &ScenarioResult) -> String {
+    let e = &s.errors;
+    let kinds = [
+        ("connect", e.connect),
+        ("read", e.read),
+        ("write", e.write),
+        ("timeout", e.timeout),
+        ("protocol", e.protocol),
+    ];
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(kind, n)| format!("{kind} {}", format::count(*n)))
+        .collect();
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INVALID`, `not gated`, `ran`, `stopped`.
+pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
+    let failed = s.verdicts.iter().filter(|v| !v.passed).count();
+    let evaluated = s.verdicts.iter().filter(|v| v.evaluated()).count();
+    if !s.gate {
+        return ("not gated".to_owned(), Tone::Dim);
+    }
+    if !s.validity.valid {
+        return ("INVALID".to_owned(), Tone::Warn);
+    }
+    if failed > 0 {
+        return (format!("FAIL {failed}/{evaluated}"), Tone::Bad);
+    }
+    if s.aborted.is_some() {
+        return ("stopped".to_owned(), Tone::Warn);
+    }
+    if evaluated == 0 {
+        return ("ran".to_owned(), Tone::Plain);
+    }
+    (format!("PASS {evaluated}/{evaluated}"), Tone::Good)
+}
+
+/// The colour of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    Plain,
+    Good,
+    Bad,
+    Warn,
+    Dim,
+}
+
+impl Tone {
+    fn paint(self, text: &str, color: bool) -> String {
+        let code = match self {
+            Tone::Plain => return text.to_owned(),
+            Tone::Good => "32",
+            Tone::Bad => "1;31",
+            Tone::Warn => "33",
+            Tone::Dim => "2",
+        };
+        if color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+pub(crate) fn outcome_tone(status: OutcomeStatus) -> Tone {
+    match status {
+        OutcomeStatus::Passed => Tone::Good,
+        OutcomeStatus::SloFailed | OutcomeStatus::RunFailed => Tone::Bad,
+        OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete => Tone::Warn,
+    }
+}
+
+/// The final table of a run: a row per scenario instance (requests/s, p50, p99, max, errors, non-2xx, verdict),
+/// then the outcome, its exit code and its reasons. ANSI colour only when `color` is true.
+pub fn summary_table(r: &RunResults, color: bool) -> String {
+    let headers = [
+        "scenario",
+        "requests/s",
+        "p50",
+        "p99",
+        "max",
+        "errors",
+        "non-2xx",
+        "verdict",
+    ];
+    let mut rows: Vec<(Vec<String>, Tone)> = Vec::new();
+    for s in &r.scenarios {
+        let (verdict, tone) = scenario_verdict(s);
+        let lat = |key: &str| {
+            s.latency
+                .percentiles
+                .get(key)
+                .map_or_else(|| "-".to_owned(), |us| format::latency(*us))
+        };
+        rows.push((
+            vec![
+                s.name.clone(),
+                format::number(s.throughput),
+                lat("p50"),
+                lat("p99"),
+                if s.latency.count > 0 {
+                    format::latency(s.latency.max_us)
+                } else {
+                    "-".to_owned()
+                },
+                format::count(s.errors.total()),
+                format::count(s.status.non_2xx()),
+                verdict,
+            ],
+            tone,
+        ));
+    }
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for (cells, _) in &rows {
+        for (w, c) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let last = headers.len() - 1;
+    let mut out = String::new();
+    let line = |cells: &[String], tone: Tone, out: &mut String| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if i == 0 {
+                let _ = write!(text, "{cell:<w$}");
+            } else if i == last {
+                text.push_str(&tone.paint(cell, color));
+            } else {
+                let _ = write!(text, "{cell:>w$}");
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    let header: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
+    line(&header, Tone::Plain, &mut out);
+    for (cells, tone) in &rows {
+        line(cells, *tone, &mut out);
+    }
+    let status = r.outcome.status;
+    let _ = writeln!(
+        out,
+        "\n{} {} (exit {})",
+        r.spec.name,
+        outcome_tone(status).paint(status.label(), color),
+        r.outcome.exit_code
+    );
+    for reason in &r.outcome.reasons {
+        let _ = writeln!(out, "  - {reason}");
+    }
+    out
+}

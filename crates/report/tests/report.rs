@@ -1,0 +1,264 @@
+//! The reports of a fixed, hand-built run, checked by snapshot and by the parsers CI systems and renderers use.
+
+use loadgate_report::*;
+use loadgate_results::fixture::sample_run;
+use loadgate_results::{outcome, RunResults};
+
+fn run() -> RunResults {
+    sample_run()
+}
+
+#[test]
+fn junit_snapshot() {
+    insta::assert_snapshot!("junit", junit(&run()).unwrap());
+}
+
+#[test]
+fn markdown_snapshot() {
+    insta::assert_snapshot!("markdown", markdown(&run(), None).unwrap());
+}
+
+#[test]
+fn text_summary_snapshots() {
+    let r = run();
+    let all: String = r
+        .scenarios
+        .iter()
+        .map(text_summary)
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!("text_summaries", all);
+    insta::assert_snapshot!("summary_table", summary_table(&r, false));
+}
+
+#[test]
+fn hgrm_snapshot() {
+    let r = run();
+    insta::assert_snapshot!(
+        "hgrm_put_constant_rate",
+        hgrm(&r.scenarios[4].histograms.latency)
+    );
+}
+
+#[test]
+fn colour_only_when_asked() {
+    let r = run();
+    let plain = summary_table(&r, false);
+    assert!(!plain.contains('\x1b'), "{plain}");
+    let coloured = summary_table(&r, true);
+    assert!(coloured.contains("\x1b[1;31mFAIL 1/3\x1b[0m"), "{coloured}");
+    for s in &r.scenarios {
+        assert!(!text_summary(s).contains('\x1b'));
+    }
+    assert!(!markdown(&r, None).unwrap().contains('\x1b'));
+}
+
+fn attr<'a>(node: roxmltree::Node<'a, 'a>, name: &str) -> &'a str {
+    node.attribute(name)
+        .unwrap_or_else(|| panic!("<{}> has no `{name}`", node.tag_name().name()))
+}
+
+#[test]
+fn junit_parses_back_with_counts_that_add_up() {
+    let r = run();
+    let xml = junit(&r).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let suites: Vec<_> = root
+        .children()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .collect();
+    assert_eq!(suites.len(), 1);
+    let suite = suites[0];
+    assert_eq!(attr(suite, "name"), "tfb-plaintext");
+
+    let cases: Vec<_> = suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let count = |tag: &str| {
+        cases
+            .iter()
+            .filter(|c| c.children().any(|n| n.has_tag_name(tag)))
+            .count()
+    };
+    let (failures, skipped) = (count("failure"), count("skipped"));
+    assert_eq!(attr(suite, "tests").parse::<usize>().unwrap(), cases.len());
+    assert_eq!(attr(suite, "failures").parse::<usize>().unwrap(), failures);
+    // quick-junit writes the skipped count as `disabled`, as the Jenkins JUnit schema names it.
+    assert_eq!(attr(suite, "disabled").parse::<usize>().unwrap(), skipped);
+    assert_eq!(attr(suite, "errors").parse::<usize>().unwrap(), 0);
+    assert_eq!(attr(root, "tests").parse::<usize>().unwrap(), cases.len());
+    assert_eq!(attr(root, "failures").parse::<usize>().unwrap(), failures);
+
+    // 1 warmup SLO + 3 SLOs x 3 plaintext cells + 1 validity case + 5 put SLOs.
+    assert_eq!(cases.len(), 16);
+    // p99 on 1024 connections, and the invalid 4096 cell.
+    assert_eq!(failures, 2);
+    // The warmup's SLO, the baseline SLO without a baseline, the per-request SLO.
+    assert_eq!(skipped, 3);
+
+    for c in &cases {
+        assert!(!attr(*c, "name").is_empty());
+        assert_eq!(attr(*c, "classname"), "tfb-plaintext");
+        let time: f64 = attr(*c, "time").parse().unwrap();
+        assert!(time > 0.0);
+        for f in c.children().filter(|n| n.has_tag_name("failure")) {
+            assert!(!attr(f, "message").is_empty());
+        }
+        let out = c
+            .children()
+            .find(|n| n.has_tag_name("system-out"))
+            .and_then(|n| n.text())
+            .unwrap_or_default();
+        assert!(out.contains("Requests/sec:"), "{out}");
+    }
+    let failing = cases
+        .iter()
+        .find(|c| attr(**c, "name") == "plaintext[connections=1024]: p99 < 100ms")
+        .unwrap();
+    let failure = failing
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap();
+    assert_eq!(
+        attr(failure, "message"),
+        "p99 was 141.7ms, threshold < 100ms"
+    );
+    assert!(cases
+        .iter()
+        .any(|c| attr(*c, "name") == "plaintext[connections=4096]: valid measurement"));
+
+    let props: Vec<(&str, &str)> = suite
+        .children()
+        .filter(|n| n.has_tag_name("properties"))
+        .flat_map(|p| p.children().filter(|n| n.has_tag_name("property")))
+        .map(|p| (attr(p, "name"), attr(p, "value")))
+        .collect();
+    for key in ["plan.hash", "loadgate.version", "machine"] {
+        assert!(
+            props.iter().any(|(k, v)| *k == key && !v.is_empty()),
+            "{key}: {props:?}"
+        );
+    }
+}
+
+#[test]
+fn a_scenario_without_slos_still_shows_up() {
+    let mut r = run();
+    r.scenarios[1].verdicts.clear();
+    let xml = junit(&r).unwrap();
+    assert!(
+        xml.contains(r#"name="plaintext[connections=256]: ran""#),
+        "{xml}"
+    );
+}
+
+#[test]
+fn markdown_is_gfm_with_real_tables() {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let r = run();
+    let md = markdown(&r, None).unwrap();
+    let parser = Parser::new_ext(&md, Options::ENABLE_TABLES);
+    let mut tables = 0;
+    let mut rows_in_table = Vec::new();
+    let mut rows = 0;
+    let mut headings = Vec::new();
+    let mut in_heading = false;
+    let mut heading = String::new();
+    for event in parser {
+        match event {
+            Event::Start(Tag::Table(_)) => {
+                tables += 1;
+                rows = 0;
+            }
+            Event::Start(Tag::TableRow) => rows += 1,
+            Event::End(TagEnd::Table) => rows_in_table.push(rows),
+            Event::Start(Tag::Heading { .. }) => {
+                in_heading = true;
+                heading.clear();
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                in_heading = false;
+                headings.push(heading.clone());
+            }
+            Event::Text(t) if in_heading => heading.push_str(&t),
+            _ => {}
+        }
+    }
+    // Scenarios, details, SLOs, one sweep, machine, pinning.
+    assert_eq!(tables, 6, "{md}");
+    // Body rows (the header row is in TableHead): 5 scenarios, 5 scenarios, 15 SLOs, 3 cells.
+    assert_eq!(&rows_in_table[..4], &[5, 5, 15, 3], "{md}");
+    assert_eq!(headings[0], "⚠️ tfb-plaintext: invalid measurement");
+    assert!(
+        headings.iter().any(|h| h == "Sweep: plaintext"),
+        "{headings:?}"
+    );
+    assert!(md.contains("sha256:4f1c2b9e7a30d5c8"));
+}
+
+#[test]
+fn templates_can_be_overridden_and_errors_are_reported() {
+    let r = run();
+    let custom = "{{ report.name }} {{ results.spec.plan_hash }} {% for s in report.scenarios %}{{ s.p99 }};{% endfor %}";
+    assert_eq!(
+        markdown(&r, Some(custom)).unwrap(),
+        "tfb-plaintext sha256:4f1c2b9e7a30d5c8 19.73ms;10.12ms;141.7ms;63.68ms;16.66ms;"
+    );
+    let err = markdown(&r, Some("{% for %}")).unwrap_err().to_string();
+    assert!(err.starts_with("Markdown template: syntax error"), "{err}");
+    let err = markdown(&r, Some("{{ report.nope }}"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("undefined"), "{err}");
+}
+
+#[test]
+fn a_passing_run_reads_as_passed_everywhere() {
+    let mut r = run();
+    r.scenarios
+        .retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    r.outcome = outcome(&r);
+    assert_eq!(r.outcome.exit_code, 0);
+    let md = markdown(&r, None).unwrap();
+    assert!(md.starts_with("## ✅ tfb-plaintext: passed"), "{md}");
+    assert!(!junit(&r).unwrap().contains("<failure"));
+    assert!(summary_table(&r, false).contains("tfb-plaintext passed (exit 0)"));
+}
+
+#[test]
+fn results_json_of_the_fixture_validates_against_the_committed_schema() {
+    let schema_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schemas/results.schema.json"
+    ))
+    .unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let json = loadgate_results::to_json(&run()).unwrap();
+    let instance: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(validator.is_valid(&instance));
+    let back = loadgate_results::from_json(&json).unwrap();
+    assert_eq!(
+        junit(&back).unwrap(),
+        junit(&run()).unwrap(),
+        "a report re-rendered from results.json is the same"
+    );
+    assert_eq!(
+        markdown(&back, None).unwrap(),
+        markdown(&run(), None).unwrap()
+    );
+}
+
+#[test]
+fn file_stems_are_safe() {
+    assert_eq!(
+        file_stem("plaintext[connections=256]"),
+        "plaintext-connections-256"
+    );
+    assert_eq!(file_stem("put-constant-rate"), "put-constant-rate");
+    assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
+    assert_eq!(file_stem("../.."), "scenario");
+}

@@ -1,0 +1,392 @@
+//! A realistic, hand-built run for tests, examples and snapshot fixtures: deterministic to the last bucket.
+//!
+//! [`sample_run`] is a TechEmpower-style suite: a `gate: false` warmup whose SLO would have failed; a pipelined
+//! plaintext sweep over 256, 1024 and 4096 connections (the first passes, the second fails `p99 < 100ms`, the
+//! third is invalid as a measurement: connections missing and the generator saturated); and a wrk2-style
+//! constant-rate PUT scenario with a baseline SLO (no baseline given) and a per-request SLO. Times are fixed.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use loadgate_spec::Slo;
+
+use crate::model::*;
+use crate::outcome::outcome;
+use crate::verdict::evaluate;
+
+/// The fixed start of the sample run.
+pub const STARTED_AT: &str = "2025-01-01T12:00:00Z";
+/// The fixed end of the sample run.
+pub const FINISHED_AT: &str = "2025-01-01T12:01:45Z";
+
+/// A histogram of `count` latencies following an exponential distribution shifted by `base_us`: the quantile
+/// `q` is `base_us + scale_us * -ln(1 - q)`, sampled at 1000 evenly spaced quantiles.
+pub fn exponential_histogram(count: u64, base_us: f64, scale_us: f64) -> Histogram<u64> {
+    let mut h = new_histogram();
+    const POINTS: u64 = 1000;
+    if count == 0 {
+        return h;
+    }
+    let per = count / POINTS;
+    let extra = count % POINTS;
+    for i in 0..POINTS {
+        let q = (i as f64 + 0.5) / POINTS as f64;
+        let v = (base_us + scale_us * -(1.0 - q).ln()).round().max(1.0) as u64;
+        let n = per + u64::from(i < extra);
+        if n > 0 {
+            let _ = h.record_n(v.min(HISTOGRAM_MAX_US), n);
+        }
+    }
+    h
+}
+
+/// The shape of one scenario instance of the sample.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// Instance name.
+    pub name: &'static str,
+    /// Scenario key.
+    pub scenario: &'static str,
+    /// Matrix cell.
+    pub matrix: Vec<(&'static str, &'static str)>,
+    /// Gated?
+    pub gate: bool,
+    /// Seconds.
+    pub duration: f64,
+    /// Offset from the run's start.
+    pub offset: f64,
+    /// `closed` or `constant`.
+    pub model: &'static str,
+    /// Connections planned.
+    pub connections: u64,
+    /// Connections opened.
+    pub opened: u64,
+    /// Pipeline depth.
+    pub pipeline: u32,
+    /// Target and achieved rate (open loads).
+    pub rates: Option<(f64, f64)>,
+    /// Completed requests.
+    pub completed: u64,
+    /// Latency distribution: base and scale in microseconds.
+    pub latency: (f64, f64),
+    /// Non-2xx (5xx) responses.
+    pub server_errors: u64,
+    /// Timeouts.
+    pub timeouts: u64,
+    /// Read errors.
+    pub read_errors: u64,
+    /// Bytes per response.
+    pub response_bytes: u64,
+    /// SLOs as written.
+    pub slos: Vec<&'static str>,
+    /// Validity problems (kind, message).
+    pub problems: Vec<(&'static str, &'static str)>,
+    /// Validity warnings (kind, message).
+    pub warnings: Vec<(&'static str, &'static str)>,
+    /// Worker utilization.
+    pub utilization: f64,
+}
+
+/// Builds one scenario instance from its shape, with verdicts evaluated.
+pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
+    let latency = exponential_histogram(shape.completed, shape.latency.0, shape.latency.1);
+    let service_time = if shape.rates.is_some() {
+        exponential_histogram(
+            shape.completed,
+            shape.latency.0 * 0.8,
+            shape.latency.1 * 0.5,
+        )
+    } else {
+        latency.clone()
+    };
+    let send_lag = if shape.rates.is_some() {
+        exponential_histogram(shape.completed, 20.0, 150.0)
+    } else {
+        new_histogram()
+    };
+    let connect_time = exponential_histogram(shape.opened, 40.0, 30.0);
+    let errors = ErrorCounts {
+        timeout: shape.timeouts,
+        read: shape.read_errors,
+        ..ErrorCounts::default()
+    };
+    let seconds = shape.duration.round() as u64;
+    let timeline = (1..=seconds)
+        .map(|t| {
+            let completed = shape.completed / seconds.max(1);
+            TimelinePoint {
+                t: t as f64,
+                sent: completed,
+                completed,
+                errors: (shape.timeouts + shape.read_errors) / seconds.max(1),
+                non_2xx: shape.server_errors / seconds.max(1),
+                target_rate: shape.rates.map(|(target, _)| target),
+                p50_us: latency.value_at_quantile(0.5),
+                p99_us: latency.value_at_quantile(0.99),
+                max_us: latency.max(),
+                connections_open: shape.opened.min(shape.connections),
+                users_active: None,
+            }
+        })
+        .collect();
+    let workers = vec![WorkerStats {
+        index: 0,
+        cpu: Some(1),
+        user_seconds: shape.duration * shape.utilization * 0.4,
+        system_seconds: shape.duration * shape.utilization * 0.6,
+        utilization: shape.utilization,
+        saturated: shape.utilization >= 0.95,
+    }];
+    let problem = |(kind, message): &(&str, &str)| Problem {
+        kind: (*kind).to_owned(),
+        message: (*message).to_owned(),
+    };
+    let mut s = ScenarioResult {
+        index,
+        name: shape.name.to_owned(),
+        scenario: shape.scenario.to_owned(),
+        matrix: shape
+            .matrix
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        gate: shape.gate,
+        started_at_offset: shape.offset,
+        duration: shape.duration,
+        load: LoadSummary {
+            model: shape.model.to_owned(),
+            target_rate: shape.rates.map(|(t, _)| t),
+            achieved_rate: shape.rates.map(|(_, a)| a),
+            pipeline: shape.pipeline,
+            keep_alive: true,
+            users_started: None,
+            users_finished: None,
+        },
+        requests: RequestCounts {
+            sent: shape.completed + shape.timeouts + shape.read_errors,
+            completed: shape.completed,
+            incomplete: 0,
+            unsent: 0,
+        },
+        status: StatusCounts {
+            success: shape.completed - shape.server_errors,
+            server_error: shape.server_errors,
+            ..StatusCounts::default()
+        },
+        errors,
+        connections: ConnectionStats {
+            planned: shape.connections,
+            peak_open: shape.opened.min(shape.connections),
+            opened: shape.opened,
+            failed: shape.connections.saturating_sub(shape.opened),
+            reconnects: 0,
+        },
+        bytes: ByteCounts {
+            read: shape.completed * shape.response_bytes,
+            written: (shape.completed + shape.timeouts) * 120,
+        },
+        throughput: shape.completed as f64 / shape.duration,
+        latency: LatencySummary::from_histogram(&latency),
+        service_time: LatencySummary::from_histogram(&service_time),
+        send_lag: LatencySummary::from_histogram(&send_lag),
+        histograms: Histograms {
+            latency,
+            service_time,
+            send_lag,
+            connect_time,
+        },
+        timeline,
+        workers,
+        validity: Validity {
+            valid: shape.problems.is_empty(),
+            problems: shape.problems.iter().map(problem).collect(),
+            warnings: shape.warnings.iter().map(problem).collect(),
+        },
+        verdicts: Vec::new(),
+        aborted: None,
+    };
+    let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
+    s.verdicts = evaluate(&slos, &s, None);
+    s
+}
+
+/// Parses an SLO, taking a `{request=NAME}` filter apart by hand so the fixture does not depend on the spec
+/// parser's handling of filters.
+fn parse_slo(text: &str) -> Option<Slo> {
+    match text.split_once("{request=") {
+        Some((metric, rest)) => {
+            let (name, tail) = rest.split_once('}')?;
+            let mut slo = Slo::parse(&format!("{metric}{tail}")).ok()?;
+            slo.request = Some(name.to_owned());
+            Some(slo)
+        }
+        None => Slo::parse(text).ok(),
+    }
+}
+
+/// The shapes of [`sample_run`].
+pub fn sample_shapes() -> Vec<Shape> {
+    let plaintext =
+        |connections: &'static str, opened: u64, completed: u64, latency: (f64, f64)| Shape {
+            name: match connections {
+                "256" => "plaintext[connections=256]",
+                "1024" => "plaintext[connections=1024]",
+                _ => "plaintext[connections=4096]",
+            },
+            scenario: "plaintext",
+            matrix: vec![("connections", connections)],
+            gate: true,
+            duration: 15.0,
+            offset: 0.0,
+            model: "closed",
+            connections: connections.parse().unwrap_or(0),
+            opened,
+            pipeline: 16,
+            rates: None,
+            completed,
+            latency,
+            server_errors: 0,
+            timeouts: 0,
+            read_errors: 0,
+            response_bytes: 130,
+            slos: vec!["p99 < 100ms", "throughput >= 100000/s", "error_rate < 0.1%"],
+            problems: vec![],
+            warnings: vec![],
+            utilization: 0.62,
+        };
+    let mut shapes = vec![
+        Shape {
+            name: "warmup",
+            scenario: "warmup",
+            matrix: vec![],
+            gate: false,
+            duration: 15.0,
+            offset: 0.0,
+            model: "closed",
+            connections: 512,
+            opened: 512,
+            pipeline: 1,
+            rates: None,
+            completed: 1_212_345,
+            latency: (1_500.0, 4_000.0),
+            server_errors: 0,
+            timeouts: 0,
+            read_errors: 0,
+            response_bytes: 130,
+            slos: vec!["p99 < 10ms"],
+            problems: vec![],
+            warnings: vec![],
+            utilization: 0.55,
+        },
+        plaintext("256", 256, 6_543_210, (1_000.0, 2_000.0)),
+        plaintext("1024", 1024, 6_120_000, (5_000.0, 30_000.0)),
+        plaintext("4096", 3000, 4_980_000, (9_000.0, 12_000.0)),
+        Shape {
+            name: "put-constant-rate",
+            scenario: "put-constant-rate",
+            matrix: vec![],
+            gate: true,
+            duration: 30.0,
+            offset: 0.0,
+            model: "constant",
+            connections: 16,
+            opened: 16,
+            pipeline: 1,
+            rates: Some((32_000.0, 31_991.33)),
+            completed: 959_704,
+            latency: (700.0, 3_500.0),
+            server_errors: 12,
+            timeouts: 3,
+            read_errors: 0,
+            response_bytes: 67,
+            slos: vec![
+                "p99 < 60ms",
+                "p99.9 < 80ms",
+                "p99 <= baseline * 1.10",
+                "p99{request=put} < 60ms",
+                "error_rate < 0.1%",
+            ],
+            problems: vec![],
+            warnings: vec![(
+                "incomplete_requests",
+                "3 requests timed out at the end of the phase",
+            )],
+            utilization: 0.31,
+        },
+    ];
+    shapes[3].problems = vec![
+        (
+            "connections_missing",
+            "3000 of 4096 connections opened: the target refused 1096",
+        ),
+        (
+            "generator_saturated",
+            "worker 0 on CPU 1 was 98% busy: the generator, not the target, set the pace",
+        ),
+    ];
+    shapes[3].utilization = 0.98;
+    let mut offset = 0.0;
+    for s in &mut shapes {
+        s.offset = offset;
+        offset += s.duration + 1.0;
+    }
+    shapes
+}
+
+/// A complete, realistic run: see the [module documentation](self).
+pub fn sample_run() -> RunResults {
+    let scenarios: Vec<ScenarioResult> = sample_shapes()
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| scenario(i, shape))
+        .collect();
+    let mut run = RunResults {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        loadgate_version: "0.1.0".to_owned(),
+        spec: SpecInfo {
+            name: "tfb-plaintext".to_owned(),
+            description: Some("TechEmpower-style plaintext suite: warmup, then a pipelined concurrency sweep.".to_owned()),
+            file: "specs/tfb-plaintext.yaml".to_owned(),
+            plan_hash: "sha256:4f1c2b9e7a30d5c8".to_owned(),
+            vars: BTreeMap::from([("base_url".to_owned(), "http://127.0.0.1:8080".to_owned())]),
+            seed: 42,
+        },
+        started_at: STARTED_AT.to_owned(),
+        finished_at: Some(FINISHED_AT.to_owned()),
+        machine: Machine {
+            hostname: Some("bench-01".to_owned()),
+            cpu_model: Some("AMD Ryzen 9 7950X 16-Core Processor".to_owned()),
+            sockets: Some(1),
+            cores_per_socket: Some(16),
+            threads_per_core: Some(2),
+            online_cpus: Some("0-31".to_owned()),
+            logical_cpus: Some(32),
+            governor: Some("performance".to_owned()),
+            memory_bytes: Some(64 * 1024 * 1024 * 1024),
+            kernel: Some("6.8.0-45-generic".to_owned()),
+            virtualization: None,
+            git_commit: Some("2220db2".to_owned()),
+            git_dirty: Some(false),
+        },
+        pinning: Pinning {
+            generator_requested: Some("16-31".to_owned()),
+            generator_applied: Some("1".to_owned()),
+            target_requested: Some("0-15".to_owned()),
+            target_applied: Some("0".to_owned()),
+            workers: vec![Some(1)],
+            warnings: vec!["this machine has 2 CPUs; the generator runs on CPU 1 instead of 16-31, the target on CPU 0 instead of 0-15 (on_mismatch: warn)".to_owned()],
+        },
+        target: TargetInfo {
+            kind: "command".to_owned(),
+            base_url: "http://127.0.0.1:8080".to_owned(),
+            pid: Some(4242),
+            exited: None,
+            samples: vec![ResourceSample { t: 1.0, cpu: 0.97, rss_bytes: 48 * 1024 * 1024 }],
+            log_files: vec!["loadgate-out/tfb-plaintext/target.log".to_owned()],
+        },
+        scenarios,
+        outcome: Outcome::in_progress(),
+    };
+    run.outcome = outcome(&run);
+    run
+}

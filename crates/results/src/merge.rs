@@ -1,0 +1,127 @@
+//! Combining measurements: histograms added bucket by bucket, never percentiles averaged.
+
+use crate::json::ResultsError;
+use crate::model::{Histograms, LatencySummary, ScenarioResult, Validity};
+
+impl Histograms {
+    /// Adds every histogram of `other` into this one.
+    pub fn add(&mut self, other: &Histograms) -> Result<(), ResultsError> {
+        let add = |into: &mut hdrhistogram::Histogram<u64>,
+                   from: &hdrhistogram::Histogram<u64>,
+                   what: &str| {
+            into.add(from)
+                .map_err(|e| ResultsError::Merge(format!("{what} histograms do not add up: {e:?}")))
+        };
+        add(&mut self.latency, &other.latency, "latency")?;
+        add(&mut self.service_time, &other.service_time, "service time")?;
+        add(&mut self.send_lag, &other.send_lag, "send lag")?;
+        add(&mut self.connect_time, &other.connect_time, "connect time")
+    }
+}
+
+/// Merges repetitions of one scenario instance (the same name, from several runs) as if they had run back to
+/// back: counts and durations summed, histograms added and the summaries recomputed from them, throughput
+/// recomputed as completed requests over the summed duration, rates weighted by duration, timelines
+/// concatenated (each shifted by the durations before it), the measurement valid only if every part was.
+/// Verdicts are dropped: evaluate the SLOs again on the merged result ([`crate::evaluate`]).
+pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, ResultsError> {
+    let Some((first, rest)) = parts.split_first() else {
+        return Err(ResultsError::Merge(
+            "no scenario results to merge".to_owned(),
+        ));
+    };
+    let mut merged = first.clone();
+    merged.verdicts.clear();
+    let weighted = |rate: Option<f64>, duration: f64| rate.map(|r| r * duration);
+    let mut target_weighted = weighted(first.load.target_rate, first.duration);
+    let mut achieved_weighted = weighted(first.load.achieved_rate, first.duration);
+    for part in rest {
+        if part.name != merged.name {
+            return Err(ResultsError::Merge(format!(
+                "`{}` and `{}` are different scenario instances",
+                merged.name, part.name
+            )));
+        }
+        merged.histograms.add(&part.histograms)?;
+        let offset = merged.duration;
+        merged
+            .timeline
+            .extend(part.timeline.iter().cloned().map(|mut p| {
+                p.t += offset;
+                p
+            }));
+        merged.duration += part.duration;
+        target_weighted = target_weighted
+            .zip(weighted(part.load.target_rate, part.duration))
+            .map(|(a, b)| a + b);
+        achieved_weighted = achieved_weighted
+            .zip(weighted(part.load.achieved_rate, part.duration))
+            .map(|(a, b)| a + b);
+        merged.load.users_started = merged
+            .load
+            .users_started
+            .zip(part.load.users_started)
+            .map(|(a, b)| a + b);
+        merged.load.users_finished = merged
+            .load
+            .users_finished
+            .zip(part.load.users_finished)
+            .map(|(a, b)| a + b);
+
+        let r = &mut merged.requests;
+        r.sent += part.requests.sent;
+        r.completed += part.requests.completed;
+        r.incomplete += part.requests.incomplete;
+        r.unsent += part.requests.unsent;
+        let st = &mut merged.status;
+        st.informational += part.status.informational;
+        st.success += part.status.success;
+        st.redirection += part.status.redirection;
+        st.client_error += part.status.client_error;
+        st.server_error += part.status.server_error;
+        let e = &mut merged.errors;
+        e.connect += part.errors.connect;
+        e.read += part.errors.read;
+        e.write += part.errors.write;
+        e.timeout += part.errors.timeout;
+        e.protocol += part.errors.protocol;
+        let c = &mut merged.connections;
+        c.planned = c.planned.max(part.connections.planned);
+        c.peak_open = c.peak_open.max(part.connections.peak_open);
+        c.opened += part.connections.opened;
+        c.failed += part.connections.failed;
+        c.reconnects += part.connections.reconnects;
+        merged.bytes.read += part.bytes.read;
+        merged.bytes.written += part.bytes.written;
+        merged.workers.extend(part.workers.iter().cloned());
+        merged.validity = Validity {
+            valid: merged.validity.valid && part.validity.valid,
+            problems: merged
+                .validity
+                .problems
+                .iter()
+                .chain(&part.validity.problems)
+                .cloned()
+                .collect(),
+            warnings: merged
+                .validity
+                .warnings
+                .iter()
+                .chain(&part.validity.warnings)
+                .cloned()
+                .collect(),
+        };
+        if merged.aborted.is_none() {
+            merged.aborted.clone_from(&part.aborted);
+        }
+    }
+    if merged.duration > 0.0 {
+        merged.throughput = merged.requests.completed as f64 / merged.duration;
+        merged.load.target_rate = target_weighted.map(|w| w / merged.duration);
+        merged.load.achieved_rate = achieved_weighted.map(|w| w / merged.duration);
+    }
+    merged.latency = LatencySummary::from_histogram(&merged.histograms.latency);
+    merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
+    merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);
+    Ok(merged)
+}

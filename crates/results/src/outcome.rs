@@ -1,0 +1,189 @@
+//! The outcome of a run and the exit code of `loadgate run`, defined once.
+//!
+//! | code | status | when |
+//! | --- | --- | --- |
+//! | 0 | [`OutcomeStatus::Passed`] | every gated SLO held (a run whose only SLOs were not evaluated passes) |
+//! | 1 | [`OutcomeStatus::SloFailed`] | a gated SLO failed, including one that stopped the run (`abort_on_fail`) |
+//! | 2 | (none) | the spec or the command line is invalid: nothing ran, so there are no results |
+//! | 3 | [`OutcomeStatus::RunFailed`], [`OutcomeStatus::Incomplete`] | the run could not be carried out, or was interrupted (Ctrl-C) |
+//! | 4 | [`OutcomeStatus::InvalidMeasurement`] | a gated scenario's generator did not deliver what the plan asked |
+//!
+//! Precedence, highest first: **run failed (3) > interrupted (3) > invalid measurement (4) > SLO failed (1) >
+//! passed (0)**. An invalid measurement outranks an SLO failure because its numbers describe loadgate, not the
+//! target: a p99 over its threshold may be the generator's fault. A run that did not finish outranks both, since
+//! the phases that did not run were gated too. An interrupted run exits 3, not 130: CI must not read a Ctrl-C'd
+//! run as a verdict on the target.
+//!
+//! What [`outcome`] reads:
+//! - **run failed**: `results.outcome.status == RunFailed`, which the runner records (with its reasons) when it
+//!   could not carry the run out: target never ready, pinning impossible with `on_mismatch: fail`. This is the
+//!   only status taken from the input; every other is derived. A target that exited during the run
+//!   (`target.exited`) is a failed run too.
+//! - **interrupted**: `finished_at` is `None`. The runner sets `finished_at` once the last phase has ended,
+//!   normally or stopped by an `abort_on_fail` SLO; a Ctrl-C leaves it unset.
+//! - **invalid measurement**: a gated scenario with `validity.valid == false`. An invalid `gate: false` phase
+//!   (a warmup) is listed in the reasons but does not invalidate the run.
+//! - **SLO failed**: a verdict with `passed == false` in a gated scenario.
+//!
+//! `reasons` lists every finding, highest precedence first, so a run both invalid and failing an SLO says both.
+
+use crate::model::{Outcome, OutcomeStatus, RunResults};
+
+/// The process exit codes of `loadgate`.
+pub mod exit_codes {
+    /// Every gated SLO held.
+    pub const PASSED: i32 = 0;
+    /// A gated SLO failed.
+    pub const SLO_FAILED: i32 = 1;
+    /// The spec or the command line is invalid; nothing ran.
+    pub const INVALID_INPUT: i32 = 2;
+    /// The run could not be carried out, or was interrupted.
+    pub const RUN_FAILED: i32 = 3;
+    /// The run is invalid as a measurement.
+    pub const INVALID_MEASUREMENT: i32 = 4;
+}
+
+impl OutcomeStatus {
+    /// The exit code of this outcome.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            OutcomeStatus::Passed => exit_codes::PASSED,
+            OutcomeStatus::SloFailed => exit_codes::SLO_FAILED,
+            OutcomeStatus::RunFailed | OutcomeStatus::Incomplete => exit_codes::RUN_FAILED,
+            OutcomeStatus::InvalidMeasurement => exit_codes::INVALID_MEASUREMENT,
+        }
+    }
+
+    /// A short label for people: `passed`, `SLO failed`, `run failed`, `invalid measurement`, `incomplete`.
+    pub fn label(self) -> &'static str {
+        match self {
+            OutcomeStatus::Passed => "passed",
+            OutcomeStatus::SloFailed => "SLO failed",
+            OutcomeStatus::RunFailed => "run failed",
+            OutcomeStatus::InvalidMeasurement => "invalid measurement",
+            OutcomeStatus::Incomplete => "incomplete",
+        }
+    }
+
+    /// Precedence: higher wins.
+    fn rank(self) -> u8 {
+        match self {
+            OutcomeStatus::Passed => 0,
+            OutcomeStatus::SloFailed => 1,
+            OutcomeStatus::InvalidMeasurement => 2,
+            OutcomeStatus::Incomplete => 3,
+            OutcomeStatus::RunFailed => 4,
+        }
+    }
+}
+
+impl Outcome {
+    /// An outcome with its exit code.
+    pub fn new(status: OutcomeStatus, reasons: Vec<String>) -> Self {
+        Outcome {
+            status,
+            exit_code: status.exit_code(),
+            reasons,
+        }
+    }
+
+    /// The outcome to write while the run is still going.
+    pub fn in_progress() -> Self {
+        Outcome::new(
+            OutcomeStatus::Incomplete,
+            vec!["the run has not finished".to_owned()],
+        )
+    }
+
+    /// The outcome the runner records when the run could not be carried out.
+    pub fn run_failed(reasons: Vec<String>) -> Self {
+        Outcome::new(OutcomeStatus::RunFailed, reasons)
+    }
+}
+
+/// Derives the outcome of a run from its results; see the [module documentation](self) for the rules.
+pub fn outcome(results: &RunResults) -> Outcome {
+    let mut findings: Vec<(OutcomeStatus, String)> = Vec::new();
+
+    if results.outcome.status == OutcomeStatus::RunFailed {
+        if results.outcome.reasons.is_empty() {
+            findings.push((
+                OutcomeStatus::RunFailed,
+                "the run could not be carried out".to_owned(),
+            ));
+        }
+        findings.extend(
+            results
+                .outcome
+                .reasons
+                .iter()
+                .map(|r| (OutcomeStatus::RunFailed, r.clone())),
+        );
+    }
+    if let Some(exit) = &results.target.exited {
+        findings.push((
+            OutcomeStatus::RunFailed,
+            format!(
+                "the target exited during the run, {:.1}s after the start: {}",
+                exit.at_seconds, exit.status
+            ),
+        ));
+    }
+    if results.finished_at.is_none() {
+        let mut reason = "the run did not finish (interrupted)".to_owned();
+        if let Some(s) = results.scenarios.iter().rev().find(|s| s.aborted.is_some()) {
+            reason = format!(
+                "the run did not finish: {} was stopped ({})",
+                s.name,
+                s.aborted.as_deref().unwrap_or("")
+            );
+        }
+        findings.push((OutcomeStatus::Incomplete, reason));
+    }
+    for s in &results.scenarios {
+        if !s.validity.valid {
+            let problems: Vec<String> = s
+                .validity
+                .problems
+                .iter()
+                .map(|p| p.message.clone())
+                .collect();
+            let problems = if problems.is_empty() {
+                "the generator did not deliver the plan".to_owned()
+            } else {
+                problems.join("; ")
+            };
+            if s.gate {
+                findings.push((
+                    OutcomeStatus::InvalidMeasurement,
+                    format!("{} is invalid as a measurement: {problems}", s.name),
+                ));
+            } else {
+                findings.push((
+                    OutcomeStatus::Passed,
+                    format!(
+                        "{} (not gated) is invalid as a measurement: {problems}",
+                        s.name
+                    ),
+                ));
+            }
+        }
+    }
+    for s in results.scenarios.iter().filter(|s| s.gate) {
+        for v in s.verdicts.iter().filter(|v| !v.passed) {
+            findings.push((
+                OutcomeStatus::SloFailed,
+                format!("{}: {}", s.name, v.explain()),
+            ));
+        }
+    }
+
+    let status = findings
+        .iter()
+        .map(|(st, _)| *st)
+        .max_by_key(|st| st.rank())
+        .unwrap_or(OutcomeStatus::Passed);
+    // Highest precedence first; stable within a level, so reasons keep the run's order.
+    findings.sort_by_key(|(st, _)| std::cmp::Reverse(st.rank()));
+    Outcome::new(status, findings.into_iter().map(|(_, r)| r).collect())
+}
