@@ -40,9 +40,7 @@ pub fn junit_many(runs: &[RunResults]) -> Result<String, ReportError> {
         report.add_test_suite(suite);
     }
     report.set_time(total);
-    report
-        .to_string()
-        .map_err(|e| ReportError::Junit(e.to_string()))
+    report.to_string().map_err(|e| ReportError::Junit(e.to_string()))
 }
 
 fn seconds(s: f64) -> Duration {
@@ -84,10 +82,7 @@ fn properties(run: &RunResults) -> Vec<Property> {
     let optional = [
         ("machine.hostname", m.hostname.clone()),
         ("machine.cpu_model", m.cpu_model.clone()),
-        (
-            "machine.logical_cpus",
-            m.logical_cpus.map(|n| n.to_string()),
-        ),
+        ("machine.logical_cpus", m.logical_cpus.map(|n| n.to_string())),
         ("machine.kernel", m.kernel.clone()),
         ("machine.governor", m.governor.clone()),
         ("machine.git_commit", m.git_commit.clone()),
@@ -95,17 +90,8 @@ fn properties(run: &RunResults) -> Vec<Property> {
         ("pinning.target", run.pinning.target_applied.clone()),
         ("finished_at", run.finished_at.clone()),
     ];
-    props.extend(
-        optional
-            .into_iter()
-            .filter_map(|(k, v)| v.map(|v| Property::new(k, v))),
-    );
-    props.extend(
-        run.spec
-            .vars
-            .iter()
-            .map(|(k, v)| Property::new(format!("var.{k}"), v.as_str())),
-    );
+    props.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| Property::new(k, v))));
+    props.extend(run.spec.vars.iter().map(|(k, v)| Property::new(format!("var.{k}"), v.as_str())));
     props
 }
 
@@ -117,49 +103,37 @@ fn skipped(message: &str) -> TestCaseStatus {
 
 fn failure(kind: &str, message: &str, description: &str) -> TestCaseStatus {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-    status
-        .set_type(kind)
-        .set_message(message)
-        .set_description(description);
+    status.set_type(kind).set_message(message).set_description(description);
     status
 }
 
 fn cases(s: &ScenarioResult) -> Vec<TestCase> {
     let mut cases = Vec::new();
     for v in &s.verdicts {
-        cases.push(TestCase::new(
-            format!("{}: {}", s.name, v.slo),
-            verdict_status(s, v),
-        ));
+        cases.push(TestCase::new(format!("{}: {}", s.name, v.slo), verdict_status(s, v)));
     }
     if !s.validity.valid {
-        let problems: Vec<String> = s
-            .validity
-            .problems
-            .iter()
-            .map(|p| format!("{}: {}", p.kind, p.message))
-            .collect();
+        let problems: Vec<String> = s.validity.problems.iter().map(|p| format!("{}: {}", p.kind, p.message)).collect();
         let message = if problems.is_empty() {
             "invalid as a measurement: the generator did not deliver what the plan asked".to_owned()
         } else {
             format!("invalid as a measurement: {}", problems.join("; "))
         };
         let status = if s.gate {
-            failure("invalid_measurement", &message, "the generator did not deliver what the plan asked, so these numbers describe loadgate, not the target")
+            failure(
+                "invalid_measurement",
+                &message,
+                "the generator did not deliver what the plan asked, so these numbers describe loadgate, not the target",
+            )
         } else {
             skipped(&format!("not gated (gate: false); {message}"))
         };
-        cases.push(TestCase::new(
-            format!("{}: valid measurement", s.name),
-            status,
-        ));
+        cases.push(TestCase::new(format!("{}: valid measurement", s.name), status));
     }
     if s.verdicts.is_empty() {
         let status = match (&s.aborted, s.gate) {
             (Some(why), true) => failure("aborted", &format!("stopped early: {why}"), why),
-            (Some(why), false) => {
-                skipped(&format!("not gated (gate: false); stopped early: {why}"))
-            }
+            (Some(why), false) => skipped(&format!("not gated (gate: false); stopped early: {why}")),
             (None, _) => TestCaseStatus::success(),
         };
         cases.push(TestCase::new(format!("{}: ran", s.name), status));

@@ -53,11 +53,7 @@ pub fn machine_summary(m: &Machine) -> String {
     if let Some(v) = &m.virtualization {
         parts.push(v.clone());
     }
-    let body = if parts.is_empty() {
-        "unknown machine".to_owned()
-    } else {
-        parts.join(", ")
-    };
+    let body = if parts.is_empty() { "unknown machine".to_owned() } else { parts.join(", ") };
     match &m.hostname {
         Some(h) => format!("{h}: {body}"),
         None => body,
@@ -86,10 +82,5 @@ pub fn file_stem(name: &str) -> String {
 
 /// The verdict headline of a run in one line: `tfb-plaintext: SLO failed (exit 1)`.
 pub fn headline(r: &RunResults) -> String {
-    format!(
-        "{}: {} (exit {})",
-        r.spec.name,
-        r.outcome.status.label(),
-        r.outcome.exit_code
-    )
+    format!("{}: {} (exit {})", r.spec.name, r.outcome.status.label(), r.outcome.exit_code)
 }

@@ -29,8 +29,7 @@ pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, 
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("cell", cell);
     let source = template.unwrap_or(DEFAULT_TEMPLATE);
-    env.add_template("report.md", source)
-        .map_err(template_error)?;
+    env.add_template("report.md", source).map_err(template_error)?;
     let tmpl = env.get_template("report.md").map_err(template_error)?;
     let view = View::new(results);
     let ctx = minijinja::context! {
@@ -42,12 +41,7 @@ pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, 
 
 fn template_error(e: minijinja::Error) -> ReportError {
     let mut message = e.to_string();
-    if let Some(detail) = e
-        .display_debug_info()
-        .to_string()
-        .lines()
-        .find(|l| l.contains("-->"))
-    {
+    if let Some(detail) = e.display_debug_info().to_string().lines().find(|l| l.contains("-->")) {
         message = format!("{message} ({})", detail.trim());
     }
     ReportError::Template(message)
@@ -56,9 +50,7 @@ fn template_error(e: minijinja::Error) -> ReportError {
 /// Makes text safe in a GFM table cell.
 fn cell(value: Value) -> String {
     let text = value.to_string();
-    text.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace(['\r', '\n'], " ")
+    text.replace('\\', "\\\\").replace('|', "\\|").replace(['\r', '\n'], " ")
 }
 
 /// A run prepared for people: every number formatted, every table row ready.
@@ -191,10 +183,7 @@ pub struct SweepRow {
 }
 
 fn percentile(s: &ScenarioResult, key: &str) -> String {
-    s.latency
-        .percentiles
-        .get(key)
-        .map_or_else(|| "-".to_owned(), |us| format::latency(*us))
+    s.latency.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us))
 }
 
 impl View {
@@ -238,11 +227,7 @@ impl View {
                 p90: percentile(s, "p90"),
                 p99: percentile(s, "p99"),
                 p999: percentile(s, "p99.9"),
-                max: if s.latency.count > 0 {
-                    format::latency(s.latency.max_us)
-                } else {
-                    "-".to_owned()
-                },
+                max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 errors: format::count(s.errors.total()),
                 errors_by_kind: errors_line(s),
                 non_2xx: format::count(s.status.non_2xx()),
@@ -291,25 +276,13 @@ impl View {
             pinning: vec![
                 (
                     "generator".to_owned(),
-                    r.pinning
-                        .generator_requested
-                        .clone()
-                        .unwrap_or_else(|| "any".to_owned()),
-                    r.pinning
-                        .generator_applied
-                        .clone()
-                        .unwrap_or_else(|| "unpinned".to_owned()),
+                    r.pinning.generator_requested.clone().unwrap_or_else(|| "any".to_owned()),
+                    r.pinning.generator_applied.clone().unwrap_or_else(|| "unpinned".to_owned()),
                 ),
                 (
                     "target".to_owned(),
-                    r.pinning
-                        .target_requested
-                        .clone()
-                        .unwrap_or_else(|| "any".to_owned()),
-                    r.pinning
-                        .target_applied
-                        .clone()
-                        .unwrap_or_else(|| "unpinned".to_owned()),
+                    r.pinning.target_requested.clone().unwrap_or_else(|| "any".to_owned()),
+                    r.pinning.target_applied.clone().unwrap_or_else(|| "unpinned".to_owned()),
                 ),
             ],
             workers: if r.pinning.workers.is_empty() {
@@ -320,10 +293,7 @@ impl View {
                     .iter()
                     .enumerate()
                     .map(|(i, cpu)| {
-                        format!(
-                            "worker {i}: {}",
-                            cpu.map_or_else(|| "unpinned".to_owned(), |c| format!("CPU {c}"))
-                        )
+                        format!("worker {i}: {}", cpu.map_or_else(|| "unpinned".to_owned(), |c| format!("CPU {c}")))
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -346,8 +316,7 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
     }
     keys.into_iter()
         .filter_map(|key| {
-            let cells: Vec<&ScenarioResult> =
-                r.scenarios.iter().filter(|s| s.scenario == key).collect();
+            let cells: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.scenario == key).collect();
             if cells.len() < 2 {
                 return None;
             }
@@ -365,10 +334,7 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
                     values: vars
                         .iter()
                         .map(|v| {
-                            c.matrix
-                                .iter()
-                                .find(|(k, _)| k == v)
-                                .map_or_else(|| "-".to_owned(), |(_, val)| val.clone())
+                            c.matrix.iter().find(|(k, _)| k == v).map_or_else(|| "-".to_owned(), |(_, val)| val.clone())
                         })
                         .collect(),
                     throughput: format::rate(c.throughput),
@@ -378,11 +344,7 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
                     verdict: scenario_verdict(c).0,
                 })
                 .collect();
-            Some(Sweep {
-                scenario: key.to_owned(),
-                vars,
-                rows,
-            })
+            Some(Sweep { scenario: key.to_owned(), vars, rows })
         })
         .collect()
 }
@@ -390,24 +352,15 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
 fn warnings(r: &RunResults) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(exit) = &r.target.exited {
-        out.push(format!(
-            "The target exited {:.1}s into the run: {}.",
-            exit.at_seconds, exit.status
-        ));
+        out.push(format!("The target exited {:.1}s into the run: {}.", exit.at_seconds, exit.status));
     }
     for s in &r.scenarios {
         let gated = if s.gate { "" } else { " (not gated)" };
         for p in &s.validity.problems {
-            out.push(format!(
-                "**{}**{gated} is invalid as a measurement: {} (`{}`)",
-                s.name, p.message, p.kind
-            ));
+            out.push(format!("**{}**{gated} is invalid as a measurement: {} (`{}`)", s.name, p.message, p.kind));
         }
         for w in &s.validity.warnings {
-            out.push(format!(
-                "**{}**{gated}: {} (`{}`)",
-                s.name, w.message, w.kind
-            ));
+            out.push(format!("**{}**{gated}: {} (`{}`)", s.name, w.message, w.kind));
         }
         if let Some(why) = &s.aborted {
             out.push(format!("**{}** was stopped early: {why}", s.name));
@@ -435,16 +388,8 @@ fn machine_rows(r: &RunResults) -> Vec<(String, String)> {
         ("virtualization", m.virtualization.clone()),
         (
             "git commit",
-            m.git_commit.clone().map(|c| {
-                if m.git_dirty == Some(true) {
-                    format!("{c} (dirty)")
-                } else {
-                    c
-                }
-            }),
+            m.git_commit.clone().map(|c| if m.git_dirty == Some(true) { format!("{c} (dirty)") } else { c }),
         ),
     ];
-    rows.into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
-        .collect()
+    rows.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))).collect()
 }

@@ -6,13 +6,8 @@ use loadgate_results::format;
 use loadgate_results::{OutcomeStatus, RunResults, ScenarioResult};
 
 /// The percentile columns of the summaries.
-const PERCENTILES: [(&str, &str); 5] = [
-    ("p50", "p50"),
-    ("p75", "p75"),
-    ("p90", "p90"),
-    ("p99", "p99"),
-    ("p99.9", "p99.9"),
-];
+const PERCENTILES: [(&str, &str); 5] =
+    [("p50", "p50"), ("p75", "p75"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p99.9")];
 
 /// A wrk-like summary of one scenario instance: load, latency percentiles, requests and bytes, throughput,
 /// achieved against target rate for open loads, status classes, errors by kind, connections, SLO verdicts and
@@ -27,11 +22,7 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         let _ = writeln!(
             out,
             "  {}",
-            latency_row(
-                "Latency",
-                PERCENTILES.iter().map(|(label, _)| (*label).to_owned()),
-                "max".to_owned()
-            )
+            latency_row("Latency", PERCENTILES.iter().map(|(label, _)| (*label).to_owned()), "max".to_owned())
         );
         let _ = writeln!(
             out,
@@ -55,22 +46,15 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         );
     }
     if s.load.target_rate.is_some() && s.service_time.count > 0 {
-        let p = |key: &str| {
-            s.service_time
-                .percentiles
-                .get(key)
-                .map_or_else(|| "-".to_owned(), |us| format::latency(*us))
-        };
+        let p =
+            |key: &str| s.service_time.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
         let _ = writeln!(
             out,
             "  Service time (uncorrected): p50 {}, p99 {}, max {}; send lag p99 {}",
             p("p50"),
             p("p99"),
             format::latency(s.service_time.max_us),
-            s.send_lag
-                .percentiles
-                .get("p99")
-                .map_or_else(|| "-".to_owned(), |us| format::latency(*us)),
+            s.send_lag.percentiles.get("p99").map_or_else(|| "-".to_owned(), |us| format::latency(*us)),
         );
     }
 
@@ -85,17 +69,8 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     let _ = writeln!(out, "  Requests/sec: {}", format::number(s.throughput));
     if let Some(target) = s.load.target_rate {
         let achieved = s.load.achieved_rate.unwrap_or(0.0);
-        let share = if target > 0.0 {
-            format!(" ({:.2}%)", 100.0 * achieved / target)
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            out,
-            "  Rate: target {}, achieved {}{share}",
-            format::rate(target),
-            format::rate(achieved)
-        );
+        let share = if target > 0.0 { format!(" ({:.2}%)", 100.0 * achieved / target) } else { String::new() };
+        let _ = writeln!(out, "  Rate: target {}, achieved {}{share}", format::rate(target), format::rate(achieved));
     }
     if s.requests.incomplete > 0 || s.requests.unsent > 0 {
         let _ = writeln!(
@@ -132,10 +107,7 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         }
     }
     if !s.validity.valid {
-        let _ = writeln!(
-            out,
-            "  INVALID MEASUREMENT: the generator did not deliver what the plan asked"
-        );
+        let _ = writeln!(out, "  INVALID MEASUREMENT: the generator did not deliver what the plan asked");
         for p in &s.validity.problems {
             let _ = writeln!(out, "    {}: {}", p.kind, p.message);
         }
@@ -151,21 +123,11 @@ pub fn text_summary(s: &ScenarioResult) -> String {
 
 /// `closed load, 256 connections, pipeline 16, 15.00s`.
 pub(crate) fn load_line(s: &ScenarioResult) -> String {
-    let mut parts = vec![format!(
-        "{} load",
-        if s.load.model.is_empty() {
-            "unknown"
-        } else {
-            &s.load.model
-        }
-    )];
+    let mut parts = vec![format!("{} load", if s.load.model.is_empty() { "unknown" } else { &s.load.model })];
     if let Some(target) = s.load.target_rate {
         parts.push(format!("target {}", format::rate(target)));
     }
-    parts.push(format!(
-        "{} connections",
-        format::count(s.connections.planned)
-    ));
+    parts.push(format!("{} connections", format::count(s.connections.planned)));
     if s.load.pipeline > 1 {
         parts.push(format!("pipeline {}", s.load.pipeline));
     }
@@ -200,11 +162,8 @@ pub(crate) fn status_line(s: &ScenarioResult) -> String {
         ("4xx", st.client_error),
         ("5xx", st.server_error),
     ];
-    let parts: Vec<String> = classes
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(class, n)| format!("{class} {}", format::count(*n)))
-        .collect();
+    let parts: Vec<String> =
+        classes.iter().filter(|(_, n)| *n > 0).map(|(class, n)| format!("{class} {}", format::count(*n))).collect();
     if parts.is_empty() {
         "no responses".to_owned()
     } else {
@@ -222,11 +181,8 @@ pub(crate) fn errors_line(s: &ScenarioResult) -> String {
         ("timeout", e.timeout),
         ("protocol", e.protocol),
     ];
-    let parts: Vec<String> = kinds
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(kind, n)| format!("{kind} {}", format::count(*n)))
-        .collect();
+    let parts: Vec<String> =
+        kinds.iter().filter(|(_, n)| *n > 0).map(|(kind, n)| format!("{kind} {}", format::count(*n))).collect();
     if parts.is_empty() {
         "none".to_owned()
     } else {
@@ -294,36 +250,18 @@ pub(crate) fn outcome_tone(status: OutcomeStatus) -> Tone {
 /// The final table of a run: a row per scenario instance (requests/s, p50, p99, max, errors, non-2xx, verdict),
 /// then the outcome, its exit code and its reasons. ANSI colour only when `color` is true.
 pub fn summary_table(r: &RunResults, color: bool) -> String {
-    let headers = [
-        "scenario",
-        "requests/s",
-        "p50",
-        "p99",
-        "max",
-        "errors",
-        "non-2xx",
-        "verdict",
-    ];
+    let headers = ["scenario", "requests/s", "p50", "p99", "max", "errors", "non-2xx", "verdict"];
     let mut rows: Vec<(Vec<String>, Tone)> = Vec::new();
     for s in &r.scenarios {
         let (verdict, tone) = scenario_verdict(s);
-        let lat = |key: &str| {
-            s.latency
-                .percentiles
-                .get(key)
-                .map_or_else(|| "-".to_owned(), |us| format::latency(*us))
-        };
+        let lat = |key: &str| s.latency.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
         rows.push((
             vec![
                 s.name.clone(),
                 format::number(s.throughput),
                 lat("p50"),
                 lat("p99"),
-                if s.latency.count > 0 {
-                    format::latency(s.latency.max_us)
-                } else {
-                    "-".to_owned()
-                },
+                if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 format::count(s.errors.total()),
                 format::count(s.status.non_2xx()),
                 verdict,

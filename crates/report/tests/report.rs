@@ -21,12 +21,7 @@ fn markdown_snapshot() {
 #[test]
 fn text_summary_snapshots() {
     let r = run();
-    let all: String = r
-        .scenarios
-        .iter()
-        .map(text_summary)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let all: String = r.scenarios.iter().map(text_summary).collect::<Vec<_>>().join("\n");
     insta::assert_snapshot!("text_summaries", all);
     insta::assert_snapshot!("summary_table", summary_table(&r, false));
 }
@@ -34,10 +29,7 @@ fn text_summary_snapshots() {
 #[test]
 fn hgrm_snapshot() {
     let r = run();
-    insta::assert_snapshot!(
-        "hgrm_put_constant_rate",
-        hgrm(&r.scenarios[4].histograms.latency)
-    );
+    insta::assert_snapshot!("hgrm_put_constant_rate", hgrm(&r.scenarios[4].histograms.latency));
 }
 
 #[test]
@@ -54,8 +46,7 @@ fn colour_only_when_asked() {
 }
 
 fn attr<'a>(node: roxmltree::Node<'a, 'a>, name: &str) -> &'a str {
-    node.attribute(name)
-        .unwrap_or_else(|| panic!("<{}> has no `{name}`", node.tag_name().name()))
+    node.attribute(name).unwrap_or_else(|| panic!("<{}> has no `{name}`", node.tag_name().name()))
 }
 
 #[test]
@@ -65,24 +56,13 @@ fn junit_parses_back_with_counts_that_add_up() {
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "testsuites");
-    let suites: Vec<_> = root
-        .children()
-        .filter(|n| n.has_tag_name("testsuite"))
-        .collect();
+    let suites: Vec<_> = root.children().filter(|n| n.has_tag_name("testsuite")).collect();
     assert_eq!(suites.len(), 1);
     let suite = suites[0];
     assert_eq!(attr(suite, "name"), "tfb-plaintext");
 
-    let cases: Vec<_> = suite
-        .children()
-        .filter(|n| n.has_tag_name("testcase"))
-        .collect();
-    let count = |tag: &str| {
-        cases
-            .iter()
-            .filter(|c| c.children().any(|n| n.has_tag_name(tag)))
-            .count()
-    };
+    let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
+    let count = |tag: &str| cases.iter().filter(|c| c.children().any(|n| n.has_tag_name(tag))).count();
     let (failures, skipped) = (count("failure"), count("skipped"));
     assert_eq!(attr(suite, "tests").parse::<usize>().unwrap(), cases.len());
     assert_eq!(attr(suite, "failures").parse::<usize>().unwrap(), failures);
@@ -107,28 +87,13 @@ fn junit_parses_back_with_counts_that_add_up() {
         for f in c.children().filter(|n| n.has_tag_name("failure")) {
             assert!(!attr(f, "message").is_empty());
         }
-        let out = c
-            .children()
-            .find(|n| n.has_tag_name("system-out"))
-            .and_then(|n| n.text())
-            .unwrap_or_default();
+        let out = c.children().find(|n| n.has_tag_name("system-out")).and_then(|n| n.text()).unwrap_or_default();
         assert!(out.contains("Requests/sec:"), "{out}");
     }
-    let failing = cases
-        .iter()
-        .find(|c| attr(**c, "name") == "plaintext[connections=1024]: p99 < 100ms")
-        .unwrap();
-    let failure = failing
-        .children()
-        .find(|n| n.has_tag_name("failure"))
-        .unwrap();
-    assert_eq!(
-        attr(failure, "message"),
-        "p99 was 141.7ms, threshold < 100ms"
-    );
-    assert!(cases
-        .iter()
-        .any(|c| attr(*c, "name") == "plaintext[connections=4096]: valid measurement"));
+    let failing = cases.iter().find(|c| attr(**c, "name") == "plaintext[connections=1024]: p99 < 100ms").unwrap();
+    let failure = failing.children().find(|n| n.has_tag_name("failure")).unwrap();
+    assert_eq!(attr(failure, "message"), "p99 was 141.7ms, threshold < 100ms");
+    assert!(cases.iter().any(|c| attr(*c, "name") == "plaintext[connections=4096]: valid measurement"));
 
     let props: Vec<(&str, &str)> = suite
         .children()
@@ -137,10 +102,7 @@ fn junit_parses_back_with_counts_that_add_up() {
         .map(|p| (attr(p, "name"), attr(p, "value")))
         .collect();
     for key in ["plan.hash", "loadgate.version", "machine"] {
-        assert!(
-            props.iter().any(|(k, v)| *k == key && !v.is_empty()),
-            "{key}: {props:?}"
-        );
+        assert!(props.iter().any(|(k, v)| *k == key && !v.is_empty()), "{key}: {props:?}");
     }
 }
 
@@ -149,10 +111,7 @@ fn a_scenario_without_slos_still_shows_up() {
     let mut r = run();
     r.scenarios[1].verdicts.clear();
     let xml = junit(&r).unwrap();
-    assert!(
-        xml.contains(r#"name="plaintext[connections=256]: ran""#),
-        "{xml}"
-    );
+    assert!(xml.contains(r#"name="plaintext[connections=256]: ran""#), "{xml}");
 }
 
 #[test]
@@ -192,34 +151,29 @@ fn markdown_is_gfm_with_real_tables() {
     // Body rows (the header row is in TableHead): 5 scenarios, 5 scenarios, 15 SLOs, 3 cells.
     assert_eq!(&rows_in_table[..4], &[5, 5, 15, 3], "{md}");
     assert_eq!(headings[0], "⚠️ tfb-plaintext: invalid measurement");
-    assert!(
-        headings.iter().any(|h| h == "Sweep: plaintext"),
-        "{headings:?}"
-    );
+    assert!(headings.iter().any(|h| h == "Sweep: plaintext"), "{headings:?}");
     assert!(md.contains("sha256:4f1c2b9e7a30d5c8"));
 }
 
 #[test]
 fn templates_can_be_overridden_and_errors_are_reported() {
     let r = run();
-    let custom = "{{ report.name }} {{ results.spec.plan_hash }} {% for s in report.scenarios %}{{ s.p99 }};{% endfor %}";
+    let custom =
+        "{{ report.name }} {{ results.spec.plan_hash }} {% for s in report.scenarios %}{{ s.p99 }};{% endfor %}";
     assert_eq!(
         markdown(&r, Some(custom)).unwrap(),
         "tfb-plaintext sha256:4f1c2b9e7a30d5c8 19.73ms;10.12ms;141.7ms;63.68ms;16.66ms;"
     );
     let err = markdown(&r, Some("{% for %}")).unwrap_err().to_string();
     assert!(err.starts_with("Markdown template: syntax error"), "{err}");
-    let err = markdown(&r, Some("{{ report.nope }}"))
-        .unwrap_err()
-        .to_string();
+    let err = markdown(&r, Some("{{ report.nope }}")).unwrap_err().to_string();
     assert!(err.contains("undefined"), "{err}");
 }
 
 #[test]
 fn a_passing_run_reads_as_passed_everywhere() {
     let mut r = run();
-    r.scenarios
-        .retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    r.scenarios.retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
     r.outcome = outcome(&r);
     assert_eq!(r.outcome.exit_code, 0);
     let md = markdown(&r, None).unwrap();
@@ -230,34 +184,21 @@ fn a_passing_run_reads_as_passed_everywhere() {
 
 #[test]
 fn results_json_of_the_fixture_validates_against_the_committed_schema() {
-    let schema_text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schemas/results.schema.json"
-    ))
-    .unwrap();
+    let schema_text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schemas/results.schema.json")).unwrap();
     let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let json = loadgate_results::to_json(&run()).unwrap();
     let instance: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(validator.is_valid(&instance));
     let back = loadgate_results::from_json(&json).unwrap();
-    assert_eq!(
-        junit(&back).unwrap(),
-        junit(&run()).unwrap(),
-        "a report re-rendered from results.json is the same"
-    );
-    assert_eq!(
-        markdown(&back, None).unwrap(),
-        markdown(&run(), None).unwrap()
-    );
+    assert_eq!(junit(&back).unwrap(), junit(&run()).unwrap(), "a report re-rendered from results.json is the same");
+    assert_eq!(markdown(&back, None).unwrap(), markdown(&run(), None).unwrap());
 }
 
 #[test]
 fn file_stems_are_safe() {
-    assert_eq!(
-        file_stem("plaintext[connections=256]"),
-        "plaintext-connections-256"
-    );
+    assert_eq!(file_stem("plaintext[connections=256]"), "plaintext-connections-256");
     assert_eq!(file_stem("put-constant-rate"), "put-constant-rate");
     assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
     assert_eq!(file_stem("../.."), "scenario");

@@ -91,25 +91,14 @@ pub struct Shape {
 pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
     let latency = exponential_histogram(shape.completed, shape.latency.0, shape.latency.1);
     let service_time = if shape.rates.is_some() {
-        exponential_histogram(
-            shape.completed,
-            shape.latency.0 * 0.8,
-            shape.latency.1 * 0.5,
-        )
+        exponential_histogram(shape.completed, shape.latency.0 * 0.8, shape.latency.1 * 0.5)
     } else {
         latency.clone()
     };
-    let send_lag = if shape.rates.is_some() {
-        exponential_histogram(shape.completed, 20.0, 150.0)
-    } else {
-        new_histogram()
-    };
+    let send_lag =
+        if shape.rates.is_some() { exponential_histogram(shape.completed, 20.0, 150.0) } else { new_histogram() };
     let connect_time = exponential_histogram(shape.opened, 40.0, 30.0);
-    let errors = ErrorCounts {
-        timeout: shape.timeouts,
-        read: shape.read_errors,
-        ..ErrorCounts::default()
-    };
+    let errors = ErrorCounts { timeout: shape.timeouts, read: shape.read_errors, ..ErrorCounts::default() };
     let seconds = shape.duration.round() as u64;
     let timeline = (1..=seconds)
         .map(|t| {
@@ -137,19 +126,12 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         utilization: shape.utilization,
         saturated: shape.utilization >= 0.95,
     }];
-    let problem = |(kind, message): &(&str, &str)| Problem {
-        kind: (*kind).to_owned(),
-        message: (*message).to_owned(),
-    };
+    let problem = |(kind, message): &(&str, &str)| Problem { kind: (*kind).to_owned(), message: (*message).to_owned() };
     let mut s = ScenarioResult {
         index,
         name: shape.name.to_owned(),
         scenario: shape.scenario.to_owned(),
-        matrix: shape
-            .matrix
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
+        matrix: shape.matrix.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
         gate: shape.gate,
         started_at_offset: shape.offset,
         duration: shape.duration,
@@ -189,12 +171,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         latency: LatencySummary::from_histogram(&latency),
         service_time: LatencySummary::from_histogram(&service_time),
         send_lag: LatencySummary::from_histogram(&send_lag),
-        histograms: Histograms {
-            latency,
-            service_time,
-            send_lag,
-            connect_time,
-        },
+        histograms: Histograms { latency, service_time, send_lag, connect_time },
         timeline,
         workers,
         validity: Validity {
@@ -226,34 +203,33 @@ fn parse_slo(text: &str) -> Option<Slo> {
 
 /// The shapes of [`sample_run`].
 pub fn sample_shapes() -> Vec<Shape> {
-    let plaintext =
-        |connections: &'static str, opened: u64, completed: u64, latency: (f64, f64)| Shape {
-            name: match connections {
-                "256" => "plaintext[connections=256]",
-                "1024" => "plaintext[connections=1024]",
-                _ => "plaintext[connections=4096]",
-            },
-            scenario: "plaintext",
-            matrix: vec![("connections", connections)],
-            gate: true,
-            duration: 15.0,
-            offset: 0.0,
-            model: "closed",
-            connections: connections.parse().unwrap_or(0),
-            opened,
-            pipeline: 16,
-            rates: None,
-            completed,
-            latency,
-            server_errors: 0,
-            timeouts: 0,
-            read_errors: 0,
-            response_bytes: 130,
-            slos: vec!["p99 < 100ms", "throughput >= 100000/s", "error_rate < 0.1%"],
-            problems: vec![],
-            warnings: vec![],
-            utilization: 0.62,
-        };
+    let plaintext = |connections: &'static str, opened: u64, completed: u64, latency: (f64, f64)| Shape {
+        name: match connections {
+            "256" => "plaintext[connections=256]",
+            "1024" => "plaintext[connections=1024]",
+            _ => "plaintext[connections=4096]",
+        },
+        scenario: "plaintext",
+        matrix: vec![("connections", connections)],
+        gate: true,
+        duration: 15.0,
+        offset: 0.0,
+        model: "closed",
+        connections: connections.parse().unwrap_or(0),
+        opened,
+        pipeline: 16,
+        rates: None,
+        completed,
+        latency,
+        server_errors: 0,
+        timeouts: 0,
+        read_errors: 0,
+        response_bytes: 130,
+        slos: vec!["p99 < 100ms", "throughput >= 100000/s", "error_rate < 0.1%"],
+        problems: vec![],
+        warnings: vec![],
+        utilization: 0.62,
+    };
     let mut shapes = vec![
         Shape {
             name: "warmup",
@@ -307,22 +283,13 @@ pub fn sample_shapes() -> Vec<Shape> {
                 "error_rate < 0.1%",
             ],
             problems: vec![],
-            warnings: vec![(
-                "incomplete_requests",
-                "3 requests timed out at the end of the phase",
-            )],
+            warnings: vec![("incomplete_requests", "3 requests timed out at the end of the phase")],
             utilization: 0.31,
         },
     ];
     shapes[3].problems = vec![
-        (
-            "connections_missing",
-            "3000 of 4096 connections opened: the target refused 1096",
-        ),
-        (
-            "generator_saturated",
-            "worker 0 on CPU 1 was 98% busy: the generator, not the target, set the pace",
-        ),
+        ("connections_missing", "3000 of 4096 connections opened: the target refused 1096"),
+        ("generator_saturated", "worker 0 on CPU 1 was 98% busy: the generator, not the target, set the pace"),
     ];
     shapes[3].utilization = 0.98;
     let mut offset = 0.0;
@@ -335,11 +302,8 @@ pub fn sample_shapes() -> Vec<Shape> {
 
 /// A complete, realistic run: see the [module documentation](self).
 pub fn sample_run() -> RunResults {
-    let scenarios: Vec<ScenarioResult> = sample_shapes()
-        .iter()
-        .enumerate()
-        .map(|(i, shape)| scenario(i, shape))
-        .collect();
+    let scenarios: Vec<ScenarioResult> =
+        sample_shapes().iter().enumerate().map(|(i, shape)| scenario(i, shape)).collect();
     let mut run = RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         loadgate_version: "0.1.0".to_owned(),

@@ -61,10 +61,7 @@ pub fn number(v: f64) -> String {
     if v.abs() >= 100.0 {
         let rounded = v.round();
         let sign = if rounded < 0.0 { "-" } else { "" };
-        format!(
-            "{sign}{}",
-            group_thousands(&format!("{:.0}", rounded.abs()))
-        )
+        format!("{sign}{}", group_thousands(&format!("{:.0}", rounded.abs())))
     } else {
         format!("{v:.2}")
     }

@@ -22,11 +22,7 @@ const VALUE_SCALE: f64 = 1000.0;
 pub fn hgrm(h: &Histogram<u64>) -> String {
     let decimals = usize::from(h.sigfig());
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:>12} {:>12} {:>12} {:>12}\n",
-        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-    );
+    let _ = writeln!(out, "{:>12} {:>12} {:>12} {:>12}\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
     let mut row = |value: u64, percent: f64, count: u64| {
         let q = percent / 100.0;
         let _ = writeln!(
@@ -64,29 +60,10 @@ pub fn hgrm(h: &Histogram<u64>) -> String {
         }
     }
 
-    let (mean, stdev, max) = if total > 0 {
-        (h.mean(), h.stdev(), h.max() as f64)
-    } else {
-        (0.0, 0.0, 0.0)
-    };
-    let _ = writeln!(
-        out,
-        "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
-        mean / VALUE_SCALE,
-        stdev / VALUE_SCALE
-    );
-    let _ = writeln!(
-        out,
-        "#[Max     = {:>12.3}, Total count    = {:>12}]",
-        max / VALUE_SCALE,
-        total
-    );
-    let _ = writeln!(
-        out,
-        "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
-        h.buckets(),
-        sub_buckets(h.sigfig())
-    );
+    let (mean, stdev, max) = if total > 0 { (h.mean(), h.stdev(), h.max() as f64) } else { (0.0, 0.0, 0.0) };
+    let _ = writeln!(out, "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]", mean / VALUE_SCALE, stdev / VALUE_SCALE);
+    let _ = writeln!(out, "#[Max     = {:>12.3}, Total count    = {:>12}]", max / VALUE_SCALE, total);
+    let _ = writeln!(out, "#[Buckets = {:>12}, SubBuckets     = {:>12}]", h.buckets(), sub_buckets(h.sigfig()));
     out
 }
 
@@ -118,18 +95,9 @@ mod tests {
         let first: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(first, ["0.010", "0.000000", "1", "1.00"]);
         // The 50% row is 50 ms.
-        assert!(
-            lines
-                .iter()
-                .any(|l| l.contains(" 0.500000 ") && l.trim_start().starts_with("50.")),
-            "{text}"
-        );
-        let spectrum: Vec<&str> = lines
-            .iter()
-            .copied()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .skip(1)
-            .collect();
+        assert!(lines.iter().any(|l| l.contains(" 0.500000 ") && l.trim_start().starts_with("50.")), "{text}");
+        let spectrum: Vec<&str> =
+            lines.iter().copied().filter(|l| !l.starts_with('#') && !l.is_empty()).skip(1).collect();
         let last: Vec<&str> = spectrum.last().unwrap().split_whitespace().collect();
         assert_eq!(&last[1..], ["1.000000", "10000", "inf"]);
         // Percentiles and counts never go down.

@@ -45,19 +45,13 @@ pub fn to_json(results: &RunResults) -> Result<String, ResultsError> {
 pub fn from_json(text: &str) -> Result<RunResults, ResultsError> {
     let value: serde_json::Value = serde_json::from_str(text)?;
     let Some(object) = value.as_object() else {
-        return Err(ResultsError::NotResults(
-            "the top level is not an object".to_owned(),
-        ));
+        return Err(ResultsError::NotResults("the top level is not an object".to_owned()));
     };
     let version = match object.get("schema_version") {
-        None => {
-            return Err(ResultsError::NotResults(
-                "it has no `schema_version`".to_owned(),
-            ))
-        }
-        Some(v) => v.as_u64().ok_or_else(|| {
-            ResultsError::NotResults(format!("`schema_version` is {v}, not a whole number"))
-        })?,
+        None => return Err(ResultsError::NotResults("it has no `schema_version`".to_owned())),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| ResultsError::NotResults(format!("`schema_version` is {v}, not a whole number")))?,
     };
     if version != u64::from(RESULTS_SCHEMA_VERSION) {
         let written_by = object

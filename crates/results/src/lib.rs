@@ -45,9 +45,7 @@ pub mod histogram_serde {
     /// Encodes a histogram as base64 of its compressed V2 encoding.
     pub fn encode(h: &Histogram<u64>) -> Result<String, String> {
         let mut buf = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(h, &mut buf)
-            .map_err(|e| format!("cannot encode histogram: {e:?}"))?;
+        V2DeflateSerializer::new().serialize(h, &mut buf).map_err(|e| format!("cannot encode histogram: {e:?}"))?;
         Ok(base64::engine::general_purpose::STANDARD.encode(buf))
     }
 
@@ -56,9 +54,7 @@ pub mod histogram_serde {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| format!("histogram is not base64: {e}"))?;
-        Deserializer::new()
-            .deserialize(&mut &bytes[..])
-            .map_err(|e| format!("cannot decode histogram: {e:?}"))
+        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("cannot decode histogram: {e:?}"))
     }
 
     /// Serde `serialize_with`.

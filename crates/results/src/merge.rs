@@ -6,11 +6,8 @@ use crate::model::{Histograms, LatencySummary, ScenarioResult, Validity};
 impl Histograms {
     /// Adds every histogram of `other` into this one.
     pub fn add(&mut self, other: &Histograms) -> Result<(), ResultsError> {
-        let add = |into: &mut hdrhistogram::Histogram<u64>,
-                   from: &hdrhistogram::Histogram<u64>,
-                   what: &str| {
-            into.add(from)
-                .map_err(|e| ResultsError::Merge(format!("{what} histograms do not add up: {e:?}")))
+        let add = |into: &mut hdrhistogram::Histogram<u64>, from: &hdrhistogram::Histogram<u64>, what: &str| {
+            into.add(from).map_err(|e| ResultsError::Merge(format!("{what} histograms do not add up: {e:?}")))
         };
         add(&mut self.latency, &other.latency, "latency")?;
         add(&mut self.service_time, &other.service_time, "service time")?;
@@ -26,9 +23,7 @@ impl Histograms {
 /// Verdicts are dropped: evaluate the SLOs again on the merged result ([`crate::evaluate`]).
 pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, ResultsError> {
     let Some((first, rest)) = parts.split_first() else {
-        return Err(ResultsError::Merge(
-            "no scenario results to merge".to_owned(),
-        ));
+        return Err(ResultsError::Merge("no scenario results to merge".to_owned()));
     };
     let mut merged = first.clone();
     merged.verdicts.clear();
@@ -44,29 +39,15 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         }
         merged.histograms.add(&part.histograms)?;
         let offset = merged.duration;
-        merged
-            .timeline
-            .extend(part.timeline.iter().cloned().map(|mut p| {
-                p.t += offset;
-                p
-            }));
+        merged.timeline.extend(part.timeline.iter().cloned().map(|mut p| {
+            p.t += offset;
+            p
+        }));
         merged.duration += part.duration;
-        target_weighted = target_weighted
-            .zip(weighted(part.load.target_rate, part.duration))
-            .map(|(a, b)| a + b);
-        achieved_weighted = achieved_weighted
-            .zip(weighted(part.load.achieved_rate, part.duration))
-            .map(|(a, b)| a + b);
-        merged.load.users_started = merged
-            .load
-            .users_started
-            .zip(part.load.users_started)
-            .map(|(a, b)| a + b);
-        merged.load.users_finished = merged
-            .load
-            .users_finished
-            .zip(part.load.users_finished)
-            .map(|(a, b)| a + b);
+        target_weighted = target_weighted.zip(weighted(part.load.target_rate, part.duration)).map(|(a, b)| a + b);
+        achieved_weighted = achieved_weighted.zip(weighted(part.load.achieved_rate, part.duration)).map(|(a, b)| a + b);
+        merged.load.users_started = merged.load.users_started.zip(part.load.users_started).map(|(a, b)| a + b);
+        merged.load.users_finished = merged.load.users_finished.zip(part.load.users_finished).map(|(a, b)| a + b);
 
         let r = &mut merged.requests;
         r.sent += part.requests.sent;
@@ -96,20 +77,8 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         merged.workers.extend(part.workers.iter().cloned());
         merged.validity = Validity {
             valid: merged.validity.valid && part.validity.valid,
-            problems: merged
-                .validity
-                .problems
-                .iter()
-                .chain(&part.validity.problems)
-                .cloned()
-                .collect(),
-            warnings: merged
-                .validity
-                .warnings
-                .iter()
-                .chain(&part.validity.warnings)
-                .cloned()
-                .collect(),
+            problems: merged.validity.problems.iter().chain(&part.validity.problems).cloned().collect(),
+            warnings: merged.validity.warnings.iter().chain(&part.validity.warnings).cloned().collect(),
         };
         if merged.aborted.is_none() {
             merged.aborted.clone_from(&part.aborted);

@@ -17,8 +17,7 @@ pub const HISTOGRAM_SIGFIG: u8 = 3;
 
 /// A fresh latency histogram with loadgate's range and precision.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG)
-        .expect("static histogram bounds are valid")
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG).expect("static histogram bounds are valid")
 }
 
 /// The contents of `results.json`: everything one run of one spec measured, and its outcome.
@@ -474,15 +473,8 @@ pub struct Outcome {
 }
 
 /// The percentiles every summary carries.
-pub const SUMMARY_PERCENTILES: [(&str, f64); 7] = [
-    ("p50", 50.0),
-    ("p75", 75.0),
-    ("p90", 90.0),
-    ("p95", 95.0),
-    ("p99", 99.0),
-    ("p99.9", 99.9),
-    ("p99.99", 99.99),
-];
+pub const SUMMARY_PERCENTILES: [(&str, f64); 7] =
+    [("p50", 50.0), ("p75", 75.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99)];
 
 impl LatencySummary {
     /// Summarizes a histogram of microseconds. Percentiles come from the histogram itself, never from averages.
@@ -505,9 +497,6 @@ impl LatencySummary {
 
     /// The value of a percentile such as 99.9, if the summary carries it.
     pub fn percentile(&self, p: f64) -> Option<u64> {
-        SUMMARY_PERCENTILES
-            .iter()
-            .find(|(_, q)| *q == p)
-            .and_then(|(name, _)| self.percentiles.get(*name).copied())
+        SUMMARY_PERCENTILES.iter().find(|(_, q)| *q == p).and_then(|(name, _)| self.percentiles.get(*name).copied())
     }
 }

@@ -80,19 +80,12 @@ impl OutcomeStatus {
 impl Outcome {
     /// An outcome with its exit code.
     pub fn new(status: OutcomeStatus, reasons: Vec<String>) -> Self {
-        Outcome {
-            status,
-            exit_code: status.exit_code(),
-            reasons,
-        }
+        Outcome { status, exit_code: status.exit_code(), reasons }
     }
 
     /// The outcome to write while the run is still going.
     pub fn in_progress() -> Self {
-        Outcome::new(
-            OutcomeStatus::Incomplete,
-            vec!["the run has not finished".to_owned()],
-        )
+        Outcome::new(OutcomeStatus::Incomplete, vec!["the run has not finished".to_owned()])
     }
 
     /// The outcome the runner records when the run could not be carried out.
@@ -107,47 +100,26 @@ pub fn outcome(results: &RunResults) -> Outcome {
 
     if results.outcome.status == OutcomeStatus::RunFailed {
         if results.outcome.reasons.is_empty() {
-            findings.push((
-                OutcomeStatus::RunFailed,
-                "the run could not be carried out".to_owned(),
-            ));
+            findings.push((OutcomeStatus::RunFailed, "the run could not be carried out".to_owned()));
         }
-        findings.extend(
-            results
-                .outcome
-                .reasons
-                .iter()
-                .map(|r| (OutcomeStatus::RunFailed, r.clone())),
-        );
+        findings.extend(results.outcome.reasons.iter().map(|r| (OutcomeStatus::RunFailed, r.clone())));
     }
     if let Some(exit) = &results.target.exited {
         findings.push((
             OutcomeStatus::RunFailed,
-            format!(
-                "the target exited during the run, {:.1}s after the start: {}",
-                exit.at_seconds, exit.status
-            ),
+            format!("the target exited during the run, {:.1}s after the start: {}", exit.at_seconds, exit.status),
         ));
     }
     if results.finished_at.is_none() {
         let mut reason = "the run did not finish (interrupted)".to_owned();
         if let Some(s) = results.scenarios.iter().rev().find(|s| s.aborted.is_some()) {
-            reason = format!(
-                "the run did not finish: {} was stopped ({})",
-                s.name,
-                s.aborted.as_deref().unwrap_or("")
-            );
+            reason = format!("the run did not finish: {} was stopped ({})", s.name, s.aborted.as_deref().unwrap_or(""));
         }
         findings.push((OutcomeStatus::Incomplete, reason));
     }
     for s in &results.scenarios {
         if !s.validity.valid {
-            let problems: Vec<String> = s
-                .validity
-                .problems
-                .iter()
-                .map(|p| p.message.clone())
-                .collect();
+            let problems: Vec<String> = s.validity.problems.iter().map(|p| p.message.clone()).collect();
             let problems = if problems.is_empty() {
                 "the generator did not deliver the plan".to_owned()
             } else {
@@ -161,28 +133,18 @@ pub fn outcome(results: &RunResults) -> Outcome {
             } else {
                 findings.push((
                     OutcomeStatus::Passed,
-                    format!(
-                        "{} (not gated) is invalid as a measurement: {problems}",
-                        s.name
-                    ),
+                    format!("{} (not gated) is invalid as a measurement: {problems}", s.name),
                 ));
             }
         }
     }
     for s in results.scenarios.iter().filter(|s| s.gate) {
         for v in s.verdicts.iter().filter(|v| !v.passed) {
-            findings.push((
-                OutcomeStatus::SloFailed,
-                format!("{}: {}", s.name, v.explain()),
-            ));
+            findings.push((OutcomeStatus::SloFailed, format!("{}: {}", s.name, v.explain())));
         }
     }
 
-    let status = findings
-        .iter()
-        .map(|(st, _)| *st)
-        .max_by_key(|st| st.rank())
-        .unwrap_or(OutcomeStatus::Passed);
+    let status = findings.iter().map(|(st, _)| *st).max_by_key(|st| st.rank()).unwrap_or(OutcomeStatus::Passed);
     // Highest precedence first; stable within a level, so reasons keep the run's order.
     findings.sort_by_key(|(st, _)| std::cmp::Reverse(st.rank()));
     Outcome::new(status, findings.into_iter().map(|(_, r)| r).collect())

@@ -39,22 +39,13 @@ pub const NOTE_PER_REQUEST: &str = "not evaluated: per-request results are not m
 /// Evaluates the SLOs of one scenario instance.
 ///
 /// `baseline` is the instance of the same name in the baseline run, if there is one ([`baseline_for`]).
-pub fn evaluate(
-    slos: &[Slo],
-    result: &ScenarioResult,
-    baseline: Option<&ScenarioResult>,
-) -> Vec<Verdict> {
-    slos.iter()
-        .map(|slo| evaluate_one(slo, result, baseline))
-        .collect()
+pub fn evaluate(slos: &[Slo], result: &ScenarioResult, baseline: Option<&ScenarioResult>) -> Vec<Verdict> {
+    slos.iter().map(|slo| evaluate_one(slo, result, baseline)).collect()
 }
 
 /// The scenario instance of the baseline run that a result compares with: the one with the same name
 /// (`plaintext[connections=256]`).
-pub fn baseline_for<'a>(
-    baseline: &'a RunResults,
-    result: &ScenarioResult,
-) -> Option<&'a ScenarioResult> {
+pub fn baseline_for<'a>(baseline: &'a RunResults, result: &ScenarioResult) -> Option<&'a ScenarioResult> {
     baseline.scenarios.iter().find(|b| b.name == result.name)
 }
 
@@ -78,8 +69,7 @@ pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
 pub fn error_rate(s: &ScenarioResult) -> Option<f64> {
     let errors = s.errors.total();
     let denominator = s.requests.completed.saturating_add(errors);
-    (denominator > 0)
-        .then(|| (errors.saturating_add(s.status.non_2xx())) as f64 / denominator as f64)
+    (denominator > 0).then(|| (errors.saturating_add(s.status.non_2xx())) as f64 / denominator as f64)
 }
 
 /// Formats a value of a metric with its unit: `83.20ms`, `94,737/s`, `0.12%`, `3`.
@@ -126,23 +116,14 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
 
     let threshold = match slo.threshold {
         Threshold::Baseline { factor } => match baseline {
-            None => Err(
-                "not evaluated: no baseline to compare with (run with --baseline FILE)".to_owned(),
-            ),
+            None => Err("not evaluated: no baseline to compare with (run with --baseline FILE)".to_owned()),
             Some(b) => match measure(slo.metric, b) {
                 Some(v) => Ok(v * factor),
-                None => Err(format!(
-                    "not evaluated: the baseline measured no {}",
-                    slo.metric
-                )),
+                None => Err(format!("not evaluated: the baseline measured no {}", slo.metric)),
             },
         },
-        _ => threshold_value(slo).ok_or_else(|| {
-            format!(
-                "the threshold `{}` is not a value for `{}`",
-                slo.threshold, slo.metric
-            )
-        }),
+        _ => threshold_value(slo)
+            .ok_or_else(|| format!("the threshold `{}` is not a value for `{}`", slo.threshold, slo.metric)),
     };
 
     if slo.request.is_some() {
@@ -165,10 +146,7 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
                     Some(v) => verdict.passed = slo.comparison.holds(v, t),
                     None => {
                         verdict.passed = false;
-                        verdict.note = Some(format!(
-                            "nothing measured: {} needs completed requests",
-                            slo.metric
-                        ));
+                        verdict.note = Some(format!("nothing measured: {} needs completed requests", slo.metric));
                     }
                 }
             }
@@ -194,10 +172,7 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
 impl Verdict {
     /// Whether the SLO was compared at all (it is not for per-request SLOs and missing baselines).
     pub fn evaluated(&self) -> bool {
-        !self
-            .note
-            .as_deref()
-            .is_some_and(|n| n.contains("not evaluated"))
+        !self.note.as_deref().is_some_and(|n| n.contains("not evaluated"))
     }
 
     /// The metric as the SLO names it, with its filter: `p99`, `p99{request=put}`.
@@ -207,8 +182,7 @@ impl Verdict {
 
     /// The threshold for people: `< 100ms`, or `<= baseline * 1.1 (= 110.0ms)` for a baseline.
     pub fn threshold_text(&self) -> String {
-        if self.threshold.starts_with("baseline") && self.evaluated() && self.threshold_value > 0.0
-        {
+        if self.threshold.starts_with("baseline") && self.evaluated() && self.threshold_value > 0.0 {
             let resolved = Metric::from_str(&self.metric)
                 .map(|m| format_value(m.kind(), self.threshold_value))
                 .unwrap_or_else(|()| format::number(self.threshold_value));
@@ -220,12 +194,8 @@ impl Verdict {
 
     /// Observed against threshold, as a failure message: `p99 was 143.2ms, threshold < 100ms`.
     pub fn explain(&self) -> String {
-        let mut text = format!(
-            "{} was {}, threshold {}",
-            self.metric_label(),
-            self.observed_text,
-            self.threshold_text()
-        );
+        let mut text =
+            format!("{} was {}, threshold {}", self.metric_label(), self.observed_text, self.threshold_text());
         if let Some(note) = &self.note {
             text.push_str(" (");
             text.push_str(note);

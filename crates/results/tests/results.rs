@@ -46,10 +46,8 @@ fn results_round_trip_and_validate_against_the_schema() {
     let schema: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let instance: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
+    let errors: Vec<String> =
+        validator.iter_errors(&instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
     assert!(errors.is_empty(), "{errors:#?}");
 
     // A histogram that is not HISTFAAA fails the schema.
@@ -62,54 +60,35 @@ fn results_round_trip_and_validate_against_the_schema() {
 fn histograms_are_histfaaa_and_decode_to_the_same_counts() {
     let run = sample_run();
     let value: serde_json::Value = serde_json::from_str(&to_json(&run).unwrap()).unwrap();
-    for (s, json) in run
-        .scenarios
-        .iter()
-        .zip(value["scenarios"].as_array().unwrap())
-    {
+    for (s, json) in run.scenarios.iter().zip(value["scenarios"].as_array().unwrap()) {
         for key in ["latency", "service_time", "send_lag", "connect_time"] {
             let text = json["histograms"][key].as_str().unwrap();
-            assert!(
-                text.starts_with("HISTFAAA"),
-                "{key}: {}",
-                &text[..12.min(text.len())]
-            );
+            assert!(text.starts_with("HISTFAAA"), "{key}: {}", &text[..12.min(text.len())]);
             histogram_serde::decode(text).unwrap();
         }
-        let latency =
-            histogram_serde::decode(json["histograms"]["latency"].as_str().unwrap()).unwrap();
+        let latency = histogram_serde::decode(json["histograms"]["latency"].as_str().unwrap()).unwrap();
         assert_eq!(latency.len(), s.requests.completed);
-        assert_eq!(
-            latency.value_at_quantile(0.99),
-            s.latency.percentiles["p99"]
-        );
+        assert_eq!(latency.value_at_quantile(0.99), s.latency.percentiles["p99"]);
     }
 }
 
 #[test]
 fn unknown_schema_versions_are_refused_by_name() {
-    let mut value: serde_json::Value =
-        serde_json::from_str(&to_json(&sample_run()).unwrap()).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&to_json(&sample_run()).unwrap()).unwrap();
     value["schema_version"] = serde_json::json!(2);
     value["loadgate_version"] = serde_json::json!("9.0.0");
     let err = from_json(&value.to_string()).unwrap_err().to_string();
     assert_eq!(
         err,
-        format!("results have schema_version 2 (written by loadgate 9.0.0); this loadgate ({}) reads schema_version 1", env!("CARGO_PKG_VERSION"))
+        format!(
+            "results have schema_version 2 (written by loadgate 9.0.0); this loadgate ({}) reads schema_version 1",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     let err = from_json(r#"{"name": "x"}"#).unwrap_err().to_string();
-    assert_eq!(
-        err,
-        "not a loadgate results file: it has no `schema_version`"
-    );
-    assert!(from_json("[1, 2]")
-        .unwrap_err()
-        .to_string()
-        .contains("not an object"));
-    assert!(from_json("{")
-        .unwrap_err()
-        .to_string()
-        .starts_with("cannot read results:"));
+    assert_eq!(err, "not a loadgate results file: it has no `schema_version`");
+    assert!(from_json("[1, 2]").unwrap_err().to_string().contains("not an object"));
+    assert!(from_json("{").unwrap_err().to_string().starts_with("cannot read results:"));
 }
 
 fn slos(texts: &[&str]) -> Vec<Slo> {
@@ -123,10 +102,7 @@ fn percentiles_come_from_the_histogram_and_failures_explain_themselves() {
     assert_eq!(failing.name, "plaintext[connections=1024]");
     let v = &failing.verdicts[0];
     assert!(!v.passed);
-    assert_eq!(
-        v.observed,
-        Some(failing.histograms.latency.value_at_quantile(0.99) as f64)
-    );
+    assert_eq!(v.observed, Some(failing.histograms.latency.value_at_quantile(0.99) as f64));
     assert_eq!(v.threshold_value, 100_000.0);
     assert_eq!(v.explain(), "p99 was 141.7ms, threshold < 100ms");
     assert!(failing.verdicts[1].passed && failing.verdicts[2].passed);
@@ -139,11 +115,7 @@ fn error_rate_counts_errors_and_non_2xx_over_completed_and_failed() {
     // 12 responses were 5xx and 3 requests timed out, out of 959,704 completed and 3 failed.
     let expected = 15.0 / 959_707.0;
     assert_eq!(error_rate(put), Some(expected));
-    let v = put
-        .verdicts
-        .iter()
-        .find(|v| v.metric == "error_rate")
-        .unwrap();
+    let v = put.verdicts.iter().find(|v| v.metric == "error_rate").unwrap();
     assert!(v.passed);
     assert_eq!(v.observed_text, "0.0016%");
 
@@ -151,15 +123,8 @@ fn error_rate_counts_errors_and_non_2xx_over_completed_and_failed() {
     nothing.requests.completed = 0;
     nothing.errors = ErrorCounts::default();
     nothing.histograms.latency = new_histogram();
-    let vs = evaluate(
-        &slos(&["error_rate < 1%", "p99 < 1s", "errors <= 0"]),
-        &nothing,
-        None,
-    );
-    assert!(
-        !vs[0].passed && !vs[1].passed,
-        "nothing measured fails a gated SLO: {vs:#?}"
-    );
+    let vs = evaluate(&slos(&["error_rate < 1%", "p99 < 1s", "errors <= 0"]), &nothing, None);
+    assert!(!vs[0].passed && !vs[1].passed, "nothing measured fails a gated SLO: {vs:#?}");
     assert!(vs[2].passed);
 }
 
@@ -167,15 +132,8 @@ fn error_rate_counts_errors_and_non_2xx_over_completed_and_failed() {
 fn baselines_compare_the_same_metric_and_missing_ones_do_not_gate() {
     let run = sample_run();
     let put = &run.scenarios[4];
-    let no_baseline = put
-        .verdicts
-        .iter()
-        .find(|v| v.threshold.starts_with("baseline"))
-        .unwrap();
-    assert!(
-        no_baseline.passed && !no_baseline.evaluated(),
-        "{no_baseline:#?}"
-    );
+    let no_baseline = put.verdicts.iter().find(|v| v.threshold.starts_with("baseline")).unwrap();
+    assert!(no_baseline.passed && !no_baseline.evaluated(), "{no_baseline:#?}");
     assert!(no_baseline.note.as_deref().unwrap().contains("no baseline"));
 
     // A baseline 20% faster: p99 <= baseline * 1.10 fails.
@@ -186,23 +144,11 @@ fn baselines_compare_the_same_metric_and_missing_ones_do_not_gate() {
     assert!(!v.passed, "{v:#?}");
     let expected = faster.histograms.latency.value_at_quantile(0.99) as f64 * 1.1;
     assert!((v.threshold_value - expected).abs() < 1e-6);
-    assert!(
-        v.explain().starts_with("p99 was 16.66ms"),
-        "{}",
-        v.explain()
-    );
-    assert!(
-        v.explain().contains("threshold <= baseline * 1.1 (= "),
-        "{}",
-        v.explain()
-    );
+    assert!(v.explain().starts_with("p99 was 16.66ms"), "{}", v.explain());
+    assert!(v.explain().contains("threshold <= baseline * 1.1 (= "), "{}", v.explain());
 
     // Against itself it holds.
-    let v = &evaluate(
-        &slos(&["p99 <= baseline * 1.10", "throughput >= baseline * 0.9"]),
-        put,
-        Some(put),
-    );
+    let v = &evaluate(&slos(&["p99 <= baseline * 1.10", "throughput >= baseline * 0.9"]), put, Some(put));
     assert!(v.iter().all(|v| v.passed && v.note.is_none()), "{v:#?}");
 
     let mut baseline_run = run.clone();
@@ -218,11 +164,7 @@ fn baselines_compare_the_same_metric_and_missing_ones_do_not_gate() {
 fn per_request_slos_and_ungated_phases_never_fail() {
     let run = sample_run();
     let put = &run.scenarios[4];
-    let per_request = put
-        .verdicts
-        .iter()
-        .find(|v| v.slo.contains("{request=put}"))
-        .unwrap();
+    let per_request = put.verdicts.iter().find(|v| v.slo.contains("{request=put}")).unwrap();
     assert!(per_request.passed && per_request.observed.is_none());
     assert_eq!(per_request.note.as_deref(), Some(verdict::NOTE_PER_REQUEST));
 
@@ -230,10 +172,7 @@ fn per_request_slos_and_ungated_phases_never_fail() {
     assert!(!warmup.gate);
     let v = &warmup.verdicts[0];
     assert!(v.passed, "not gated: never fails");
-    assert_eq!(
-        v.note.as_deref(),
-        Some("not gated (gate: false); would have failed")
-    );
+    assert_eq!(v.note.as_deref(), Some("not gated (gate: false); would have failed"));
 }
 
 #[test]
@@ -242,13 +181,8 @@ fn outcome_precedence_run_failed_over_interrupted_over_invalid_over_slo() {
     // The sample has both an invalid measurement and an SLO failure: invalid wins, both are reasons.
     assert_eq!(run.outcome.status, OutcomeStatus::InvalidMeasurement);
     assert_eq!(run.outcome.exit_code, 4);
-    assert!(run.outcome.reasons[0]
-        .starts_with("plaintext[connections=4096] is invalid as a measurement"));
-    assert!(run
-        .outcome
-        .reasons
-        .iter()
-        .any(|r| r == "plaintext[connections=1024]: p99 was 141.7ms, threshold < 100ms"));
+    assert!(run.outcome.reasons[0].starts_with("plaintext[connections=4096] is invalid as a measurement"));
+    assert!(run.outcome.reasons.iter().any(|r| r == "plaintext[connections=1024]: p99 was 141.7ms, threshold < 100ms"));
 
     let mut slo_only = run.clone();
     slo_only.scenarios.remove(3);
@@ -258,10 +192,7 @@ fn outcome_precedence_run_failed_over_interrupted_over_invalid_over_slo() {
     let mut passing = slo_only.clone();
     passing.scenarios.remove(2);
     let o = outcome(&passing);
-    assert_eq!(
-        (o.status, o.exit_code, o.reasons.len()),
-        (OutcomeStatus::Passed, 0, 0)
-    );
+    assert_eq!((o.status, o.exit_code, o.reasons.len()), (OutcomeStatus::Passed, 0, 0));
 
     // An invalid warmup is a reason, not a failure.
     let mut invalid_warmup = passing.clone();
@@ -275,33 +206,20 @@ fn outcome_precedence_run_failed_over_interrupted_over_invalid_over_slo() {
     interrupted.scenarios[4].aborted = Some("interrupted (Ctrl-C)".to_owned());
     let o = outcome(&interrupted);
     assert_eq!((o.status, o.exit_code), (OutcomeStatus::Incomplete, 3));
-    assert_eq!(
-        o.reasons[0],
-        "the run did not finish: put-constant-rate was stopped (interrupted (Ctrl-C))"
-    );
+    assert_eq!(o.reasons[0], "the run did not finish: put-constant-rate was stopped (interrupted (Ctrl-C))");
 
     let mut died = interrupted.clone();
-    died.target.exited = Some(TargetExit {
-        at_seconds: 12.5,
-        status: "signal 9 (SIGKILL)".to_owned(),
-    });
+    died.target.exited = Some(TargetExit { at_seconds: 12.5, status: "signal 9 (SIGKILL)".to_owned() });
     let o = outcome(&died);
     assert_eq!((o.status, o.exit_code), (OutcomeStatus::RunFailed, 3));
-    assert_eq!(
-        o.reasons[0],
-        "the target exited during the run, 12.5s after the start: signal 9 (SIGKILL)"
-    );
+    assert_eq!(o.reasons[0], "the target exited during the run, 12.5s after the start: signal 9 (SIGKILL)");
 
     let mut never_ready = passing.clone();
-    never_ready.outcome = Outcome::run_failed(vec![
-        "the target never became ready: GET /plaintext refused for 30s".to_owned(),
-    ]);
+    never_ready.outcome =
+        Outcome::run_failed(vec!["the target never became ready: GET /plaintext refused for 30s".to_owned()]);
     let o = outcome(&never_ready);
     assert_eq!((o.status, o.exit_code), (OutcomeStatus::RunFailed, 3));
-    assert_eq!(
-        o.reasons,
-        ["the target never became ready: GET /plaintext refused for 30s"]
-    );
+    assert_eq!(o.reasons, ["the target never became ready: GET /plaintext refused for 30s"]);
 
     assert_eq!(exit_codes::INVALID_INPUT, 2);
 }
@@ -312,14 +230,8 @@ fn merged_repetitions_add_histograms() {
     let s = &run.scenarios[1];
     let merged = merge_scenarios(&[s.clone(), s.clone()]).unwrap();
     assert_eq!(merged.requests.completed, 2 * s.requests.completed);
-    assert_eq!(
-        merged.histograms.latency.len(),
-        2 * s.histograms.latency.len()
-    );
-    assert_eq!(
-        merged.latency.percentiles["p99"],
-        s.latency.percentiles["p99"]
-    );
+    assert_eq!(merged.histograms.latency.len(), 2 * s.histograms.latency.len());
+    assert_eq!(merged.latency.percentiles["p99"], s.latency.percentiles["p99"]);
     assert!((merged.throughput - s.throughput).abs() < 1e-6);
     assert_eq!(merged.timeline.len(), 2 * s.timeline.len());
     assert!(merged.verdicts.is_empty());
