@@ -1,1 +1,191 @@
-//! loadgate-engine
+//! loadgate's load engine: runs one phase of an [`ExecutionPlan`] against a target and measures it.
+//!
+//! # Library API
+//!
+//! ```text
+//! run_phase(phase: &Phase, workers: &[WorkerPlan], target: &Target, stop: &StopSignal,
+//!           on_tick: &mut dyn FnMut(&Tick<'_>) -> Control) -> Result<ScenarioResult, EngineError>
+//! ```
+//!
+//! - `workers` has one entry per worker thread, as many as `phase.workers` (the load split). A worker with
+//!   `cpu: Some(n)` pins its thread to CPU `n` with `sched_setaffinity` before anything else; `None` runs
+//!   unpinned.
+//! - [`Target`] is the resolved socket address and the `Host` header value.
+//! - [`StopSignal`] ends the phase early from another thread (Ctrl-C, the target died); workers check it on
+//!   their pacer tick (every 1 ms in open loads, 10 ms in closed ones), never per request.
+//! - `on_tick` is called on the calling thread once per second of the phase with the interval's
+//!   [`TimelinePoint`](loadgate_results::TimelinePoint), the merged latency histogram of the interval and the
+//!   cumulative one. Returning [`Control::Abort`] stops the phase (and sets `aborted` in the result).
+//! - The result is a complete [`ScenarioResult`](loadgate_results::ScenarioResult) with `verdicts` empty (SLO
+//!   evaluation belongs elsewhere) and `started_at_offset` taken from the plan (`phase.start_offset`, or 0):
+//!   the caller knows the run's real start and may overwrite it.
+//! - [`EngineError`] means the phase could not run at all (a thread or runtime could not be created, pinning
+//!   failed, the plan is inconsistent). Everything that happens on the network is counted in the result.
+//!
+//! # What is measured
+//!
+//! Latency is in microseconds, in histograms from [`loadgate_results::new_histogram`].
+//!
+//! - `latency`: completion minus the request's **intended** send time. In open loads the intended time comes
+//!   from the arrival schedule, so a stalled server shows in the percentiles (coordinated omission
+//!   corrected). In closed loads the intended time is when the connection took the request: with keep-alive
+//!   that is the send time (latency equals service time); without keep-alive it is before the connect, so
+//!   latency includes the connect, as ab reports.
+//! - `service_time`: actual send to completion. `send_lag`: actual send minus intended send (open loads only).
+//! - `connect_time`: every successful TCP connect.
+//!
+//! # Stop and drain
+//!
+//! A duration-bound phase stops issuing requests at the deadline; requests in flight then get
+//! `min(timeout, 2 s)` to complete and the rest are reported as `incomplete`. Requests an open schedule wanted
+//! sent before the stop but that never were (all connections busy) are reported as `unsent`. A request-count
+//! phase runs each worker's exact quota; in closed loads the quota is split exactly over its connections. In
+//! a request-count run a failed connect attempt uses up one request, so that a dead target cannot make the run
+//! endless.
+//!
+//! # Errors
+//!
+//! Each request is counted once: completed, or failed as `read` (the server closed or reset before the
+//! response ended), `write`, `timeout` (no response `phase.timeout` after sending; the connection is then
+//! closed and reopened, and every request in flight on it counts as timed out) or `protocol` (a response that
+//! cannot be framed). Failed connects count as `connect` errors and are retried with a backoff from 1 ms to
+//! 100 ms. When a server closes a connection (`Connection: close` or end of stream) the slot reconnects and the
+//! reconnect is counted; requests pipelined behind a `Connection: close` response are sent again on the new
+//! connection.
+//!
+//! # Validity
+//!
+//! The result is invalid (`validity.valid == false`) with problem `rate_not_reached` when an open load sent
+//! less than 99% of its target rate, and `connections_missing` when not every planned connection was opened.
+//! Warnings: `generator_saturated` (a worker used 90% or more of its CPU), `incomplete_requests`,
+//! `ephemeral_ports_exhausted` (connects failed with `EADDRNOTAVAIL`).
+
+mod codec;
+mod phase;
+mod request;
+mod schedule;
+mod sys;
+mod transport;
+mod worker;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use loadgate_plan::{ExecutionPlan, Phase, WorkerPlan};
+
+/// Where the load goes. Resolved by the CLI (from the plan's `TargetPlan`, after the target is up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub addr: SocketAddr,
+    /// The value of the `Host` header (unless the request sets its own).
+    pub host: String,
+}
+
+/// What the engine reports once per second (aggregated over all workers) while a phase runs.
+#[derive(Debug)]
+pub struct Tick<'a> {
+    pub phase: &'a Phase,
+    /// Time since the phase started, at the end of this interval.
+    pub elapsed: Duration,
+    pub point: &'a loadgate_results::TimelinePoint,
+    /// The merged latency histogram of this interval only (for sliding-window SLO checks).
+    pub interval_latency: &'a hdrhistogram::Histogram<u64>,
+    /// Cumulative since the phase start.
+    pub total_latency: &'a hdrhistogram::Histogram<u64>,
+}
+
+/// The answer of an `on_tick` callback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    /// End the phase now; the reason is recorded as the result's `aborted`.
+    Abort(String),
+}
+
+/// Set from another thread (Ctrl-C, the target died) to end the phase early; checked by each pacer tick, never
+/// per request. Clones share the same signal.
+#[derive(Debug, Clone, Default)]
+pub struct StopSignal {
+    inner: Arc<StopInner>,
+}
+
+#[derive(Debug, Default)]
+struct StopInner {
+    stopped: AtomicBool,
+    reason: Mutex<Option<String>>,
+}
+
+impl StopSignal {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the phase to stop. The first reason given is kept.
+    pub fn stop(&self, reason: impl Into<String>) {
+        if let Ok(mut r) = self.inner.reason.lock() {
+            if r.is_none() {
+                *r = Some(reason.into());
+            }
+        }
+        self.inner.stopped.store(true, Ordering::Release);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.inner.stopped.load(Ordering::Acquire)
+    }
+
+    /// Why the phase was stopped, once it was.
+    pub fn reason(&self) -> Option<String> {
+        if !self.is_stopped() {
+            return None;
+        }
+        self.inner.reason.lock().ok().and_then(|r| r.clone())
+    }
+}
+
+/// Why a phase could not run at all. Anything that happens on the network is a counted result instead.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot start worker thread {worker}: {source}")]
+    Spawn {
+        worker: usize,
+        source: std::io::Error,
+    },
+    #[error("worker {worker} cannot build its async runtime: {source}")]
+    Runtime {
+        worker: usize,
+        source: std::io::Error,
+    },
+    #[error("cannot pin worker {worker} to CPU {cpu}: {source}")]
+    Pin {
+        worker: usize,
+        cpu: u32,
+        source: std::io::Error,
+    },
+    #[error(
+        "the phase splits its load over {planned} workers but {given} worker threads were given"
+    )]
+    WorkerMismatch { planned: usize, given: usize },
+    #[error("the plan cannot be run: {0}")]
+    InvalidPlan(String),
+    #[error("the request cannot be sent: {0}")]
+    InvalidRequest(String),
+    #[error("{0} is not supported by this engine")]
+    Unsupported(String),
+    #[error("worker {worker} stopped unexpectedly")]
+    WorkerLost { worker: usize },
+}
+
+/// Runs one phase: spawns one pinned worker thread per entry of `workers`, applies the phase's load, calls
+/// `on_tick` every second, and returns the measured result. Blocks until the phase ends.
+pub fn run_phase(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    target: &Target,
+    stop: &StopSignal,
+    on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
+) -> Result<loadgate_results::ScenarioResult, EngineError> {
+    phase::run(phase, workers, target, stop, on_tick)
+}

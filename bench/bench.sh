@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# loadgate vs wrk/ab against nginx, as in issue 3.
+#
+#   bench/bench.sh                  # all cases, 3 runs each, 10 s per run
+#   RUNS=1 DUR=5 bench/bench.sh closed pipeline
+#
+# nginx (Debian) runs one worker pinned to NGINX_CPU (default 0) and answers GET / with the 13-byte
+# `Hello, World!`; every generator runs pinned to GEN_CPU (default 1) with `taskset`. loadgate and the peer
+# alternate within each case. Requests are counted at the server (nginx stub_status), not taken from any
+# tool's own report; the generator's CPU time and peak RSS come from its rusage (`/usr/bin/time`).
+# Until `loadgate run` exists, loadgate is driven by the engine's example binary (LOADGATE, default
+# target/release/examples/drive; build it with `cargo build --release -p loadgate-engine --example drive`).
+# Prints one table row per case: medians of RUNS runs and the loadgate/peer ratios.
+set -euo pipefail
+
+NGINX_CPU=${NGINX_CPU:-0}
+GEN_CPU=${GEN_CPU:-1}
+RUNS=${RUNS:-3}
+DUR=${DUR:-10}
+PORT=${PORT:-18080}
+HERE=$(cd "$(dirname "$0")" && pwd)
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/examples/drive}
+CASES=${*:-closed pipeline open conns10k conns16k nokeepalive}
+
+for tool in nginx wrk ab curl taskset /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
+done
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate-engine --example drive)" >&2; exit 2; }
+
+work=$(mktemp -d)
+cleanup() {
+  if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
+  sleep 0.5
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/tmp"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/error.log warn;
+worker_rlimit_nofile 20000;
+events { worker_connections 19000; multi_accept on; }
+http {
+  access_log off;
+  keepalive_requests 1000000000;
+  keepalive_timeout 120s;
+  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+  default_type text/plain;
+  server {
+    listen 127.0.0.1:$PORT backlog=65535 reuseport;
+    location = / { return 200 "Hello, World!"; }
+    location = /nginx_status { stub_status; }
+  }
+}
+CONF
+taskset -c "$NGINX_CPU" nginx -c "$work/nginx.conf" -p "$work"
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null && break; sleep 0.1; done
+
+served() { curl -sf "http://127.0.0.1:$PORT/nginx_status" | awk 'NR==3 {print $3}'; }
+
+# run NAME CMD...: prints "requests user_s sys_s rss_kib" measured at the server and from rusage.
+run() {
+  local before after
+  before=$(served)
+  /usr/bin/time -f "%U %S %M" -o "$work/time" taskset -c "$GEN_CPU" "$@" >"$work/out" 2>&1 || true
+  after=$(served)
+  # Let sockets in TIME_WAIT drain (they slow down every later connect), at most 70 s.
+  for _ in $(seq 70); do [ "$(ss -Htan state time-wait | wc -l)" -lt 1000 ] && break; sleep 1; done
+  read -r u s rss <"$work/time"
+  echo "$((after - before - 1)) $u $s $rss"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# case NAME PEER_NAME "PEER CMD" "LOADGATE CMD"
+row() {
+  local name=$1 peer=$2 peer_cmd=$3 lg_cmd=$4
+  : >"$work/peer.txt"; : >"$work/lg.txt"
+  for _ in $(seq "$RUNS"); do
+    if [ "$peer" != "-" ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
+    eval "run $lg_cmd" >>"$work/lg.txt"
+    cp "$work/out" "$work/last-loadgate-$name.txt"
+  done
+  stats() { # file -> "rps us_per_req rss_mib"
+    local f=$1
+    local rps cpu rss
+    rps=$(awk -v d="$DUR" '{print $1/d}' "$f" | median)
+    cpu=$(awk '{ if ($1 > 0) print ($2+$3)*1e6/$1; else print 0 }' "$f" | median)
+    rss=$(awk '{print $4/1024}' "$f" | median)
+    echo "$rps $cpu $rss"
+  }
+  read -r lr lc lm < <(stats "$work/lg.txt")
+  if [ "$peer" != "-" ]; then
+    read -r pr pc pm < <(stats "$work/peer.txt")
+    awk -v n="$name" -v p="$peer" -v pr="$pr" -v pc="$pc" -v pm="$pm" -v lr="$lr" -v lc="$lc" -v lm="$lm" 'BEGIN {
+      printf "| %s | %s | %.0f | %.2f | %.1f | %.0f | %.2f | %.1f | %.2fx | %.2fx | %.2fx |\n",
+        n, p, pr, pc, pm, lr, lc, lm, lr/pr, lc/pc, lm/pm }'
+  else
+    awk -v n="$name" -v lr="$lr" -v lc="$lc" -v lm="$lm" 'BEGIN {
+      printf "| %s | - | - | - | - | %.0f | %.2f | %.1f | - | - | - |\n", n, lr, lc, lm }'
+  fi
+  echo "    last loadgate run: $(head -1 "$work/last-loadgate-$name.txt"); $(grep -m1 '^rate' "$work/last-loadgate-$name.txt" || true)" >&2
+}
+
+URL="http://127.0.0.1:$PORT/"
+echo "nginx on CPU $NGINX_CPU, generators on CPU $GEN_CPU, $RUNS runs of ${DUR}s, medians; requests counted by nginx"
+echo
+echo "| case | peer | peer req/s | peer us CPU/req | peer RSS MiB | loadgate req/s | loadgate us CPU/req | loadgate RSS MiB | req/s ratio | CPU/req ratio | RSS ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for c in $CASES; do
+  case $c in
+    closed) row "closed, 64 connections" wrk "wrk -t1 -c64 -d${DUR}s $URL" "$LOADGATE $URL -t 1 -c 64 -d ${DUR}s" ;;
+    pipeline) row "pipeline 16, 256 connections" "wrk+pipeline.lua" \
+      "wrk -t1 -c256 -d${DUR}s -s $HERE/pipeline.lua $URL -- 16" "$LOADGATE $URL -t 1 -c 256 -d ${DUR}s --pipeline 16" ;;
+    open) row "open loop 20000/s, 64 connections" - - "$LOADGATE $URL -t 1 -c 64 -d ${DUR}s -R 20000" ;;
+    nokeepalive) row "no keep-alive, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $URL" \
+      "$LOADGATE $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
+    conns10k) row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LOADGATE $URL -t 1 -c 10000 -d ${DUR}s" ;;
+    conns16k) row "16,384 keep-alive connections" - - "$LOADGATE $URL -t 1 -c 16384 -d ${DUR}s" ;;
+    *) echo "unknown case $c" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,542 @@
+//! HTTP/1.1 response framing, written for a load generator.
+//!
+//! The parser is fed whatever a read returned (often a shared per-worker scratch buffer) and reports each
+//! complete response. It never stores a body: body bytes are only counted down. The only bytes it keeps are a
+//! response head split across two reads, in a small buffer that exists only while that happens, so an idle
+//! connection costs no buffer at all.
+//!
+//! Framing follows RFC 9112 section 6: no body for responses to HEAD and for 1xx, 204 and 304; otherwise
+//! `Transfer-Encoding: chunked`, then `Content-Length`, then "until the server closes".
+
+use std::mem::MaybeUninit;
+
+/// A head larger than this is a protocol error rather than a reason to keep buffering.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Response headers we can look at; more than this is a protocol error.
+const MAX_HEADERS: usize = 64;
+
+/// One complete response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Completed {
+    pub status: u16,
+    /// The server will close the connection after this response (`Connection: close`, HTTP/1.0 without
+    /// keep-alive, a body delimited by the close, or 101).
+    pub close: bool,
+}
+
+/// A response the parser could not frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProtocolError(pub String);
+
+/// What the end of the stream meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Eof {
+    /// Between responses: nothing was lost.
+    Clean,
+    /// It ended a close-delimited body: the response is complete.
+    Completed(Completed),
+    /// The server closed in the middle of a response.
+    MidResponse,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    /// Bytes of a Content-Length body still to come.
+    Fixed(u64),
+    Chunked(Chunk),
+    /// The body runs until the server closes the connection.
+    UntilEof,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading the hex size; `digits` counts the digits seen.
+    Size {
+        value: u64,
+        digits: u8,
+    },
+    /// Skipping chunk extensions up to the end of the size line.
+    Extension {
+        value: u64,
+    },
+    /// Saw CR at the end of the size line.
+    SizeLf {
+        value: u64,
+    },
+    Data(u64),
+    DataCr,
+    DataLf,
+    /// In the trailer section after the last chunk; `empty` while the current line has no bytes yet.
+    Trailer {
+        empty: bool,
+    },
+    TrailerLf {
+        empty: bool,
+    },
+}
+
+/// The incremental response parser of one connection.
+#[derive(Debug)]
+pub(crate) struct ResponseParser {
+    state: State,
+    /// A head split across reads; empty (and unallocated) otherwise.
+    partial: Vec<u8>,
+    /// The head of the response whose body is being read.
+    current: Completed,
+}
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ResponseParser {
+    pub fn new() -> Self {
+        Self {
+            state: State::Head,
+            partial: Vec::new(),
+            current: Completed {
+                status: 0,
+                close: false,
+            },
+        }
+    }
+
+    /// Forgets any response in progress (the connection is being replaced).
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.partial = Vec::new();
+    }
+
+    /// True between responses, with no partial head kept.
+    #[cfg(test)]
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Head && self.partial.is_empty()
+    }
+
+    /// Consumes bytes from `data` and stops after at most one complete response. Returns how many bytes were
+    /// used and the response if one completed. When no response completes, all of `data` is used.
+    ///
+    /// `head_request` says whether the response being parsed answers a HEAD request.
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        head_request: bool,
+    ) -> Result<(usize, Option<Completed>), ProtocolError> {
+        let mut used = 0;
+        while used < data.len() {
+            let rest = &data[used..];
+            match self.state {
+                State::Head => {
+                    let (n, done) = self.feed_head(rest, head_request)?;
+                    used += n;
+                    if done.is_some() {
+                        return Ok((used, done));
+                    }
+                }
+                State::Fixed(left) => {
+                    let take = left.min(rest.len() as u64);
+                    used += take as usize;
+                    if take == left {
+                        self.state = State::Head;
+                        return Ok((used, Some(self.current)));
+                    }
+                    self.state = State::Fixed(left - take);
+                }
+                State::UntilEof => return Ok((data.len(), None)),
+                State::Chunked(chunk) => {
+                    let (n, done) = self.feed_chunked(chunk, rest)?;
+                    used += n;
+                    if done {
+                        self.state = State::Head;
+                        return Ok((used, Some(self.current)));
+                    }
+                }
+            }
+        }
+        Ok((used, None))
+    }
+
+    /// The connection reached end of stream.
+    pub fn eof(&mut self) -> Eof {
+        let outcome = match self.state {
+            State::Head if self.partial.is_empty() => Eof::Clean,
+            State::UntilEof => Eof::Completed(self.current),
+            _ => Eof::MidResponse,
+        };
+        self.reset();
+        outcome
+    }
+
+    fn feed_head(
+        &mut self,
+        data: &[u8],
+        head_request: bool,
+    ) -> Result<(usize, Option<Completed>), ProtocolError> {
+        let already = self.partial.len();
+        let parsed = if already == 0 {
+            parse_head(data)?
+        } else {
+            let room = MAX_HEAD_BYTES.saturating_sub(already);
+            let take = data.len().min(room.max(1));
+            self.partial.extend_from_slice(&data[..take]);
+            parse_head(&self.partial)?
+        };
+        let Some(head) = parsed else {
+            if already == 0 {
+                if data.len() > MAX_HEAD_BYTES {
+                    return Err(ProtocolError(format!(
+                        "response head larger than {MAX_HEAD_BYTES} bytes"
+                    )));
+                }
+                self.partial.extend_from_slice(data);
+            } else if self.partial.len() >= MAX_HEAD_BYTES {
+                return Err(ProtocolError(format!(
+                    "response head larger than {MAX_HEAD_BYTES} bytes"
+                )));
+            }
+            return Ok((data.len(), None));
+        };
+        let used = head.len - already;
+        if already > 0 {
+            self.partial = Vec::new();
+        }
+        let status = head.status;
+        if (100..200).contains(&status) && status != 101 {
+            // An interim response (100 Continue, 103 Early Hints): the final one follows.
+            return Ok((used, None));
+        }
+        let close = head.close || status == 101;
+        self.current = Completed { status, close };
+        if status == 101 || head_request || status == 204 || status == 304 {
+            return Ok((used, Some(self.current)));
+        }
+        if head.chunked {
+            self.state = State::Chunked(Chunk::Size {
+                value: 0,
+                digits: 0,
+            });
+            return Ok((used, None));
+        }
+        match head.content_length {
+            Some(0) => Ok((used, Some(self.current))),
+            Some(n) => {
+                self.state = State::Fixed(n);
+                Ok((used, None))
+            }
+            None => {
+                self.current.close = true;
+                self.state = State::UntilEof;
+                Ok((used, None))
+            }
+        }
+    }
+
+    /// Walks chunked framing; returns the bytes used and whether the body (with its trailers) ended.
+    fn feed_chunked(
+        &mut self,
+        mut chunk: Chunk,
+        data: &[u8],
+    ) -> Result<(usize, bool), ProtocolError> {
+        let mut i = 0;
+        while i < data.len() {
+            if let Chunk::Data(left) = chunk {
+                let take = left.min((data.len() - i) as u64);
+                i += take as usize;
+                chunk = if take == left {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data(left - take)
+                };
+                continue;
+            }
+            let b = data[i];
+            i += 1;
+            chunk = match chunk {
+                Chunk::Size { value, digits } => match hex_value(b) {
+                    Some(d) => {
+                        if digits >= 15 {
+                            return Err(ProtocolError("chunk size too large".into()));
+                        }
+                        Chunk::Size {
+                            value: value * 16 + u64::from(d),
+                            digits: digits + 1,
+                        }
+                    }
+                    None if digits == 0 => {
+                        return Err(ProtocolError("chunk size is not hexadecimal".into()))
+                    }
+                    None => match b {
+                        b'\r' => Chunk::SizeLf { value },
+                        b'\n' => end_of_size_line(value),
+                        b';' | b' ' | b'\t' => Chunk::Extension { value },
+                        _ => return Err(ProtocolError("chunk size is not hexadecimal".into())),
+                    },
+                },
+                Chunk::Extension { value } => match b {
+                    b'\r' => Chunk::SizeLf { value },
+                    b'\n' => end_of_size_line(value),
+                    _ => Chunk::Extension { value },
+                },
+                Chunk::SizeLf { value } => {
+                    if b != b'\n' {
+                        return Err(ProtocolError("chunk size line not ended by CRLF".into()));
+                    }
+                    end_of_size_line(value)
+                }
+                Chunk::DataCr => match b {
+                    b'\r' => Chunk::DataLf,
+                    b'\n' => Chunk::Size {
+                        value: 0,
+                        digits: 0,
+                    },
+                    _ => return Err(ProtocolError("chunk data not followed by CRLF".into())),
+                },
+                Chunk::DataLf => {
+                    if b != b'\n' {
+                        return Err(ProtocolError("chunk data not followed by CRLF".into()));
+                    }
+                    Chunk::Size {
+                        value: 0,
+                        digits: 0,
+                    }
+                }
+                Chunk::Trailer { empty } => match b {
+                    b'\r' => Chunk::TrailerLf { empty },
+                    b'\n' if empty => {
+                        self.state = State::Head;
+                        return Ok((i, true));
+                    }
+                    b'\n' => Chunk::Trailer { empty: true },
+                    _ => Chunk::Trailer { empty: false },
+                },
+                Chunk::TrailerLf { empty } => {
+                    if b != b'\n' {
+                        return Err(ProtocolError("trailer line not ended by CRLF".into()));
+                    }
+                    if empty {
+                        self.state = State::Head;
+                        return Ok((i, true));
+                    }
+                    Chunk::Trailer { empty: true }
+                }
+                Chunk::Data(_) => chunk,
+            };
+        }
+        self.state = State::Chunked(chunk);
+        Ok((i, false))
+    }
+}
+
+fn end_of_size_line(value: u64) -> Chunk {
+    if value == 0 {
+        Chunk::Trailer { empty: true }
+    } else {
+        Chunk::Data(value)
+    }
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+struct Head {
+    len: usize,
+    status: u16,
+    close: bool,
+    chunked: bool,
+    content_length: Option<u64>,
+}
+
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
+    let mut headers: [MaybeUninit<httparse::Header<'_>>; MAX_HEADERS] =
+        [const { MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut []);
+    let config = httparse::ParserConfig::default();
+    let len = match config.parse_response_with_uninit_headers(&mut response, buf, &mut headers) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(ProtocolError(format!("invalid response head: {e}"))),
+    };
+    let status = response.code.unwrap_or(0);
+    let http10 = response.version == Some(0);
+    let mut close = http10;
+    let mut chunked = false;
+    let mut content_length = None;
+    for h in response.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let text = std::str::from_utf8(h.value)
+                .map_err(|_| ProtocolError("invalid Content-Length".into()))?;
+            let n: u64 = text
+                .trim()
+                .parse()
+                .map_err(|_| ProtocolError(format!("invalid Content-Length `{text}`")))?;
+            if content_length.is_some_and(|m| m != n) {
+                return Err(ProtocolError("conflicting Content-Length headers".into()));
+            }
+            content_length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if has_token(h.value, b"chunked") {
+                chunked = true;
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            if has_token(h.value, b"close") {
+                close = true;
+            } else if has_token(h.value, b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    Ok(Some(Head {
+        len,
+        status,
+        close,
+        chunked,
+        content_length,
+    }))
+}
+
+/// Whether a comma-separated header value contains `token` (case-insensitive).
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `input` in pieces of `step` bytes and collects every completed response.
+    fn run(input: &[u8], step: usize, head: bool) -> Result<Vec<Completed>, ProtocolError> {
+        let mut p = ResponseParser::new();
+        let mut out = Vec::new();
+        for piece in input.chunks(step) {
+            let mut off = 0;
+            while off < piece.len() {
+                let (n, done) = p.feed(&piece[off..], head)?;
+                off += n;
+                out.extend(done);
+                assert!(n > 0 || done.is_some(), "no progress");
+            }
+        }
+        assert!(p.is_idle(), "parser left mid-response");
+        Ok(out)
+    }
+
+    fn every_split(input: &[u8], head: bool) -> Vec<Completed> {
+        let whole = run(input, input.len(), head).unwrap();
+        for step in 1..input.len() {
+            assert_eq!(
+                run(input, step, head).unwrap(),
+                whole,
+                "split every {step} bytes"
+            );
+        }
+        whole
+    }
+
+    #[test]
+    fn content_length_and_pipelined_responses() {
+        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, World!";
+        let input = [
+            &one[..],
+            &one[..],
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+        ]
+        .concat();
+        let got = every_split(&input, false);
+        let statuses: Vec<u16> = got.iter().map(|c| c.status).collect();
+        assert_eq!(statuses, vec![200, 200, 404]);
+        assert!(got.iter().all(|c| !c.close));
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers() {
+        let input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nHello\r\n8\r\n, World!\r\n0\r\nX-Trailer: yes\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n";
+        let got = every_split(input, false);
+        assert_eq!(
+            got.iter().map(|c| c.status).collect::<Vec<_>>(),
+            vec![200, 201]
+        );
+    }
+
+    #[test]
+    fn no_body_for_head_204_304_and_interim_responses_are_skipped() {
+        let head = every_split(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", true);
+        assert_eq!(head.len(), 1);
+        let input = b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let got = every_split(input, false);
+        assert_eq!(
+            got.iter().map(|c| c.status).collect::<Vec<_>>(),
+            vec![204, 304, 200]
+        );
+    }
+
+    #[test]
+    fn connection_close_and_http10_and_eof_delimited() {
+        let got = every_split(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+            false,
+        );
+        assert!(got[0].close);
+        let got = every_split(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
+        assert!(got[0].close);
+        let got = every_split(
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+            false,
+        );
+        assert!(!got[0].close);
+
+        let mut p = ResponseParser::new();
+        let (n, done) = p
+            .feed(b"HTTP/1.1 200 OK\r\n\r\nbody until close", false)
+            .unwrap();
+        assert_eq!((n, done), (35, None));
+        assert_eq!(
+            p.eof(),
+            Eof::Completed(Completed {
+                status: 200,
+                close: true
+            })
+        );
+    }
+
+    #[test]
+    fn eof_mid_response_and_garbage() {
+        let mut p = ResponseParser::new();
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", false)
+            .unwrap();
+        assert_eq!(p.eof(), Eof::MidResponse);
+        let mut p = ResponseParser::new();
+        p.feed(b"HTTP/1.1 200 O", false).unwrap();
+        assert_eq!(p.eof(), Eof::MidResponse);
+        assert_eq!(ResponseParser::new().eof(), Eof::Clean);
+
+        assert!(ResponseParser::new()
+            .feed(b"SSH-2.0-OpenSSH\r\n\r\n", false)
+            .is_err());
+        assert!(ResponseParser::new()
+            .feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false)
+            .is_err());
+        let bad_chunk = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+        assert!(ResponseParser::new().feed(bad_chunk, false).is_err());
+        let mut huge = b"HTTP/1.1 200 OK\r\n".to_vec();
+        while huge.len() <= MAX_HEAD_BYTES {
+            huge.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+        }
+        let mut p = ResponseParser::new();
+        let result = huge
+            .chunks(1000)
+            .try_for_each(|c| p.feed(c, false).map(|_| ()));
+        assert!(result.is_err());
+    }
+}

@@ -1,0 +1,601 @@
+//! Running a phase: configure and start the workers, merge their per-second snapshots into the timeline,
+//! and assemble the result with its validity verdict.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use loadgate_plan::{Arrival, Phase, StopCondition, WorkerPlan};
+use loadgate_results::{
+    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary,
+    LoadSummary, Problem, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity,
+    WorkerStats,
+};
+use loadgate_spec::PipelineMode;
+
+use crate::request::{self, RequestBytes};
+use crate::schedule::{Schedule, WorkerSchedule};
+use crate::worker::{self, Msg, Snapshot, WorkerConfig, WorkerFinal};
+use crate::{Control, EngineError, StopSignal, Target, Tick};
+
+/// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
+const MAX_DRAIN: Duration = Duration::from_secs(2);
+/// Concurrent users per worker when a user-injection phase gives no connection limit.
+const DEFAULT_USERS_IN_FLIGHT: u64 = 1024;
+/// A worker using this fraction of its CPU or more is saturated.
+const SATURATED: f64 = 0.9;
+/// An open load that sent less than this fraction of its target rate is invalid.
+const RATE_TOLERANCE: f64 = 0.99;
+
+pub(crate) fn run(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    target: &Target,
+    stop: &StopSignal,
+    on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
+) -> Result<ScenarioResult, EngineError> {
+    let configs = configure(phase, workers, target, stop)?;
+    let n = configs.len();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut handles: Vec<JoinHandle<()>> = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n);
+    let mut failure = None;
+    for cfg in configs {
+        let index = cfg.index;
+        match worker::spawn(cfg, tx.clone()) {
+            Ok((h, s)) => {
+                handles.push(h);
+                starts.push(s);
+            }
+            Err(source) => {
+                failure = Some(EngineError::Spawn {
+                    worker: index,
+                    source,
+                });
+                break;
+            }
+        }
+    }
+    drop(tx);
+    // Wait until every worker is pinned and has its runtime.
+    let mut ready = 0;
+    while failure.is_none() && ready < n {
+        match rx.recv() {
+            Ok(Msg::Ready) => ready += 1,
+            Ok(Msg::Failed(e)) => failure = Some(e),
+            Ok(_) => {}
+            Err(_) => failure = Some(EngineError::WorkerLost { worker: ready }),
+        }
+    }
+    if let Some(e) = failure {
+        drop(starts);
+        for h in handles {
+            let _ = h.join();
+        }
+        return Err(e);
+    }
+
+    let start = Instant::now();
+    for s in &starts {
+        let _ = s.send(start);
+    }
+    drop(starts);
+
+    let schedule = Schedule::from_arrival(&phase.load.arrival);
+    let mut agg = Aggregator::new(n);
+    let mut finals: Vec<Option<Box<WorkerFinal>>> = (0..n).map(|_| None).collect();
+    let mut lost = None;
+    while finals.iter().any(Option::is_none) {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Msg::Interval(w, snap)) => agg.add(w, *snap),
+            Ok(Msg::Done(w, fin)) => {
+                agg.done(w);
+                if let Some(slot) = finals.get_mut(w) {
+                    *slot = Some(fin);
+                }
+            }
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(w) = (0..n).find(|&w| finals[w].is_none() && handles[w].is_finished()) {
+                    // A worker thread ended without reporting: it panicked.
+                    stop.stop("a worker stopped unexpectedly");
+                    lost = Some(w);
+                    break;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                lost = (0..n).find(|&w| finals[w].is_none());
+                break;
+            }
+        }
+        // Ticks for every complete full second.
+        while let Some((index, merged)) = agg.next_complete() {
+            let point =
+                timeline_point(index, &merged, schedule.as_ref(), index as f64 + 1.0, phase);
+            agg.total
+                .add(&merged.latency)
+                .unwrap_or_else(|_| merge_by_values(&mut agg.total, &merged.latency));
+            let tick = Tick {
+                phase,
+                elapsed: Duration::from_secs(index + 1),
+                point: &point,
+                interval_latency: &merged.latency,
+                total_latency: &agg.total,
+            };
+            if let Control::Abort(reason) = on_tick(&tick) {
+                stop.stop(reason);
+            }
+            agg.timeline.push(point);
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    if let Some(worker) = lost {
+        return Err(EngineError::WorkerLost { worker });
+    }
+    let finals: Vec<Box<WorkerFinal>> = finals.into_iter().flatten().collect();
+    let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
+    let elapsed = end.saturating_duration_since(start).as_secs_f64();
+    // The last, partial second (workers that ended early reported theirs already).
+    for (index, merged) in agg.drain_rest() {
+        let t = (index as f64 + 1.0).min(elapsed.max(index as f64));
+        agg.timeline
+            .push(timeline_point(index, &merged, schedule.as_ref(), t, phase));
+    }
+    Ok(assemble(
+        phase,
+        workers,
+        stop,
+        schedule.as_ref(),
+        start,
+        &finals,
+        agg.timeline,
+    ))
+}
+
+fn configure(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    target: &Target,
+    stop: &StopSignal,
+) -> Result<Vec<WorkerConfig>, EngineError> {
+    if workers.len() != phase.workers.len() {
+        return Err(EngineError::WorkerMismatch {
+            planned: phase.workers.len(),
+            given: workers.len(),
+        });
+    }
+    let load = &phase.load;
+    let users = matches!(load.arrival, Arrival::Users { .. });
+    let keep_alive = load.connections.keep_alive && !users;
+    let pipeline = if keep_alive {
+        usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1)
+    } else {
+        1
+    };
+    let one = request::serialize(&phase.request, &target.host, keep_alive)
+        .map_err(|e| EngineError::InvalidRequest(e.0))?;
+    let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
+    let bytes = Arc::new(RequestBytes::new(one, pipeline, head));
+    let schedule = Schedule::from_arrival(&load.arrival);
+    let duration = match load.stop {
+        StopCondition::Duration { duration } => Some(duration.as_std()),
+        StopCondition::Requests { .. } => None,
+    };
+    let timeout = phase.timeout.as_std();
+    let timeout = if timeout.is_zero() {
+        Duration::from_secs(3600)
+    } else {
+        timeout
+    };
+    let drain = timeout.min(MAX_DRAIN);
+    let by_count = matches!(load.stop, StopCondition::Requests { .. });
+
+    let mut prefix = 0.0;
+    let mut configs = Vec::with_capacity(workers.len());
+    for (i, (wp, share)) in workers.iter().zip(&phase.workers).enumerate() {
+        let mut slots = share.connections;
+        if users && slots == 0 {
+            slots = DEFAULT_USERS_IN_FLIGHT;
+        }
+        let slots = usize::try_from(slots).map_err(|_| {
+            EngineError::InvalidPlan(format!("worker {i} has too many connections"))
+        })?;
+        let quota = if by_count {
+            Some(share.requests.ok_or_else(|| {
+                EngineError::InvalidPlan(format!(
+                    "worker {i} of a request-count phase has no request quota"
+                ))
+            })?)
+        } else {
+            None
+        };
+        let s = share.share.as_f64();
+        let open = schedule
+            .clone()
+            .map(|sched| (WorkerSchedule::new(sched, s, prefix), quota));
+        prefix += s;
+        let slot_quotas = match (&open, quota) {
+            (None, Some(q)) => Some(split_exactly(q, slots)),
+            _ => None,
+        };
+        configs.push(WorkerConfig {
+            index: i,
+            cpu: wp.cpu,
+            addr: target.addr,
+            request: bytes.clone(),
+            pipeline,
+            window: load.connections.pipeline_mode == PipelineMode::Window,
+            keep_alive,
+            slots,
+            slot_quotas,
+            open,
+            timeout,
+            drain,
+            duration,
+            stop: stop.clone(),
+        });
+    }
+    Ok(configs)
+}
+
+/// `total` split over `parts` so that the parts differ by at most one and sum to `total`.
+fn split_exactly(total: u64, parts: usize) -> Vec<u64> {
+    if parts == 0 {
+        return Vec::new();
+    }
+    let p = parts as u64;
+    (0..p)
+        .map(|i| total / p + u64::from(i < total % p))
+        .collect()
+}
+
+/// Merges the workers' snapshots of each second.
+struct Aggregator {
+    /// The next interval each worker will report; `u64::MAX` once it is done.
+    next: Vec<u64>,
+    pending: BTreeMap<u64, Snapshot>,
+    total: Histogram<u64>,
+    timeline: Vec<TimelinePoint>,
+}
+
+impl Aggregator {
+    fn new(workers: usize) -> Self {
+        Self {
+            next: vec![0; workers],
+            pending: BTreeMap::new(),
+            total: new_histogram(),
+            timeline: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, worker: usize, snap: Snapshot) {
+        if let Some(n) = self.next.get_mut(worker) {
+            *n = (*n).max(snap.interval + 1);
+        }
+        match self.pending.get_mut(&snap.interval) {
+            Some(m) => {
+                m.sent += snap.sent;
+                m.completed += snap.completed;
+                m.errors += snap.errors;
+                m.non_2xx += snap.non_2xx;
+                m.connections_open += snap.connections_open;
+                m.in_flight += snap.in_flight;
+                m.full |= snap.full;
+                if m.latency.add(&snap.latency).is_err() {
+                    merge_by_values(&mut m.latency, &snap.latency);
+                }
+            }
+            None => {
+                self.pending.insert(snap.interval, snap);
+            }
+        }
+    }
+
+    fn done(&mut self, worker: usize) {
+        if let Some(n) = self.next.get_mut(worker) {
+            *n = u64::MAX;
+        }
+    }
+
+    /// The oldest interval that is a full second for the phase: every worker has reported it (or is done) and
+    /// some worker was still running through it. Seconds only ending workers took part in are the phase's
+    /// partial tail, left for `drain_rest`.
+    fn next_complete(&mut self) -> Option<(u64, Snapshot)> {
+        let (&first, snap) = self.pending.first_key_value()?;
+        if snap.full && self.next.iter().all(|&n| n > first) {
+            self.pending.pop_first()
+        } else {
+            None
+        }
+    }
+
+    fn drain_rest(&mut self) -> Vec<(u64, Snapshot)> {
+        std::mem::take(&mut self.pending).into_iter().collect()
+    }
+}
+
+fn merge_by_values(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    for v in from.iter_recorded() {
+        let _ = into.record_n(v.value_iterated_to().min(into.high()), v.count_at_value());
+    }
+}
+
+fn timeline_point(
+    index: u64,
+    s: &Snapshot,
+    schedule: Option<&Schedule>,
+    t: f64,
+    phase: &Phase,
+) -> TimelinePoint {
+    let target_rate = schedule.map(|sch| {
+        let t0 = index as f64;
+        let width = (t - t0).max(1e-9);
+        (sch.count_at(t) - sch.count_at(t0)) / width
+    });
+    let users = matches!(phase.load.arrival, Arrival::Users { .. });
+    let (p50, p99, max) = if s.latency.is_empty() {
+        (0, 0, 0)
+    } else {
+        (
+            s.latency.value_at_quantile(0.5),
+            s.latency.value_at_quantile(0.99),
+            s.latency.max(),
+        )
+    };
+    TimelinePoint {
+        t,
+        sent: s.sent,
+        completed: s.completed,
+        errors: s.errors,
+        non_2xx: s.non_2xx,
+        target_rate,
+        p50_us: p50,
+        p99_us: p99,
+        max_us: max,
+        connections_open: s.connections_open,
+        users_active: users.then_some(s.in_flight),
+    }
+}
+
+fn assemble(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    stop: &StopSignal,
+    schedule: Option<&Schedule>,
+    start: Instant,
+    finals: &[Box<WorkerFinal>],
+    timeline: Vec<TimelinePoint>,
+) -> ScenarioResult {
+    let load = &phase.load;
+    let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
+    let duration = end.saturating_duration_since(start).as_secs_f64();
+    let stop_at = finals.iter().map(|f| f.stop_at).max().unwrap_or(start);
+    let aborted = stop
+        .reason()
+        .or_else(|| stop.is_stopped().then(|| "stopped".to_owned()));
+
+    let mut requests = RequestCounts::default();
+    let mut status = StatusCounts::default();
+    let mut errors = ErrorCounts::default();
+    let mut connections = ConnectionStats {
+        planned: load.connections.connections,
+        ..Default::default()
+    };
+    let mut bytes = ByteCounts::default();
+    let mut hist = Histograms::default();
+    let mut slots_connected = 0;
+    let mut slots_expected = 0;
+    let mut address_unavailable = 0;
+    let mut first_connect_error = None;
+    let mut worker_stats = Vec::new();
+    for (i, f) in finals.iter().enumerate() {
+        let c = &f.counters;
+        requests.sent += c.sent;
+        requests.completed += c.completed;
+        requests.incomplete += f.incomplete;
+        requests.unsent += f.unsent;
+        status.informational += c.status.informational;
+        status.success += c.status.success;
+        status.redirection += c.status.redirection;
+        status.client_error += c.status.client_error;
+        status.server_error += c.status.server_error;
+        errors.connect += c.errors.connect;
+        errors.read += c.errors.read;
+        errors.write += c.errors.write;
+        errors.timeout += c.errors.timeout;
+        errors.protocol += c.errors.protocol;
+        connections.peak_open += f.peak_open;
+        connections.opened += c.opened;
+        connections.failed += c.connect_failed;
+        connections.reconnects += c.reconnects;
+        bytes.read += c.bytes_read;
+        bytes.written += c.bytes_written;
+        slots_connected += f.slots_connected;
+        slots_expected += f.slots_expected;
+        address_unavailable += c.address_unavailable;
+        if first_connect_error.is_none() {
+            first_connect_error.clone_from(&c.first_connect_error);
+        }
+        for (into, from) in [
+            (&mut hist.latency, &f.latency),
+            (&mut hist.service_time, &f.service_time),
+            (&mut hist.send_lag, &f.send_lag),
+            (&mut hist.connect_time, &f.connect_time),
+        ] {
+            if into.add(from).is_err() {
+                merge_by_values(into, from);
+            }
+        }
+        let wall = f.end.saturating_duration_since(start).as_secs_f64();
+        let used = f.user_seconds + f.system_seconds;
+        let utilization = if wall > 0.0 { used / wall } else { 0.0 };
+        worker_stats.push(WorkerStats {
+            index: i,
+            cpu: workers.get(i).and_then(|w| w.cpu),
+            user_seconds: f.user_seconds,
+            system_seconds: f.system_seconds,
+            utilization,
+            saturated: utilization >= SATURATED,
+        });
+    }
+
+    // The time the load ran: the planned duration unless the phase ended early.
+    let planned = match load.stop {
+        StopCondition::Duration { duration } => Some(duration.as_secs_f64()),
+        StopCondition::Requests { .. } => None,
+    };
+    let measured = stop_at.saturating_duration_since(start).as_secs_f64();
+    let load_secs = match planned {
+        Some(p) if aborted.is_none() => p,
+        _ => measured,
+    };
+    let (model, users) = match load.arrival {
+        Arrival::Closed => ("closed", false),
+        Arrival::Constant { .. } => ("constant", false),
+        Arrival::Ramp { .. } => ("ramp", false),
+        Arrival::Users { .. } => ("users", true),
+    };
+    let target_rate = schedule
+        .filter(|_| load_secs > 0.0)
+        .map(|s| s.count_at(load_secs) / load_secs);
+    let achieved_rate = schedule.map(|_| {
+        if load_secs > 0.0 {
+            requests.sent as f64 / load_secs
+        } else {
+            0.0
+        }
+    });
+    let request_errors = errors.read + errors.write + errors.timeout + errors.protocol;
+
+    let mut validity = Validity {
+        valid: true,
+        problems: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if let (Some(target), Some(achieved)) = (target_rate, achieved_rate) {
+        // In a request-count run the schedule may simply have ended: judge the requests that were due.
+        if target > 0.0 && achieved < RATE_TOLERANCE * target {
+            validity.problems.push(Problem {
+                kind: "rate_not_reached".into(),
+                message: format!(
+                    "sent {} requests/s of the {} requests/s target ({:.1}%); {} requests that were due were never sent",
+                    fmt_rate(achieved),
+                    fmt_rate(target),
+                    100.0 * achieved / target,
+                    requests.unsent
+                ),
+            });
+        }
+    }
+    if !users && slots_connected < slots_expected {
+        validity.problems.push(Problem {
+            kind: "connections_missing".into(),
+            message: format!(
+                "opened {slots_connected} of {slots_expected} planned connections; {} connect attempts failed{}",
+                errors.connect,
+                first_connect_error.map(|e| format!(" (first: {e})")).unwrap_or_default()
+            ),
+        });
+    }
+    for w in &worker_stats {
+        if w.saturated {
+            validity.warnings.push(Problem {
+                kind: "generator_saturated".into(),
+                message: format!(
+                    "worker {}{} used {:.0}% of its CPU: the generator may limit the measurement",
+                    w.index,
+                    w.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default(),
+                    100.0 * w.utilization
+                ),
+            });
+        }
+    }
+    if requests.incomplete > 0 {
+        validity.warnings.push(Problem {
+            kind: "incomplete_requests".into(),
+            message: format!(
+                "{} requests were still in flight when the phase ended and the drain ran out",
+                requests.incomplete
+            ),
+        });
+    }
+    if address_unavailable > 0 {
+        validity.warnings.push(Problem {
+            kind: "ephemeral_ports_exhausted".into(),
+            message: format!(
+                "{address_unavailable} connects failed because no local port was free (EADDRNOTAVAIL): the machine ran \
+                 out of ephemeral ports, usually to sockets in TIME_WAIT. Use keep-alive or fewer connections, widen \
+                 net.ipv4.ip_local_port_range, or enable net.ipv4.tcp_tw_reuse"
+            ),
+        });
+    }
+    validity.valid = validity.problems.is_empty();
+
+    let throughput = if duration > 0.0 {
+        requests.completed as f64 / duration
+    } else {
+        0.0
+    };
+    ScenarioResult {
+        index: phase.index,
+        name: phase.name.clone(),
+        scenario: phase.scenario.clone(),
+        matrix: phase.matrix.clone(),
+        gate: phase.gate,
+        started_at_offset: phase.start_offset.map_or(0.0, |d| d.as_secs_f64()),
+        duration,
+        load: LoadSummary {
+            model: model.into(),
+            target_rate,
+            achieved_rate,
+            pipeline: if load.connections.keep_alive && !users {
+                load.connections.pipeline.max(1)
+            } else {
+                1
+            },
+            keep_alive: load.connections.keep_alive && !users,
+            users_started: users.then_some(requests.sent + errors.connect),
+            users_finished: users.then_some(requests.completed + request_errors + errors.connect),
+        },
+        requests,
+        status,
+        errors,
+        connections,
+        bytes,
+        throughput,
+        latency: LatencySummary::from_histogram(&hist.latency),
+        service_time: LatencySummary::from_histogram(&hist.service_time),
+        send_lag: LatencySummary::from_histogram(&hist.send_lag),
+        histograms: hist,
+        timeline,
+        workers: worker_stats,
+        validity,
+        verdicts: Vec::new(),
+        aborted,
+    }
+}
+
+fn fmt_rate(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_sum_exactly() {
+        assert_eq!(split_exactly(10, 3), vec![4, 3, 3]);
+        assert_eq!(split_exactly(2, 4), vec![1, 1, 0, 0]);
+        assert_eq!(split_exactly(5, 0), Vec::<u64>::new());
+    }
+}

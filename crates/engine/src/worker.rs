@@ -1,0 +1,1030 @@
+//! One worker: an OS thread pinned to its CPU, running a `current_thread` tokio runtime with its own connection
+//! slots, counters and histograms.
+//!
+//! Everything per request stays on the worker thread in plain `Cell`/`RefCell` state: no locks, atomics or
+//! channels. The worker talks to the aggregating thread once per second (a snapshot of the interval) and once
+//! at the end (its totals and full histograms).
+//!
+//! # The engine loop
+//!
+//! A worker runs `slots` connection slots and one ticker task. Every slot runs the same loop, whatever the load
+//! model: take requests from the worker's request source, write them (all of a batch in one write), read
+//! responses (as much as the socket has, into the worker's shared scratch buffer), record, repeat. What varies
+//! is data:
+//!
+//! - the source: closed (a request is always available, up to the slot's quota) or open (requests become due
+//!   at the intended times of the worker's arrival schedule, and wait in order when every slot is busy);
+//! - how many requests a slot may have in flight (`pipeline`), and when it may add more (window: whenever one
+//!   completes; batch: only when all completed);
+//! - whether a connection carries many requests (keep-alive) or one (keep-alive off, and user injection where
+//!   every user is a new connection with its request).
+//!
+//! The ticker wakes every millisecond in open loads (every 10 ms in closed ones): it checks the stop signal and
+//! the deadline, wakes idle slots when requests are due, and sends the per-second snapshot.
+//!
+//! Per-request timeouts use one lazy timer per connection, armed at the oldest in-flight request's deadline
+//! and moved only when it fires, so a busy connection touches its timer about once per timeout period.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use loadgate_results::{new_histogram, ErrorCounts, StatusCounts};
+use tokio::io::ReadBuf;
+use tokio::time::{MissedTickBehavior, Sleep};
+
+use crate::codec::{Completed, Eof, ResponseParser};
+use crate::request::RequestBytes;
+use crate::schedule::WorkerSchedule;
+use crate::transport::{self, ConnectError, Stream};
+use crate::{EngineError, StopSignal};
+
+/// The shared read buffer of a worker: one read takes as much as the socket holds, up to this.
+const SCRATCH_BYTES: usize = 64 * 1024;
+const BACKOFF_MIN: Duration = Duration::from_millis(1);
+const BACKOFF_MAX: Duration = Duration::from_millis(100);
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+
+/// What a worker is asked to do.
+#[derive(Debug)]
+pub(crate) struct WorkerConfig {
+    pub index: usize,
+    pub cpu: Option<u32>,
+    pub addr: SocketAddr,
+    pub request: Arc<RequestBytes>,
+    /// Requests in flight per connection (1 without pipelining).
+    pub pipeline: usize,
+    /// Window mode: add a request as each completes; batch mode: only when all completed.
+    pub window: bool,
+    /// `false`: one request per connection.
+    pub keep_alive: bool,
+    pub slots: usize,
+    /// Closed loads stopped by a request count: each slot's exact quota.
+    pub slot_quotas: Option<Vec<u64>>,
+    /// Open loads: the worker's arrival schedule and, when stopped by a request count, its quota.
+    pub open: Option<(WorkerSchedule, Option<u64>)>,
+    pub timeout: Duration,
+    /// How long requests in flight at the stop may still complete.
+    pub drain: Duration,
+    /// Stop issuing requests this long after the start.
+    pub duration: Option<Duration>,
+    pub stop: StopSignal,
+}
+
+/// Worker -> aggregator messages.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Ready,
+    Failed(EngineError),
+    Interval(usize, Box<Snapshot>),
+    Done(usize, Box<WorkerFinal>),
+}
+
+/// One interval of one worker (deltas), or the partial interval at its end.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    pub interval: u64,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub non_2xx: u64,
+    pub latency: Histogram<u64>,
+    pub connections_open: u64,
+    pub in_flight: u64,
+    /// A whole second (the worker ran through it), not the worker's final partial one.
+    pub full: bool,
+}
+
+/// Everything a worker measured.
+#[derive(Debug)]
+pub(crate) struct WorkerFinal {
+    pub counters: Counters,
+    pub latency: Histogram<u64>,
+    pub service_time: Histogram<u64>,
+    pub send_lag: Histogram<u64>,
+    pub connect_time: Histogram<u64>,
+    pub peak_open: u64,
+    /// Slots that opened a connection at least once.
+    pub slots_connected: u64,
+    /// Slots that had anything to do.
+    pub slots_expected: u64,
+    pub incomplete: u64,
+    pub unsent: u64,
+    /// When issuing stopped (deadline, stop signal, or the work ran out).
+    pub stop_at: Instant,
+    pub end: Instant,
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+}
+
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Counters {
+    pub sent: u64,
+    pub completed: u64,
+    pub status: StatusCounts,
+    pub errors: ErrorCounts,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub opened: u64,
+    pub connect_failed: u64,
+    pub reconnects: u64,
+    pub address_unavailable: u64,
+    /// The first connect error, in words.
+    pub first_connect_error: Option<String>,
+}
+
+impl Counters {
+    fn non_2xx(&self) -> u64 {
+        self.status.non_2xx()
+    }
+}
+
+/// Starts a worker thread. It pins itself, builds its runtime, reports `Ready`, then waits for the start instant.
+pub(crate) fn spawn(
+    cfg: WorkerConfig,
+    tx: Sender<Msg>,
+) -> std::io::Result<(std::thread::JoinHandle<()>, Sender<Instant>)> {
+    let (start_tx, start_rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name(format!("loadgate-worker-{}", cfg.index))
+        .spawn(move || worker_thread(cfg, tx, start_rx))?;
+    Ok((handle, start_tx))
+}
+
+fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>) {
+    let index = cfg.index;
+    if let Some(cpu) = cfg.cpu {
+        if let Err(source) = crate::sys::pin_current_thread(cpu) {
+            let _ = tx.send(Msg::Failed(EngineError::Pin {
+                worker: index,
+                cpu,
+                source,
+            }));
+            return;
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(source) => {
+            let _ = tx.send(Msg::Failed(EngineError::Runtime {
+                worker: index,
+                source,
+            }));
+            return;
+        }
+    };
+    if tx.send(Msg::Ready).is_err() {
+        return;
+    }
+    let Ok(start) = start_rx.recv() else { return };
+    let (user0, sys0) = crate::sys::thread_cpu_seconds();
+    let mut fin = runtime.block_on(async {
+        let local = tokio::task::LocalSet::new();
+        let ctx = Rc::new(Ctx::new(cfg, start));
+        local.run_until(run(ctx.clone(), tx.clone())).await;
+        drop(local);
+        ctx.finish()
+    });
+    drop(runtime);
+    let (user1, sys1) = crate::sys::thread_cpu_seconds();
+    fin.user_seconds = (user1 - user0).max(0.0);
+    fin.system_seconds = (sys1 - sys0).max(0.0);
+    let _ = tx.send(Msg::Done(index, Box::new(fin)));
+}
+
+/// The worker's shared state, owned by its thread.
+struct Ctx {
+    cfg: WorkerConfig,
+    start: Instant,
+    deadline: Option<Instant>,
+    stopping: Cell<bool>,
+    stop_at: Cell<Option<Instant>>,
+    live_slots: Cell<usize>,
+    main_waker: RefCell<Option<Waker>>,
+    stats: RefCell<Stats>,
+    scratch: RefCell<Box<[u8]>>,
+    open: Option<RefCell<OpenSource>>,
+    /// Slots waiting for an open-loop request to become due, in the order they started waiting.
+    idle: RefCell<VecDeque<(usize, Waker)>>,
+    idle_flag: RefCell<Vec<bool>>,
+    open_loop: bool,
+}
+
+struct Stats {
+    c: Counters,
+    latency: Histogram<u64>,
+    service_time: Histogram<u64>,
+    send_lag: Histogram<u64>,
+    connect_time: Histogram<u64>,
+    interval: Histogram<u64>,
+    /// Requests written whose outcome is not known yet.
+    in_flight: u64,
+    /// Requests taken from the source that wait for their connection (keep-alive off).
+    acquired_unsent: u64,
+    conns_open: u64,
+    peak_open: u64,
+    slots_connected: u64,
+}
+
+struct OpenSource {
+    sched: WorkerSchedule,
+    next_j: u64,
+    next_at: Option<Instant>,
+    quota: Option<u64>,
+    /// Requests given back by a connection the server closed before answering them, with their intended times.
+    retry: VecDeque<Instant>,
+    start: Instant,
+}
+
+impl OpenSource {
+    fn new(sched: WorkerSchedule, quota: Option<u64>, start: Instant) -> Self {
+        let mut s = OpenSource {
+            sched,
+            next_j: 0,
+            next_at: None,
+            quota,
+            retry: VecDeque::new(),
+            start,
+        };
+        s.advance();
+        s
+    }
+
+    fn advance(&mut self) {
+        self.next_at = self
+            .sched
+            .time_of(self.next_j)
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .and_then(|d| self.start.checked_add(d));
+    }
+
+    fn take(&mut self, now: Instant, deadline: Option<Instant>) -> Option<Instant> {
+        if let Some(t) = self.retry.pop_front() {
+            return Some(t);
+        }
+        let t = self.next_at?;
+        if t > now || deadline.is_some_and(|d| t >= d) || self.quota == Some(0) {
+            return None;
+        }
+        if let Some(q) = &mut self.quota {
+            *q -= 1;
+        }
+        self.next_j += 1;
+        self.advance();
+        Some(t)
+    }
+
+    /// Nothing more will ever become due.
+    fn exhausted(&self, deadline: Option<Instant>) -> bool {
+        self.retry.is_empty()
+            && (self.quota == Some(0)
+                || self
+                    .next_at
+                    .is_none_or(|t| deadline.is_some_and(|d| t >= d)))
+    }
+
+    /// Requests due now (at most `cap`).
+    fn due_count(&self, now: Instant, deadline: Option<Instant>, cap: usize) -> usize {
+        let mut n = self.retry.len() as u64;
+        if self.quota != Some(0) {
+            let until = deadline.map_or(now, |d| now.min(d));
+            let secs = until.saturating_duration_since(self.start).as_secs_f64();
+            let mut due = self.sched.due_before(secs).saturating_sub(self.next_j);
+            if due == 0
+                && self
+                    .next_at
+                    .is_some_and(|t| t <= now && deadline.is_none_or(|d| t < d))
+            {
+                due = 1;
+            }
+            n += self.quota.map_or(due, |q| due.min(q));
+        }
+        usize::try_from(n).unwrap_or(usize::MAX).min(cap)
+    }
+
+    /// Requests the schedule wanted sent before `until` that were never taken.
+    fn backlog(&self, until: Instant) -> u64 {
+        if self.quota == Some(0) {
+            return self.retry.len() as u64;
+        }
+        let secs = until.saturating_duration_since(self.start).as_secs_f64();
+        let due = self.sched.due_before(secs).saturating_sub(self.next_j);
+        self.retry.len() as u64 + self.quota.map_or(due, |q| due.min(q))
+    }
+
+    /// A request-count run lost a request to a failed connect: use it up so that the run still ends.
+    fn forfeit(&mut self) {
+        if let Some(q) = &mut self.quota {
+            if *q > 0 {
+                *q -= 1;
+                self.next_j += 1;
+                self.advance();
+            }
+        }
+    }
+}
+
+enum Acquired {
+    Got(usize),
+    /// Nothing due yet.
+    Wait,
+    /// Nothing more for this slot.
+    Done,
+}
+
+impl Ctx {
+    fn new(cfg: WorkerConfig, start: Instant) -> Self {
+        let deadline = cfg.duration.and_then(|d| start.checked_add(d));
+        let open = cfg
+            .open
+            .clone()
+            .map(|(sched, quota)| RefCell::new(OpenSource::new(sched, quota, start)));
+        let stats = Stats {
+            c: Counters::default(),
+            latency: new_histogram(),
+            service_time: new_histogram(),
+            send_lag: new_histogram(),
+            connect_time: new_histogram(),
+            interval: new_histogram(),
+            in_flight: 0,
+            acquired_unsent: 0,
+            conns_open: 0,
+            peak_open: 0,
+            slots_connected: 0,
+        };
+        let slots = cfg.slots;
+        Ctx {
+            deadline,
+            start,
+            stopping: Cell::new(false),
+            stop_at: Cell::new(None),
+            live_slots: Cell::new(0),
+            main_waker: RefCell::new(None),
+            stats: RefCell::new(stats),
+            scratch: RefCell::new(vec![0u8; SCRATCH_BYTES].into_boxed_slice()),
+            open_loop: open.is_some(),
+            open,
+            idle: RefCell::new(VecDeque::new()),
+            idle_flag: RefCell::new(vec![false; slots]),
+            cfg,
+        }
+    }
+
+    fn begin_stop(&self, at: Instant) {
+        if self.stopping.replace(true) {
+            return;
+        }
+        self.stop_at.set(Some(at));
+        let idle = std::mem::take(&mut *self.idle.borrow_mut());
+        self.idle_flag.borrow_mut().fill(false);
+        for (_, waker) in idle {
+            waker.wake();
+        }
+    }
+
+    /// Takes up to `room` requests for a slot, calling `push(intended)` for each.
+    fn acquire(
+        &self,
+        quota: &mut Option<u64>,
+        room: usize,
+        now: Instant,
+        mut push: impl FnMut(Instant),
+    ) -> Acquired {
+        if self.stopping.get() {
+            return Acquired::Done;
+        }
+        if let Some(d) = self.deadline {
+            if now >= d {
+                self.begin_stop(d);
+                return Acquired::Done;
+            }
+        }
+        match &self.open {
+            None => {
+                let n = quota.map_or(room, |q| room.min(usize::try_from(q).unwrap_or(usize::MAX)));
+                if n == 0 {
+                    return Acquired::Done;
+                }
+                if let Some(q) = quota {
+                    *q -= n as u64;
+                }
+                for _ in 0..n {
+                    push(now);
+                }
+                Acquired::Got(n)
+            }
+            Some(src) => {
+                let mut src = src.borrow_mut();
+                let mut n = 0;
+                while n < room {
+                    let Some(t) = src.take(now, self.deadline) else {
+                        break;
+                    };
+                    push(t);
+                    n += 1;
+                }
+                if n > 0 {
+                    Acquired::Got(n)
+                } else if src.exhausted(self.deadline) {
+                    Acquired::Done
+                } else {
+                    Acquired::Wait
+                }
+            }
+        }
+    }
+
+    /// Whether a slot has anything left to do (without taking it).
+    fn has_more(&self, quota: &Option<u64>) -> bool {
+        if self.stopping.get() || *quota == Some(0) {
+            return false;
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        self.open
+            .as_ref()
+            .is_none_or(|src| !src.borrow().exhausted(self.deadline))
+    }
+
+    fn wait_for_work(&self, slot: usize, cx: &Context<'_>) {
+        let mut flags = self.idle_flag.borrow_mut();
+        if let Some(flag) = flags.get_mut(slot) {
+            if !*flag {
+                *flag = true;
+                self.idle.borrow_mut().push_back((slot, cx.waker().clone()));
+            }
+        }
+    }
+
+    fn wake_idle(&self, n: usize) {
+        for _ in 0..n {
+            let Some((slot, waker)) = self.idle.borrow_mut().pop_front() else {
+                break;
+            };
+            if let Some(flag) = self.idle_flag.borrow_mut().get_mut(slot) {
+                *flag = false;
+            }
+            waker.wake();
+        }
+    }
+
+    fn slot_ended(&self) {
+        let live = self.live_slots.get().saturating_sub(1);
+        self.live_slots.set(live);
+        if live == 0 {
+            if self.stop_at.get().is_none() {
+                self.stop_at.set(Some(Instant::now()));
+            }
+            if let Some(w) = self.main_waker.borrow_mut().take() {
+                w.wake();
+            }
+        }
+    }
+
+    fn snapshot(&self, interval: u64, full: bool, last: &mut Counters) -> Snapshot {
+        let mut stats = self.stats.borrow_mut();
+        let c = stats.c.clone();
+        let latency = std::mem::replace(&mut stats.interval, new_histogram());
+        let snap = Snapshot {
+            interval,
+            sent: c.sent.saturating_sub(last.sent),
+            completed: c.completed - last.completed,
+            errors: c.errors.total() - last.errors.total(),
+            non_2xx: c.non_2xx() - last.non_2xx(),
+            latency,
+            connections_open: stats.conns_open,
+            in_flight: stats.in_flight + stats.acquired_unsent,
+            full,
+        };
+        *last = c;
+        snap
+    }
+
+    fn finish(&self) -> WorkerFinal {
+        let stop_at = self.stop_at.get().unwrap_or_else(Instant::now);
+        let unsent_backlog = self
+            .open
+            .as_ref()
+            .map_or(0, |src| src.borrow().backlog(stop_at));
+        let mut stats = self.stats.borrow_mut();
+        let slots_expected = match &self.cfg.slot_quotas {
+            Some(q) => q.iter().filter(|&&n| n > 0).count() as u64,
+            None => self.cfg.slots as u64,
+        };
+        WorkerFinal {
+            counters: stats.c.clone(),
+            latency: std::mem::replace(&mut stats.latency, new_histogram()),
+            service_time: std::mem::replace(&mut stats.service_time, new_histogram()),
+            send_lag: std::mem::replace(&mut stats.send_lag, new_histogram()),
+            connect_time: std::mem::replace(&mut stats.connect_time, new_histogram()),
+            peak_open: stats.peak_open,
+            slots_connected: stats.slots_connected,
+            slots_expected,
+            incomplete: stats.in_flight,
+            unsent: stats.acquired_unsent + unsent_backlog,
+            stop_at,
+            end: Instant::now(),
+            user_seconds: 0.0,
+            system_seconds: 0.0,
+        }
+    }
+}
+
+/// The worker's main future: spawns the slots and runs the ticker until the work is done or the drain ends.
+async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
+    let quotas = ctx.cfg.slot_quotas.clone();
+    ctx.live_slots.set(ctx.cfg.slots);
+    for slot in 0..ctx.cfg.slots {
+        let quota = quotas.as_ref().map(|q| q.get(slot).copied().unwrap_or(0));
+        tokio::task::spawn_local(slot_main(ctx.clone(), slot, quota));
+    }
+    if ctx.cfg.slots == 0 {
+        ctx.stop_at.set(Some(Instant::now()));
+    }
+    let tick = if ctx.open_loop {
+        Duration::from_millis(1)
+    } else {
+        Duration::from_millis(10)
+    };
+    let mut ticker = tokio::time::interval_at((ctx.start + tick).into(), tick);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
+    let mut interval = 0u64;
+    let mut last = Counters::default();
+    let drain = ctx.cfg.drain;
+    loop {
+        poll_fn(|cx| {
+            if ctx.live_slots.get() == 0 {
+                return Poll::Ready(());
+            }
+            let mut w = ctx.main_waker.borrow_mut();
+            if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *w = Some(cx.waker().clone());
+            }
+            ticker.poll_tick(cx).map(|_| ())
+        })
+        .await;
+        let now = Instant::now();
+        if ctx.live_slots.get() == 0 {
+            break;
+        }
+        if !ctx.stopping.get() {
+            if ctx.cfg.stop.is_stopped() {
+                ctx.begin_stop(now);
+            } else if let Some(d) = ctx.deadline {
+                if now >= d {
+                    ctx.begin_stop(d);
+                }
+            }
+        }
+        if ctx.stopping.get() && ctx.stop_at.get().is_some_and(|at| now >= at + drain) {
+            break;
+        }
+        if !ctx.stopping.get() {
+            if let Some(src) = &ctx.open {
+                let idle = ctx.idle.borrow().len();
+                if idle > 0 {
+                    let due = src.borrow().due_count(now, ctx.deadline, idle);
+                    ctx.wake_idle(due);
+                }
+            }
+        }
+        while now >= next_snapshot {
+            let snap = ctx.snapshot(interval, true, &mut last);
+            let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
+            interval += 1;
+            next_snapshot += SNAPSHOT_EVERY;
+        }
+    }
+    // The final, partial interval travels with the worker's totals.
+    let snap = ctx.snapshot(interval, false, &mut last);
+    let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
+}
+
+/// One connection slot: connect, drive requests over the connection, reconnect when needed, until done.
+async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
+    let mut io = SlotIo::new(id);
+    let mut backoff = BACKOFF_MIN;
+    let mut ever_connected = false;
+    let cfg = &ctx.cfg;
+    loop {
+        let mut pre = None;
+        if !cfg.keep_alive {
+            let got = poll_fn(|cx| {
+                let mut got = None;
+                match ctx.acquire(&mut quota, 1, Instant::now(), |t| got = Some(t)) {
+                    Acquired::Got(_) => {
+                        ctx.stats.borrow_mut().acquired_unsent += 1;
+                        Poll::Ready(got)
+                    }
+                    Acquired::Wait => {
+                        ctx.wait_for_work(id, cx);
+                        Poll::Pending
+                    }
+                    Acquired::Done => Poll::Ready(None),
+                }
+            })
+            .await;
+            match got {
+                Some(t) => pre = Some(t),
+                None => break,
+            }
+        } else if !ctx.has_more(&quota) {
+            break;
+        }
+
+        let began = Instant::now();
+        match transport::connect(cfg.addr, cfg.timeout).await {
+            Ok(mut stream) => {
+                let connected = Instant::now();
+                {
+                    let mut s = ctx.stats.borrow_mut();
+                    s.connect_time
+                        .saturating_record(micros(connected.saturating_duration_since(began)));
+                    s.c.opened += 1;
+                    s.conns_open += 1;
+                    s.peak_open = s.peak_open.max(s.conns_open);
+                    if !ever_connected {
+                        s.slots_connected += 1;
+                    }
+                    if let Some(intended) = pre {
+                        s.acquired_unsent -= 1;
+                        s.c.sent += 1;
+                        s.in_flight += 1;
+                        io.push(intended, connected, cfg.request.len());
+                    }
+                }
+                ever_connected = true;
+                backoff = BACKOFF_MIN;
+                let end = poll_fn(|cx| io.drive(cx, &ctx, &mut stream, &mut quota)).await;
+                drop(stream);
+                io.reset();
+                let mut s = ctx.stats.borrow_mut();
+                s.conns_open -= 1;
+                match end {
+                    End::Finished => break,
+                    End::Reconnect { server_closed } => {
+                        if server_closed {
+                            s.c.reconnects += 1;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                {
+                    let mut s = ctx.stats.borrow_mut();
+                    s.c.errors.connect += 1;
+                    s.c.connect_failed += 1;
+                    if matches!(e, ConnectError::AddressUnavailable) {
+                        s.c.address_unavailable += 1;
+                    }
+                    if s.c.first_connect_error.is_none() {
+                        s.c.first_connect_error = Some(e.to_string());
+                    }
+                    if pre.is_some() {
+                        // The request this connection was for fails with it.
+                        s.acquired_unsent -= 1;
+                    }
+                }
+                if pre.is_none() {
+                    // In a request-count run every failed attempt uses up a request, so that the run ends even
+                    // when the target is gone.
+                    match &ctx.open {
+                        None => {
+                            if let Some(q) = &mut quota {
+                                *q = q.saturating_sub(1);
+                            }
+                        }
+                        Some(src) => src.borrow_mut().forfeit(),
+                    }
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+        }
+    }
+    ctx.slot_ended();
+}
+
+enum End {
+    /// The slot has nothing more to do.
+    Finished,
+    /// Open a new connection; `server_closed`: the server ended the connection (counted as a reconnect).
+    Reconnect { server_closed: bool },
+}
+
+enum Failure {
+    Read,
+    Write,
+    Timeout,
+    Protocol,
+}
+
+/// A connection slot's per-connection state.
+struct SlotIo {
+    id: usize,
+    /// (intended, actual send) per request in flight, oldest first.
+    in_flight: VecDeque<(Instant, Instant)>,
+    /// Bytes of requests not yet written.
+    unwritten: usize,
+    /// Offset into a request where the next write starts.
+    write_off: usize,
+    parser: ResponseParser,
+    timer: Pin<Box<Sleep>>,
+    armed: bool,
+}
+
+impl SlotIo {
+    fn new(id: usize) -> Self {
+        SlotIo {
+            id,
+            in_flight: VecDeque::new(),
+            unwritten: 0,
+            write_off: 0,
+            parser: ResponseParser::new(),
+            timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
+            armed: false,
+        }
+    }
+
+    fn push(&mut self, intended: Instant, sent: Instant, len: usize) {
+        self.in_flight.push_back((intended, sent));
+        self.unwritten += len;
+    }
+
+    fn reset(&mut self) {
+        self.in_flight.clear();
+        self.unwritten = 0;
+        self.write_off = 0;
+        self.parser.reset();
+    }
+
+    /// Every request in flight fails with `kind` (each counted once).
+    fn fail_all(&mut self, stats: &mut Stats, kind: Failure) {
+        let n = self.in_flight.len() as u64;
+        let e = &mut stats.c.errors;
+        match kind {
+            Failure::Read => e.read += n,
+            Failure::Write => e.write += n,
+            Failure::Timeout => e.timeout += n,
+            Failure::Protocol => e.protocol += n.max(1),
+        }
+        stats.in_flight -= n;
+        self.reset();
+    }
+
+    /// Drives the connection until it must be replaced or the slot is done. Each call makes all the progress it
+    /// can: takes due requests, writes them in one write, reads everything available and parses it.
+    fn drive<S: Stream>(
+        &mut self,
+        cx: &mut Context<'_>,
+        ctx: &Ctx,
+        stream: &mut S,
+        quota: &mut Option<u64>,
+    ) -> Poll<End> {
+        let cfg = &ctx.cfg;
+        let req_len = cfg.request.len();
+        let mut now = Instant::now();
+        loop {
+            let mut progress = false;
+            // 1. Take new requests.
+            if cfg.keep_alive {
+                let room = if cfg.window {
+                    cfg.pipeline.saturating_sub(self.in_flight.len())
+                } else if self.in_flight.is_empty() {
+                    cfg.pipeline
+                } else {
+                    0
+                };
+                if room > 0 {
+                    let in_flight = &mut self.in_flight;
+                    match ctx.acquire(quota, room, now, |t| in_flight.push_back((t, now))) {
+                        Acquired::Got(n) => {
+                            self.unwritten += n * req_len;
+                            let mut s = ctx.stats.borrow_mut();
+                            s.c.sent += n as u64;
+                            s.in_flight += n as u64;
+                        }
+                        Acquired::Wait => ctx.wait_for_work(self.id, cx),
+                        Acquired::Done => {
+                            if self.in_flight.is_empty() {
+                                return Poll::Ready(End::Finished);
+                            }
+                        }
+                    }
+                }
+            } else if self.in_flight.is_empty() {
+                return Poll::Ready(End::Reconnect {
+                    server_closed: false,
+                });
+            }
+
+            // 2. Write everything unwritten.
+            while self.unwritten > 0 {
+                let buf = cfg.request.slice(self.write_off, self.unwritten);
+                match Pin::new(&mut *stream).poll_write(cx, buf) {
+                    Poll::Ready(Ok(n)) if n > 0 => {
+                        self.unwritten -= n;
+                        self.write_off = (self.write_off + n) % req_len.max(1);
+                        ctx.stats.borrow_mut().c.bytes_written += n as u64;
+                    }
+                    Poll::Ready(_) => {
+                        self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Write);
+                        return Poll::Ready(End::Reconnect {
+                            server_closed: false,
+                        });
+                    }
+                    Poll::Pending => break,
+                }
+            }
+
+            // 3. Read whatever has arrived.
+            let mut scratch = ctx.scratch.borrow_mut();
+            let mut buf = ReadBuf::new(&mut scratch[..]);
+            match Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+                Poll::Pending => {}
+                Poll::Ready(Err(_)) => {
+                    self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Read);
+                    return Poll::Ready(End::Reconnect {
+                        server_closed: false,
+                    });
+                }
+                Poll::Ready(Ok(())) => {
+                    let n = buf.filled().len();
+                    let mut stats = ctx.stats.borrow_mut();
+                    if n == 0 {
+                        return Poll::Ready(self.on_eof(ctx, &mut stats, quota));
+                    }
+                    now = Instant::now();
+                    stats.c.bytes_read += n as u64;
+                    let data = &scratch[..n];
+                    let mut off = 0;
+                    while off < n {
+                        match self.parser.feed(&data[off..], cfg.request.head) {
+                            Err(_) => {
+                                self.fail_all(&mut stats, Failure::Protocol);
+                                return Poll::Ready(End::Reconnect {
+                                    server_closed: false,
+                                });
+                            }
+                            Ok((used, done)) => {
+                                off += used;
+                                if let Some(done) = done {
+                                    if let Some(end) =
+                                        self.complete(ctx, &mut stats, quota, done, now)
+                                    {
+                                        return Poll::Ready(end);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    progress = true;
+                }
+            }
+            drop(scratch);
+
+            // 4. The lazy per-connection timeout.
+            if !self.in_flight.is_empty() && !self.armed {
+                let oldest = self.in_flight[0].1;
+                self.timer.as_mut().reset((oldest + cfg.timeout).into());
+                self.armed = true;
+                let _ = self.timer.as_mut().poll(cx);
+            }
+            if self.armed && self.timer.is_elapsed() {
+                self.armed = false;
+                if let Some(&(_, sent)) = self.in_flight.front() {
+                    now = Instant::now();
+                    if now >= sent + cfg.timeout {
+                        self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Timeout);
+                        return Poll::Ready(End::Reconnect {
+                            server_closed: false,
+                        });
+                    }
+                    progress = true;
+                }
+            }
+            if !progress {
+                return Poll::Pending;
+            }
+        }
+    }
+
+    /// A response completed; returns how the connection ends if it does.
+    fn complete(
+        &mut self,
+        ctx: &Ctx,
+        stats: &mut Stats,
+        quota: &mut Option<u64>,
+        done: Completed,
+        now: Instant,
+    ) -> Option<End> {
+        let Some((intended, sent)) = self.in_flight.pop_front() else {
+            // A response nobody asked for.
+            self.fail_all(stats, Failure::Protocol);
+            return Some(End::Reconnect {
+                server_closed: false,
+            });
+        };
+        let latency = micros(now.saturating_duration_since(intended));
+        stats.latency.saturating_record(latency);
+        stats.interval.saturating_record(latency);
+        stats
+            .service_time
+            .saturating_record(micros(now.saturating_duration_since(sent)));
+        if ctx.open_loop {
+            stats
+                .send_lag
+                .saturating_record(micros(sent.saturating_duration_since(intended)));
+        }
+        stats.c.completed += 1;
+        stats.in_flight -= 1;
+        let status = &mut stats.c.status;
+        match done.status {
+            100..=199 => status.informational += 1,
+            200..=299 => status.success += 1,
+            300..=399 => status.redirection += 1,
+            400..=499 => status.client_error += 1,
+            _ => status.server_error += 1,
+        }
+        if done.close {
+            self.close_after_response(ctx, stats, quota);
+            return Some(End::Reconnect {
+                server_closed: ctx.cfg.keep_alive,
+            });
+        }
+        None
+    }
+
+    /// The server said it closes: requests pipelined behind the last response were never read by it.
+    fn close_after_response(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) {
+        if !self.in_flight.is_empty() {
+            let back: Vec<Instant> = self
+                .in_flight
+                .drain(..)
+                .map(|(intended, _)| intended)
+                .collect();
+            let n = back.len() as u64;
+            stats.c.sent -= n;
+            stats.in_flight -= n;
+            match &ctx.open {
+                None => {
+                    if let Some(q) = quota {
+                        *q += n;
+                    }
+                }
+                Some(src) => {
+                    let mut src = src.borrow_mut();
+                    for t in back.into_iter().rev() {
+                        src.retry.push_front(t);
+                    }
+                }
+            }
+        }
+        self.reset();
+    }
+
+    fn on_eof(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) -> End {
+        match self.parser.eof() {
+            Eof::Completed(done) => {
+                let now = Instant::now();
+                if self.complete(ctx, stats, quota, done, now).is_none() {
+                    self.close_after_response(ctx, stats, quota);
+                }
+            }
+            Eof::MidResponse => self.fail_all(stats, Failure::Read),
+            Eof::Clean => self.fail_all(stats, Failure::Read),
+        }
+        End::Reconnect {
+            server_closed: ctx.cfg.keep_alive,
+        }
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_saturates() {
+        assert_eq!(micros(Duration::from_millis(2)), 2000);
+        assert_eq!(micros(Duration::MAX), u64::MAX);
+    }
+}

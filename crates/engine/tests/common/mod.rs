@@ -1,0 +1,361 @@
+//! Purpose-built HTTP/1.1 servers for the truth tests, and hand-built phases.
+//!
+//! Each server listens on 127.0.0.1:0, serves every connection on its own thread, understands pipelined
+//! requests, and counts the requests it answered.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
+use loadgate_plan::{
+    Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare,
+};
+use loadgate_results::ScenarioResult;
+use loadgate_spec::units;
+use loadgate_spec::PipelineMode;
+
+/// What the server does with one request.
+pub enum Reply {
+    /// Write these bytes and keep the connection.
+    Bytes(Vec<u8>),
+    /// Write these bytes, then close the connection.
+    BytesThenClose(Vec<u8>),
+    /// Close without answering; the request is not counted.
+    Close,
+    /// Never answer; keep the connection open.
+    Hang,
+}
+
+pub struct Request {
+    pub method: String,
+    /// The request's position across the whole server, from 0.
+    pub seq: u64,
+}
+
+pub struct Server {
+    pub addr: SocketAddr,
+    answered: Arc<AtomicU64>,
+    pub connections: Arc<AtomicU64>,
+}
+
+impl Server {
+    pub fn answered(&self) -> u64 {
+        self.answered.load(Ordering::SeqCst)
+    }
+
+    pub fn target(&self) -> Target {
+        Target {
+            addr: self.addr,
+            host: format!("{}", self.addr),
+        }
+    }
+}
+
+pub fn ok_body(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Starts a server that answers each request with `handler`.
+pub fn serve(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answered = Arc::new(AtomicU64::new(0));
+    let connections = Arc::new(AtomicU64::new(0));
+    let seq = Arc::new(AtomicU64::new(0));
+    let handler = Arc::new(handler);
+    {
+        let answered = answered.clone();
+        let connections = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                connections.fetch_add(1, Ordering::SeqCst);
+                let (answered, seq, handler) = (answered.clone(), seq.clone(), handler.clone());
+                std::thread::spawn(move || serve_connection(stream, &*handler, &answered, &seq));
+            }
+        });
+    }
+    Server {
+        addr,
+        answered,
+        connections,
+    }
+}
+
+fn serve_connection(
+    mut stream: TcpStream,
+    handler: &(dyn Fn(&Request) -> Reply + Send + Sync),
+    answered: &AtomicU64,
+    seq: &AtomicU64,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        // Answer every complete request in the buffer, in order.
+        while let Some((method, used)) = parse_request(&buf) {
+            buf.drain(..used);
+            let req = Request {
+                method,
+                seq: seq.fetch_add(1, Ordering::SeqCst),
+            };
+            match handler(&req) {
+                Reply::Bytes(b) => {
+                    if stream.write_all(&b).is_err() {
+                        return;
+                    }
+                    answered.fetch_add(1, Ordering::SeqCst);
+                }
+                Reply::BytesThenClose(b) => {
+                    if stream.write_all(&b).is_ok() {
+                        answered.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+                Reply::Close => {
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+                Reply::Hang => loop {
+                    // Read and drop whatever comes until the client goes away.
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                },
+            }
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// A complete request at the start of `buf`: its method and length (head plus Content-Length body).
+fn parse_request(buf: &[u8]) -> Option<(String, usize)> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    let httparse::Status::Complete(head) = req.parse(buf).ok()? else {
+        return None;
+    };
+    let len = req
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .and_then(|h| {
+            std::str::from_utf8(h.value)
+                .ok()?
+                .trim()
+                .parse::<usize>()
+                .ok()
+        })
+        .unwrap_or(0);
+    if buf.len() < head + len {
+        return None;
+    }
+    Some((req.method?.to_owned(), head + len))
+}
+
+/// An address where nothing listens.
+pub fn refused_addr() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    addr
+}
+
+/// Shared state for a server that stalls every connection once.
+pub struct Stall {
+    until: Mutex<Option<Instant>>,
+}
+
+impl Stall {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Stall {
+            until: Mutex::new(None),
+        })
+    }
+
+    /// Starts the stall (once) and waits until it is over.
+    pub fn start(&self, d: Duration) {
+        let mut u = self.until.lock().unwrap();
+        if u.is_none() {
+            *u = Some(Instant::now() + d);
+        }
+    }
+
+    pub fn wait(&self) {
+        let until = *self.until.lock().unwrap();
+        if let Some(t) = until {
+            let now = Instant::now();
+            if t > now {
+                std::thread::sleep(t - now);
+            }
+        }
+    }
+}
+
+/// A phase built by hand.
+pub struct PhaseBuilder {
+    pub arrival: Arrival,
+    pub stop: StopCondition,
+    pub connections: u64,
+    pub pipeline: u32,
+    pub mode: PipelineMode,
+    pub keep_alive: bool,
+    pub workers: usize,
+    pub method: String,
+    pub timeout: Duration,
+}
+
+impl PhaseBuilder {
+    pub fn closed(connections: u64) -> Self {
+        PhaseBuilder {
+            arrival: Arrival::Closed,
+            stop: StopCondition::Duration {
+                duration: units::Duration::from_secs(1),
+            },
+            connections,
+            pipeline: 1,
+            mode: PipelineMode::Batch,
+            keep_alive: true,
+            workers: 1,
+            method: "GET".into(),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    pub fn open(rate: u64, connections: u64) -> Self {
+        PhaseBuilder {
+            arrival: Arrival::Constant {
+                rate: units::Rate::from_per_sec(rate),
+            },
+            ..Self::closed(connections)
+        }
+    }
+
+    pub fn duration(mut self, d: Duration) -> Self {
+        self.stop = StopCondition::Duration {
+            duration: units::Duration(d),
+        };
+        self
+    }
+
+    pub fn requests(mut self, n: u64) -> Self {
+        self.stop = StopCondition::Requests { requests: n };
+        self
+    }
+
+    pub fn pipeline(mut self, depth: u32, mode: PipelineMode) -> Self {
+        self.pipeline = depth;
+        self.mode = mode;
+        self
+    }
+
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n;
+        self
+    }
+
+    pub fn keep_alive(mut self, on: bool) -> Self {
+        self.keep_alive = on;
+        self
+    }
+
+    pub fn method(mut self, m: &str) -> Self {
+        self.method = m.into();
+        self
+    }
+
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = d;
+        self
+    }
+
+    pub fn build(&self) -> (Phase, Vec<WorkerPlan>) {
+        let n = self.workers as u64;
+        let total_requests = match self.stop {
+            StopCondition::Requests { requests } => Some(requests),
+            StopCondition::Duration { .. } => None,
+        };
+        let split = |total: u64, i: u64| total / n + u64::from(i < total % n);
+        let shares = (0..n)
+            .map(|i| WorkerShare {
+                worker: i as usize,
+                connections: split(self.connections, i),
+                requests: total_requests.map(|t| split(t, i)),
+                share: Share {
+                    numerator: 1,
+                    denominator: n,
+                },
+            })
+            .collect();
+        let phase = Phase {
+            index: 0,
+            scenario: "truth".into(),
+            name: "truth".into(),
+            matrix: vec![],
+            gate: true,
+            start_offset: None,
+            duration: match self.stop {
+                StopCondition::Duration { duration } => Some(duration),
+                StopCondition::Requests { .. } => None,
+            },
+            cooldown: units::Duration::ZERO,
+            request: RequestPlan {
+                method: self.method.clone(),
+                path: "/truth".into(),
+                headers: vec![("User-Agent".into(), "loadgate-test".into())],
+                body: None,
+            },
+            timeout: units::Duration(self.timeout),
+            load: LoadPlan {
+                arrival: self.arrival.clone(),
+                stop: self.stop.clone(),
+                connections: ConnectionPolicy {
+                    connections: self.connections,
+                    pipeline: self.pipeline,
+                    pipeline_mode: self.mode,
+                    keep_alive: self.keep_alive,
+                },
+            },
+            workers: shares,
+            slos: vec![],
+        };
+        let workers = (0..self.workers)
+            .map(|index| WorkerPlan { index, cpu: None })
+            .collect();
+        (phase, workers)
+    }
+
+    pub fn run(&self, target: &Target) -> ScenarioResult {
+        let (phase, workers) = self.build();
+        run_phase(&phase, &workers, target, &StopSignal::new(), &mut |_| {
+            Control::Continue
+        })
+        .unwrap()
+    }
+}
+
+/// Prints the interesting numbers when a test fails.
+pub fn describe(r: &ScenarioResult) -> String {
+    format!(
+        "requests {:?}\nerrors {:?}\nstatus {:?}\nconnections {:?}\nlatency p50 {:?} p99 {:?}\nservice p50 {:?}\nvalidity {:?}\nload {:?}",
+        r.requests,
+        r.errors,
+        r.status,
+        r.connections,
+        r.latency.percentiles.get("p50"),
+        r.latency.percentiles.get("p99"),
+        r.service_time.percentiles.get("p50"),
+        r.validity,
+        r.load
+    )
+}
