@@ -50,7 +50,10 @@ fn parse() -> Result<Args, String> {
         match arg.as_str() {
             "-t" => a.threads = value()?.parse().map_err(|e| format!("-t: {e}"))?,
             "--cpus" => {
-                a.cpus = value()?.split(',').map(|c| c.trim().parse().map_err(|e| format!("--cpus: {e}"))).collect::<Result<_, _>>()?
+                a.cpus = value()?
+                    .split(',')
+                    .map(|c| c.trim().parse().map_err(|e| format!("--cpus: {e}")))
+                    .collect::<Result<_, _>>()?
             }
             "-c" => a.connections = value()?.parse().map_err(|e| format!("-c: {e}"))?,
             "-d" => a.stop = StopCondition::Duration { duration: value()?.parse().map_err(|e| format!("-d: {e:?}"))? },

@@ -94,14 +94,7 @@ impl Default for ResponseParser {
 
 impl ResponseParser {
     pub fn new() -> Self {
-        Self {
-            state: State::Head,
-            partial: Vec::new(),
-            current: Completed {
-                status: 0,
-                close: false,
-            },
-        }
+        Self { state: State::Head, partial: Vec::new(), current: Completed { status: 0, close: false } }
     }
 
     /// Forgets any response in progress (the connection is being replaced).
@@ -120,11 +113,7 @@ impl ResponseParser {
     /// used and the response if one completed. When no response completes, all of `data` is used.
     ///
     /// `head_request` says whether the response being parsed answers a HEAD request.
-    pub fn feed(
-        &mut self,
-        data: &[u8],
-        head_request: bool,
-    ) -> Result<(usize, Option<Completed>), ProtocolError> {
+    pub fn feed(&mut self, data: &[u8], head_request: bool) -> Result<(usize, Option<Completed>), ProtocolError> {
         let mut used = 0;
         while used < data.len() {
             let rest = &data[used..];
@@ -170,11 +159,7 @@ impl ResponseParser {
         outcome
     }
 
-    fn feed_head(
-        &mut self,
-        data: &[u8],
-        head_request: bool,
-    ) -> Result<(usize, Option<Completed>), ProtocolError> {
+    fn feed_head(&mut self, data: &[u8], head_request: bool) -> Result<(usize, Option<Completed>), ProtocolError> {
         let already = self.partial.len();
         let parsed = if already == 0 {
             parse_head(data)?
@@ -187,15 +172,11 @@ impl ResponseParser {
         let Some(head) = parsed else {
             if already == 0 {
                 if data.len() > MAX_HEAD_BYTES {
-                    return Err(ProtocolError(format!(
-                        "response head larger than {MAX_HEAD_BYTES} bytes"
-                    )));
+                    return Err(ProtocolError(format!("response head larger than {MAX_HEAD_BYTES} bytes")));
                 }
                 self.partial.extend_from_slice(data);
             } else if self.partial.len() >= MAX_HEAD_BYTES {
-                return Err(ProtocolError(format!(
-                    "response head larger than {MAX_HEAD_BYTES} bytes"
-                )));
+                return Err(ProtocolError(format!("response head larger than {MAX_HEAD_BYTES} bytes")));
             }
             return Ok((data.len(), None));
         };
@@ -214,10 +195,7 @@ impl ResponseParser {
             return Ok((used, Some(self.current)));
         }
         if head.chunked {
-            self.state = State::Chunked(Chunk::Size {
-                value: 0,
-                digits: 0,
-            });
+            self.state = State::Chunked(Chunk::Size { value: 0, digits: 0 });
             return Ok((used, None));
         }
         match head.content_length {
@@ -235,21 +213,13 @@ impl ResponseParser {
     }
 
     /// Walks chunked framing; returns the bytes used and whether the body (with its trailers) ended.
-    fn feed_chunked(
-        &mut self,
-        mut chunk: Chunk,
-        data: &[u8],
-    ) -> Result<(usize, bool), ProtocolError> {
+    fn feed_chunked(&mut self, mut chunk: Chunk, data: &[u8]) -> Result<(usize, bool), ProtocolError> {
         let mut i = 0;
         while i < data.len() {
             if let Chunk::Data(left) = chunk {
                 let take = left.min((data.len() - i) as u64);
                 i += take as usize;
-                chunk = if take == left {
-                    Chunk::DataCr
-                } else {
-                    Chunk::Data(left - take)
-                };
+                chunk = if take == left { Chunk::DataCr } else { Chunk::Data(left - take) };
                 continue;
             }
             let b = data[i];
@@ -260,14 +230,9 @@ impl ResponseParser {
                         if digits >= 15 {
                             return Err(ProtocolError("chunk size too large".into()));
                         }
-                        Chunk::Size {
-                            value: value * 16 + u64::from(d),
-                            digits: digits + 1,
-                        }
+                        Chunk::Size { value: value * 16 + u64::from(d), digits: digits + 1 }
                     }
-                    None if digits == 0 => {
-                        return Err(ProtocolError("chunk size is not hexadecimal".into()))
-                    }
+                    None if digits == 0 => return Err(ProtocolError("chunk size is not hexadecimal".into())),
                     None => match b {
                         b'\r' => Chunk::SizeLf { value },
                         b'\n' => end_of_size_line(value),
@@ -288,20 +253,14 @@ impl ResponseParser {
                 }
                 Chunk::DataCr => match b {
                     b'\r' => Chunk::DataLf,
-                    b'\n' => Chunk::Size {
-                        value: 0,
-                        digits: 0,
-                    },
+                    b'\n' => Chunk::Size { value: 0, digits: 0 },
                     _ => return Err(ProtocolError("chunk data not followed by CRLF".into())),
                 },
                 Chunk::DataLf => {
                     if b != b'\n' {
                         return Err(ProtocolError("chunk data not followed by CRLF".into()));
                     }
-                    Chunk::Size {
-                        value: 0,
-                        digits: 0,
-                    }
+                    Chunk::Size { value: 0, digits: 0 }
                 }
                 Chunk::Trailer { empty } => match b {
                     b'\r' => Chunk::TrailerLf { empty },
@@ -356,8 +315,7 @@ struct Head {
 }
 
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
-    let mut headers: [MaybeUninit<httparse::Header<'_>>; MAX_HEADERS] =
-        [const { MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut headers: [MaybeUninit<httparse::Header<'_>>; MAX_HEADERS] = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut []);
     let config = httparse::ParserConfig::default();
     let len = match config.parse_response_with_uninit_headers(&mut response, buf, &mut headers) {
@@ -373,12 +331,8 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
     for h in response.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
-            let text = std::str::from_utf8(h.value)
-                .map_err(|_| ProtocolError("invalid Content-Length".into()))?;
-            let n: u64 = text
-                .trim()
-                .parse()
-                .map_err(|_| ProtocolError(format!("invalid Content-Length `{text}`")))?;
+            let text = std::str::from_utf8(h.value).map_err(|_| ProtocolError("invalid Content-Length".into()))?;
+            let n: u64 = text.trim().parse().map_err(|_| ProtocolError(format!("invalid Content-Length `{text}`")))?;
             if content_length.is_some_and(|m| m != n) {
                 return Err(ProtocolError("conflicting Content-Length headers".into()));
             }
@@ -395,20 +349,12 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
             }
         }
     }
-    Ok(Some(Head {
-        len,
-        status,
-        close,
-        chunked,
-        content_length,
-    }))
+    Ok(Some(Head { len, status, close, chunked, content_length }))
 }
 
 /// Whether a comma-separated header value contains `token` (case-insensitive).
 fn has_token(value: &[u8], token: &[u8]) -> bool {
-    value
-        .split(|&b| b == b',')
-        .any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
+    value.split(|&b| b == b',').any(|part| part.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 #[cfg(test)]
@@ -435,11 +381,7 @@ mod tests {
     fn every_split(input: &[u8], head: bool) -> Vec<Completed> {
         let whole = run(input, input.len(), head).unwrap();
         for step in 1..input.len() {
-            assert_eq!(
-                run(input, step, head).unwrap(),
-                whole,
-                "split every {step} bytes"
-            );
+            assert_eq!(run(input, step, head).unwrap(), whole, "split every {step} bytes");
         }
         whole
     }
@@ -447,12 +389,7 @@ mod tests {
     #[test]
     fn content_length_and_pipelined_responses() {
         let one = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, World!";
-        let input = [
-            &one[..],
-            &one[..],
-            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
-        ]
-        .concat();
+        let input = [&one[..], &one[..], b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"].concat();
         let got = every_split(&input, false);
         let statuses: Vec<u16> = got.iter().map(|c| c.status).collect();
         assert_eq!(statuses, vec![200, 200, 404]);
@@ -463,10 +400,7 @@ mod tests {
     fn chunked_with_extensions_and_trailers() {
         let input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nHello\r\n8\r\n, World!\r\n0\r\nX-Trailer: yes\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n";
         let got = every_split(input, false);
-        assert_eq!(
-            got.iter().map(|c| c.status).collect::<Vec<_>>(),
-            vec![200, 201]
-        );
+        assert_eq!(got.iter().map(|c| c.status).collect::<Vec<_>>(), vec![200, 201]);
     }
 
     #[test]
@@ -475,58 +409,36 @@ mod tests {
         assert_eq!(head.len(), 1);
         let input = b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         let got = every_split(input, false);
-        assert_eq!(
-            got.iter().map(|c| c.status).collect::<Vec<_>>(),
-            vec![204, 304, 200]
-        );
+        assert_eq!(got.iter().map(|c| c.status).collect::<Vec<_>>(), vec![204, 304, 200]);
     }
 
     #[test]
     fn connection_close_and_http10_and_eof_delimited() {
-        let got = every_split(
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
-            false,
-        );
+        let got = every_split(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", false);
         assert!(got[0].close);
         let got = every_split(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
         assert!(got[0].close);
-        let got = every_split(
-            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
-            false,
-        );
+        let got = every_split(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", false);
         assert!(!got[0].close);
 
         let mut p = ResponseParser::new();
-        let (n, done) = p
-            .feed(b"HTTP/1.1 200 OK\r\n\r\nbody until close", false)
-            .unwrap();
+        let (n, done) = p.feed(b"HTTP/1.1 200 OK\r\n\r\nbody until close", false).unwrap();
         assert_eq!((n, done), (35, None));
-        assert_eq!(
-            p.eof(),
-            Eof::Completed(Completed {
-                status: 200,
-                close: true
-            })
-        );
+        assert_eq!(p.eof(), Eof::Completed(Completed { status: 200, close: true }));
     }
 
     #[test]
     fn eof_mid_response_and_garbage() {
         let mut p = ResponseParser::new();
-        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", false)
-            .unwrap();
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", false).unwrap();
         assert_eq!(p.eof(), Eof::MidResponse);
         let mut p = ResponseParser::new();
         p.feed(b"HTTP/1.1 200 O", false).unwrap();
         assert_eq!(p.eof(), Eof::MidResponse);
         assert_eq!(ResponseParser::new().eof(), Eof::Clean);
 
-        assert!(ResponseParser::new()
-            .feed(b"SSH-2.0-OpenSSH\r\n\r\n", false)
-            .is_err());
-        assert!(ResponseParser::new()
-            .feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false)
-            .is_err());
+        assert!(ResponseParser::new().feed(b"SSH-2.0-OpenSSH\r\n\r\n", false).is_err());
+        assert!(ResponseParser::new().feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false).is_err());
         let bad_chunk = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
         assert!(ResponseParser::new().feed(bad_chunk, false).is_err());
         let mut huge = b"HTTP/1.1 200 OK\r\n".to_vec();
@@ -534,9 +446,7 @@ mod tests {
             huge.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
         }
         let mut p = ResponseParser::new();
-        let result = huge
-            .chunks(1000)
-            .try_for_each(|c| p.feed(c, false).map(|_| ()));
+        let result = huge.chunks(1000).try_for_each(|c| p.feed(c, false).map(|_| ()));
         assert!(result.is_err());
     }
 }

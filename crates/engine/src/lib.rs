@@ -149,24 +149,12 @@ impl StopSignal {
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("cannot start worker thread {worker}: {source}")]
-    Spawn {
-        worker: usize,
-        source: std::io::Error,
-    },
+    Spawn { worker: usize, source: std::io::Error },
     #[error("worker {worker} cannot build its async runtime: {source}")]
-    Runtime {
-        worker: usize,
-        source: std::io::Error,
-    },
+    Runtime { worker: usize, source: std::io::Error },
     #[error("cannot pin worker {worker} to CPU {cpu}: {source}")]
-    Pin {
-        worker: usize,
-        cpu: u32,
-        source: std::io::Error,
-    },
-    #[error(
-        "the phase splits its load over {planned} workers but {given} worker threads were given"
-    )]
+    Pin { worker: usize, cpu: u32, source: std::io::Error },
+    #[error("the phase splits its load over {planned} workers but {given} worker threads were given")]
     WorkerMismatch { planned: usize, given: usize },
     #[error("the plan cannot be run: {0}")]
     InvalidPlan(String),

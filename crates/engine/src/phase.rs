@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use loadgate_plan::{Arrival, Phase, StopCondition, WorkerPlan};
 use loadgate_results::{
-    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary,
-    LoadSummary, Problem, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity,
-    WorkerStats,
+    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary, LoadSummary, Problem,
+    RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity, WorkerStats,
 };
 use loadgate_spec::PipelineMode;
 
@@ -51,10 +50,7 @@ pub(crate) fn run(
                 starts.push(s);
             }
             Err(source) => {
-                failure = Some(EngineError::Spawn {
-                    worker: index,
-                    source,
-                });
+                failure = Some(EngineError::Spawn { worker: index, source });
                 break;
             }
         }
@@ -113,11 +109,8 @@ pub(crate) fn run(
         }
         // Ticks for every complete full second.
         while let Some((index, merged)) = agg.next_complete() {
-            let point =
-                timeline_point(index, &merged, schedule.as_ref(), index as f64 + 1.0, phase);
-            agg.total
-                .add(&merged.latency)
-                .unwrap_or_else(|_| merge_by_values(&mut agg.total, &merged.latency));
+            let point = timeline_point(index, &merged, schedule.as_ref(), index as f64 + 1.0, phase);
+            agg.total.add(&merged.latency).unwrap_or_else(|_| merge_by_values(&mut agg.total, &merged.latency));
             let tick = Tick {
                 phase,
                 elapsed: Duration::from_secs(index + 1),
@@ -143,18 +136,9 @@ pub(crate) fn run(
     // The last, partial second (workers that ended early reported theirs already).
     for (index, merged) in agg.drain_rest() {
         let t = (index as f64 + 1.0).min(elapsed.max(index as f64));
-        agg.timeline
-            .push(timeline_point(index, &merged, schedule.as_ref(), t, phase));
+        agg.timeline.push(timeline_point(index, &merged, schedule.as_ref(), t, phase));
     }
-    Ok(assemble(
-        phase,
-        workers,
-        stop,
-        schedule.as_ref(),
-        start,
-        &finals,
-        agg.timeline,
-    ))
+    Ok(assemble(phase, workers, stop, schedule.as_ref(), start, &finals, agg.timeline))
 }
 
 fn configure(
@@ -164,21 +148,14 @@ fn configure(
     stop: &StopSignal,
 ) -> Result<Vec<WorkerConfig>, EngineError> {
     if workers.len() != phase.workers.len() {
-        return Err(EngineError::WorkerMismatch {
-            planned: phase.workers.len(),
-            given: workers.len(),
-        });
+        return Err(EngineError::WorkerMismatch { planned: phase.workers.len(), given: workers.len() });
     }
     let load = &phase.load;
     let users = matches!(load.arrival, Arrival::Users { .. });
     let keep_alive = load.connections.keep_alive && !users;
-    let pipeline = if keep_alive {
-        usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1)
-    } else {
-        1
-    };
-    let one = request::serialize(&phase.request, &target.host, keep_alive)
-        .map_err(|e| EngineError::InvalidRequest(e.0))?;
+    let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
+    let one =
+        request::serialize(&phase.request, &target.host, keep_alive).map_err(|e| EngineError::InvalidRequest(e.0))?;
     let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
     let bytes = Arc::new(RequestBytes::new(one, pipeline, head));
     let schedule = Schedule::from_arrival(&load.arrival);
@@ -187,11 +164,7 @@ fn configure(
         StopCondition::Requests { .. } => None,
     };
     let timeout = phase.timeout.as_std();
-    let timeout = if timeout.is_zero() {
-        Duration::from_secs(3600)
-    } else {
-        timeout
-    };
+    let timeout = if timeout.is_zero() { Duration::from_secs(3600) } else { timeout };
     let drain = timeout.min(MAX_DRAIN);
     let by_count = matches!(load.stop, StopCondition::Requests { .. });
 
@@ -202,22 +175,17 @@ fn configure(
         if users && slots == 0 {
             slots = DEFAULT_USERS_IN_FLIGHT;
         }
-        let slots = usize::try_from(slots).map_err(|_| {
-            EngineError::InvalidPlan(format!("worker {i} has too many connections"))
-        })?;
+        let slots = usize::try_from(slots)
+            .map_err(|_| EngineError::InvalidPlan(format!("worker {i} has too many connections")))?;
         let quota = if by_count {
             Some(share.requests.ok_or_else(|| {
-                EngineError::InvalidPlan(format!(
-                    "worker {i} of a request-count phase has no request quota"
-                ))
+                EngineError::InvalidPlan(format!("worker {i} of a request-count phase has no request quota"))
             })?)
         } else {
             None
         };
         let s = share.share.as_f64();
-        let open = schedule
-            .clone()
-            .map(|sched| (WorkerSchedule::new(sched, s, prefix), quota));
+        let open = schedule.clone().map(|sched| (WorkerSchedule::new(sched, s, prefix), quota));
         prefix += s;
         let slot_quotas = match (&open, quota) {
             (None, Some(q)) => Some(split_exactly(q, slots)),
@@ -249,9 +217,7 @@ fn split_exactly(total: u64, parts: usize) -> Vec<u64> {
         return Vec::new();
     }
     let p = parts as u64;
-    (0..p)
-        .map(|i| total / p + u64::from(i < total % p))
-        .collect()
+    (0..p).map(|i| total / p + u64::from(i < total % p)).collect()
 }
 
 /// Merges the workers' snapshots of each second.
@@ -265,12 +231,7 @@ struct Aggregator {
 
 impl Aggregator {
     fn new(workers: usize) -> Self {
-        Self {
-            next: vec![0; workers],
-            pending: BTreeMap::new(),
-            total: new_histogram(),
-            timeline: Vec::new(),
-        }
+        Self { next: vec![0; workers], pending: BTreeMap::new(), total: new_histogram(), timeline: Vec::new() }
     }
 
     fn add(&mut self, worker: usize, snap: Snapshot) {
@@ -325,13 +286,7 @@ fn merge_by_values(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     }
 }
 
-fn timeline_point(
-    index: u64,
-    s: &Snapshot,
-    schedule: Option<&Schedule>,
-    t: f64,
-    phase: &Phase,
-) -> TimelinePoint {
+fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64, phase: &Phase) -> TimelinePoint {
     let target_rate = schedule.map(|sch| {
         let t0 = index as f64;
         let width = (t - t0).max(1e-9);
@@ -341,11 +296,7 @@ fn timeline_point(
     let (p50, p99, max) = if s.latency.is_empty() {
         (0, 0, 0)
     } else {
-        (
-            s.latency.value_at_quantile(0.5),
-            s.latency.value_at_quantile(0.99),
-            s.latency.max(),
-        )
+        (s.latency.value_at_quantile(0.5), s.latency.value_at_quantile(0.99), s.latency.max())
     };
     TimelinePoint {
         t,
@@ -375,17 +326,12 @@ fn assemble(
     let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
     let duration = end.saturating_duration_since(start).as_secs_f64();
     let stop_at = finals.iter().map(|f| f.stop_at).max().unwrap_or(start);
-    let aborted = stop
-        .reason()
-        .or_else(|| stop.is_stopped().then(|| "stopped".to_owned()));
+    let aborted = stop.reason().or_else(|| stop.is_stopped().then(|| "stopped".to_owned()));
 
     let mut requests = RequestCounts::default();
     let mut status = StatusCounts::default();
     let mut errors = ErrorCounts::default();
-    let mut connections = ConnectionStats {
-        planned: load.connections.connections,
-        ..Default::default()
-    };
+    let mut connections = ConnectionStats { planned: load.connections.connections, ..Default::default() };
     let mut bytes = ByteCounts::default();
     let mut hist = Histograms::default();
     let mut slots_connected = 0;
@@ -460,23 +406,11 @@ fn assemble(
         Arrival::Ramp { .. } => ("ramp", false),
         Arrival::Users { .. } => ("users", true),
     };
-    let target_rate = schedule
-        .filter(|_| load_secs > 0.0)
-        .map(|s| s.count_at(load_secs) / load_secs);
-    let achieved_rate = schedule.map(|_| {
-        if load_secs > 0.0 {
-            requests.sent as f64 / load_secs
-        } else {
-            0.0
-        }
-    });
+    let target_rate = schedule.filter(|_| load_secs > 0.0).map(|s| s.count_at(load_secs) / load_secs);
+    let achieved_rate = schedule.map(|_| if load_secs > 0.0 { requests.sent as f64 / load_secs } else { 0.0 });
     let request_errors = errors.read + errors.write + errors.timeout + errors.protocol;
 
-    let mut validity = Validity {
-        valid: true,
-        problems: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let mut validity = Validity { valid: true, problems: Vec::new(), warnings: Vec::new() };
     if let (Some(target), Some(achieved)) = (target_rate, achieved_rate) {
         // In a request-count run the schedule may simply have ended: judge the requests that were due.
         if target > 0.0 && achieved < RATE_TOLERANCE * target {
@@ -536,11 +470,7 @@ fn assemble(
     }
     validity.valid = validity.problems.is_empty();
 
-    let throughput = if duration > 0.0 {
-        requests.completed as f64 / duration
-    } else {
-        0.0
-    };
+    let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
     ScenarioResult {
         index: phase.index,
         name: phase.name.clone(),
@@ -553,11 +483,7 @@ fn assemble(
             model: model.into(),
             target_rate,
             achieved_rate,
-            pipeline: if load.connections.keep_alive && !users {
-                load.connections.pipeline.max(1)
-            } else {
-                1
-            },
+            pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
             keep_alive: load.connections.keep_alive && !users,
             users_started: users.then_some(requests.sent + errors.connect),
             users_finished: users.then_some(requests.completed + request_errors + errors.connect),

@@ -19,11 +19,7 @@ impl RequestBytes {
     pub fn new(one: Vec<u8>, pipeline: usize, head: bool) -> Self {
         let copies = pipeline.max(1) + 1;
         let len = one.len();
-        Self {
-            repeated: one.repeat(copies).into_boxed_slice(),
-            len,
-            head,
-        }
+        Self { repeated: one.repeat(copies).into_boxed_slice(), len, head }
     }
 
     pub fn len(&self) -> usize {
@@ -45,27 +41,14 @@ pub(crate) struct InvalidRequest(pub String);
 /// Serializes the request: request line, `Host` (unless the plan sets one), the plan's headers in order,
 /// `Content-Length` for a body (unless set), and `Connection: close` when connections are not kept alive
 /// (unless the plan sets `Connection`).
-pub(crate) fn serialize(
-    plan: &RequestPlan,
-    host: &str,
-    keep_alive: bool,
-) -> Result<Vec<u8>, InvalidRequest> {
+pub(crate) fn serialize(plan: &RequestPlan, host: &str, keep_alive: bool) -> Result<Vec<u8>, InvalidRequest> {
     let method = plan.method.trim();
     if method.is_empty() || !method.bytes().all(is_token_byte) {
-        return Err(InvalidRequest(format!(
-            "the method `{}` is not a valid HTTP token",
-            plan.method
-        )));
+        return Err(InvalidRequest(format!("the method `{}` is not a valid HTTP token", plan.method)));
     }
-    let path = if plan.path.is_empty() {
-        "/"
-    } else {
-        plan.path.as_str()
-    };
+    let path = if plan.path.is_empty() { "/" } else { plan.path.as_str() };
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(InvalidRequest(format!(
-            "the path `{path}` contains spaces or control characters"
-        )));
+        return Err(InvalidRequest(format!("the path `{path}` contains spaces or control characters")));
     }
     check_value("Host", host)?;
     let mut has_host = false;
@@ -73,14 +56,11 @@ pub(crate) fn serialize(
     let mut has_connection = false;
     for (name, value) in &plan.headers {
         if name.is_empty() || !name.bytes().all(is_token_byte) {
-            return Err(InvalidRequest(format!(
-                "the header name `{name}` is not a valid HTTP token"
-            )));
+            return Err(InvalidRequest(format!("the header name `{name}` is not a valid HTTP token")));
         }
         check_value(name, value)?;
         has_host |= name.eq_ignore_ascii_case("host");
-        has_length |= name.eq_ignore_ascii_case("content-length")
-            || name.eq_ignore_ascii_case("transfer-encoding");
+        has_length |= name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding");
         has_connection |= name.eq_ignore_ascii_case("connection");
     }
 
@@ -117,9 +97,7 @@ pub(crate) fn serialize(
 
 fn check_value(name: &str, value: &str) -> Result<(), InvalidRequest> {
     if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(InvalidRequest(format!(
-            "the value of header `{name}` contains a line break or NUL"
-        )));
+        return Err(InvalidRequest(format!("the value of header `{name}` contains a line break or NUL")));
     }
     Ok(())
 }
@@ -137,31 +115,21 @@ mod tests {
         RequestPlan {
             method: method.into(),
             path: "/p?q=1".into(),
-            headers: headers
-                .iter()
-                .map(|(k, v)| ((*k).into(), (*v).into()))
-                .collect(),
+            headers: headers.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
             body: body.map(Into::into),
         }
     }
 
     #[test]
     fn serializes_in_order_with_host_length_and_close() {
-        let bytes = serialize(
-            &plan("PUT", &[("X-A", "1"), ("Accept", "*/*")], Some("hello")),
-            "h:8080",
-            false,
-        )
-        .unwrap();
+        let bytes =
+            serialize(&plan("PUT", &[("X-A", "1"), ("Accept", "*/*")], Some("hello")), "h:8080", false).unwrap();
         assert_eq!(
             String::from_utf8(bytes).unwrap(),
             "PUT /p?q=1 HTTP/1.1\r\nHost: h:8080\r\nX-A: 1\r\nAccept: */*\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
         );
         let bytes = serialize(&plan("GET", &[("host", "other")], None), "h", true).unwrap();
-        assert_eq!(
-            String::from_utf8(bytes).unwrap(),
-            "GET /p?q=1 HTTP/1.1\r\nhost: other\r\n\r\n"
-        );
+        assert_eq!(String::from_utf8(bytes).unwrap(), "GET /p?q=1 HTTP/1.1\r\nhost: other\r\n\r\n");
     }
 
     #[test]

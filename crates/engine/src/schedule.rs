@@ -97,9 +97,7 @@ impl Schedule {
                 b.hold(0.0);
             }
         }
-        Some(Schedule {
-            segments: b.segments,
-        })
+        Some(Schedule { segments: b.segments })
     }
 
     /// `N(t)`: arrivals expected by `t` seconds.
@@ -152,26 +150,14 @@ impl Builder {
         if dur <= 0.0 {
             return;
         }
-        let seg = Segment {
-            t0: self.t,
-            dur,
-            n0: self.n,
-            r0,
-            r1,
-        };
+        let seg = Segment { t0: self.t, dur, n0: self.n, r0, r1 };
         self.n += seg.arrivals_within(dur);
         self.t += dur;
         self.segments.push(seg);
     }
 
     fn hold(&mut self, rate: f64) {
-        self.segments.push(Segment {
-            t0: self.t,
-            dur: f64::INFINITY,
-            n0: self.n,
-            r0: rate,
-            r1: rate,
-        });
+        self.segments.push(Segment { t0: self.t, dur: f64::INFINITY, n0: self.n, r0: rate, r1: rate });
     }
 }
 
@@ -187,12 +173,7 @@ pub(crate) struct WorkerSchedule {
 impl WorkerSchedule {
     /// `share` is this worker's fraction of the arrivals, `prefix` the sum of the shares before it.
     pub fn new(schedule: Schedule, share: f64, prefix: f64) -> Self {
-        Self {
-            schedule,
-            share,
-            prefix: prefix.fract(),
-            cursor: 0,
-        }
+        Self { schedule, share, prefix: prefix.fract(), cursor: 0 }
     }
 
     /// When the worker's `j`-th request (from 0) is due, in seconds from the phase start; `None`: never.
@@ -248,9 +229,7 @@ mod tests {
 
     #[test]
     fn constant_rate_splits_exactly() {
-        let arrival = Arrival::Constant {
-            rate: Rate::from_per_sec(1000),
-        };
+        let arrival = Arrival::Constant { rate: Rate::from_per_sec(1000) };
         let one = worker_times(&arrival, &[1.0], 1.0);
         assert_eq!(one[0].len(), 1000);
         assert_eq!(one[0][0], 0.0);
@@ -271,18 +250,12 @@ mod tests {
     fn ramp_integrates_the_linear_rate() {
         let arrival = Arrival::Ramp {
             start: Rate::from_per_sec(0),
-            stages: vec![RampStage {
-                to: Rate::from_per_sec(1000),
-                over: Duration::from_secs(2),
-            }],
+            stages: vec![RampStage { to: Rate::from_per_sec(1000), over: Duration::from_secs(2) }],
         };
         let s = Schedule::from_arrival(&arrival).unwrap();
         assert!((s.count_at(2.0) - 1000.0).abs() < 1e-9);
         assert!((s.count_at(1.0) - 250.0).abs() < 1e-9);
-        assert!(
-            (s.count_at(3.0) - 2000.0).abs() < 1e-9,
-            "holds the last rate"
-        );
+        assert!((s.count_at(3.0) - 2000.0).abs() < 1e-9, "holds the last rate");
         let t = worker_times(&arrival, &[1.0], 2.0);
         assert_eq!(t[0].len(), 1000);
         let mut c = 0;
@@ -294,26 +267,15 @@ mod tests {
         let arrival = Arrival::Users {
             steps: vec![
                 UserStep::AtOnce { users: 10 },
-                UserStep::Pause {
-                    during: Duration::from_secs(1),
-                },
-                UserStep::PerSecond {
-                    rate: Rate::from_per_sec(100),
-                    during: Duration::from_secs(1),
-                },
+                UserStep::Pause { during: Duration::from_secs(1) },
+                UserStep::PerSecond { rate: Rate::from_per_sec(100), during: Duration::from_secs(1) },
             ],
         };
         let w = worker_times(&arrival, &[1.0 / 3.0; 3], 100.0);
         assert_eq!(w.iter().map(Vec::len).sum::<usize>(), 110);
-        let at_zero: usize = w
-            .iter()
-            .map(|v| v.iter().filter(|&&t| t == 0.0).count())
-            .sum();
+        let at_zero: usize = w.iter().map(|v| v.iter().filter(|&&t| t == 0.0).count()).sum();
         assert_eq!(at_zero, 10);
-        assert!(w
-            .iter()
-            .flatten()
-            .all(|&t| t == 0.0 || (1.0..2.0).contains(&t)));
+        assert!(w.iter().flatten().all(|&t| t == 0.0 || (1.0..2.0).contains(&t)));
         let sched = Schedule::from_arrival(&arrival).unwrap();
         let ws = WorkerSchedule::new(sched, 1.0, 0.0);
         assert_eq!(ws.due_before(0.5), 10);

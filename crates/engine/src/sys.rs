@@ -6,10 +6,7 @@ use std::io;
 pub(crate) fn pin_current_thread(cpu: u32) -> io::Result<()> {
     let cpu = usize::try_from(cpu).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("CPU {cpu} is beyond CPU_SETSIZE"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {cpu} is beyond CPU_SETSIZE")));
     }
     // SAFETY: cpu_set_t is plain data; zeroed is its empty set, and `cpu` is below CPU_SETSIZE.
     let rc = unsafe {

@@ -26,9 +26,7 @@ pub(crate) enum ConnectError {
 impl std::fmt::Display for ConnectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConnectError::AddressUnavailable => {
-                f.write_str("no local address or port available (EADDRNOTAVAIL)")
-            }
+            ConnectError::AddressUnavailable => f.write_str("no local address or port available (EADDRNOTAVAIL)"),
             ConnectError::TimedOut => f.write_str("connect timed out"),
             ConnectError::Other(e) => write!(f, "{e}"),
         }
@@ -36,15 +34,10 @@ impl std::fmt::Display for ConnectError {
 }
 
 /// Opens a TCP connection with `TCP_NODELAY` set.
-pub(crate) async fn connect(
-    addr: SocketAddr,
-    timeout: Duration,
-) -> Result<TcpStream, ConnectError> {
+pub(crate) async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {
     let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Err(_) => return Err(ConnectError::TimedOut),
-        Ok(Err(e)) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {
-            return Err(ConnectError::AddressUnavailable)
-        }
+        Ok(Err(e)) if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => return Err(ConnectError::AddressUnavailable),
         Ok(Err(e)) => return Err(ConnectError::Other(e)),
         Ok(Ok(s)) => s,
     };

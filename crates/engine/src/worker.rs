@@ -163,25 +163,14 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
     let index = cfg.index;
     if let Some(cpu) = cfg.cpu {
         if let Err(source) = crate::sys::pin_current_thread(cpu) {
-            let _ = tx.send(Msg::Failed(EngineError::Pin {
-                worker: index,
-                cpu,
-                source,
-            }));
+            let _ = tx.send(Msg::Failed(EngineError::Pin { worker: index, cpu, source }));
             return;
         }
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
         Ok(rt) => rt,
         Err(source) => {
-            let _ = tx.send(Msg::Failed(EngineError::Runtime {
-                worker: index,
-                source,
-            }));
+            let _ = tx.send(Msg::Failed(EngineError::Runtime { worker: index, source }));
             return;
         }
     };
@@ -250,14 +239,7 @@ struct OpenSource {
 
 impl OpenSource {
     fn new(sched: WorkerSchedule, quota: Option<u64>, start: Instant) -> Self {
-        let mut s = OpenSource {
-            sched,
-            next_j: 0,
-            next_at: None,
-            quota,
-            retry: VecDeque::new(),
-            start,
-        };
+        let mut s = OpenSource { sched, next_j: 0, next_at: None, quota, retry: VecDeque::new(), start };
         s.advance();
         s
     }
@@ -289,10 +271,7 @@ impl OpenSource {
     /// Nothing more will ever become due.
     fn exhausted(&self, deadline: Option<Instant>) -> bool {
         self.retry.is_empty()
-            && (self.quota == Some(0)
-                || self
-                    .next_at
-                    .is_none_or(|t| deadline.is_some_and(|d| t >= d)))
+            && (self.quota == Some(0) || self.next_at.is_none_or(|t| deadline.is_some_and(|d| t >= d)))
     }
 
     /// Requests due now (at most `cap`).
@@ -302,11 +281,7 @@ impl OpenSource {
             let until = deadline.map_or(now, |d| now.min(d));
             let secs = until.saturating_duration_since(self.start).as_secs_f64();
             let mut due = self.sched.due_before(secs).saturating_sub(self.next_j);
-            if due == 0
-                && self
-                    .next_at
-                    .is_some_and(|t| t <= now && deadline.is_none_or(|d| t < d))
-            {
+            if due == 0 && self.next_at.is_some_and(|t| t <= now && deadline.is_none_or(|d| t < d)) {
                 due = 1;
             }
             n += self.quota.map_or(due, |q| due.min(q));
@@ -347,10 +322,7 @@ enum Acquired {
 impl Ctx {
     fn new(cfg: WorkerConfig, start: Instant) -> Self {
         let deadline = cfg.duration.and_then(|d| start.checked_add(d));
-        let open = cfg
-            .open
-            .clone()
-            .map(|(sched, quota)| RefCell::new(OpenSource::new(sched, quota, start)));
+        let open = cfg.open.clone().map(|(sched, quota)| RefCell::new(OpenSource::new(sched, quota, start)));
         let stats = Stats {
             c: Counters::default(),
             latency: new_histogram(),
@@ -395,13 +367,7 @@ impl Ctx {
     }
 
     /// Takes up to `room` requests for a slot, calling `push(intended)` for each.
-    fn acquire(
-        &self,
-        quota: &mut Option<u64>,
-        room: usize,
-        now: Instant,
-        mut push: impl FnMut(Instant),
-    ) -> Acquired {
+    fn acquire(&self, quota: &mut Option<u64>, room: usize, now: Instant, mut push: impl FnMut(Instant)) -> Acquired {
         if self.stopping.get() {
             return Acquired::Done;
         }
@@ -454,9 +420,7 @@ impl Ctx {
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return false;
         }
-        self.open
-            .as_ref()
-            .is_none_or(|src| !src.borrow().exhausted(self.deadline))
+        self.open.as_ref().is_none_or(|src| !src.borrow().exhausted(self.deadline))
     }
 
     fn wait_for_work(&self, slot: usize, cx: &Context<'_>) {
@@ -515,10 +479,7 @@ impl Ctx {
 
     fn finish(&self) -> WorkerFinal {
         let stop_at = self.stop_at.get().unwrap_or_else(Instant::now);
-        let unsent_backlog = self
-            .open
-            .as_ref()
-            .map_or(0, |src| src.borrow().backlog(stop_at));
+        let unsent_backlog = self.open.as_ref().map_or(0, |src| src.borrow().backlog(stop_at));
         let mut stats = self.stats.borrow_mut();
         let slots_expected = match &self.cfg.slot_quotas {
             Some(q) => q.iter().filter(|&&n| n > 0).count() as u64,
@@ -554,11 +515,7 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     if ctx.cfg.slots == 0 {
         ctx.stop_at.set(Some(Instant::now()));
     }
-    let tick = if ctx.open_loop {
-        Duration::from_millis(1)
-    } else {
-        Duration::from_millis(10)
-    };
+    let tick = if ctx.open_loop { Duration::from_millis(1) } else { Duration::from_millis(10) };
     let mut ticker = tokio::time::interval_at((ctx.start + tick).into(), tick);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
@@ -652,8 +609,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 let connected = Instant::now();
                 {
                     let mut s = ctx.stats.borrow_mut();
-                    s.connect_time
-                        .saturating_record(micros(connected.saturating_duration_since(began)));
+                    s.connect_time.saturating_record(micros(connected.saturating_duration_since(began)));
                     s.c.opened += 1;
                     s.conns_open += 1;
                     s.peak_open = s.peak_open.max(s.conns_open);
@@ -827,9 +783,7 @@ impl SlotIo {
                     }
                 }
             } else if self.in_flight.is_empty() {
-                return Poll::Ready(End::Reconnect {
-                    server_closed: false,
-                });
+                return Poll::Ready(End::Reconnect { server_closed: false });
             }
 
             // 2. Write everything unwritten.
@@ -843,9 +797,7 @@ impl SlotIo {
                     }
                     Poll::Ready(_) => {
                         self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Write);
-                        return Poll::Ready(End::Reconnect {
-                            server_closed: false,
-                        });
+                        return Poll::Ready(End::Reconnect { server_closed: false });
                     }
                     Poll::Pending => break,
                 }
@@ -858,9 +810,7 @@ impl SlotIo {
                 Poll::Pending => {}
                 Poll::Ready(Err(_)) => {
                     self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Read);
-                    return Poll::Ready(End::Reconnect {
-                        server_closed: false,
-                    });
+                    return Poll::Ready(End::Reconnect { server_closed: false });
                 }
                 Poll::Ready(Ok(())) => {
                     let n = buf.filled().len();
@@ -876,16 +826,12 @@ impl SlotIo {
                         match self.parser.feed(&data[off..], cfg.request.head) {
                             Err(_) => {
                                 self.fail_all(&mut stats, Failure::Protocol);
-                                return Poll::Ready(End::Reconnect {
-                                    server_closed: false,
-                                });
+                                return Poll::Ready(End::Reconnect { server_closed: false });
                             }
                             Ok((used, done)) => {
                                 off += used;
                                 if let Some(done) = done {
-                                    if let Some(end) =
-                                        self.complete(ctx, &mut stats, quota, done, now)
-                                    {
+                                    if let Some(end) = self.complete(ctx, &mut stats, quota, done, now) {
                                         return Poll::Ready(end);
                                     }
                                 }
@@ -910,9 +856,7 @@ impl SlotIo {
                     now = Instant::now();
                     if now >= sent + cfg.timeout {
                         self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Timeout);
-                        return Poll::Ready(End::Reconnect {
-                            server_closed: false,
-                        });
+                        return Poll::Ready(End::Reconnect { server_closed: false });
                     }
                     progress = true;
                 }
@@ -935,20 +879,14 @@ impl SlotIo {
         let Some((intended, sent)) = self.in_flight.pop_front() else {
             // A response nobody asked for.
             self.fail_all(stats, Failure::Protocol);
-            return Some(End::Reconnect {
-                server_closed: false,
-            });
+            return Some(End::Reconnect { server_closed: false });
         };
         let latency = micros(now.saturating_duration_since(intended));
         stats.latency.saturating_record(latency);
         stats.interval.saturating_record(latency);
-        stats
-            .service_time
-            .saturating_record(micros(now.saturating_duration_since(sent)));
+        stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
         if ctx.open_loop {
-            stats
-                .send_lag
-                .saturating_record(micros(sent.saturating_duration_since(intended)));
+            stats.send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
         }
         stats.c.completed += 1;
         stats.in_flight -= 1;
@@ -962,9 +900,7 @@ impl SlotIo {
         }
         if done.close {
             self.close_after_response(ctx, stats, quota);
-            return Some(End::Reconnect {
-                server_closed: ctx.cfg.keep_alive,
-            });
+            return Some(End::Reconnect { server_closed: ctx.cfg.keep_alive });
         }
         None
     }
@@ -972,11 +908,7 @@ impl SlotIo {
     /// The server said it closes: requests pipelined behind the last response were never read by it.
     fn close_after_response(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) {
         if !self.in_flight.is_empty() {
-            let back: Vec<Instant> = self
-                .in_flight
-                .drain(..)
-                .map(|(intended, _)| intended)
-                .collect();
+            let back: Vec<Instant> = self.in_flight.drain(..).map(|(intended, _)| intended).collect();
             let n = back.len() as u64;
             stats.c.sent -= n;
             stats.in_flight -= n;
@@ -1008,9 +940,7 @@ impl SlotIo {
             Eof::MidResponse => self.fail_all(stats, Failure::Read),
             Eof::Clean => self.fail_all(stats, Failure::Read),
         }
-        End::Reconnect {
-            server_closed: ctx.cfg.keep_alive,
-        }
+        End::Reconnect { server_closed: ctx.cfg.keep_alive }
     }
 }
 

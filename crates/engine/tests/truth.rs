@@ -31,16 +31,9 @@ fn assert_counts_match(r: &loadgate_results::ScenarioResult, server: &common::Se
     assert_eq!(r.errors.total(), 0, "{info}");
     assert_eq!(r.status.success, r.requests.completed, "{info}");
     assert_eq!(r.histograms.latency.len(), r.requests.completed, "{info}");
-    assert!(
-        r.bytes.read >= r.requests.completed * (HELLO.len() as u64 + 38),
-        "{info}"
-    );
+    assert!(r.bytes.read >= r.requests.completed * (HELLO.len() as u64 + 38), "{info}");
     let timeline: u64 = r.timeline.iter().map(|p| p.completed).sum();
-    assert_eq!(
-        timeline, r.requests.completed,
-        "{info}\ntimeline {:?}",
-        r.timeline
-    );
+    assert_eq!(timeline, r.requests.completed, "{info}\ntimeline {:?}", r.timeline);
 }
 
 #[test]
@@ -57,19 +50,14 @@ fn closed_loop_count_equals_server_count() {
     assert_eq!(r.histograms.latency.len(), r.histograms.service_time.len());
     assert_eq!(r.histograms.connect_time.len(), 4);
     assert_eq!(r.workers.len(), 2);
-    assert!(r
-        .workers
-        .iter()
-        .all(|w| w.user_seconds + w.system_seconds > 0.0));
+    assert!(r.workers.iter().all(|w| w.user_seconds + w.system_seconds > 0.0));
 }
 
 #[test]
 fn closed_loop_pipelined_batch_and_window_counts_match() {
     for mode in [PipelineMode::Batch, PipelineMode::Window] {
         let server = hello_server();
-        let r = PhaseBuilder::closed(3)
-            .pipeline(8, mode)
-            .run(&server.target());
+        let r = PhaseBuilder::closed(3).pipeline(8, mode).run(&server.target());
         assert_counts_match(&r, &server);
         assert_eq!(r.load.pipeline, 8);
     }
@@ -85,21 +73,14 @@ fn open_loop_count_equals_server_count() {
     assert!((target - 2000.0).abs() < 1.0, "{target}");
     assert!(r.load.achieved_rate.unwrap() > 0.0);
     assert_eq!(r.histograms.send_lag.len(), r.requests.completed);
-    let planned: f64 = r
-        .timeline
-        .iter()
-        .filter_map(|p| p.target_rate)
-        .next()
-        .unwrap();
+    let planned: f64 = r.timeline.iter().filter_map(|p| p.target_rate).next().unwrap();
     assert!((planned - 2000.0).abs() < 1.0, "{planned}");
 }
 
 #[test]
 fn open_loop_pipelined_window_count_matches() {
     let server = hello_server();
-    let r = PhaseBuilder::open(3000, 2)
-        .pipeline(4, PipelineMode::Window)
-        .run(&server.target());
+    let r = PhaseBuilder::open(3000, 2).pipeline(4, PipelineMode::Window).run(&server.target());
     assert_counts_match(&r, &server);
 }
 
@@ -107,23 +88,14 @@ fn open_loop_pipelined_window_count_matches() {
 fn request_count_is_exact_in_every_mode() {
     let cases = [
         PhaseBuilder::closed(3).workers(2).requests(1001),
-        PhaseBuilder::closed(3)
-            .workers(2)
-            .requests(1001)
-            .pipeline(4, PipelineMode::Batch),
-        PhaseBuilder::closed(5)
-            .requests(1003)
-            .pipeline(16, PipelineMode::Window),
+        PhaseBuilder::closed(3).workers(2).requests(1001).pipeline(4, PipelineMode::Batch),
+        PhaseBuilder::closed(5).requests(1003).pipeline(16, PipelineMode::Window),
         PhaseBuilder::open(5000, 4).workers(2).requests(501),
-        PhaseBuilder::open(5000, 2)
-            .requests(499)
-            .pipeline(4, PipelineMode::Window),
+        PhaseBuilder::open(5000, 2).requests(499).pipeline(4, PipelineMode::Window),
         PhaseBuilder::closed(4).requests(2),
     ];
     for case in cases {
-        let StopCondition::Requests { requests } = case.stop else {
-            unreachable!()
-        };
+        let StopCondition::Requests { requests } = case.stop else { unreachable!() };
         let server = hello_server();
         let r = case.run(&server.target());
         assert_counts_match(&r, &server);
@@ -136,19 +108,13 @@ use loadgate_plan::StopCondition;
 #[test]
 fn keep_alive_off_opens_a_connection_per_request() {
     let server = hello_server();
-    let r = PhaseBuilder::closed(4)
-        .keep_alive(false)
-        .requests(200)
-        .run(&server.target());
+    let r = PhaseBuilder::closed(4).keep_alive(false).requests(200).run(&server.target());
     assert_counts_match(&r, &server);
     assert_eq!(r.requests.completed, 200);
     assert_eq!(r.connections.opened, 200, "{}", describe(&r));
     assert_eq!(server.connections.load(Ordering::SeqCst), 200);
     assert_eq!(r.histograms.connect_time.len(), 200);
-    assert_eq!(
-        r.connections.reconnects, 0,
-        "our own closes are not reconnects"
-    );
+    assert_eq!(r.connections.reconnects, 0, "our own closes are not reconnects");
     assert!(!r.load.keep_alive);
 }
 
@@ -160,24 +126,12 @@ fn a_20ms_server_gives_p50_of_at_least_20ms() {
     });
     let r = PhaseBuilder::closed(2).run(&server.target());
     assert_counts_match(&r, &server);
-    assert!(
-        r.latency.percentile(50.0).unwrap() >= 20_000,
-        "{}",
-        describe(&r)
-    );
+    assert!(r.latency.percentile(50.0).unwrap() >= 20_000, "{}", describe(&r));
     assert!(r.latency.min_us >= 20_000, "{}", describe(&r));
 
     let r = PhaseBuilder::open(40, 4).run(&server.target());
-    assert!(
-        r.latency.percentile(50.0).unwrap() >= 20_000,
-        "{}",
-        describe(&r)
-    );
-    assert!(
-        r.service_time.percentile(50.0).unwrap() >= 20_000,
-        "{}",
-        describe(&r)
-    );
+    assert!(r.latency.percentile(50.0).unwrap() >= 20_000, "{}", describe(&r));
+    assert!(r.service_time.percentile(50.0).unwrap() >= 20_000, "{}", describe(&r));
 }
 
 #[test]
@@ -191,18 +145,13 @@ fn a_stall_shows_in_corrected_latency_not_in_service_time() {
         s.wait();
         Reply::Bytes(ok_body(HELLO))
     });
-    let r = PhaseBuilder::open(200, 4)
-        .duration(Duration::from_millis(1500))
-        .run(&server.target());
+    let r = PhaseBuilder::open(200, 4).duration(Duration::from_millis(1500)).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.completed, server.answered(), "{info}");
     let p99 = r.latency.percentile(99.0).unwrap();
     let service_p50 = r.service_time.percentile(50.0).unwrap();
     assert!(p99 >= 400_000, "corrected p99 {p99}us\n{info}");
-    assert!(
-        service_p50 * 4 < p99,
-        "service p50 {service_p50}us vs p99 {p99}us\n{info}"
-    );
+    assert!(service_p50 * 4 < p99, "service p50 {service_p50}us vs p99 {p99}us\n{info}");
     // Requests waited for a free connection: the send lag shows it.
     assert!(r.send_lag.max_us >= 300_000, "{info}");
 }
@@ -210,20 +159,13 @@ fn a_stall_shows_in_corrected_latency_not_in_service_time() {
 #[test]
 fn chunked_bodies_are_framed() {
     let server = serve(|req| {
-        let extra = if req.seq % 2 == 0 {
-            "3;x=y\r\nabc\r\n"
-        } else {
-            ""
-        };
+        let extra = if req.seq % 2 == 0 { "3;x=y\r\nabc\r\n" } else { "" };
         let resp = format!(
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nd\r\nHello, World!\r\n{extra}0\r\nX-T: 1\r\n\r\n"
         );
         Reply::Bytes(resp.into_bytes())
     });
-    let r = PhaseBuilder::closed(2)
-        .requests(300)
-        .pipeline(4, PipelineMode::Window)
-        .run(&server.target());
+    let r = PhaseBuilder::closed(2).requests(300).pipeline(4, PipelineMode::Window).run(&server.target());
     assert_counts_match(&r, &server);
 }
 
@@ -233,11 +175,7 @@ fn head_responses_have_no_body() {
         assert_eq!(req.method, "HEAD");
         Reply::Bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec())
     });
-    let r = PhaseBuilder::closed(2)
-        .requests(100)
-        .method("HEAD")
-        .pipeline(2, PipelineMode::Batch)
-        .run(&server.target());
+    let r = PhaseBuilder::closed(2).requests(100).method("HEAD").pipeline(2, PipelineMode::Batch).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.completed, 100, "{info}");
     assert_eq!(server.answered(), 100);
@@ -253,10 +191,7 @@ fn no_content_and_not_modified_have_no_body() {
             Reply::Bytes(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n".to_vec())
         }
     });
-    let r = PhaseBuilder::closed(1)
-        .requests(100)
-        .pipeline(4, PipelineMode::Batch)
-        .run(&server.target());
+    let r = PhaseBuilder::closed(1).requests(100).pipeline(4, PipelineMode::Batch).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.completed, 100, "{info}");
     assert_eq!(r.status.success, 50, "{info}");
@@ -268,9 +203,7 @@ fn no_content_and_not_modified_have_no_body() {
 #[test]
 fn connection_close_reconnects_and_loses_nothing() {
     let close = |_: &common::Request| {
-        Reply::BytesThenClose(
-            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok".to_vec(),
-        )
+        Reply::BytesThenClose(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok".to_vec())
     };
     let server = serve(close);
     let r = PhaseBuilder::closed(2).requests(100).run(&server.target());
@@ -283,10 +216,7 @@ fn connection_close_reconnects_and_loses_nothing() {
 
     // Pipelined requests behind a `Connection: close` answer are sent again on the next connection.
     let server = serve(close);
-    let r = PhaseBuilder::closed(2)
-        .requests(100)
-        .pipeline(4, PipelineMode::Window)
-        .run(&server.target());
+    let r = PhaseBuilder::closed(2).requests(100).pipeline(4, PipelineMode::Window).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.completed, 100, "{info}");
     assert_eq!(r.requests.sent, 100, "{info}");
@@ -298,10 +228,7 @@ fn connection_close_reconnects_and_loses_nothing() {
 fn a_one_megabyte_body_is_read_and_counted() {
     let body = vec![b'x'; 1 << 20];
     let server = serve(move |_| Reply::Bytes(ok_body(&body)));
-    let r = PhaseBuilder::closed(2)
-        .requests(20)
-        .pipeline(2, PipelineMode::Window)
-        .run(&server.target());
+    let r = PhaseBuilder::closed(2).requests(20).pipeline(2, PipelineMode::Window).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.completed, 20, "{info}");
     assert_eq!(r.errors.total(), 0, "{info}");
@@ -310,9 +237,7 @@ fn a_one_megabyte_body_is_read_and_counted() {
 
 #[test]
 fn a_server_closing_mid_response_counts_read_errors() {
-    let server = serve(|_| {
-        Reply::BytesThenClose(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b".to_vec())
-    });
+    let server = serve(|_| Reply::BytesThenClose(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b".to_vec()));
     let r = PhaseBuilder::closed(2).requests(10).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.completed, 0, "{info}");
@@ -336,24 +261,14 @@ fn garbage_is_a_protocol_error() {
 
 #[test]
 fn connection_refused_is_counted_and_invalidates() {
-    let target = Target {
-        addr: refused_addr(),
-        host: "nowhere".into(),
-    };
-    let r = PhaseBuilder::closed(2)
-        .duration(Duration::from_millis(500))
-        .run(&target);
+    let target = Target { addr: refused_addr(), host: "nowhere".into() };
+    let r = PhaseBuilder::closed(2).duration(Duration::from_millis(500)).run(&target);
     let info = describe(&r);
     assert!(r.errors.connect > 0, "{info}");
     assert_eq!(r.connections.failed, r.errors.connect);
     assert_eq!(r.requests.completed, 0, "{info}");
     assert!(!r.validity.valid, "{info}");
-    let missing = r
-        .validity
-        .problems
-        .iter()
-        .find(|p| p.kind == "connections_missing")
-        .expect("connections_missing");
+    let missing = r.validity.problems.iter().find(|p| p.kind == "connections_missing").expect("connections_missing");
     assert!(missing.message.contains("refused"), "{}", missing.message);
 
     // A request-count run against a dead target still ends: every failed attempt uses up a request.
@@ -361,20 +276,14 @@ fn connection_refused_is_counted_and_invalidates() {
     assert_eq!(r.errors.connect, 6, "{}", describe(&r));
     let r = PhaseBuilder::open(1000, 2).requests(6).run(&target);
     assert_eq!(r.errors.connect, 6, "{}", describe(&r));
-    let r = PhaseBuilder::closed(2)
-        .keep_alive(false)
-        .requests(6)
-        .run(&target);
+    let r = PhaseBuilder::closed(2).keep_alive(false).requests(6).run(&target);
     assert_eq!(r.errors.connect, 6, "{}", describe(&r));
 }
 
 #[test]
 fn timeouts_are_counted_once_per_request() {
     let server = serve(|_| Reply::Hang);
-    let r = PhaseBuilder::closed(3)
-        .requests(6)
-        .timeout(Duration::from_millis(200))
-        .run(&server.target());
+    let r = PhaseBuilder::closed(3).requests(6).timeout(Duration::from_millis(200)).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.errors.timeout, 6, "{info}");
     assert_eq!(r.requests.sent, 6, "{info}");
@@ -385,39 +294,24 @@ fn timeouts_are_counted_once_per_request() {
 fn requests_in_flight_at_the_end_are_incomplete_not_lost() {
     let server = serve(|_| Reply::Hang);
     // The drain lasts min(timeout, 2 s): with a 5 s timeout the requests are still in flight when it ends.
-    let r = PhaseBuilder::closed(3)
-        .duration(Duration::from_millis(300))
-        .run(&server.target());
+    let r = PhaseBuilder::closed(3).duration(Duration::from_millis(300)).run(&server.target());
     let info = describe(&r);
     assert_eq!(r.requests.sent, 3, "{info}");
     assert_eq!(r.requests.incomplete, 3, "{info}");
     assert_eq!(r.errors.total(), 0, "{info}");
     assert!(r.duration >= 2.3, "the drain ran: {info}");
-    assert!(
-        r.validity
-            .warnings
-            .iter()
-            .any(|w| w.kind == "incomplete_requests"),
-        "{info}"
-    );
+    assert!(r.validity.warnings.iter().any(|w| w.kind == "incomplete_requests"), "{info}");
 }
 
 #[test]
 fn users_each_get_a_connection() {
     let server = hello_server();
-    let mut b = PhaseBuilder::closed(16)
-        .workers(2)
-        .duration(Duration::from_millis(1500));
+    let mut b = PhaseBuilder::closed(16).workers(2).duration(Duration::from_millis(1500));
     b.arrival = Arrival::Users {
         steps: vec![
             UserStep::AtOnce { users: 21 },
-            UserStep::Pause {
-                during: SpecDuration::from_millis(200),
-            },
-            UserStep::PerSecond {
-                rate: Rate::from_per_sec(50),
-                during: SpecDuration::from_secs(1),
-            },
+            UserStep::Pause { during: SpecDuration::from_millis(200) },
+            UserStep::PerSecond { rate: Rate::from_per_sec(50), during: SpecDuration::from_secs(1) },
         ],
     };
     let r = b.run(&server.target());
@@ -436,10 +330,7 @@ fn ramp_follows_the_schedule() {
     let mut b = PhaseBuilder::closed(4).duration(Duration::from_secs(1));
     b.arrival = Arrival::Ramp {
         start: Rate::from_per_sec(0),
-        stages: vec![RampStage {
-            to: Rate::from_per_sec(2000),
-            over: SpecDuration::from_secs(1),
-        }],
+        stages: vec![RampStage { to: Rate::from_per_sec(2000), over: SpecDuration::from_secs(1) }],
     };
     let r = b.run(&server.target());
     assert_counts_match(&r, &server);
@@ -450,25 +341,16 @@ fn ramp_follows_the_schedule() {
 #[test]
 fn on_tick_sees_every_second_and_can_abort() {
     let server = hello_server();
-    let (phase, workers) = PhaseBuilder::closed(2)
-        .workers(2)
-        .duration(Duration::from_secs(30))
-        .build();
+    let (phase, workers) = PhaseBuilder::closed(2).workers(2).duration(Duration::from_secs(30)).build();
     let ticks = Arc::new(AtomicU64::new(0));
     let seen = ticks.clone();
-    let r = run_phase(
-        &phase,
-        &workers,
-        &server.target(),
-        &StopSignal::new(),
-        &mut |tick| {
-            seen.fetch_add(1, Ordering::SeqCst);
-            assert_eq!(tick.elapsed, Duration::from_secs(1));
-            assert_eq!(tick.interval_latency.len(), tick.point.completed);
-            assert_eq!(tick.total_latency.len(), tick.point.completed);
-            Control::Abort("enough".into())
-        },
-    )
+    let r = run_phase(&phase, &workers, &server.target(), &StopSignal::new(), &mut |tick| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(tick.elapsed, Duration::from_secs(1));
+        assert_eq!(tick.interval_latency.len(), tick.point.completed);
+        assert_eq!(tick.total_latency.len(), tick.point.completed);
+        Control::Abort("enough".into())
+    })
     .unwrap();
     assert_eq!(ticks.load(Ordering::SeqCst), 1);
     assert_eq!(r.aborted.as_deref(), Some("enough"));
@@ -479,19 +361,14 @@ fn on_tick_sees_every_second_and_can_abort() {
 #[test]
 fn stop_signal_from_another_thread_ends_the_phase() {
     let server = hello_server();
-    let (phase, workers) = PhaseBuilder::open(500, 2)
-        .duration(Duration::from_secs(30))
-        .build();
+    let (phase, workers) = PhaseBuilder::open(500, 2).duration(Duration::from_secs(30)).build();
     let stop = StopSignal::new();
     let s = stop.clone();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
         s.stop("ctrl-c");
     });
-    let r = run_phase(&phase, &workers, &server.target(), &stop, &mut |_| {
-        Control::Continue
-    })
-    .unwrap();
+    let r = run_phase(&phase, &workers, &server.target(), &stop, &mut |_| Control::Continue).unwrap();
     assert_eq!(r.aborted.as_deref(), Some("ctrl-c"));
     assert_eq!(r.requests.completed, server.answered());
     assert!(r.requests.completed > 0);
@@ -507,13 +384,7 @@ fn an_unreachable_rate_is_invalid() {
     let r = PhaseBuilder::open(500, 1).run(&server.target());
     let info = describe(&r);
     assert!(!r.validity.valid, "{info}");
-    assert!(
-        r.validity
-            .problems
-            .iter()
-            .any(|p| p.kind == "rate_not_reached"),
-        "{info}"
-    );
+    assert!(r.validity.problems.iter().any(|p| p.kind == "rate_not_reached"), "{info}");
     assert!(r.requests.unsent > 0, "{info}");
 }
 
@@ -522,31 +393,10 @@ fn mismatched_workers_and_bad_requests_are_engine_errors() {
     let server = hello_server();
     let (phase, mut workers) = PhaseBuilder::closed(2).workers(2).build();
     workers.pop();
-    let e = run_phase(
-        &phase,
-        &workers,
-        &server.target(),
-        &StopSignal::new(),
-        &mut |_| Control::Continue,
-    );
-    assert!(matches!(
-        e,
-        Err(loadgate_engine::EngineError::WorkerMismatch { .. })
-    ));
+    let e = run_phase(&phase, &workers, &server.target(), &StopSignal::new(), &mut |_| Control::Continue);
+    assert!(matches!(e, Err(loadgate_engine::EngineError::WorkerMismatch { .. })));
     let (mut phase, workers) = PhaseBuilder::closed(2).build();
-    phase
-        .request
-        .headers
-        .push(("X-Evil".into(), "a\r\nb: c".into()));
-    let e = run_phase(
-        &phase,
-        &workers,
-        &server.target(),
-        &StopSignal::new(),
-        &mut |_| Control::Continue,
-    );
-    assert!(matches!(
-        e,
-        Err(loadgate_engine::EngineError::InvalidRequest(_))
-    ));
+    phase.request.headers.push(("X-Evil".into(), "a\r\nb: c".into()));
+    let e = run_phase(&phase, &workers, &server.target(), &StopSignal::new(), &mut |_| Control::Continue);
+    assert!(matches!(e, Err(loadgate_engine::EngineError::InvalidRequest(_))));
 }

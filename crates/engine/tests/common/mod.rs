@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
-use loadgate_plan::{
-    Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare,
-};
+use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare};
 use loadgate_results::ScenarioResult;
 use loadgate_spec::units;
 use loadgate_spec::PipelineMode;
@@ -47,10 +45,7 @@ impl Server {
     }
 
     pub fn target(&self) -> Target {
-        Target {
-            addr: self.addr,
-            host: format!("{}", self.addr),
-        }
+        Target { addr: self.addr, host: format!("{}", self.addr) }
     }
 }
 
@@ -80,11 +75,7 @@ pub fn serve(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Ser
             }
         });
     }
-    Server {
-        addr,
-        answered,
-        connections,
-    }
+    Server { addr, answered, connections }
 }
 
 fn serve_connection(
@@ -100,10 +91,7 @@ fn serve_connection(
         // Answer every complete request in the buffer, in order.
         while let Some((method, used)) = parse_request(&buf) {
             buf.drain(..used);
-            let req = Request {
-                method,
-                seq: seq.fetch_add(1, Ordering::SeqCst),
-            };
+            let req = Request { method, seq: seq.fetch_add(1, Ordering::SeqCst) };
             match handler(&req) {
                 Reply::Bytes(b) => {
                     if stream.write_all(&b).is_err() {
@@ -149,13 +137,7 @@ fn parse_request(buf: &[u8]) -> Option<(String, usize)> {
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| {
-            std::str::from_utf8(h.value)
-                .ok()?
-                .trim()
-                .parse::<usize>()
-                .ok()
-        })
+        .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse::<usize>().ok())
         .unwrap_or(0);
     if buf.len() < head + len {
         return None;
@@ -178,9 +160,7 @@ pub struct Stall {
 
 impl Stall {
     pub fn new() -> Arc<Self> {
-        Arc::new(Stall {
-            until: Mutex::new(None),
-        })
+        Arc::new(Stall { until: Mutex::new(None) })
     }
 
     /// Starts the stall (once) and waits until it is over.
@@ -219,9 +199,7 @@ impl PhaseBuilder {
     pub fn closed(connections: u64) -> Self {
         PhaseBuilder {
             arrival: Arrival::Closed,
-            stop: StopCondition::Duration {
-                duration: units::Duration::from_secs(1),
-            },
+            stop: StopCondition::Duration { duration: units::Duration::from_secs(1) },
             connections,
             pipeline: 1,
             mode: PipelineMode::Batch,
@@ -234,17 +212,13 @@ impl PhaseBuilder {
 
     pub fn open(rate: u64, connections: u64) -> Self {
         PhaseBuilder {
-            arrival: Arrival::Constant {
-                rate: units::Rate::from_per_sec(rate),
-            },
+            arrival: Arrival::Constant { rate: units::Rate::from_per_sec(rate) },
             ..Self::closed(connections)
         }
     }
 
     pub fn duration(mut self, d: Duration) -> Self {
-        self.stop = StopCondition::Duration {
-            duration: units::Duration(d),
-        };
+        self.stop = StopCondition::Duration { duration: units::Duration(d) };
         self
     }
 
@@ -291,10 +265,7 @@ impl PhaseBuilder {
                 worker: i as usize,
                 connections: split(self.connections, i),
                 requests: total_requests.map(|t| split(t, i)),
-                share: Share {
-                    numerator: 1,
-                    denominator: n,
-                },
+                share: Share { numerator: 1, denominator: n },
             })
             .collect();
         let phase = Phase {
@@ -329,18 +300,13 @@ impl PhaseBuilder {
             workers: shares,
             slos: vec![],
         };
-        let workers = (0..self.workers)
-            .map(|index| WorkerPlan { index, cpu: None })
-            .collect();
+        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
         (phase, workers)
     }
 
     pub fn run(&self, target: &Target) -> ScenarioResult {
         let (phase, workers) = self.build();
-        run_phase(&phase, &workers, target, &StopSignal::new(), &mut |_| {
-            Control::Continue
-        })
-        .unwrap()
+        run_phase(&phase, &workers, target, &StopSignal::new(), &mut |_| Control::Continue).unwrap()
     }
 }
 
