@@ -40,8 +40,17 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Compile a spec into its execution plan and print it; runs nothing.
     Plan(PlanArgs),
-    /// Print the JSON Schema of the spec language.
+    /// Print the JSON Schema of the spec language (or of results.json with `--results`).
     Schema(SchemaArgs),
+    /// Run specs: start the target, apply the load, gate on the SLOs, write the reports.
+    ///
+    /// Without SPEC, wrk/wrk2-style flags describe a one-scenario run: `loadgate run --url URL -c 64 -d 10s
+    /// [-R 20000]`.
+    Run(Box<RunArgs>),
+    /// Re-render junit.xml and report.md from a saved results.json; runs nothing.
+    Report(ReportArgs),
+    /// Run the built-in reference server (what `target: { builtin: ... }` starts).
+    Serve(ServeArgs),
 }
 
 /// Variables for a spec.
@@ -81,4 +90,117 @@ pub struct PlanArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SchemaArgs {}
+pub struct SchemaArgs {
+    /// Print the schema of results.json instead of the spec's.
+    #[arg(long)]
+    pub results: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Spec files, run one after the other.
+    #[arg(value_name = "SPEC", conflicts_with = "url")]
+    pub specs: Vec<PathBuf>,
+    /// Where the reports go: `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// A results.json to compare against, for SLOs such as `p99 <= baseline * 1.10`.
+    #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
+    pub baseline: Option<PathBuf>,
+    /// A minijinja template that replaces the built-in Markdown report.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+    #[command(flatten)]
+    pub flags: FlagRun,
+}
+
+/// A one-scenario run from the flags people type from memory (wrk, wrk2, ab).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Spec-less run (wrk/wrk2 flags)")]
+pub struct FlagRun {
+    /// The URL to load: `http://host:port/path?query`.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Connections to keep open.
+    #[arg(short = 'c', long, value_name = "N", requires = "url")]
+    pub connections: Option<u64>,
+    /// How long to run: `10s`, `1m` (a bare number is seconds, as in wrk).
+    #[arg(short = 'd', long, value_name = "DURATION", requires = "url")]
+    pub duration: Option<String>,
+    /// Stop after this many requests instead of a duration (ab `-n`).
+    #[arg(short = 'n', long, value_name = "N", requires = "url", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// Worker threads (default: 1).
+    #[arg(short = 't', long, value_name = "N", requires = "url")]
+    pub threads: Option<u32>,
+    /// Open loop at this constant rate, requests per second (wrk2 `-R`).
+    #[arg(short = 'R', long, value_name = "RATE", requires = "url")]
+    pub rate: Option<String>,
+    /// Per-request timeout: `8s` (a bare number is seconds, as in wrk).
+    #[arg(long, value_name = "DURATION", requires = "url")]
+    pub timeout: Option<String>,
+    /// A request header, `-H 'Name: value'`; repeatable.
+    #[arg(short = 'H', long = "header", value_name = "HEADER", requires = "url")]
+    pub headers: Vec<String>,
+    /// The method (default GET).
+    #[arg(short = 'm', long, value_name = "METHOD", requires = "url")]
+    pub method: Option<String>,
+    /// A request body.
+    #[arg(long, value_name = "TEXT", requires = "url")]
+    pub body: Option<String>,
+    /// HTTP/1.1 pipelining depth.
+    #[arg(long, value_name = "N", requires = "url")]
+    pub pipeline: Option<u32>,
+    /// A new connection per request (ab without `-k`).
+    #[arg(long, requires = "url")]
+    pub no_keepalive: bool,
+    /// Accepted for wrk compatibility: loadgate always reports the latency distribution.
+    #[arg(long, requires = "url")]
+    pub latency: bool,
+    /// An SLO to gate on, such as `p99 < 50ms`; repeatable.
+    #[arg(long = "slo", value_name = "SLO", requires = "url")]
+    pub slos: Vec<String>,
+    /// Print the equivalent spec instead of running it.
+    #[arg(long, requires = "url")]
+    pub print_spec: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results.json written by `loadgate run`.
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+    /// Where to write junit.xml and report.md (default: beside RESULTS).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// A minijinja template that replaces the built-in Markdown report.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// plaintext, echo or delay.
+    #[arg(long, default_value = "plaintext")]
+    pub kind: String,
+    /// The address to listen on; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// For `delay`: how long each response waits (`20ms`).
+    #[arg(long)]
+    pub delay: Option<String>,
+    /// The status of every response.
+    #[arg(long, default_value_t = 200)]
+    pub status: u16,
+    /// The response body size in bytes (default: `Hello, World!`).
+    #[arg(long)]
+    pub body_size: Option<u64>,
+    /// Send bodies chunked.
+    #[arg(long)]
+    pub chunked: bool,
+    /// Server threads (0: one per CPU loadgate may use).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}

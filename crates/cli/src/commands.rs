@@ -4,7 +4,10 @@ use clap::Parser;
 
 use loadgate_spec::{LoadOptions, Spec, SpecError};
 
-use crate::args::{Cli, Command, PlanArgs, SchemaArgs, ValidateArgs, VarArgs};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::args::{Cli, Command, PlanArgs, ReportArgs, RunArgs, SchemaArgs, ServeArgs, ValidateArgs, VarArgs};
 use crate::exit::Exit;
 use crate::output::Output;
 
@@ -24,6 +27,9 @@ pub fn main_impl() -> Exit {
         Command::Validate(a) => validate(&out, a),
         Command::Plan(a) => plan(&out, a),
         Command::Schema(a) => schema(&out, a),
+        Command::Run(a) => run(&out, *a, Output::use_color(cli.color)),
+        Command::Report(a) => report(&out, a),
+        Command::Serve(a) => serve(&out, a),
     }
 }
 
@@ -93,7 +99,201 @@ fn plan(out: &Output, args: PlanArgs) -> Exit {
     Exit::Pass
 }
 
-fn schema(out: &Output, _args: SchemaArgs) -> Exit {
-    out.data(&loadgate_spec::schema::spec_schema_json());
+fn schema(out: &Output, args: SchemaArgs) -> Exit {
+    if args.results {
+        out.data(&loadgate_results::json_schema());
+    } else {
+        out.data(&loadgate_spec::schema::spec_schema_json());
+    }
     Exit::Pass
+}
+
+fn read_template(out: &Output, path: Option<&std::path::Path>) -> Result<Option<String>, Exit> {
+    match path {
+        None => Ok(None),
+        Some(p) => std::fs::read_to_string(p).map(Some).map_err(|e| {
+            out.error(&format!("error: cannot read the template {}: {e}", p.display()));
+            Exit::InvalidInput
+        }),
+    }
+}
+
+/// Ctrl-C (and SIGTERM) ask the run to stop and write its reports; a second one ends the process at once.
+fn install_interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+    }
+    flag
+}
+
+fn run(out: &Output, args: RunArgs, color: bool) -> Exit {
+    let template = match read_template(out, args.template.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let baseline = match &args.baseline {
+        None => None,
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+        {
+            Ok(b) => Some(b),
+            Err(e) => {
+                out.error(&format!("error: cannot read the baseline {}: {e}", p.display()));
+                return Exit::InvalidInput;
+            }
+        },
+    };
+    // The specs to run: files, or one built from wrk-style flags.
+    let mut loaded: Vec<(Spec, String, Option<std::path::PathBuf>)> = Vec::new();
+    if args.flags.url.is_some() {
+        let yaml = match crate::flags::spec_from_flags(&args.flags) {
+            Ok(y) => y,
+            Err(e) => {
+                out.error(&format!("error: {e}"));
+                return Exit::InvalidInput;
+            }
+        };
+        if args.flags.print_spec {
+            out.data(&yaml);
+            return Exit::Pass;
+        }
+        match loadgate_spec::load_str("(command line)", &yaml, &LoadOptions::from_process_env(args.vars.sets.clone())) {
+            Ok(spec) => loaded.push((spec, "(command line)".to_owned(), std::env::current_dir().ok())),
+            Err(e) => {
+                out.error(&e.render());
+                return Exit::InvalidInput;
+            }
+        }
+    } else {
+        if args.specs.is_empty() {
+            out.error("error: give a spec file (`loadgate run specs/quickstart.yaml`) or a URL (`loadgate run --url http://127.0.0.1:8080/ -c 64 -d 10s`)");
+            return Exit::InvalidInput;
+        }
+        // Every spec is checked before anything runs.
+        let mut invalid = false;
+        for path in &args.specs {
+            match load_spec(path, &args.vars) {
+                Ok(spec) => {
+                    let source = std::fs::read_to_string(path).unwrap_or_default();
+                    print_warnings(out, &path.display().to_string(), &source, &spec);
+                    let dir =
+                        path.parent().map(|p| if p.as_os_str().is_empty() { std::path::Path::new(".") } else { p });
+                    loaded.push((spec, path.display().to_string(), dir.and_then(|d| d.canonicalize().ok())));
+                }
+                Err(e) => {
+                    out.error(&e.render());
+                    invalid = true;
+                }
+            }
+        }
+        if invalid {
+            return Exit::InvalidInput;
+        }
+    }
+    let interrupted = install_interrupt_flag();
+    let mut exit = Exit::Pass;
+    for (spec, file, source_dir) in loaded {
+        if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        let plan = loadgate_plan::compile(&spec);
+        out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
+        let opts = crate::run::RunOptions {
+            out: args.out.clone(),
+            baseline: baseline.clone(),
+            template: template.clone(),
+            color,
+            file,
+            source_dir,
+        };
+        exit = exit.worst(crate::run::run_spec(&spec, &plan, &opts, out, &interrupted));
+    }
+    exit
+}
+
+fn report(out: &Output, args: ReportArgs) -> Exit {
+    let template = match read_template(out, args.template.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let text = match std::fs::read_to_string(&args.results) {
+        Ok(t) => t,
+        Err(e) => {
+            out.error(&format!("error: cannot read {}: {e}", args.results.display()));
+            return Exit::InvalidInput;
+        }
+    };
+    let results = match loadgate_results::from_json(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            out.error(&format!("error: {}: {e}", args.results.display()));
+            return Exit::InvalidInput;
+        }
+    };
+    let dir = args.out.clone().unwrap_or_else(|| {
+        args.results
+            .parent()
+            .map(|p| p.to_path_buf())
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| ".".into())
+    });
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        out.error(&format!("error: cannot create {}: {e}", dir.display()));
+        return Exit::RunFailed;
+    }
+    let junit = match loadgate_report::junit(&results) {
+        Ok(x) => x,
+        Err(e) => {
+            out.error(&format!("error: cannot render junit.xml: {e}"));
+            return Exit::RunFailed;
+        }
+    };
+    let md = match loadgate_report::markdown(&results, template.as_deref()) {
+        Ok(m) => m,
+        Err(e) => {
+            out.error(&format!("error: cannot render report.md: {e}"));
+            return Exit::InvalidInput;
+        }
+    };
+    for (name, content) in [("junit.xml", junit), ("report.md", md)] {
+        if let Err(e) = std::fs::write(dir.join(name), content) {
+            out.error(&format!("error: cannot write {}: {e}", dir.join(name).display()));
+            return Exit::RunFailed;
+        }
+    }
+    out.info(&format!("wrote {} and {}", dir.join("junit.xml").display(), dir.join("report.md").display()));
+    out.data(&loadgate_report::summary_table(&results, false));
+    crate::run::exit_of(&results.outcome)
+}
+
+fn serve(out: &Output, args: ServeArgs) -> Exit {
+    let mut argv: Vec<String> =
+        vec!["--kind".into(), args.kind, "--listen".into(), args.listen, "--status".into(), args.status.to_string()];
+    argv.extend(["--threads".to_owned(), args.threads.to_string()]);
+    if let Some(d) = args.delay {
+        argv.extend(["--delay".to_owned(), d]);
+    }
+    if let Some(b) = args.body_size {
+        argv.extend(["--body-size".to_owned(), b.to_string()]);
+    }
+    if args.chunked {
+        argv.push("--chunked".into());
+    }
+    let cfg = match loadgate_target::builtin::ServeConfig::from_args(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            out.error(&format!("error: {e}"));
+            return Exit::InvalidInput;
+        }
+    };
+    match loadgate_target::builtin::serve(&cfg, |addr| out.data(&loadgate_target::builtin::listening_line(addr))) {
+        Ok(()) => Exit::Pass,
+        Err(e) => {
+            out.error(&format!("error: {e}"));
+            Exit::RunFailed
+        }
+    }
 }

@@ -3,7 +3,10 @@
 mod args;
 mod commands;
 mod exit;
+mod flags;
 mod output;
+mod progress;
+mod run;
 
 use std::process::ExitCode;
 

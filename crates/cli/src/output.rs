@@ -15,7 +15,6 @@ impl Output {
     }
 
     /// Whether to colour terminal output: `--color`, then `NO_COLOR`, then whether stdout is a terminal.
-    #[expect(dead_code, reason = "used by `run` once the engine is wired in")]
     pub fn use_color(choice: ColorChoice) -> bool {
         match choice {
             ColorChoice::Always => true,

@@ -117,6 +117,7 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
         generator_cpus: hw.generator_cpus.clone(),
         target_cpus: hw.target_cpus.clone(),
         on_mismatch: hw.on_mismatch,
+        saturation: hw.saturation,
         workers,
     }
 }

@@ -128,6 +128,15 @@ impl ExecutionPlan {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default()
         );
+        let _ = writeln!(
+            out,
+            "  saturation   {}",
+            match self.hardware.saturation {
+                loadgate_spec::SaturationPolicy::Auto => "auto (invalid for open loads, a warning for closed loads)",
+                loadgate_spec::SaturationPolicy::Invalid => "invalid",
+                loadgate_spec::SaturationPolicy::Warn => "warn",
+            }
+        );
         let _ = writeln!(out, "  seed         {}", self.seed);
         if !self.vars.is_empty() {
             let width = self.vars.keys().map(String::len).max().unwrap_or(0);

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use loadgate_spec::units::{CpuList, Duration, Rate};
-use loadgate_spec::{BuiltinKind, OnMismatch, PipelineMode, Slo};
+use loadgate_spec::{BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy, Slo};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan's JSON form (`loadgate plan --json`).
@@ -58,6 +58,8 @@ pub struct HardwarePlan {
     /// The CPUs the target is pinned to (only applied when loadgate starts the target).
     pub target_cpus: Option<CpuList>,
     pub on_mismatch: OnMismatch,
+    /// Whether a saturated generator worker invalidates a phase.
+    pub saturation: SaturationPolicy,
     /// One entry per generator worker thread.
     pub workers: Vec<WorkerPlan>,
 }

@@ -81,6 +81,19 @@ pub enum OnMismatch {
     Skip,
 }
 
+/// Whether a saturated generator worker (90% CPU or more) invalidates a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaturationPolicy {
+    /// Invalid (exit 4) for open loads, whose latency a late generator inflates; a warning for closed loads.
+    #[default]
+    Auto,
+    /// Always invalid.
+    Invalid,
+    /// Always a warning.
+    Warn,
+}
+
 /// The built-in reference server's behaviours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::units::{ByteSize, CpuList, Duration, Rate};
-use crate::{BuiltinKind, OnMismatch, PipelineMode, Slo};
+use crate::{BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy, Slo};
 
 /// The only spec format version this loadgate reads.
 pub const SPEC_VERSION: u64 = 1;
@@ -47,6 +47,7 @@ pub struct Hardware {
     pub threads: Option<u32>,
     pub target_cpus: Option<CpuList>,
     pub on_mismatch: OnMismatch,
+    pub saturation: SaturationPolicy,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

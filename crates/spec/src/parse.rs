@@ -12,11 +12,11 @@ use crate::read::{list, Cx, Fields};
 use crate::suggest::did_you_mean;
 use crate::template::Templates;
 use crate::units::{ByteSize, CpuList, Duration, Rate};
-use crate::{AbortOnFail, BuiltinKind, OnMismatch, PipelineMode, Slo};
+use crate::{AbortOnFail, BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy, Slo};
 
 pub(crate) const TOP_KEYS: &[&str] =
     &["version", "name", "description", "seed", "vars", "hardware", "target", "defaults", "scenarios"];
-pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch"];
+pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
 pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
 pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin"];
@@ -336,6 +336,18 @@ fn read_hardware(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Hardware> 
             }
         } else {
             ok = false;
+        }
+    }
+    if let Some((n, p)) = f.get("saturation") {
+        match cx.string(n, &p, "`saturation`").as_deref() {
+            Some("auto") => hw.saturation = SaturationPolicy::Auto,
+            Some("invalid") => hw.saturation = SaturationPolicy::Invalid,
+            Some("warn") => hw.saturation = SaturationPolicy::Warn,
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`saturation`", other, &["auto", "invalid", "warn"]));
+                ok = false;
+            }
+            None => ok = false,
         }
     }
     if let Some((n, p)) = f.get("on_mismatch") {

@@ -49,6 +49,19 @@ pub struct HardwareDoc {
     pub target: Option<TargetCpusDoc>,
     /// What to do when this machine cannot honour the pinning.
     pub on_mismatch: Option<OnMismatchDoc>,
+    /// Whether a generator worker at 90% CPU or more invalidates a phase (exit 4).
+    pub saturation: Option<SaturationDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum SaturationDoc {
+    /// Invalid for open loads (a late generator inflates their latency), a warning for closed loads.
+    Auto,
+    /// Always invalid.
+    Invalid,
+    /// Always a warning.
+    Warn,
 }
 
 #[derive(JsonSchema)]

@@ -1,0 +1,82 @@
+//! Live progress while a phase runs: an indicatif bar on a terminal, one plain line a second otherwise (CI).
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use loadgate_engine::Tick;
+use loadgate_plan::Phase;
+use loadgate_results::format;
+
+pub enum Progress {
+    Bar(ProgressBar),
+    Lines { name: String },
+    Quiet,
+}
+
+impl Progress {
+    pub fn start(phase: &Phase, color: bool, quiet: bool) -> Progress {
+        if quiet {
+            return Progress::Quiet;
+        }
+        let tagged = if phase.gate { phase.name.clone() } else { format!("{} (not gated)", phase.name) };
+        if std::io::stderr().is_terminal() {
+            let len = phase.duration.map(|d| d.as_std().as_secs().max(1)).unwrap_or(0);
+            let bar = if len > 0 { ProgressBar::new(len) } else { ProgressBar::new_spinner() };
+            bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+            let template = if color {
+                "{prefix:.bold} [{bar:24.cyan/blue}] {pos}/{len}s {msg}"
+            } else {
+                "{prefix} [{bar:24}] {pos}/{len}s {msg}"
+            };
+            let style = if len > 0 {
+                ProgressStyle::with_template(template).map(|s| s.progress_chars("=> "))
+            } else {
+                ProgressStyle::with_template("{prefix} {spinner} {elapsed} {msg}")
+            };
+            if let Ok(style) = style {
+                bar.set_style(style);
+            }
+            bar.set_prefix(tagged);
+            bar.enable_steady_tick(Duration::from_millis(250));
+            Progress::Bar(bar)
+        } else {
+            Progress::Lines { name: tagged }
+        }
+    }
+
+    pub fn tick(&mut self, tick: &Tick<'_>) {
+        let p = tick.point;
+        let msg = format!(
+            "{} req/s  p99 {}  errors {}  non-2xx {}  conns {}",
+            format::count(p.completed),
+            format::latency(p.p99_us),
+            format::count(p.errors),
+            format::count(p.non_2xx),
+            format::count(p.connections_open)
+        );
+        match self {
+            Progress::Bar(bar) => {
+                bar.set_position(tick.elapsed.as_secs());
+                bar.set_message(msg);
+            }
+            Progress::Lines { name } => {
+                let total = tick.phase.duration.map(|d| format!("/{}", d)).unwrap_or_default();
+                eprintln_plain(&format!("{name} {:.0}s{total}  {msg}", tick.elapsed.as_secs_f64()));
+            }
+            Progress::Quiet => {}
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if let Progress::Bar(bar) = self {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn eprintln_plain(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
