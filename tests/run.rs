@@ -1,0 +1,310 @@
+//! End-to-end runs of the real binary against real servers on loopback: the files a run leaves, what they
+//! say, and the exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_loadgate")
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .current_dir(root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+fn run(args: &[&str]) -> Output {
+    command(args).output().expect("run loadgate")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Writes a spec into a fresh directory and returns (dir, spec path).
+fn spec(yaml: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, yaml).expect("write spec");
+    (dir, path)
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+fn results(dir: &Path, name: &str) -> serde_json::Value {
+    let path = dir.join("out").join(name).join("results.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .expect("results.json parses")
+}
+
+fn pid_alive(pid: u64) -> bool {
+    // A zombie is dead for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+const PASSING: &str = r#"
+version: 1
+name: e2e-pass
+target: { builtin: plaintext }
+scenarios:
+  warmup:
+    gate: false
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 300ms } }
+  sweep:
+    request: { path: /plaintext }
+    matrix: { connections: [2, 4] }
+    load: { closed: { connections: "{{ connections }}", duration: 500ms } }
+    slo: [p99 < 5s, error_rate < 1%, non_2xx == 0]
+  counted:
+    request: { path: /plaintext }
+    load: { closed: { connections: 3, requests: 500 } }
+    slo: [errors == 0]
+  open:
+    request: { path: / }
+    load: { open: { rate: 200/s, connections: 4, duration: 1s } }
+    slo: [p99 < 5s]
+"#;
+
+#[test]
+fn a_passing_run_writes_reports_that_agree_with_each_other() {
+    let (dir, path) = spec(PASSING);
+    let out_dir = dir.path().join("out");
+    let out = run(&["run", path.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'), "CI output carries no ANSI codes");
+
+    let r = results(dir.path(), "e2e-pass");
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["outcome"]["status"], "passed");
+    let scenarios = r["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["warmup", "sweep[connections=2]", "sweep[connections=4]", "counted", "open"]);
+    // The request-count phase sent exactly its quota.
+    let counted = &scenarios[3];
+    assert_eq!(counted["requests"]["completed"], 500);
+    assert_eq!(counted["status"]["success"], 500);
+    // Histograms are the standard compressed encoding.
+    for s in scenarios {
+        assert!(s["histograms"]["latency"].as_str().unwrap().starts_with("HISTFAAA"));
+    }
+
+    // results.json matches its schema.
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("schemas/results.schema.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&r).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // junit.xml: one testcase per gated (instance, SLO) plus the others, and no failure.
+    let junit = std::fs::read_to_string(out_dir.join("e2e-pass/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).expect("junit parses");
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let verdicts: usize = scenarios.iter().map(|s| s["verdicts"].as_array().unwrap().len()).sum();
+    assert!(cases.len() >= verdicts, "{} testcases for {verdicts} verdicts", cases.len());
+    assert!(cases.iter().all(|c| c.attribute("name").is_some() && c.attribute("time").is_some()));
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("failure")).count(), 0);
+    assert!(junit.contains("sweep[connections=4]: p99 &lt; 5s") || junit.contains("sweep[connections=4]: p99 < 5s"));
+
+    // report.md: real GFM tables, and the sweep.
+    let md = std::fs::read_to_string(out_dir.join("e2e-pass/report.md")).unwrap();
+    let tables = pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_TABLES)
+        .filter(|e| matches!(e, pulldown_cmark::Event::Start(pulldown_cmark::Tag::Table(_))))
+        .count();
+    assert!(tables >= 2, "{md}");
+    assert!(md.contains(r["spec"]["plan_hash"].as_str().unwrap()));
+
+    // One spectrum per instance.
+    assert!(out_dir.join("e2e-pass/sweep-connections-2.hgrm").exists());
+
+    // `loadgate report` re-renders the same files from results.json without running anything.
+    let again = dir.path().join("again");
+    let re =
+        run(&["report", out_dir.join("e2e-pass/results.json").to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    assert_eq!(re.status.code(), Some(0), "{}", text(&re.stderr));
+    assert_eq!(std::fs::read_to_string(again.join("report.md")).unwrap(), md);
+    assert_eq!(std::fs::read_to_string(again.join("junit.xml")).unwrap(), junit);
+}
+
+#[test]
+fn a_failing_slo_exits_1_and_the_junit_names_observed_and_threshold() {
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-fail
+target: { builtin: { kind: delay, delay: 20ms } }
+scenarios:
+  slow:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 600ms } }
+    slo: [p50 < 1ms]
+"#,
+    );
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-fail");
+    // The server waits 20ms: the median cannot be below it.
+    let p50 = r["scenarios"][0]["latency"]["percentiles"]["p50"].as_u64().unwrap();
+    assert!(p50 >= 20_000, "p50 {p50}us");
+    let junit = std::fs::read_to_string(dir.path().join("out/e2e-fail/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let failure = doc.descendants().find(|n| n.has_tag_name("failure")).expect("a failure");
+    let message = failure.attribute("message").unwrap_or_default();
+    assert!(message.contains("p50 was") && message.contains("threshold < 1ms"), "{message}");
+}
+
+#[test]
+fn an_invalid_spec_exits_2_and_runs_nothing() {
+    let (dir, path) = spec("version: 1\nname: bad\ntarget: { builtin: plaintext }\nscenarios: { a: { request: { path: / }, load: { closed: { connections: 0, duration: 1s } } } }\n");
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("spec.yaml:4:"), "{}", text(&out.stderr));
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn a_target_that_refuses_connections_exits_3() {
+    let port = free_port();
+    let out = run(&[
+        "run",
+        "--url",
+        &format!("http://127.0.0.1:{port}/"),
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--out",
+        "/tmp/loadgate-e2e-refused",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("does not accept connections"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_rate_the_server_cannot_reach_exits_4_with_achieved_vs_target() {
+    // One connection to a server that takes 50ms per request cannot carry 500 requests/s.
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-rate
+target: { builtin: { kind: delay, delay: 50ms } }
+scenarios:
+  unreachable:
+    request: { path: / }
+    timeout: 5s
+    load: { open: { rate: 500/s, connections: 1, duration: 1s } }
+"#,
+    );
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-rate");
+    let s = &r["scenarios"][0];
+    assert_eq!(s["validity"]["valid"], false);
+    assert!(s["validity"]["problems"].as_array().unwrap().iter().any(|p| p["kind"] == "rate_not_reached"));
+    assert!(s["load"]["achieved_rate"].as_f64().unwrap() < s["load"]["target_rate"].as_f64().unwrap() * 0.99);
+    // Latency counts from the intended send time: requests queued behind the slow server show it.
+    let p99 = s["latency"]["percentiles"]["p99"].as_u64().unwrap();
+    assert!(p99 >= 400_000, "corrected p99 {p99}us");
+}
+
+#[test]
+fn a_target_that_dies_mid_run_exits_3_and_keeps_what_was_measured() {
+    // A Python server that answers for about a second, then dies.
+    let port = free_port();
+    let script = format!(
+        "import http.server, threading, os\n\
+         class H(http.server.BaseHTTPRequestHandler):\n\
+         \x20   protocol_version = 'HTTP/1.1'\n\
+         \x20   def do_GET(self):\n\
+         \x20       self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')\n\
+         \x20   def log_message(self, *a): pass\n\
+         threading.Timer(1.5, lambda: os._exit(3)).start()\n\
+         http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    );
+    let (dir, path) = spec(&format!(
+        r#"
+version: 1
+name: e2e-dies
+target:
+  base_url: http://127.0.0.1:{port}
+  start:
+    command: [python3, -c, {script:?}]
+    ready: {{ tcp: true, timeout: 10s }}
+scenarios:
+  first:
+    request: {{ path: / }}
+    load: {{ closed: {{ connections: 2, duration: 500ms }} }}
+  second:
+    request: {{ path: / }}
+    load: {{ closed: {{ connections: 2, duration: 5s }} }}
+  never:
+    request: {{ path: / }}
+    load: {{ closed: {{ connections: 2, duration: 1s }} }}
+"#
+    ));
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-dies");
+    assert_eq!(r["outcome"]["status"], "run_failed");
+    assert!(r["target"]["exited"]["status"].as_str().unwrap().contains('3'), "{}", r["target"]);
+    let names: Vec<&str> = r["scenarios"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["first", "second"], "the finished phase is kept, the cut one is marked");
+    assert!(r["scenarios"][0]["requests"]["completed"].as_u64().unwrap() > 0);
+    assert!(r["scenarios"][1]["aborted"].is_string());
+    assert!(dir.path().join("out/e2e-dies/junit.xml").exists());
+}
+
+#[test]
+fn ctrl_c_stops_the_run_keeps_the_reports_and_leaves_no_target_behind() {
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-interrupt
+target: { builtin: plaintext }
+scenarios:
+  long:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 30s } }
+"#,
+    );
+    let mut child = command(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the target is up and load is flowing, then interrupt.
+    std::thread::sleep(Duration::from_millis(1500));
+    send_signal(child.id(), SIGINT);
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(25), "Ctrl-C ends the run well before the phase would");
+    assert_eq!(status.code(), Some(3));
+    let r = results(dir.path(), "e2e-interrupt");
+    assert_eq!(r["outcome"]["status"], "incomplete");
+    assert!(r["scenarios"][0]["aborted"].as_str().unwrap().contains("interrupted"));
+    let pid = r["target"]["pid"].as_u64().unwrap();
+    assert!(!pid_alive(pid), "the built-in target {pid} is still running");
+}
+
+const SIGINT: i32 = 2;
+
+fn send_signal(pid: u32, sig: i32) {
+    let status = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
+    assert!(status.success());
+}
