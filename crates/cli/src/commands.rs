@@ -27,7 +27,7 @@ pub fn main_impl() -> Exit {
         Command::Validate(a) => validate(&out, a),
         Command::Plan(a) => plan(&out, a),
         Command::Schema(a) => schema(&out, a),
-        Command::Run(a) => run(&out, *a, Output::use_color(cli.color)),
+        Command::Run(a) => run(&out, *a, Output::use_color(cli.color), cli.verbose),
         Command::Report(a) => report(&out, a),
         Command::Serve(a) => serve(&out, a),
     }
@@ -128,7 +128,7 @@ fn install_interrupt_flag() -> Arc<AtomicBool> {
     flag
 }
 
-fn run(out: &Output, args: RunArgs, color: bool) -> Exit {
+fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Exit {
     let template = match read_template(out, args.template.as_deref()) {
         Ok(t) => t,
         Err(e) => return e,
@@ -201,6 +201,9 @@ fn run(out: &Output, args: RunArgs, color: bool) -> Exit {
         }
         let plan = loadgate_plan::compile(&spec);
         out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
+        if verbose > 0 {
+            out.info(&plan.render_text());
+        }
         let opts = crate::run::RunOptions {
             out: args.out.clone(),
             baseline: baseline.clone(),
