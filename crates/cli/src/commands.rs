@@ -194,12 +194,21 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Exit {
         }
     }
     let interrupted = install_interrupt_flag();
+    let fd_limit = raise_open_file_limit();
     let mut exit = Exit::Pass;
     for (spec, file, source_dir) in loaded {
         if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
             break;
         }
         let plan = loadgate_plan::compile(&spec);
+        let most = plan.phases.iter().map(|p| p.load.connections.connections).max().unwrap_or(0);
+        if let Some(limit) = fd_limit.filter(|l| most.saturating_add(64) > *l) {
+            out.error(&format!(
+                "warning: {} needs up to {most} connections but this process may open only {limit} files; \
+                 raise the limit (`ulimit -n`) or the phases will report connections that never opened",
+                plan.name
+            ));
+        }
         out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
         if verbose > 0 {
             out.info(&plan.render_text());
@@ -215,6 +224,25 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Exit {
         exit = exit.worst(crate::run::run_spec(&spec, &plan, &opts, out, &interrupted));
     }
     exit
+}
+
+/// Raises the soft open-file limit to the hard one (16,384 connections need more than the usual 1,024) and
+/// returns the limit in force.
+fn raise_open_file_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed by pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+    }
+    Some(lim.rlim_cur as u64)
 }
 
 fn report(out: &Output, args: ReportArgs) -> Exit {

@@ -22,7 +22,14 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 let parts: Vec<String> = cell.bindings.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("{}[{}]", scenario.name, parts.join(","))
             };
-            let load = load_plan(&cell.load);
+            let mut load = load_plan(&cell.load);
+            if let (Arrival::Users { .. }, StopCondition::Duration { duration }) = (&load.arrival, &mut load.stop) {
+                // A profile of `at_once` steps only injects everything at the start and takes no time: its
+                // users get up to the request timeout to finish (the phase ends as soon as they have).
+                if duration.0.is_zero() {
+                    *duration = cell.timeout;
+                }
+            }
             let workers = split(&load, worker_count);
             let duration = cell.load.duration();
             let phase = Phase {

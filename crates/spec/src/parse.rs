@@ -25,7 +25,7 @@ pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout",
 pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
 pub(crate) const SCENARIO_KEYS: &[&str] =
-    &["description", "gate", "cooldown", "request", "timeout", "matrix", "load", "slo"];
+    &["description", "gate", "cooldown", "request", "timeout", "matrix", "matrix_mode", "load", "slo"];
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users"];
 pub(crate) const CLOSED_KEYS: &[&str] =
@@ -433,7 +433,8 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
 
 fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Target> {
     // `target: { builtin: plaintext }`, `target: { base_url: ..., start: ... }`, or both: the built-in server
-    // stands in whenever `base_url` renders empty, so one variable switches a spec between the two.
+    // stands in (and `start` is not used) whenever `base_url` renders empty, so one variable switches a spec
+    // between the two.
     let f = cx.map(node, path, TARGET_KEYS, "`target`")?;
     if f.has("builtin") {
         let url_text = match f.get("base_url") {
@@ -441,14 +442,7 @@ fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Target> {
             None => None,
         };
         if url_text.as_deref().is_none_or(|u| u.trim().is_empty()) {
-            if f.has("start") {
-                cx.error(
-                    Diagnostic::error(&path.key("start"), f.key_span("start"), "`start` needs a `base_url`")
-                        .expected("a non-empty `base_url` for the command's server (the built-in server is started by loadgate)")
-                        .help("set `base_url` (for example with `--set`), or remove `start`"),
-                );
-                return None;
-            }
+            // The built-in server stands in for the whole target, the `start` command included.
             let (n, p) = f.get("builtin")?;
             return read_builtin(cx, n, &p).map(|server| Target::Builtin { server });
         }
@@ -902,7 +896,41 @@ fn read_scenario(
             }
         }
     }
-    let cell_count: usize = matrix.iter().map(|(_, v)| v.len().max(1)).product();
+    // `matrix_mode: product` (the default) runs every combination; `zip` walks the lists together.
+    let zip = match f.get("matrix_mode") {
+        None => false,
+        Some((n, p)) => match cx.string(n, &p, "`matrix_mode`").as_deref() {
+            Some("product") => false,
+            Some("zip") => true,
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`matrix_mode`", other, &["product", "zip"]));
+                matrix_ok = false;
+                false
+            }
+            None => {
+                matrix_ok = false;
+                false
+            }
+        },
+    };
+    if zip {
+        let lengths: Vec<usize> = matrix.iter().map(|(_, v)| v.len()).collect();
+        if lengths.windows(2).any(|w| w[0] != w[1]) {
+            let described: Vec<String> = matrix.iter().map(|(k, v)| format!("`{k}` has {}", v.len())).collect();
+            let (mn, mp) = f.get("matrix").map(|(n, p)| (n.span, p)).unwrap_or((None, path.key("matrix")));
+            cx.error(
+                Diagnostic::error(&mp, mn, "`matrix_mode: zip` walks the lists together, so they must be equally long")
+                    .found(described.join(", "))
+                    .help("give every matrix variable the same number of values, or use `matrix_mode: product`"),
+            );
+            return None;
+        }
+    }
+    let cell_count: usize = if zip {
+        matrix.first().map(|(_, v)| v.len()).unwrap_or(1)
+    } else {
+        matrix.iter().map(|(_, v)| v.len().max(1)).product()
+    };
     if cell_count > 10_000 {
         let (_, mpath) = f.get("matrix")?;
         cx.error(
@@ -922,8 +950,10 @@ fn read_scenario(
         let mut bindings_text = Vec::new();
         let mut bindings_value = Vec::new();
         for (var, values) in matrix.iter().rev() {
-            let (t, v) = &values[rem % values.len()];
-            rem /= values.len();
+            let (t, v) = if zip { &values[idx] } else { &values[rem % values.len()] };
+            if !zip {
+                rem /= values.len();
+            }
             bindings_text.push((var.clone(), t.clone()));
             bindings_value.push((var.clone(), v.clone()));
         }

@@ -189,9 +189,18 @@ pub struct ScenarioDoc {
     pub timeout: Option<DurationText>,
     /// Variables swept over: the scenario runs once per combination (`plaintext[connections=256]`).
     pub matrix: Option<BTreeMap<String, Vec<ScalarDoc>>>,
+    /// `product` (default): every combination of the matrix lists; `zip`: the lists walked together.
+    pub matrix_mode: Option<MatrixModeDoc>,
     pub load: LoadDoc,
     /// Objectives such as `p99 < 100ms`, `throughput >= 1000/s`, `error_rate < 0.1%`, `p99 <= baseline * 1.10`.
     pub slo: Option<Vec<SloDoc>>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum MatrixModeDoc {
+    Product,
+    Zip,
 }
 
 #[derive(JsonSchema)]
