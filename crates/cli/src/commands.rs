@@ -242,7 +242,7 @@ fn raise_open_file_limit() -> Option<u64> {
             }
         }
     }
-    Some(lim.rlim_cur as u64)
+    Some(lim.rlim_cur)
 }
 
 fn report(out: &Output, args: ReportArgs) -> Exit {
