@@ -352,3 +352,34 @@ fn every_spec_in_specs_runs_at_its_smallest_scale_against_the_builtin_target() {
         }
     }
 }
+
+#[test]
+fn abort_on_fail_stops_the_run_early_and_the_reports_say_so() {
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-abort
+target: { builtin: { kind: delay, delay: 30ms } }
+scenarios:
+  slow:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 60s } }
+    slo:
+      - { expr: "p99 < 1ms", abort_on_fail: { delay: 1s } }
+  after:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 1s } }
+"#,
+    );
+    let started = Instant::now();
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert!(started.elapsed() < Duration::from_secs(50), "the 60s phase was cut short");
+    assert_eq!(out.status.code(), Some(1), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-abort");
+    let scenarios = r["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 1, "the run stops after the breach");
+    assert!(scenarios[0]["aborted"].as_str().unwrap().contains("abort_on_fail"), "{}", scenarios[0]["aborted"]);
+    assert_eq!(r["outcome"]["status"], "slo_failed");
+    let md = std::fs::read_to_string(dir.path().join("out/e2e-abort/report.md")).unwrap();
+    assert!(md.contains("abort_on_fail"), "the Markdown says why the run stopped:\n{md}");
+}
