@@ -117,6 +117,7 @@ mod tests {
             path: "/p?q=1".into(),
             headers: headers.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
             body: body.map(Into::into),
+            dynamic: None,
         }
     }
 

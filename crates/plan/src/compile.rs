@@ -46,6 +46,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                     path: cell.request.path.clone(),
                     headers: cell.request.headers.clone(),
                     body: cell.request.body.clone(),
+                    dynamic: cell.request.dynamic.clone(),
                 },
                 timeout: cell.timeout,
                 load,

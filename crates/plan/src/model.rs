@@ -147,6 +147,10 @@ pub struct RequestPlan {
     /// Headers in the order they are sent, after the defaults; `Host` is added from the base URL unless set.
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
+    /// Set when path, query, headers or body generate values per request (`{{ seq() }}`, `{{ uuid() }}`, ...):
+    /// the same fields as literal segments and generator slots, filled per request from a source seeded with
+    /// the plan's `seed`. `path`, `headers` and `body` above then show the generators as `{seq(0, 1)}`.
+    pub dynamic: Option<loadgate_spec::DynamicRequest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! loadgate's spec language: load a YAML spec, render its templates, validate it into a typed [`Spec`].
 
 pub mod diag;
+pub mod generate;
 mod loader;
 pub mod model;
 pub mod node;
@@ -12,6 +13,7 @@ pub mod suggest;
 mod template;
 pub mod units;
 
+pub use generate::{Generator, Segment};
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use loader::yaml_to_json;
 pub use model::*;

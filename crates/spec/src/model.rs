@@ -118,10 +118,22 @@ pub struct Cell {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Request {
     pub method: String,
-    /// The path with the base URL's prefix and the encoded query: `/api/orders?i=1`.
+    /// The path with the base URL's prefix and the encoded query: `/api/orders?i=1`. Generated parts show as
+    /// `{seq(0, 1)}`.
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<String>,
+    /// Set when some part is generated per request (`{{ seq() }}`, ...): the same fields as segments.
+    pub dynamic: Option<DynamicRequest>,
+}
+
+/// A request with per-request values, compiled into literal segments and generator slots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct DynamicRequest {
+    pub path: Vec<crate::generate::Segment>,
+    pub headers: Vec<(String, Vec<crate::generate::Segment>)>,
+    pub body: Option<Vec<crate::generate::Segment>>,
+    pub generators: Vec<crate::generate::Generator>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

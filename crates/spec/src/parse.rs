@@ -52,11 +52,13 @@ pub struct LoadOptions {
     pub sets: Vec<(String, String)>,
     /// The process environment (for `{{ env.X }}` and `LOADGATE_VAR_<NAME>`).
     pub env: BTreeMap<String, String>,
+    /// Where data files named by `pick_line` and `pick_csv` are found (the spec's directory).
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 impl LoadOptions {
     pub fn from_process_env(sets: Vec<(String, String)>) -> Self {
-        LoadOptions { sets, env: std::env::vars().collect() }
+        LoadOptions { sets, env: std::env::vars().collect(), base_dir: None }
     }
 }
 
@@ -72,8 +74,8 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
     }
     // Variables come first: everything else may be templated with them.
     let (vars, var_values) = read_vars(root, opts, diags);
-    let templates = Templates::new(var_values, opts.env.clone());
-    let mut cx = Cx { diags, templates: &templates, bindings: &[] };
+    let templates = Templates::new(var_values, opts.env.clone(), opts.base_dir.clone());
+    let mut cx = Cx { diags, templates: &templates, bindings: &[], dynamic: false };
     let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
 
     if let Some((node, p)) = cx.required(&top, "version", "the spec") {
@@ -206,8 +208,8 @@ fn read_vars(
     let mut values = BTreeMap::new();
     let NodeKind::Map(top) = &root.kind else { return (vars, values) };
     let vars_entry = top.iter().find(|(k, _)| k.name == "vars");
-    let env_only = Templates::new(BTreeMap::new(), opts.env.clone());
-    let mut cx = Cx { diags, templates: &env_only, bindings: &[] };
+    let env_only = Templates::new(BTreeMap::new(), opts.env.clone(), None);
+    let mut cx = Cx { diags, templates: &env_only, bindings: &[], dynamic: false };
     let mut declared: Vec<(String, Option<Span>)> = Vec::new();
     if let Some((key, node)) = vars_entry {
         let path = Path::root().key("vars");
@@ -962,7 +964,7 @@ fn read_scenario(
         let cell_name =
             format!("{name}[{}]", bindings_text.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
         let mut cell_diags = Diagnostics::default();
-        let mut cell_cx = Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value };
+        let mut cell_cx = Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value, dynamic: false };
         match read_cell(&mut cell_cx, &f, defaults, prefix) {
             Some(mut cell) => {
                 cell.bindings = bindings_text;
@@ -1030,6 +1032,8 @@ fn percent_encode(s: &str) -> String {
 
 fn read_request(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, prefix: &str) -> Option<Request> {
     let f = cx.map(node, path, REQUEST_KEYS, "`request`")?;
+    // The method stays fixed; path, query, headers and body may generate values per request.
+    cx.dynamic = false;
     let mut ok = true;
     let method = match f.get("method") {
         Some((n, p)) => cx.string(n, &p, "`method`").and_then(|m| {
@@ -1053,6 +1057,7 @@ fn read_request(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, 
         None => Some("GET".to_owned()),
     };
     ok &= method.is_some();
+    cx.dynamic = true;
     let req_path = match cx.required(&f, "path", "`request`") {
         Some((n, p)) => cx.string(n, &p, "`path`").and_then(|s| {
             if !s.starts_with('/') {
@@ -1113,17 +1118,102 @@ fn read_request(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, 
         ok &= b.is_some();
         b
     });
+    cx.dynamic = false;
     if !ok {
         return None;
     }
-    let mut full = format!("{prefix}{}", req_path?);
+    assemble_request(cx, method?, prefix, &req_path?, &query, headers, body)
+}
+
+/// Builds the request: static text where nothing is generated, segments and generators where something is.
+fn assemble_request(
+    cx: &mut Cx<'_>,
+    method: String,
+    prefix: &str,
+    req_path: &str,
+    query: &[(String, String)],
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+) -> Option<Request> {
+    use crate::generate::{has_marks, split_marks, Generator, Segment};
+    let mut generators: Vec<Generator> = Vec::new();
+    // Turns rendered text into segments; `encode` percent-encodes literal text now and generated values later.
+    let mut segments = |text: &str, encode: bool| -> Vec<Segment> {
+        split_marks(text)
+            .into_iter()
+            .filter_map(|(is_mark, part)| {
+                if !is_mark {
+                    return Some(Segment::Text(if encode { percent_encode(&part) } else { part }));
+                }
+                let g = part.parse::<usize>().ok().and_then(|i| cx.templates.registry.get(i))?;
+                generators.push(g);
+                Some(Segment::Gen { index: generators.len() - 1, encode })
+            })
+            .collect()
+    };
+    let mut path_segments = vec![Segment::Text(prefix.to_owned())];
+    path_segments.extend(segments(req_path, false));
     if !query.is_empty() {
-        full.push(if full.contains('?') { '&' } else { '?' });
-        let q: Vec<String> =
-            query.iter().map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v))).collect();
-        full.push_str(&q.join("&"));
+        path_segments.push(Segment::Text(if req_path.contains('?') { "&".into() } else { "?".into() }));
+        for (i, (k, v)) in query.iter().enumerate() {
+            if i > 0 {
+                path_segments.push(Segment::Text("&".into()));
+            }
+            path_segments.push(Segment::Text(format!("{}=", percent_encode(k))));
+            path_segments.extend(segments(v, true));
+        }
     }
-    Some(Request { method: method?, path: full, headers, body })
+    let header_segments: Vec<(String, Vec<Segment>)> =
+        headers.iter().map(|(k, v)| (k.clone(), segments(v, false))).collect();
+    let body_segments = body.as_deref().map(|b| segments(b, false));
+    let dynamic = has_marks(req_path)
+        || query.iter().any(|(_, v)| has_marks(v))
+        || headers.iter().any(|(_, v)| has_marks(v))
+        || body.as_deref().is_some_and(has_marks);
+    let display = |segs: &[Segment], gens: &[Generator]| -> String {
+        segs.iter()
+            .map(|s| match s {
+                Segment::Text(t) => t.clone(),
+                Segment::Gen { index, .. } => format!("{{{}}}", gens.get(*index).map(describe_generator).unwrap_or_default()),
+            })
+            .collect()
+    };
+    let path = display(&merge_text(path_segments.clone()), &generators);
+    let shown_headers = header_segments.iter().map(|(k, v)| (k.clone(), display(v, &generators))).collect();
+    let shown_body = body_segments.as_ref().map(|b| display(b, &generators));
+    let dynamic = dynamic.then(|| crate::model::DynamicRequest {
+        path: merge_text(path_segments),
+        headers: header_segments.into_iter().map(|(k, v)| (k, merge_text(v))).collect(),
+        body: body_segments.map(merge_text),
+        generators,
+    });
+    Some(Request { method, path, headers: shown_headers, body: shown_body, dynamic })
+}
+
+/// Joins neighbouring text segments and drops empty ones.
+fn merge_text(segments: Vec<crate::generate::Segment>) -> Vec<crate::generate::Segment> {
+    use crate::generate::Segment;
+    let mut out: Vec<Segment> = Vec::with_capacity(segments.len());
+    for s in segments {
+        match (out.last_mut(), s) {
+            (_, Segment::Text(t)) if t.is_empty() => {}
+            (Some(Segment::Text(prev)), Segment::Text(t)) => prev.push_str(&t),
+            (_, s) => out.push(s),
+        }
+    }
+    out
+}
+
+fn describe_generator(g: &crate::generate::Generator) -> String {
+    use crate::generate::Generator;
+    match g {
+        Generator::Seq { start, step } => format!("seq({start}, {step})"),
+        Generator::RandomInt { min, max } => format!("random_int({min}, {max})"),
+        Generator::RandomString { len } => format!("random_string({len})"),
+        Generator::RandomHex { len } => format!("random_hex({len})"),
+        Generator::Uuid => "uuid()".to_owned(),
+        Generator::Pick { values } => format!("pick({} values)", values.len()),
+    }
 }
 
 fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {

@@ -15,6 +15,8 @@ pub(crate) struct Cx<'a> {
     pub templates: &'a Templates,
     /// Matrix bindings of the current cell, on top of the spec's variables.
     pub bindings: &'a [(String, minijinja::Value)],
+    /// Per-request generators (`seq()`, ...) are allowed: only in a request's path, query, headers and body.
+    pub dynamic: bool,
 }
 
 /// A mapping whose keys were checked against the allowed ones.
@@ -45,6 +47,23 @@ impl Cx<'_> {
     pub fn render(&mut self, node: &Node, path: &Path) -> Option<Node> {
         match &node.kind {
             NodeKind::Str(s) if Templates::is_template(s) => match self.templates.render(s, self.bindings) {
+                Ok(text) if crate::generate::has_marks(&text) => {
+                    if self.dynamic {
+                        Some(Node { kind: NodeKind::Str(text), span: node.span, from_template: true })
+                    } else {
+                        self.diags.push(
+                            Diagnostic::error(path, node.span, "per-request generators only work in a request")
+                                .found(node.describe())
+                                .expected("a value fixed for the whole phase")
+                                .help(format!(
+                                    "{}() make a value per request in `path`, `query`, `headers` and `body`; use a \
+                                     variable or a matrix here",
+                                    crate::generate::GENERATORS.join("(), ")
+                                )),
+                        );
+                        None
+                    }
+                }
                 Ok(text) => {
                     Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true })
                 }

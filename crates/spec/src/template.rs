@@ -7,10 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
+use crate::generate::Registry;
 use crate::suggest::did_you_mean;
 
 pub(crate) struct Templates {
     env: Environment<'static>,
+    /// The per-request generators met while rendering.
+    pub registry: Registry,
     /// The spec's resolved variables.
     vars: BTreeMap<String, Value>,
     /// The process environment, as `env.NAME`.
@@ -24,13 +27,19 @@ pub(crate) struct TemplateError {
 }
 
 impl Templates {
-    pub fn new(vars: BTreeMap<String, Value>, process_env: BTreeMap<String, String>) -> Self {
+    pub fn new(
+        vars: BTreeMap<String, Value>,
+        process_env: BTreeMap<String, String>,
+        base_dir: Option<std::path::PathBuf>,
+    ) -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // Keep values as written: no HTML escaping, no trailing-newline surprises.
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         env.set_keep_trailing_newline(true);
-        Templates { env, vars, process_env }
+        let registry = Registry::default();
+        crate::generate::register(&mut env, &registry, base_dir);
+        Templates { env, registry, vars, process_env }
     }
 
     pub fn is_template(s: &str) -> bool {

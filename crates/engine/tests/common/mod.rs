@@ -285,6 +285,7 @@ impl PhaseBuilder {
                 path: "/truth".into(),
                 headers: vec![("User-Agent".into(), "loadgate-test".into())],
                 body: None,
+                dynamic: None,
             },
             timeout: units::Duration(self.timeout),
             load: LoadPlan {
