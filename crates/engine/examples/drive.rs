@@ -12,7 +12,9 @@ use std::net::ToSocketAddrs;
 use std::process::ExitCode;
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
-use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare};
+use loadgate_plan::{
+    Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare,
+};
 use loadgate_spec::units::{Duration, Rate};
 use loadgate_spec::PipelineMode;
 
@@ -36,7 +38,9 @@ fn parse() -> Result<Args, String> {
         threads: 1,
         cpus: Vec::new(),
         connections: 64,
-        stop: StopCondition::Duration { duration: Duration::from_secs(10) },
+        stop: StopCondition::Duration {
+            duration: Duration::from_secs(10),
+        },
         rate: None,
         pipeline: 1,
         window: false,
@@ -50,13 +54,30 @@ fn parse() -> Result<Args, String> {
         match arg.as_str() {
             "-t" => a.threads = value()?.parse().map_err(|e| format!("-t: {e}"))?,
             "--cpus" => {
-                a.cpus = value()?.split(',').map(|c| c.trim().parse().map_err(|e| format!("--cpus: {e}"))).collect::<Result<_, _>>()?
+                a.cpus = value()?
+                    .split(',')
+                    .map(|c| c.trim().parse().map_err(|e| format!("--cpus: {e}")))
+                    .collect::<Result<_, _>>()?
             }
             "-c" => a.connections = value()?.parse().map_err(|e| format!("-c: {e}"))?,
-            "-d" => a.stop = StopCondition::Duration { duration: value()?.parse().map_err(|e| format!("-d: {e:?}"))? },
-            "-n" => a.stop = StopCondition::Requests { requests: value()?.parse().map_err(|e| format!("-n: {e}"))? },
-            "-R" => a.rate = Some(Rate::from_per_sec(value()?.parse().map_err(|e| format!("-R: {e}"))?)),
-            "--pipeline" => a.pipeline = value()?.parse().map_err(|e| format!("--pipeline: {e}"))?,
+            "-d" => {
+                a.stop = StopCondition::Duration {
+                    duration: value()?.parse().map_err(|e| format!("-d: {e:?}"))?,
+                }
+            }
+            "-n" => {
+                a.stop = StopCondition::Requests {
+                    requests: value()?.parse().map_err(|e| format!("-n: {e}"))?,
+                }
+            }
+            "-R" => {
+                a.rate = Some(Rate::from_per_sec(
+                    value()?.parse().map_err(|e| format!("-R: {e}"))?,
+                ))
+            }
+            "--pipeline" => {
+                a.pipeline = value()?.parse().map_err(|e| format!("--pipeline: {e}"))?
+            }
             "--window" => a.window = true,
             "--no-keepalive" => a.keep_alive = false,
             "--timeout" => a.timeout = value()?.parse().map_err(|e| format!("--timeout: {e:?}"))?,
@@ -109,15 +130,26 @@ fn main() -> ExitCode {
             StopCondition::Requests { .. } => None,
         },
         cooldown: Duration::ZERO,
-        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None },
+        request: RequestPlan {
+            method: "GET".into(),
+            path: path.into(),
+            headers: vec![],
+            body: None,
+        },
         timeout: args.timeout,
         load: LoadPlan {
-            arrival: args.rate.map_or(Arrival::Closed, |rate| Arrival::Constant { rate }),
+            arrival: args
+                .rate
+                .map_or(Arrival::Closed, |rate| Arrival::Constant { rate }),
             stop: args.stop.clone(),
             connections: ConnectionPolicy {
                 connections: args.connections,
                 pipeline: args.pipeline,
-                pipeline_mode: if args.window { PipelineMode::Window } else { PipelineMode::Batch },
+                pipeline_mode: if args.window {
+                    PipelineMode::Window
+                } else {
+                    PipelineMode::Batch
+                },
                 keep_alive: args.keep_alive,
             },
         },
@@ -126,15 +158,27 @@ fn main() -> ExitCode {
                 worker: i as usize,
                 connections: split(args.connections, i),
                 requests: requests.map(|r| split(r, i)),
-                share: Share { numerator: 1, denominator: n },
+                share: Share {
+                    numerator: 1,
+                    denominator: n,
+                },
             })
             .collect(),
         slos: vec![],
     };
-    let workers: Vec<WorkerPlan> =
-        (0..n as usize).map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied() }).collect();
-    let target = Target { addr, host: authority.to_owned() };
-    let result = match run_phase(&phase, &workers, &target, &StopSignal::new(), &mut |_| Control::Continue) {
+    let workers: Vec<WorkerPlan> = (0..n as usize)
+        .map(|index| WorkerPlan {
+            index,
+            cpu: args.cpus.get(index).copied(),
+        })
+        .collect();
+    let target = Target {
+        addr,
+        host: authority.to_owned(),
+    };
+    let result = match run_phase(&phase, &workers, &target, &StopSignal::new(), &mut |_| {
+        Control::Continue
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
