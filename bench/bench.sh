@@ -64,11 +64,14 @@ served() { curl -sf "http://127.0.0.1:$PORT/nginx_status" | awk 'NR==3 {print $3
 # run NAME CMD...: prints "requests user_s sys_s rss_kib" measured at the server and from rusage.
 run() {
   local before after
+  if [ "${SETTLE:-0}" = 1 ]; then
+    # Sockets in TIME_WAIT from earlier runs make every connect scan for a free port: let them drain (<= 70 s).
+    for _ in $(seq 70); do [ "$(ss -Htan state time-wait | wc -l)" -lt 1000 ] && break; sleep 1; done
+  fi
   before=$(served)
   /usr/bin/time -f "%U %S %M" -o "$work/time" taskset -c "$GEN_CPU" "$@" >"$work/out" 2>&1 || true
   after=$(served)
-  # Let sockets in TIME_WAIT drain (they slow down every later connect), at most 70 s.
-  for _ in $(seq 70); do [ "$(ss -Htan state time-wait | wc -l)" -lt 1000 ] && break; sleep 1; done
+  sleep 1
   read -r u s rss <"$work/time"
   echo "$((after - before - 1)) $u $s $rss"
 }
@@ -82,7 +85,7 @@ row() {
   for _ in $(seq "$RUNS"); do
     if [ "$peer" != "-" ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
     eval "run $lg_cmd" >>"$work/lg.txt"
-    cp "$work/out" "$work/last-loadgate-$name.txt"
+    cp "$work/out" "$work/last-loadgate.txt"
   done
   stats() { # file -> "rps us_per_req rss_mib"
     local f=$1
@@ -102,7 +105,7 @@ row() {
     awk -v n="$name" -v lr="$lr" -v lc="$lc" -v lm="$lm" 'BEGIN {
       printf "| %s | - | - | - | - | %.0f | %.2f | %.1f | - | - | - |\n", n, lr, lc, lm }'
   fi
-  echo "    last loadgate run: $(head -1 "$work/last-loadgate-$name.txt"); $(grep -m1 '^rate' "$work/last-loadgate-$name.txt" || true)" >&2
+  echo "    last loadgate run: $(head -1 "$work/last-loadgate.txt"); $(grep -m1 '^rate' "$work/last-loadgate.txt" || true)" >&2
 }
 
 URL="http://127.0.0.1:$PORT/"
@@ -118,8 +121,8 @@ for c in $CASES; do
     open) row "open loop 20000/s, 64 connections" - - "$LOADGATE $URL -t 1 -c 64 -d ${DUR}s -R 20000" ;;
     nokeepalive) row "no keep-alive, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $URL" \
       "$LOADGATE $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
-    conns10k) row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LOADGATE $URL -t 1 -c 10000 -d ${DUR}s" ;;
-    conns16k) row "16,384 keep-alive connections" - - "$LOADGATE $URL -t 1 -c 16384 -d ${DUR}s" ;;
+    conns10k) SETTLE=1 row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LOADGATE $URL -t 1 -c 10000 -d ${DUR}s" ;;
+    conns16k) SETTLE=1 row "16,384 keep-alive connections" - - "$LOADGATE $URL -t 1 -c 16384 -d ${DUR}s" ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done

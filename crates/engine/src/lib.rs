@@ -43,6 +43,16 @@
 //! a request-count run a failed connect attempt uses up one request, so that a dead target cannot make the run
 //! endless.
 //!
+//! # Load models
+//!
+//! One loop serves every model (see the `worker` module): `Arrival::Closed` keeps `pipeline` requests in
+//! flight per connection (batch mode: write `pipeline`, wait for all; window mode: replace each as it
+//! completes); `Constant` and `Ramp` issue requests at the intended times of the cumulative arrival function,
+//! each worker scaled by its exact share; `Users` is the same open schedule where every arrival is a user that
+//! opens its own connection, sends its one request and closes. A user phase's `connections` caps the users in
+//! flight per worker (1024 when the plan gives 0); when every slot is busy, arriving users wait and their
+//! latency grows. `keep_alive: false` opens a connection per request in any model.
+//!
 //! # Errors
 //!
 //! Each request is counted once: completed, or failed as `read` (the server closed or reset before the
@@ -52,6 +62,9 @@
 //! 100 ms. When a server closes a connection (`Connection: close` or end of stream) the slot reconnects and the
 //! reconnect is counted; requests pipelined behind a `Connection: close` response are sent again on the new
 //! connection.
+//!
+//! `connections.peak_open` is the sum of the workers' peaks (exact when they peak together, as with
+//! keep-alive).
 //!
 //! # Validity
 //!

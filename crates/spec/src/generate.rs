@@ -34,7 +34,10 @@ pub enum Generator {
 pub enum Segment {
     Text(String),
     /// The index of a generator in the request's list; `encode` percent-encodes the value (query values).
-    Gen { index: usize, encode: bool },
+    Gen {
+        index: usize,
+        encode: bool,
+    },
 }
 
 /// The generator calls met while rendering, by marker index.
@@ -79,7 +82,11 @@ fn arg_err(msg: impl Into<String>) -> minijinja::Error {
 }
 
 /// Registers the generator functions on a template environment. `base_dir` resolves file names.
-pub(crate) fn register(env: &mut minijinja::Environment<'static>, reg: &Registry, base_dir: Option<std::path::PathBuf>) {
+pub(crate) fn register(
+    env: &mut minijinja::Environment<'static>,
+    reg: &Registry,
+    base_dir: Option<std::path::PathBuf>,
+) {
     let r = reg.clone();
     env.add_function("seq", move |start: Option<i64>, step: Option<i64>| -> Result<String, minijinja::Error> {
         let step = step.unwrap_or(1);
@@ -130,7 +137,8 @@ pub(crate) fn register(env: &mut minijinja::Environment<'static>, reg: &Registry
     let dir = base_dir.clone();
     env.add_function("pick_line", move |file: String| -> Result<String, minijinja::Error> {
         let text = read_data_file(dir.as_deref(), &file)?;
-        let values: Vec<String> = text.lines().map(str::trim_end).filter(|l| !l.is_empty()).map(str::to_owned).collect();
+        let values: Vec<String> =
+            text.lines().map(str::trim_end).filter(|l| !l.is_empty()).map(str::to_owned).collect();
         if values.is_empty() {
             return Err(arg_err(format!("pick_line('{file}'): the file has no lines")));
         }
@@ -143,7 +151,10 @@ pub(crate) fn register(env: &mut minijinja::Environment<'static>, reg: &Registry
         let mut lines = text.lines().filter(|l| !l.trim().is_empty());
         let header: Vec<&str> = lines.next().map(|h| h.split(',').map(str::trim).collect()).unwrap_or_default();
         let col = header.iter().position(|h| *h == column).ok_or_else(|| {
-            arg_err(format!("pick_csv('{file}', '{column}'): no column `{column}`; the header has: {}", header.join(", ")))
+            arg_err(format!(
+                "pick_csv('{file}', '{column}'): no column `{column}`; the header has: {}",
+                header.join(", ")
+            ))
         })?;
         let values: Vec<String> =
             lines.filter_map(|l| l.split(',').nth(col).map(|v| v.trim().trim_matches('"').to_owned())).collect();

@@ -13,8 +13,8 @@ pub mod suggest;
 mod template;
 pub mod units;
 
-pub use generate::{Generator, Segment};
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
+pub use generate::{Generator, Segment};
 pub use loader::yaml_to_json;
 pub use model::*;
 pub use parse::{LoadOptions, DEFAULT_MAX_USER_CONNECTIONS, DEFAULT_TIMEOUT};

@@ -964,7 +964,8 @@ fn read_scenario(
         let cell_name =
             format!("{name}[{}]", bindings_text.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
         let mut cell_diags = Diagnostics::default();
-        let mut cell_cx = Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value, dynamic: false };
+        let mut cell_cx =
+            Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value, dynamic: false };
         match read_cell(&mut cell_cx, &f, defaults, prefix) {
             Some(mut cell) => {
                 cell.bindings = bindings_text;
@@ -1174,7 +1175,9 @@ fn assemble_request(
         segs.iter()
             .map(|s| match s {
                 Segment::Text(t) => t.clone(),
-                Segment::Gen { index, .. } => format!("{{{}}}", gens.get(*index).map(describe_generator).unwrap_or_default()),
+                Segment::Gen { index, .. } => {
+                    format!("{{{}}}", gens.get(*index).map(describe_generator).unwrap_or_default())
+                }
             })
             .collect()
     };
