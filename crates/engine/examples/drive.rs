@@ -112,7 +112,7 @@ fn main() -> ExitCode {
             StopCondition::Requests { .. } => None,
         },
         cooldown: Duration::ZERO,
-        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None },
+        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None },
         timeout: args.timeout,
         load: LoadPlan {
             arrival: args.rate.map_or(Arrival::Closed, |rate| Arrival::Constant { rate }),
