@@ -515,9 +515,9 @@ pub fn run_spec(
             .last()
             .is_some_and(|s| s.aborted.as_deref().is_some_and(|a| a.starts_with("abort_on_fail")));
     if !run_failed.is_empty() {
-        results.outcome = Outcome::run_failed(run_failed);
+        results.outcome = Outcome::run_failed(run_failed.clone());
     }
-    if completed_all && !interrupted.load(Ordering::SeqCst) {
+    if (completed_all || !run_failed.is_empty()) && !interrupted.load(Ordering::SeqCst) {
         results.finished_at = Some(now_rfc3339());
     }
     results.outcome = loadgate_results::outcome(&results);

@@ -113,6 +113,7 @@ fn main() -> ExitCode {
         },
         cooldown: Duration::ZERO,
         request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None },
+        mix: Vec::new(),
         timeout: args.timeout,
         load: LoadPlan {
             arrival: args.rate.map_or(Arrival::Closed, |rate| Arrival::Constant { rate }),

@@ -503,6 +503,7 @@ fn assemble(
         validity,
         verdicts: Vec::new(),
         aborted,
+        by_request: Vec::new(),
     }
 }
 

@@ -48,6 +48,11 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                     body: cell.request.body.clone(),
                     dynamic: cell.request.dynamic.clone(),
                 },
+                mix: cell
+                    .mix
+                    .iter()
+                    .map(|m| MixEntry { name: m.name.clone(), weight: m.weight, request: request_plan(&m.request) })
+                    .collect(),
                 timeout: cell.timeout,
                 load,
                 workers,
@@ -106,6 +111,16 @@ pub fn plan_hash(plan: &ExecutionPlan) -> String {
     let json = serde_json::to_vec(&canonical).unwrap_or_default();
     let digest = Sha256::digest(&json);
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn request_plan(r: &loadgate_spec::Request) -> RequestPlan {
+    RequestPlan {
+        method: r.method.clone(),
+        path: r.path.clone(),
+        headers: r.headers.clone(),
+        body: r.body.clone(),
+        dynamic: r.dynamic.clone(),
+    }
 }
 
 fn hardware_plan(spec: &Spec) -> HardwarePlan {

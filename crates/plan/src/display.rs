@@ -84,6 +84,13 @@ pub fn describe_load(load: &LoadPlan) -> String {
     }
 }
 
+fn body_text(body: &str, r: &RequestPlan) -> String {
+    match r.dynamic.as_ref().and_then(|d| d.body.as_ref()) {
+        Some(_) => format!("body {body}"),
+        None => format!("{} byte body", body.len()),
+    }
+}
+
 fn opt_duration(d: Option<Duration>) -> String {
     d.map(|d| d.to_string()).unwrap_or_else(|| "?".to_owned())
 }
@@ -174,10 +181,22 @@ impl ExecutionPlan {
             );
             let mut req = format!("{} {}", p.request.method, p.request.path);
             if let Some(b) = &p.request.body {
-                let _ = write!(req, " ({} byte body)", b.len());
+                let _ = write!(req, " ({})", body_text(b, &p.request));
             }
             let pad = " ".repeat(name_w + 7);
-            let _ = writeln!(out, "  {pad}request  {req}, timeout {}", p.timeout);
+            if p.mix.is_empty() {
+                let _ = writeln!(out, "  {pad}request  {req}, timeout {}", p.timeout);
+            } else {
+                let total: u64 = p.mix.iter().map(|m| u64::from(m.weight)).sum();
+                for m in &p.mix {
+                    let mut r = format!("{} {}", m.request.method, m.request.path);
+                    if let Some(b) = &m.request.body {
+                        let _ = write!(r, " ({})", body_text(b, &m.request));
+                    }
+                    let _ = writeln!(out, "  {pad}request  {} ({}/{total}): {r}", m.name, m.weight);
+                }
+                let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
+            }
             if !p.request.headers.is_empty() {
                 let hs: Vec<String> = p.request.headers.iter().map(|(k, _)| k.clone()).collect();
                 let _ = writeln!(out, "  {pad}headers  {}", hs.join(", "));

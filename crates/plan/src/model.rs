@@ -131,12 +131,23 @@ pub struct Phase {
     /// A pause after the phase before the next one starts.
     pub cooldown: Duration,
     pub request: RequestPlan,
+    /// A weighted mix of named requests (`requests:` in the spec); empty when the phase sends only `request`.
+    /// When set, `request` is the mix's first entry, for display.
+    pub mix: Vec<MixEntry>,
     /// The per-request timeout.
     pub timeout: Duration,
     pub load: LoadPlan,
     /// The exact split of this phase's load across the generator's workers.
     pub workers: Vec<WorkerShare>,
     pub slos: Vec<Slo>,
+}
+
+/// One named request of a mix, chosen per arrival with probability `weight / sum of weights`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MixEntry {
+    pub name: String,
+    pub weight: u32,
+    pub request: RequestPlan,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

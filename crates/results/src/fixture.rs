@@ -181,6 +181,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         },
         verdicts: Vec::new(),
         aborted: None,
+        by_request: Vec::new(),
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);

@@ -199,6 +199,26 @@ pub struct ScenarioResult {
     pub verdicts: Vec<Verdict>,
     /// Set when the phase was cut short: by an `abort_on_fail` SLO, Ctrl-C, or the target dying.
     pub aborted: Option<String>,
+    /// For a request mix: the same measurements per named request, in the mix's order. Empty otherwise.
+    #[serde(default)]
+    pub by_request: Vec<RequestBreakdown>,
+}
+
+/// One named request of a mix.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RequestBreakdown {
+    /// The request's name in the spec's `requests:`.
+    pub name: String,
+    pub requests: RequestCounts,
+    pub status: StatusCounts,
+    pub errors: ErrorCounts,
+    /// Completed requests of this name per second over the phase.
+    pub throughput: f64,
+    pub latency: LatencySummary,
+    /// The full latency histogram of this request (`HISTFAAA...`).
+    #[serde(with = "crate::histogram_serde")]
+    #[schemars(with = "String", pattern(r"^HISTFAAA"))]
+    pub histogram: Histogram<u64>,
 }
 
 /// The load a phase applied.

@@ -109,10 +109,21 @@ pub struct Scenario {
 pub struct Cell {
     /// This cell's matrix values.
     pub bindings: Vec<(String, String)>,
+    /// The request; for a mix, the mix's first request.
     pub request: Request,
+    /// A weighted mix of named requests (`requests:`); empty for a single `request`.
+    pub mix: Vec<MixRequest>,
     pub timeout: Duration,
     pub load: Load,
     pub slos: Vec<Slo>,
+}
+
+/// One named request of a mix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MixRequest {
+    pub name: String,
+    pub weight: u32,
+    pub request: Request,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -25,8 +25,9 @@ pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout",
 pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
 pub(crate) const SCENARIO_KEYS: &[&str] =
-    &["description", "gate", "cooldown", "request", "timeout", "matrix", "matrix_mode", "load", "slo"];
+    &["description", "gate", "cooldown", "request", "requests", "timeout", "matrix", "matrix_mode", "load", "slo"];
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
+pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users"];
 pub(crate) const CLOSED_KEYS: &[&str] =
     &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive"];
@@ -1000,8 +1001,14 @@ fn read_scenario(
 }
 
 fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str) -> Option<Cell> {
-    let request = match cx.required(f, "request", "the scenario") {
-        Some((n, p)) => read_request(cx, n, &p, defaults, prefix),
+    // `request` (one request) or `requests` (a weighted mix of named ones).
+    let mut mix = Vec::new();
+    let request = match cx.one_of(f, &["request", "requests"], "the scenario") {
+        Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
+        Some(_) => f.get("requests").and_then(|(n, p)| {
+            mix = read_mix(cx, n, &p, defaults, prefix)?;
+            mix.first().map(|m: &MixRequest| m.request.clone())
+        }),
         None => None,
     };
     let timeout = match f.get("timeout") {
@@ -1016,7 +1023,81 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
         Some((n, p)) => read_slos(cx, n, &p),
         None => Some(Vec::new()),
     };
-    Some(Cell { bindings: Vec::new(), request: request?, timeout: timeout?, load: load?, slos: slos? })
+    let slos = slos?;
+    for slo in &slos {
+        if let Some(name) = &slo.request {
+            if !mix.iter().any(|m| &m.name == name) {
+                let names: Vec<&str> = mix.iter().map(|m| m.name.as_str()).collect();
+                let (n, p) = f.get("slo")?;
+                let d = Diagnostic::error(&p, n.span, format!("`{slo}` names no request of this scenario")).expected(
+                    if names.is_empty() {
+                        "a `requests:` mix that names the request".to_owned()
+                    } else {
+                        format!("one of {}", list(&names))
+                    },
+                );
+                cx.error(match did_you_mean(name, names.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{{request={s}}}`?")),
+                    None => d,
+                });
+                return None;
+            }
+        }
+    }
+    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, slos })
+}
+
+fn read_mix(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, prefix: &str) -> Option<Vec<MixRequest>> {
+    let NodeKind::Map(entries) = &node.kind else {
+        cx.error(
+            Diagnostic::error(path, node.span, "`requests` must be a mapping of names to requests")
+                .expected("a mapping such as `requests: { get: { weight: 9, path: / }, put: { weight: 1, method: PUT, path: / } }`")
+                .found(node.type_name()),
+        );
+        return None;
+    };
+    if entries.is_empty() {
+        cx.error(Diagnostic::error(path, node.span, "`requests` is empty").expected("at least one named request"));
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (k, v) in entries {
+        let p = path.key(&k.name);
+        if !valid_scenario_name(&k.name) {
+            cx.error(
+                Diagnostic::error(&p, k.span, format!("request name `{}` is not a simple identifier", k.name))
+                    .width(k.name.chars().count())
+                    .expected("letters, digits, `-` and `_`"),
+            );
+            ok = false;
+            continue;
+        }
+        // The weight sits beside the request's own keys; read it, then the request without it.
+        let mut weight = 1u32;
+        let mut request_node = v.clone();
+        if let NodeKind::Map(fields) = &mut request_node.kind {
+            if let Some(pos) = fields.iter().position(|(fk, _)| fk.name == "weight") {
+                let (_, wn) = fields.remove(pos);
+                match cx.uint(&wn, &p.key("weight"), "`weight`", 1) {
+                    Some(w) if w <= 1_000_000 => weight = w as u32,
+                    Some(_) => {
+                        cx.error(
+                            Diagnostic::error(&p.key("weight"), wn.span, "`weight` is too large")
+                                .expected("at most 1000000"),
+                        );
+                        ok = false;
+                    }
+                    None => ok = false,
+                }
+            }
+        }
+        match read_request_with(cx, &request_node, &p, defaults, prefix, MIX_REQUEST_KEYS) {
+            Some(request) => out.push(MixRequest { name: k.name.clone(), weight, request }),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
 }
 
 fn percent_encode(s: &str) -> String {
@@ -1032,7 +1113,18 @@ fn percent_encode(s: &str) -> String {
 }
 
 fn read_request(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, prefix: &str) -> Option<Request> {
-    let f = cx.map(node, path, REQUEST_KEYS, "`request`")?;
+    read_request_with(cx, node, path, defaults, prefix, REQUEST_KEYS)
+}
+
+fn read_request_with(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &Path,
+    defaults: &Defaults,
+    prefix: &str,
+    keys: &[&str],
+) -> Option<Request> {
+    let f = cx.map(node, path, keys, "`request`")?;
     // The method stays fixed; path, query, headers and body may generate values per request.
     cx.dynamic = false;
     let mut ok = true;

@@ -175,16 +175,18 @@ pub struct DefaultsDoc {
     pub timeout: Option<DurationText>,
 }
 
-/// One load test: a request, a load model, and the SLOs it must meet.
+/// One load test: a request (or a weighted mix of named requests), a load model, and the SLOs it must meet.
 #[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[schemars(deny_unknown_fields, extend("oneOf" = [{"required": ["request"]}, {"required": ["requests"]}]))]
 pub struct ScenarioDoc {
     pub description: Option<String>,
     /// `false` for warmup and primer phases: measured and reported, never gated.
     pub gate: Option<BoolDoc>,
     /// A pause after the scenario before the next starts.
     pub cooldown: Option<DurationText>,
-    pub request: RequestDoc,
+    pub request: Option<RequestDoc>,
+    /// A weighted mix of named requests, chosen per request (`p99{request=NAME}` gates one of them).
+    pub requests: Option<BTreeMap<String, MixRequestDoc>>,
     /// The per-request timeout (wrk `--timeout`).
     pub timeout: Option<DurationText>,
     /// Variables swept over: the scenario runs once per combination (`plaintext[connections=256]`).
@@ -194,6 +196,20 @@ pub struct ScenarioDoc {
     pub load: LoadDoc,
     /// Objectives such as `p99 < 100ms`, `throughput >= 1000/s`, `error_rate < 0.1%`, `p99 <= baseline * 1.10`.
     pub slo: Option<Vec<SloDoc>>,
+}
+
+/// A named request of a mix: a request with a `weight`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MixRequestDoc {
+    /// The share of requests this one gets: `weight / sum of weights` (default 1).
+    pub weight: Option<Count>,
+    pub method: Option<String>,
+    #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
+    pub path: String,
+    pub query: Option<BTreeMap<String, ScalarDoc>>,
+    pub headers: Option<BTreeMap<String, ScalarDoc>>,
+    pub body: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -495,6 +511,7 @@ mod tests {
         assert_eq!(props(&schema, "DefaultsDoc"), sorted(DEFAULTS_KEYS));
         assert_eq!(props(&schema, "ScenarioDoc"), sorted(SCENARIO_KEYS));
         assert_eq!(props(&schema, "RequestDoc"), sorted(REQUEST_KEYS));
+        assert_eq!(props(&schema, "MixRequestDoc"), sorted(MIX_REQUEST_KEYS));
         assert_eq!(props(&schema, "ClosedDoc"), sorted(CLOSED_KEYS));
         assert_eq!(props(&schema, "OpenDoc"), sorted(OPEN_KEYS));
         assert_eq!(props(&schema, "RampDoc"), sorted(RAMP_KEYS));

@@ -287,6 +287,7 @@ impl PhaseBuilder {
                 body: None,
                 dynamic: None,
             },
+            mix: Vec::new(),
             timeout: units::Duration(self.timeout),
             load: LoadPlan {
                 arrival: self.arrival.clone(),
