@@ -8,8 +8,8 @@
 # `Hello, World!`; every generator runs pinned to GEN_CPU (default 1) with `taskset`. loadgate and the peer
 # alternate within each case. Requests are counted at the server (nginx stub_status), not taken from any
 # tool's own report; the generator's CPU time and peak RSS come from its rusage (`/usr/bin/time`).
-# Until `loadgate run` exists, loadgate is driven by the engine's example binary (LOADGATE, default
-# target/release/examples/drive; build it with `cargo build --release -p loadgate-engine --example drive`).
+# loadgate is the real CLI (`loadgate run --url ...`; LOADGATE, default target/release/loadgate; build it with
+# `cargo build --release -p loadgate`). The open-loop case compares with h2load (`apt-get install nghttp2-client`).
 # Prints one table row per case: medians of RUNS runs and the loadgate/peer ratios.
 set -euo pipefail
 
@@ -19,13 +19,14 @@ RUNS=${RUNS:-3}
 DUR=${DUR:-10}
 PORT=${PORT:-18080}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/examples/drive}
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
 CASES=${*:-closed pipeline open conns10k conns16k nokeepalive}
 
 for tool in nginx wrk ab curl taskset /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
-[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate-engine --example drive)" >&2; exit 2; }
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
+HAVE_H2LOAD=0; command -v h2load >/dev/null && HAVE_H2LOAD=1
 
 work=$(mktemp -d)
 cleanup() {
@@ -109,20 +110,28 @@ row() {
 }
 
 URL="http://127.0.0.1:$PORT/"
+LG="$LOADGATE -q run --out $work/lg --url"
 echo "nginx on CPU $NGINX_CPU, generators on CPU $GEN_CPU, $RUNS runs of ${DUR}s, medians; requests counted by nginx"
 echo
 echo "| case | peer | peer req/s | peer us CPU/req | peer RSS MiB | loadgate req/s | loadgate us CPU/req | loadgate RSS MiB | req/s ratio | CPU/req ratio | RSS ratio |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for c in $CASES; do
   case $c in
-    closed) row "closed, 64 connections" wrk "wrk -t1 -c64 -d${DUR}s $URL" "$LOADGATE $URL -t 1 -c 64 -d ${DUR}s" ;;
+    closed) row "closed, 64 connections" wrk "wrk -t1 -c64 -d${DUR}s $URL" "$LG $URL -t 1 -c 64 -d ${DUR}s" ;;
     pipeline) row "pipeline 16, 256 connections" "wrk+pipeline.lua" \
-      "wrk -t1 -c256 -d${DUR}s -s $HERE/pipeline.lua $URL -- 16" "$LOADGATE $URL -t 1 -c 256 -d ${DUR}s --pipeline 16" ;;
-    open) row "open loop 20000/s, 64 connections" - - "$LOADGATE $URL -t 1 -c 64 -d ${DUR}s -R 20000" ;;
+      "wrk -t1 -c256 -d${DUR}s -s $HERE/pipeline.lua $URL -- 16" "$LG $URL -t 1 -c 256 -d ${DUR}s --pipeline 16" ;;
+    open)
+      # 20,000 requests/s over 50 connections; h2load's --rps is per client (50 x 400).
+      if [ "$HAVE_H2LOAD" = 1 ]; then
+        row "open loop 20000/s, 50 connections" "h2load --rps" "h2load --h1 -t 1 -c 50 --rps 400 -D $DUR $URL" \
+          "$LG $URL -t 1 -c 50 -d ${DUR}s -R 20000"
+      else
+        row "open loop 20000/s, 50 connections" - - "$LG $URL -t 1 -c 50 -d ${DUR}s -R 20000"
+      fi ;;
     nokeepalive) row "no keep-alive, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $URL" \
-      "$LOADGATE $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
-    conns10k) SETTLE=1 row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LOADGATE $URL -t 1 -c 10000 -d ${DUR}s" ;;
-    conns16k) SETTLE=1 row "16,384 keep-alive connections" - - "$LOADGATE $URL -t 1 -c 16384 -d ${DUR}s" ;;
+      "$LG $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
+    conns10k) SETTLE=1 row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LG $URL -t 1 -c 10000 -d ${DUR}s" ;;
+    conns16k) SETTLE=1 row "16,384 keep-alive connections" - - "$LG $URL -t 1 -c 16384 -d ${DUR}s" ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
