@@ -9,8 +9,9 @@
 //! assert!(imported.yaml.contains("connections: 1000"));
 //! ```
 //!
-//! The command line is split like a POSIX shell splits it (quotes, backslashes, line continuations; the
-//! command ends at `|`, `;`, `&`; redirections are dropped). Before the tool may come a shell prompt (`$`,
+//! The command line is split like a POSIX shell splits it (quotes, backslashes, line continuations,
+//! redirections dropped). A line may hold several commands (`ulimit -n 65536 && wrk ... | tee log`): the
+//! first that runs a known tool is imported and the others are noted. Before the tool may come a shell prompt (`$`,
 //! `user@host:~$`), environment assignments (`A=b`), and the wrappers `sudo`, `env`, `time`, `nice`,
 //! `nohup`, `exec`, `taskset` (`-c LIST`, `--cpu-list LIST` or a hexadecimal mask) and `numactl`
 //! (`-C`/`--physcpubind`). The tool is recognised by its program name, with or without a path: `wrk`,
@@ -139,32 +140,69 @@ pub enum ImportError {
 
 /// Imports one command line. See the crate documentation for what is understood.
 pub fn import(command_line: &str) -> Result<Imported, ImportError> {
-    let split = shell::split(command_line)?;
-    let mut prefix = Prefix { notes: split.notes, ..Prefix::default() };
-    let rest = strip_prefixes(&split.words, &mut prefix)?;
-    let Some((program, args)) = rest.split_first() else {
-        return Err(ImportError::Empty);
+    let commands = shell::split_commands(command_line)?;
+    // The first command that runs a known tool is the one imported (`ulimit -n 65536 && wrk ...`).
+    let mut first_error = None;
+    let mut chosen = None;
+    for (index, command) in commands.iter().enumerate() {
+        let mut prefix = Prefix::default();
+        let rest = match strip_prefixes(&command.words, &mut prefix) {
+            Ok(rest) => rest,
+            Err(e) => {
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
+        let Some((program, args)) = rest.split_first() else { continue };
+        match tool_of(program) {
+            Some(tool) => {
+                chosen = Some((index, tool, args, prefix));
+                break;
+            }
+            None => {
+                first_error.get_or_insert(ImportError::UnknownTool { program: shell::one_line(program) });
+            }
+        }
+    }
+    let Some((index, tool, args, prefix)) = chosen else {
+        return Err(first_error.unwrap_or(ImportError::Empty));
     };
+    let mut notes = prefix.notes;
+    for (i, other) in commands.iter().enumerate() {
+        notes.extend(other.notes.iter().filter(|_| i == index).cloned());
+        if i != index && !other.words.is_empty() {
+            let text = shell::one_line(&other.words.join(" "));
+            let next_to = if i < index { "before" } else { "after" };
+            let hint = if i == index + 1 && commands[index].ended_by.as_deref() == Some("&") {
+                " (the shell ends a command at an unquoted `&`: quote a URL that contains one)"
+            } else {
+                ""
+            };
+            notes.push(format!("the command `{text}` {next_to} {tool} is not carried over{hint}"));
+        }
+    }
+    let mut draft = tools::read(tool, args, command_line)?;
+    draft.cpus = prefix.cpus;
+    notes.append(&mut draft.notes);
+    for n in notes {
+        draft.note(n);
+    }
+    Ok(Imported { yaml: draft.render(), notes: draft.notes.clone(), tool: draft.tool })
+}
+
+/// The tool a program name runs: `wrk`, `/usr/local/bin/wrk2`, `./ab`, `oha.exe`.
+fn tool_of(program: &str) -> Option<Tool> {
     let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
     let base = base.strip_suffix(".exe").unwrap_or(base);
-    let tool = match base {
+    Some(match base {
         "wrk" => Tool::Wrk,
         "wrk2" => Tool::Wrk2,
         "ab" | "ab2" => Tool::Ab,
         "hey" => Tool::Hey,
         "oha" => Tool::Oha,
         "apib" => Tool::Apib,
-        _ => return Err(ImportError::UnknownTool { program: shell::one_line(program) }),
-    };
-    let mut draft = tools::read(tool, args, command_line)?;
-    draft.cpus = prefix.cpus;
-    let mut notes = prefix.notes;
-    notes.append(&mut draft.notes);
-    draft.notes = Vec::new();
-    for n in notes {
-        draft.note(n);
-    }
-    Ok(Imported { yaml: draft.render(), notes: draft.notes.clone(), tool: draft.tool })
+        _ => return None,
+    })
 }
 
 #[derive(Debug, Default)]
@@ -197,10 +235,22 @@ fn strip_prefixes<'w>(words: &'w [String], prefix: &mut Prefix) -> Result<&'w [S
         }
         match first.as_str() {
             "sudo" | "env" | "time" | "nohup" | "exec" | "command" | "builtin" => {
+                // Their own options are skipped, with the value of those that take one (`sudo -u bench`).
+                let with_value: &[&str] = match first.as_str() {
+                    "sudo" => &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R"],
+                    "env" => &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"],
+                    "time" => &["-f", "-o", "--format", "--output"],
+                    "exec" => &["-a"],
+                    _ => &[],
+                };
                 rest = &rest[1..];
-                // Their own options (`sudo -E`, `env -i`) are skipped.
-                while rest.first().is_some_and(|w| w.starts_with('-') && w.len() > 1) {
-                    rest = &rest[1..];
+                while let Some(w) = rest.first().filter(|w| w.starts_with('-') && w.len() > 1) {
+                    if w == "--" {
+                        rest = &rest[1..];
+                        break;
+                    }
+                    let skip = if with_value.contains(&w.as_str()) { 2 } else { 1 };
+                    rest = rest.get(skip..).unwrap_or_default();
                 }
             }
             "nice" => {
@@ -348,6 +398,12 @@ mod tests {
         assert_eq!(import("ab http://h/").unwrap().tool, Tool::Ab);
         assert_eq!(import("sudo -E nice -n 5 hey http://h/").unwrap().tool, Tool::Hey);
         assert_eq!(import("user@box:~$ X=1 oha http://h/").unwrap().tool, Tool::Oha);
+        assert_eq!(import("sudo -u bench env -u X time -p wrk http://h/").unwrap().tool, Tool::Wrk);
+        let i = import("ulimit -n 65536 && taskset -c 2 wrk http://h/ > out.txt; echo done").unwrap();
+        assert_eq!(i.tool, Tool::Wrk);
+        assert!(i.notes.iter().any(|n| n.contains("`ulimit -n 65536` before wrk")), "{:?}", i.notes);
+        assert!(i.notes.iter().any(|n| n.contains("`echo done` after wrk")), "{:?}", i.notes);
+        assert!(i.notes.iter().any(|n| n.contains("> out.txt")), "{:?}", i.notes);
     }
 
     #[test]

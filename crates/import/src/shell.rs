@@ -4,20 +4,25 @@
 //! `\<newline>`; an unquoted backslash escapes the next character and `\<newline>` joins lines. Variables and
 //! command substitutions (`$C`, `${C}`, `$(nproc)`) cannot be expanded here and stay in the word as written, so
 //! a flag that needs a number reports them clearly. The command ends where the shell would end it (`|`, `;`,
-//! `&`, `&&`, `||`, a `#` comment); redirections (`> out.txt`, `2>&1`) are dropped with their target.
+//! `&`, `&&`, `||`, a `#` comment), so a line is split into its commands; redirections (`> out.txt`, `2>&1`)
+//! are dropped with their target.
 
 use crate::ImportError;
 
-/// The words of the first command of a shell line, and what was dropped around it.
+/// The words of one command of a shell line, and what was dropped from it.
 #[derive(Debug, Default)]
 pub(crate) struct Words {
     pub words: Vec<String>,
     /// Human-readable notes about what the shell syntax dropped.
     pub notes: Vec<String>,
+    /// The operator that ended this command (`|`, `;`, `&&`, ...), if any.
+    pub ended_by: Option<String>,
 }
 
-pub(crate) fn split(line: &str) -> Result<Words, ImportError> {
+/// Splits a line into its commands (at least one, possibly without words).
+pub(crate) fn split_commands(line: &str) -> Result<Vec<Words>, ImportError> {
     let chars: Vec<char> = line.chars().collect();
+    let mut commands = Vec::new();
     let mut out = Words::default();
     let mut word: Option<String> = None;
     // Whether the word in progress holds only unquoted digits (a file descriptor before `>`).
@@ -170,12 +175,21 @@ pub(crate) fn split(line: &str) -> Result<Words, ImportError> {
                 out.notes.push(format!("the shell redirection `{}` is ignored", one_line(&text)));
             }
             '|' | ';' | '&' | '(' | ')' => {
-                let rest: String = chars[i..].iter().collect();
-                out.notes.push(format!(
-                    "the shell ends the command at `{c}`: `{}` is not part of it (quote a URL that contains `&` or `;`)",
-                    one_line(rest.trim())
-                ));
-                break;
+                if let Some(w) = word.take() {
+                    out.words.push(w);
+                }
+                let mut op = String::from(c);
+                i += 1;
+                if matches!(
+                    (c, chars.get(i)),
+                    ('&', Some('&')) | ('|', Some('|')) | ('|', Some('&')) | (';', Some(';'))
+                ) {
+                    op.push(chars[i]);
+                    i += 1;
+                }
+                out.ended_by = Some(op);
+                commands.push(std::mem::take(&mut out));
+                digits_only = true;
             }
             _ => {
                 word.get_or_insert_with(String::new).push(c);
@@ -189,7 +203,8 @@ pub(crate) fn split(line: &str) -> Result<Words, ImportError> {
     if let Some(w) = word.take() {
         out.words.push(w);
     }
-    Ok(out)
+    commands.push(out);
+    Ok(commands)
 }
 
 fn unterminated(what: &str, start: usize, chars: &[char]) -> ImportError {
@@ -211,6 +226,10 @@ pub(crate) fn one_line(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn split(s: &str) -> Result<Words, ImportError> {
+        split_commands(s).map(|mut c| c.remove(0))
+    }
+
     fn words(s: &str) -> Vec<String> {
         split(s).unwrap().words
     }
@@ -227,9 +246,11 @@ mod tests {
 
     #[test]
     fn operators_end_the_command() {
-        let w = split("wrk -c 1 http://x/ | tee out.txt").unwrap();
-        assert_eq!(w.words, ["wrk", "-c", "1", "http://x/"]);
-        assert_eq!(w.notes.len(), 1);
+        let c = split_commands("ulimit -n 9 && wrk -c 1 http://x/ | tee out.txt").unwrap();
+        let all: Vec<&[String]> = c.iter().map(|c| c.words.as_slice()).collect();
+        assert_eq!(all, [&["ulimit", "-n", "9"][..], &["wrk", "-c", "1", "http://x/"], &["tee", "out.txt"]]);
+        assert_eq!(c[0].ended_by.as_deref(), Some("&&"));
+        assert_eq!(c[1].ended_by.as_deref(), Some("|"));
         assert_eq!(words("ab http://x/?a=1&b=2"), ["ab", "http://x/?a=1"]);
         assert_eq!(words("wrk http://x/ # comment"), ["wrk", "http://x/"]);
         assert_eq!(words("wrk a#b"), ["wrk", "a#b"]);

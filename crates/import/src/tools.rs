@@ -153,7 +153,8 @@ fn method(tool: Tool, d: &mut Draft, g: &Given) -> Result<(), ImportError> {
     if upper.is_empty() || !upper.bytes().all(|b| b.is_ascii_uppercase()) {
         return Err(bad(tool, g, "an HTTP method such as GET, POST or PUT"));
     }
-    if upper != m {
+    // hey upper-cases methods itself; the others send them as written.
+    if upper != m && tool != Tool::Hey {
         d.note(format!("the method `{m}` is sent as `{upper}` (loadgate methods are upper case)"));
     }
     d.method = upper;
