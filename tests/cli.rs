@@ -174,3 +174,24 @@ fn variables_follow_their_precedence() {
     assert_eq!(via_set["hash"], env["hash"]);
     assert_ne!(via_set["hash"], default["hash"]);
 }
+
+#[test]
+fn import_turns_a_seed_command_line_into_a_spec_that_validates() {
+    let out = loadgate(&[
+        "import",
+        "taskset -c 16-31 wrk -t16 -c1000 -d5m --timeout 10s http://localhost:8080/api/orders",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("imported.yaml");
+    std::fs::write(&path, &out.stdout).unwrap();
+    let v = loadgate(&["plan", "--json", path.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(plan["phases"][0]["load"]["connections"]["connections"], 1000);
+    assert_eq!(plan["hardware"]["generator_cpus"], "16-31");
+    assert_eq!(plan["hardware"]["workers"].as_array().unwrap().len(), 16);
+    let bad = loadgate(&["import", "wrk -c lots http://h/"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("`-c`"), "{}", text(&bad.stderr));
+}

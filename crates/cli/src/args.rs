@@ -51,6 +51,16 @@ pub enum Command {
     Report(ReportArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
+    /// Turn a wrk, wrk2, ab, hey, oha or apib command line into a spec (printed on stdout).
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The command line, quoted as one argument: `loadgate import 'taskset -c 16-31 wrk -t16 -c64 -d1m http://h/x'`.
+    /// Several arguments are joined with spaces.
+    #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 /// Variables for a spec.

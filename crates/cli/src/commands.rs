@@ -7,7 +7,9 @@ use loadgate_spec::{LoadOptions, Spec, SpecError};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::args::{Cli, Command, PlanArgs, ReportArgs, RunArgs, SchemaArgs, ServeArgs, ValidateArgs, VarArgs};
+use crate::args::{
+    Cli, Command, ImportArgs, PlanArgs, ReportArgs, RunArgs, SchemaArgs, ServeArgs, ValidateArgs, VarArgs,
+};
 use crate::exit::Exit;
 use crate::output::Output;
 
@@ -30,6 +32,7 @@ pub fn main_impl() -> Exit {
         Command::Run(a) => run(&out, *a, Output::use_color(cli.color), cli.verbose),
         Command::Report(a) => report(&out, a),
         Command::Serve(a) => serve(&out, a),
+        Command::Import(a) => import(&out, a),
     }
 }
 
@@ -298,6 +301,23 @@ fn report(out: &Output, args: ReportArgs) -> Exit {
     out.info(&format!("wrote {} and {}", dir.join("junit.xml").display(), dir.join("report.md").display()));
     out.data(&loadgate_report::summary_table(&results, false));
     crate::run::exit_of(&results.outcome)
+}
+
+fn import(out: &Output, args: ImportArgs) -> Exit {
+    let line = args.command.join(" ");
+    match loadgate_import::import(&line) {
+        Ok(imported) => {
+            out.data(&imported.yaml);
+            for note in &imported.notes {
+                out.error(&format!("note: {note}"));
+            }
+            Exit::Pass
+        }
+        Err(e) => {
+            out.error(&format!("error: {e}"));
+            Exit::InvalidInput
+        }
+    }
 }
 
 fn serve(out: &Output, args: ServeArgs) -> Exit {
