@@ -177,10 +177,8 @@ fn variables_follow_their_precedence() {
 
 #[test]
 fn import_turns_a_seed_command_line_into_a_spec_that_validates() {
-    let out = loadgate(&[
-        "import",
-        "taskset -c 16-31 wrk -t16 -c1000 -d5m --timeout 10s http://localhost:8080/api/orders",
-    ]);
+    let out =
+        loadgate(&["import", "taskset -c 16-31 wrk -t16 -c1000 -d5m --timeout 10s http://localhost:8080/api/orders"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("imported.yaml");

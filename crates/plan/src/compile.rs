@@ -194,28 +194,12 @@ fn load_plan(load: &Load) -> LoadPlan {
             connections: open_connections(*connections),
         },
         Load::Ramp { connections, start_rate, stages } => LoadPlan {
-            arrival: Arrival::Ramp {
-                start: *start_rate,
-                stages: stages.iter().map(|s| RampStage { to: s.to, over: s.over }).collect(),
-            },
+            arrival: Arrival::Ramp { start: *start_rate, stages: stages.clone() },
             stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
             connections: open_connections(*connections),
         },
         Load::Users { steps, max_connections } => LoadPlan {
-            arrival: Arrival::Users {
-                steps: steps
-                    .iter()
-                    .map(|s| match *s {
-                        loadgate_spec::UserStep::AtOnce { users } => UserStep::AtOnce { users },
-                        loadgate_spec::UserStep::Ramp { users, over } => UserStep::Ramp { users, over },
-                        loadgate_spec::UserStep::PerSecond { rate, during } => UserStep::PerSecond { rate, during },
-                        loadgate_spec::UserStep::RampPerSecond { from, to, during } => {
-                            UserStep::RampPerSecond { from, to, during }
-                        }
-                        loadgate_spec::UserStep::Pause { during } => UserStep::Pause { during },
-                    })
-                    .collect(),
-            },
+            arrival: Arrival::Users { steps: steps.clone() },
             stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
             connections: ConnectionPolicy {
                 connections: *max_connections,

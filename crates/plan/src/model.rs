@@ -187,27 +187,8 @@ pub enum Arrival {
     Users { steps: Vec<UserStep> },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RampStage {
-    /// The rate reached at the end of the stage.
-    pub to: Rate,
-    pub over: Duration,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum UserStep {
-    /// `atOnceUsers(n)`.
-    AtOnce { users: u64 },
-    /// `rampUsers(n) during (t)`: n users spread evenly over t.
-    Ramp { users: u64, over: Duration },
-    /// `constantUsersPerSec(r) during (t)`.
-    PerSecond { rate: Rate, during: Duration },
-    /// `rampUsersPerSec(r1) to (r2) during (t)`.
-    RampPerSecond { from: Rate, to: Rate, during: Duration },
-    /// `nothingFor(t)`.
-    Pause { during: Duration },
-}
+/// Ramp stages and injection steps are the spec's own types: the plan carries them unchanged.
+pub use loadgate_spec::{RampStage, UserStep};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
