@@ -385,14 +385,15 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
         .collect()
 }
 
-/// `6,000 started, 6,000 finished, 118 active at peak`, for user injection.
+/// `6,000 started, 6,000 finished, 118 active at peak (sampled once a second)`, for user injection: the peak is
+/// the most users active at the end of a second of the timeline, so users shorter than a second may not show.
 pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
     if s.load.model != "users" && s.load.users_started.is_none() {
         return None;
     }
     let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), format::count);
     Some(format!(
-        "{} started, {} finished, {} active at peak",
+        "{} started, {} finished, {} active at peak (sampled once a second)",
         n(s.load.users_started),
         n(s.load.users_finished),
         n(peak_users_active(s))
