@@ -376,6 +376,7 @@ pub fn run_spec(
         target: TargetInfo::default(),
         scenarios: Vec::new(),
         outcome: Outcome::in_progress(),
+        sweeps: Vec::new(),
     };
     let mut reports = Reports { dir: dir.clone(), template: opts.template.clone(), written_hgrm: Vec::new() };
     for w in &spec.warnings {

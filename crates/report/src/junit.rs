@@ -14,8 +14,9 @@
 //! - when the instance has no SLO, a testcase `<name>: ran`, so every instance shows up in CI; it fails when
 //!   a gated instance was stopped early (skipped when not gated).
 //!
-//! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning and the
-//! outcome.
+//! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning, the outcome
+//! and the knee of each sweep (`sweep.<scenario>.knee`). The `system-out` of every cell of a sweep with a knee
+//! ends with the knee, so it shows next to whichever of its testcases a CI system displays.
 
 use std::time::Duration;
 
@@ -53,9 +54,16 @@ fn suite(run: &RunResults) -> TestSuite {
     for property in properties(run) {
         suite.add_property(property);
     }
+    let sweeps = crate::run_sweeps(run);
     for s in &run.scenarios {
         time += seconds(s.duration);
-        let summary = text_summary(s);
+        let mut summary = text_summary(s);
+        for sweep in sweeps.iter().filter(|sw| sw.cells.contains(&s.name)) {
+            if let Some(k) = &sweep.knee {
+                let which = if k.name == s.name { " (this cell)" } else { "" };
+                summary.push_str(&format!("  Knee of sweep {}{which}: {}.\n", sweep.scenario, k.explanation));
+            }
+        }
         for mut case in cases(s) {
             case.set_classname(run.spec.name.as_str());
             case.set_time(seconds(s.duration));
@@ -92,6 +100,9 @@ fn properties(run: &RunResults) -> Vec<Property> {
     ];
     props.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| Property::new(k, v))));
     props.extend(run.spec.vars.iter().map(|(k, v)| Property::new(format!("var.{k}"), v.as_str())));
+    props.extend(crate::run_sweeps(run).iter().filter_map(|sweep| {
+        sweep.knee.as_ref().map(|k| Property::new(format!("sweep.{}.knee", sweep.scenario), k.explanation.as_str()))
+    }));
     props
 }
 

@@ -10,6 +10,12 @@
 //!   phase ends and put in JUnit's `system-out`.
 //! - [`summary_table`]`(results, color) -> String`: the final table of all instances and the outcome; ANSI
 //!   colour only when `color` is true (the caller decides from `--color`, `NO_COLOR` and the TTY).
+//! - sweeps name their knee ([`loadgate_results::knee()`]) in the Markdown (a line at the top, a sentence above
+//!   the sweep table, the knee row in bold), under the summary table and in JUnit (`system-out` of the sweep's
+//!   cells, a `sweep.<scenario>.knee` property); [`run_sweeps`] takes them from `results.sweeps` or derives them;
+//! - user injection (`load.model == "users"`) instances show users started, finished and active at peak, and
+//!   Gatling's response-time buckets ([`loadgate_results::response_time_buckets`]) beside the percentiles, in
+//!   the Markdown and the text summary;
 //! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
 //!   [`file_stem`] to name a file per scenario instance.
 
@@ -22,7 +28,19 @@ pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
 pub use text::{summary_table, text_summary};
 
-use loadgate_results::{format, Machine, RunResults};
+use std::borrow::Cow;
+
+use loadgate_results::{format, Machine, RunResults, Sweep};
+
+/// The sweeps of a run and their knees: as stored in `results.json`, or derived when the file has none (written
+/// before knees existed, or by a caller that did not call [`loadgate_results::sweeps`]).
+pub fn run_sweeps(r: &RunResults) -> Cow<'_, [Sweep]> {
+    if r.sweeps.is_empty() {
+        Cow::Owned(loadgate_results::sweeps(r))
+    } else {
+        Cow::Borrowed(&r.sweeps)
+    }
+}
 
 /// Why a report could not be produced.
 #[derive(Debug, thiserror::Error)]

@@ -5,11 +5,13 @@
 //!
 //! - `results`: the whole [`RunResults`] as in `results.json` (raw numbers, microseconds);
 //! - `report`: the same run prepared for people ([`View`]): numbers formatted (`1.25ms`, `94,737/s`), a headline,
-//!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario, the warnings, the machine and
-//!   the pinning;
+//!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario with its knee, the user
+//!   injection instances with Gatling's response-time buckets, the warnings, the machine and the pinning;
 //! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
 
-use loadgate_results::{format, OutcomeStatus, RunResults, ScenarioResult};
+use loadgate_results::{
+    format, peak_users_active, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult,
+};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
@@ -78,6 +80,10 @@ pub struct View {
     pub slos: Vec<SloRow>,
     /// One sweep per matrix scenario with more than one cell.
     pub sweeps: Vec<Sweep>,
+    /// One sentence per sweep that has a knee: `Sweep plaintext: throughput collapsed at connections=32: ...`.
+    pub knees: Vec<String>,
+    /// One entry per user injection instance (`load.model == "users"`).
+    pub users: Vec<UsersView>,
     /// Everything a reader must see before trusting the numbers.
     pub warnings: Vec<String>,
     /// The machine, as key/value rows.
@@ -135,6 +141,32 @@ pub struct ScenarioRow {
     pub status: String,
     /// `PASS 3/3`, `FAIL 1/3`, `INVALID`, `not gated`, `ran`.
     pub verdict: String,
+    /// User injection: `6,000 started, 6,000 finished, 118 active at peak`.
+    pub users: Option<String>,
+}
+
+/// A user injection instance: its users and Gatling's response-time distribution.
+#[derive(Debug, Serialize)]
+pub struct UsersView {
+    /// The scenario instance.
+    pub name: String,
+    /// `6,000 started, 6,000 finished, 118 active at peak`.
+    pub users: String,
+    /// `p50 312.3ms, p95 998.4ms, p99 1.30s, max 2.87s`.
+    pub percentiles: String,
+    /// Gatling's buckets: `t < 800 ms`, `800 ms <= t < 1200 ms`, `t >= 1200 ms`, `failed`.
+    pub buckets: Vec<BucketRow>,
+}
+
+/// One of Gatling's response-time buckets.
+#[derive(Debug, Serialize)]
+pub struct BucketRow {
+    /// `t < 800 ms`.
+    pub label: &'static str,
+    /// `5,412`.
+    pub count: String,
+    /// `90.2%`.
+    pub share: String,
 }
 
 /// One SLO verdict in a table.
@@ -163,6 +195,8 @@ pub struct Sweep {
     pub vars: Vec<String>,
     /// A row per cell.
     pub rows: Vec<SweepRow>,
+    /// Why the knee is where it is: `throughput collapsed at connections=32: 821/s, down 39% ...`.
+    pub knee: Option<String>,
 }
 
 /// One cell of a sweep.
@@ -180,6 +214,8 @@ pub struct SweepRow {
     pub errors: String,
     /// The cell's verdict.
     pub verdict: String,
+    /// `collapse` or `saturation` on the knee row.
+    pub knee: Option<&'static str>,
 }
 
 fn percentile(s: &ScenarioResult, key: &str) -> String {
@@ -233,6 +269,7 @@ impl View {
                 non_2xx: format::count(s.status.non_2xx()),
                 status: status_line(s),
                 verdict: scenario_verdict(s).0,
+                users: users_line(s),
             })
             .collect();
 
@@ -271,6 +308,11 @@ impl View {
             scenarios,
             slos,
             sweeps: sweeps(r),
+            knees: crate::run_sweeps(r)
+                .iter()
+                .filter_map(|s| s.knee.as_ref().map(|k| format!("Sweep {}: {}", s.scenario, k.explanation)))
+                .collect(),
+            users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
             warnings: warnings(r),
             machine: machine_rows(r),
             pinning: vec![
@@ -308,30 +350,15 @@ impl View {
 }
 
 fn sweeps(r: &RunResults) -> Vec<Sweep> {
-    let mut keys: Vec<&str> = Vec::new();
-    for s in &r.scenarios {
-        if !s.matrix.is_empty() && !keys.contains(&s.scenario.as_str()) {
-            keys.push(&s.scenario);
-        }
-    }
-    keys.into_iter()
-        .filter_map(|key| {
-            let cells: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.scenario == key).collect();
-            if cells.len() < 2 {
-                return None;
-            }
-            let mut vars: Vec<String> = Vec::new();
-            for c in &cells {
-                for (k, _) in &c.matrix {
-                    if !vars.contains(k) {
-                        vars.push(k.clone());
-                    }
-                }
-            }
+    crate::run_sweeps(r)
+        .iter()
+        .map(|sweep| {
+            let cells = sweep.cells.iter().filter_map(|name| r.scenarios.iter().find(|s| &s.name == name));
             let rows = cells
-                .iter()
-                .map(|c| SweepRow {
-                    values: vars
+                .enumerate()
+                .map(|(i, c)| SweepRow {
+                    values: sweep
+                        .variables
                         .iter()
                         .map(|v| {
                             c.matrix.iter().find(|(k, _)| k == v).map_or_else(|| "-".to_owned(), |(_, val)| val.clone())
@@ -342,11 +369,64 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
                     p99: percentile(c, "p99"),
                     errors: format::count(c.errors.total() + c.status.non_2xx()),
                     verdict: scenario_verdict(c).0,
+                    knee: sweep.knee.as_ref().filter(|k| k.index == i && k.name == c.name).map(|k| match k.kind {
+                        KneeKind::Collapse => "collapse",
+                        KneeKind::Saturation => "saturation",
+                    }),
                 })
                 .collect();
-            Some(Sweep { scenario: key.to_owned(), vars, rows })
+            Sweep {
+                scenario: sweep.scenario.clone(),
+                vars: sweep.variables.clone(),
+                rows,
+                knee: sweep.knee.as_ref().map(|k| k.explanation.clone()),
+            }
         })
         .collect()
+}
+
+/// `6,000 started, 6,000 finished, 118 active at peak (sampled once a second)`, for user injection: the peak is
+/// the most users active at the end of a second of the timeline, so users shorter than a second may not show.
+pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
+    if s.load.model != "users" && s.load.users_started.is_none() {
+        return None;
+    }
+    let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), format::count);
+    Some(format!(
+        "{} started, {} finished, {} active at peak (sampled once a second)",
+        n(s.load.users_started),
+        n(s.load.users_finished),
+        n(peak_users_active(s))
+    ))
+}
+
+fn users_view(s: &ScenarioResult) -> UsersView {
+    let b = response_time_buckets(s);
+    let percentiles = if s.latency.count == 0 {
+        "no completed requests".to_owned()
+    } else {
+        format!(
+            "p50 {}, p95 {}, p99 {}, max {}",
+            percentile(s, "p50"),
+            percentile(s, "p95"),
+            percentile(s, "p99"),
+            format::latency(s.latency.max_us)
+        )
+    };
+    UsersView {
+        name: s.name.clone(),
+        users: users_line(s).unwrap_or_default(),
+        percentiles,
+        buckets: b
+            .rows()
+            .iter()
+            .map(|(label, count)| BucketRow {
+                label,
+                count: format::count(*count),
+                share: format::ratio(b.share(*count)),
+            })
+            .collect(),
+    }
 }
 
 fn warnings(r: &RunResults) -> Vec<String> {

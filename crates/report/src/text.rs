@@ -3,15 +3,18 @@
 use std::fmt::Write as _;
 
 use loadgate_results::format;
-use loadgate_results::{OutcomeStatus, RunResults, ScenarioResult};
+use loadgate_results::{response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
+
+use crate::markdown::users_line;
 
 /// The percentile columns of the summaries.
 const PERCENTILES: [(&str, &str); 5] =
     [("p50", "p50"), ("p75", "p75"), ("p90", "p90"), ("p99", "p99"), ("p99.9", "p99.9")];
 
 /// A wrk-like summary of one scenario instance: load, latency percentiles, requests and bytes, throughput,
-/// achieved against target rate for open loads, status classes, errors by kind, connections, SLO verdicts and
-/// validity problems. Plain text, no colour, ending with a newline.
+/// achieved against target rate for open loads, for user injection the users and Gatling's response-time
+/// buckets, status classes, errors by kind, connections, SLO verdicts and validity problems. Plain text, no
+/// colour, ending with a newline.
 pub fn text_summary(s: &ScenarioResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", s.name, load_line(s));
@@ -44,6 +47,16 @@ pub fn text_summary(s: &ScenarioResult) -> String {
             format::latency_us(s.latency.stdev_us),
             format::latency(s.latency.min_us)
         );
+    }
+    if s.load.model == "users" {
+        let b = response_time_buckets(s);
+        let _ = writeln!(out, "  Response times (Gatling):");
+        for (label, count) in b.rows() {
+            let _ = writeln!(out, "    {label:<22} {:>9} ({})", format::count(count), format::ratio(b.share(count)));
+        }
+    }
+    if let Some(users) = users_line(s) {
+        let _ = writeln!(out, "  Users: {users}");
     }
     if s.load.target_rate.is_some() && s.service_time.count > 0 {
         let p =
@@ -247,13 +260,22 @@ pub(crate) fn outcome_tone(status: OutcomeStatus) -> Tone {
     }
 }
 
-/// The final table of a run: a row per scenario instance (requests/s, p50, p99, max, errors, non-2xx, verdict),
-/// then the outcome, its exit code and its reasons. ANSI colour only when `color` is true.
+/// The final table of a run: a row per scenario instance (requests/s, p50, p99, max, errors, non-2xx, verdict;
+/// the knee of a sweep marked `<- knee`), a line per sweep knee, then the outcome, its exit code and its
+/// reasons. ANSI colour only when `color` is true.
 pub fn summary_table(r: &RunResults, color: bool) -> String {
     let headers = ["scenario", "requests/s", "p50", "p99", "max", "errors", "non-2xx", "verdict"];
+    let sweeps = crate::run_sweeps(r);
     let mut rows: Vec<(Vec<String>, Tone)> = Vec::new();
     for s in &r.scenarios {
-        let (verdict, tone) = scenario_verdict(s);
+        let (mut verdict, tone) = scenario_verdict(s);
+        if let Some(k) = sweeps.iter().filter_map(|sw| sw.knee.as_ref()).find(|k| k.name == s.name) {
+            let kind = match k.kind {
+                KneeKind::Collapse => "collapse",
+                KneeKind::Saturation => "saturation",
+            };
+            verdict.push_str(&format!("  <- knee ({kind})"));
+        }
         let lat = |key: &str| s.latency.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
         rows.push((
             vec![
@@ -298,6 +320,11 @@ pub fn summary_table(r: &RunResults, color: bool) -> String {
     line(&header, Tone::Plain, &mut out);
     for (cells, tone) in &rows {
         line(cells, *tone, &mut out);
+    }
+    for sweep in sweeps.iter() {
+        if let Some(k) = &sweep.knee {
+            let _ = writeln!(out, "\nKnee of sweep {}: {}.", sweep.scenario, Tone::Warn.paint(&k.explanation, color));
+        }
     }
     let status = r.outcome.status;
     let _ = writeln!(

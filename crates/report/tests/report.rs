@@ -72,8 +72,8 @@ fn junit_parses_back_with_counts_that_add_up() {
     assert_eq!(attr(root, "tests").parse::<usize>().unwrap(), cases.len());
     assert_eq!(attr(root, "failures").parse::<usize>().unwrap(), failures);
 
-    // 1 warmup SLO + 3 SLOs x 3 plaintext cells + 1 validity case + 5 put SLOs.
-    assert_eq!(cases.len(), 16);
+    // 1 warmup SLO + 3 SLOs x 3 plaintext cells + 1 validity case + 5 put SLOs + 2 users SLOs.
+    assert_eq!(cases.len(), 18);
     // p99 on 1024 connections, and the invalid 4096 cell.
     assert_eq!(failures, 2);
     // The warmup's SLO, the baseline SLO without a baseline, the per-request SLO.
@@ -101,7 +101,7 @@ fn junit_parses_back_with_counts_that_add_up() {
         .flat_map(|p| p.children().filter(|n| n.has_tag_name("property")))
         .map(|p| (attr(p, "name"), attr(p, "value")))
         .collect();
-    for key in ["plan.hash", "loadgate.version", "machine"] {
+    for key in ["plan.hash", "loadgate.version", "machine", "sweep.plaintext.knee"] {
         assert!(props.iter().any(|(k, v)| *k == key && !v.is_empty()), "{key}: {props:?}");
     }
 }
@@ -146,12 +146,13 @@ fn markdown_is_gfm_with_real_tables() {
             _ => {}
         }
     }
-    // Scenarios, details, SLOs, one sweep, machine, pinning.
-    assert_eq!(tables, 6, "{md}");
-    // Body rows (the header row is in TableHead): 5 scenarios, 5 scenarios, 15 SLOs, 3 cells.
-    assert_eq!(&rows_in_table[..4], &[5, 5, 15, 3], "{md}");
+    // Scenarios, details, SLOs, one sweep, one users scenario's buckets, machine, pinning.
+    assert_eq!(tables, 7, "{md}");
+    // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 17 SLOs, 3 cells, 4 buckets.
+    assert_eq!(&rows_in_table[..5], &[6, 6, 17, 3, 4], "{md}");
     assert_eq!(headings[0], "⚠️ tfb-plaintext: invalid measurement");
     assert!(headings.iter().any(|h| h == "Sweep: plaintext"), "{headings:?}");
+    assert!(headings.iter().any(|h| h == "Users: browse-users"), "{headings:?}");
     assert!(md.contains("sha256:4f1c2b9e7a30d5c8"));
 }
 
@@ -162,7 +163,7 @@ fn templates_can_be_overridden_and_errors_are_reported() {
         "{{ report.name }} {{ results.spec.plan_hash }} {% for s in report.scenarios %}{{ s.p99 }};{% endfor %}";
     assert_eq!(
         markdown(&r, Some(custom)).unwrap(),
-        "tfb-plaintext sha256:4f1c2b9e7a30d5c8 19.73ms;10.12ms;141.7ms;63.68ms;16.66ms;"
+        "tfb-plaintext sha256:4f1c2b9e7a30d5c8 19.73ms;10.12ms;141.7ms;63.68ms;16.66ms;1.27s;"
     );
     let err = markdown(&r, Some("{% for %}")).unwrap_err().to_string();
     assert!(err.starts_with("Markdown template: syntax error"), "{err}");
@@ -202,4 +203,59 @@ fn file_stems_are_safe() {
     assert_eq!(file_stem("put-constant-rate"), "put-constant-rate");
     assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
     assert_eq!(file_stem("../.."), "scenario");
+}
+
+/// Seed 000: wrk -t16 against a server that collapses past 31 connections. The cells are the fixture's
+/// plaintext cell with the seed's throughput and mean latency.
+fn seed_000_run() -> RunResults {
+    let mut r = run();
+    let template = r.scenarios[1].clone();
+    r.scenarios.retain(|s| s.matrix.is_empty());
+    for (i, (connections, throughput, mean_ms)) in
+        [(8, 1468.84, 5.44), (16, 1327.12, 12.05), (31, 1342.77, 11.90), (32, 820.76, 38.91), (48, 422.99, 112.79)]
+            .into_iter()
+            .enumerate()
+    {
+        let mut s = template.clone();
+        s.index = 1 + i;
+        s.name = format!("sweep[connections={connections}]");
+        s.scenario = "sweep".to_owned();
+        s.matrix = vec![("connections".to_owned(), connections.to_string())];
+        s.throughput = throughput;
+        s.histograms.latency =
+            loadgate_results::fixture::exponential_histogram(10_000, mean_ms * 900.0, mean_ms * 100.0);
+        s.latency = loadgate_results::LatencySummary::from_histogram(&s.histograms.latency);
+        r.scenarios.insert(1 + i, s);
+    }
+    r.sweeps = loadgate_results::sweeps(&r);
+    r.outcome = outcome(&r);
+    r
+}
+
+#[test]
+fn seed_000_collapse_stands_out_in_every_report() {
+    let r = seed_000_run();
+    let expected = "throughput collapsed at connections=32: 821/s, down 39% from 1,343/s at connections=31";
+    let md = markdown(&r, None).unwrap();
+    assert!(md.contains(&format!("**Knee:** {expected}")), "{md}");
+    assert!(md.contains(&format!("📉 **Knee.** Sweep sweep: {expected}")), "{md}");
+    assert!(md.contains("| **32** | **821/s** |"), "{md}");
+    assert_eq!(md.matches("· knee: collapse**").count(), 1, "{md}");
+
+    let table = summary_table(&r, false);
+    let knee_row = table.lines().find(|l| l.contains("<- knee")).unwrap();
+    assert!(knee_row.starts_with("sweep[connections=32] "), "{table}");
+    assert!(table.contains(&format!("Knee of sweep sweep: {expected}")), "{table}");
+
+    let xml = junit(&r).unwrap();
+    assert!(xml.contains(&format!("Knee of sweep sweep (this cell): {expected}")), "{xml}");
+    assert!(
+        xml.contains(r#"<property name="sweep.sweep.knee" value="throughput collapsed at connections=32"#),
+        "{xml}"
+    );
+
+    // Reports of a results.json without `sweeps` (an older file) derive the same knee.
+    let mut older = r.clone();
+    older.sweeps.clear();
+    assert_eq!(markdown(&older, None).unwrap(), md);
 }

@@ -3,13 +3,17 @@
 //! [`sample_run`] is a TechEmpower-style suite: a `gate: false` warmup whose SLO would have failed; a pipelined
 //! plaintext sweep over 256, 1024 and 4096 connections (the first passes, the second fails `p99 < 100ms`, the
 //! third is invalid as a measurement: connections missing and the generator saturated); and a wrk2-style
-//! constant-rate PUT scenario with a baseline SLO (no baseline given) and a per-request SLO. Times are fixed.
+//! constant-rate PUT scenario with a baseline SLO (no baseline given) and a per-request SLO; and Gatling-style user
+//! injection (6,000 users ramped over 30 s, one request each, a slow tail past 800 ms and 1200 ms, some failures).
+//! The plaintext sweep's knee is a collapse at 4096 connections (an invalid cell), after a saturation at 1024.
+//! Times are fixed.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use loadgate_spec::Slo;
 
+use crate::knee::sweeps;
 use crate::model::*;
 use crate::outcome::outcome;
 use crate::verdict::evaluate;
@@ -17,7 +21,7 @@ use crate::verdict::evaluate;
 /// The fixed start of the sample run.
 pub const STARTED_AT: &str = "2025-01-01T12:00:00Z";
 /// The fixed end of the sample run.
-pub const FINISHED_AT: &str = "2025-01-01T12:01:45Z";
+pub const FINISHED_AT: &str = "2025-01-01T12:02:05Z";
 
 /// A histogram of `count` latencies following an exponential distribution shifted by `base_us`: the quantile
 /// `q` is `base_us + scale_us * -ln(1 - q)`, sampled at 1000 evenly spaced quantiles.
@@ -55,7 +59,7 @@ pub struct Shape {
     pub duration: f64,
     /// Offset from the run's start.
     pub offset: f64,
-    /// `closed` or `constant`.
+    /// `closed`, `constant` or `users`.
     pub model: &'static str,
     /// Connections planned.
     pub connections: u64,
@@ -85,6 +89,8 @@ pub struct Shape {
     pub warnings: Vec<(&'static str, &'static str)>,
     /// Worker utilization.
     pub utilization: f64,
+    /// User injection: users started, finished, and active at the peak (reached in the timeline's last second).
+    pub users: Option<(u64, u64, u64)>,
 }
 
 /// Builds one scenario instance from its shape, with verdicts evaluated.
@@ -114,7 +120,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
                 p99_us: latency.value_at_quantile(0.99),
                 max_us: latency.max(),
                 connections_open: shape.opened.min(shape.connections),
-                users_active: None,
+                users_active: shape.users.map(|(_, _, peak)| peak * t / seconds.max(1)),
             }
         })
         .collect();
@@ -140,9 +146,9 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             target_rate: shape.rates.map(|(t, _)| t),
             achieved_rate: shape.rates.map(|(_, a)| a),
             pipeline: shape.pipeline,
-            keep_alive: true,
-            users_started: None,
-            users_finished: None,
+            keep_alive: shape.users.is_none(),
+            users_started: shape.users.map(|(started, _, _)| started),
+            users_finished: shape.users.map(|(_, finished, _)| finished),
         },
         requests: RequestCounts {
             sent: shape.completed + shape.timeouts + shape.read_errors,
@@ -230,6 +236,7 @@ pub fn sample_shapes() -> Vec<Shape> {
         problems: vec![],
         warnings: vec![],
         utilization: 0.62,
+        users: None,
     };
     let mut shapes = vec![
         Shape {
@@ -254,6 +261,7 @@ pub fn sample_shapes() -> Vec<Shape> {
             problems: vec![],
             warnings: vec![],
             utilization: 0.55,
+            users: None,
         },
         plaintext("256", 256, 6_543_210, (1_000.0, 2_000.0)),
         plaintext("1024", 1024, 6_120_000, (5_000.0, 30_000.0)),
@@ -286,6 +294,31 @@ pub fn sample_shapes() -> Vec<Shape> {
             problems: vec![],
             warnings: vec![("incomplete_requests", "3 requests timed out at the end of the phase")],
             utilization: 0.31,
+            users: None,
+        },
+        Shape {
+            name: "browse-users",
+            scenario: "browse-users",
+            matrix: vec![],
+            gate: true,
+            duration: 30.0,
+            offset: 0.0,
+            model: "users",
+            connections: 118,
+            opened: 6_000,
+            pipeline: 1,
+            rates: Some((200.0, 200.0)),
+            completed: 5_988,
+            latency: (150_000.0, 250_000.0),
+            server_errors: 40,
+            timeouts: 12,
+            read_errors: 0,
+            response_bytes: 2_048,
+            slos: vec!["p99 < 2s", "error_rate < 1%"],
+            problems: vec![],
+            warnings: vec![],
+            utilization: 0.12,
+            users: Some((6_000, 6_000, 118)),
         },
     ];
     shapes[3].problems = vec![
@@ -351,7 +384,9 @@ pub fn sample_run() -> RunResults {
         },
         scenarios,
         outcome: Outcome::in_progress(),
+        sweeps: Vec::new(),
     };
     run.outcome = outcome(&run);
+    run.sweeps = sweeps(&run);
     run
 }

@@ -15,6 +15,12 @@
 //! - [`to_json`] / [`from_json`] write and read `results.json`, refusing an unknown `schema_version`;
 //!   [`json_schema`] is the JSON Schema committed as `schemas/results.schema.json`;
 //! - [`hgrm()`]`(histogram) -> String` prints wrk2's percentile spectrum (`.hgrm`), in milliseconds;
+//! - [`sweeps`]`(results) -> Vec<Sweep>` groups a run's matrix cells into sweeps and names each sweep's knee
+//!   ([`knee()`]`(cells) -> Option<Knee>`: where throughput stopped growing while latency rose, or collapsed);
+//!   the CLI stores it in [`RunResults::sweeps`] after every phase, and the rules are in [`mod@knee`];
+//! - [`response_time_buckets`]`(scenario) -> ResponseTimeBuckets`: Gatling's `t < 800 ms` / `800 ms <= t < 1200
+//!   ms` / `t >= 1200 ms` / `failed` distribution, and [`peak_users_active`], for user injection (computed on
+//!   render, see [`mod@users`]);
 //! - [`merge_scenarios`] and [`Histograms::add`] combine measurements without averaging percentiles;
 //! - [`fixture::sample_run`] is a realistic hand-built run for tests of anything that reads results;
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
@@ -23,16 +29,20 @@ pub mod fixture;
 pub mod format;
 pub mod hgrm;
 pub mod json;
+pub mod knee;
 pub mod merge;
 pub mod model;
 pub mod outcome;
+pub mod users;
 pub mod verdict;
 
 pub use hgrm::hgrm;
 pub use json::{from_json, json_schema, to_json, ResultsError};
+pub use knee::{knee, sweeps};
 pub use merge::merge_scenarios;
 pub use model::*;
 pub use outcome::{exit_codes, outcome};
+pub use users::{peak_users_active, response_time_buckets};
 pub use verdict::{baseline_for, error_rate, evaluate, measure};
 
 /// Serde for histograms as base64 of the compressed V2 encoding, the `HISTFAAA...` form of HdrHistogram

@@ -45,6 +45,11 @@ pub struct RunResults {
     pub scenarios: Vec<ScenarioResult>,
     /// The verdict on the whole run and the exit code it maps to.
     pub outcome: Outcome,
+    /// One entry per matrix scenario with two cells or more, in run order, with its knee. Derived from
+    /// `scenarios` by [`crate::sweeps`] (see [`crate::knee`] for the rules); empty in files written before it
+    /// existed, in which case reports derive it themselves.
+    #[serde(default)]
+    pub sweeps: Vec<Sweep>,
 }
 
 /// Which spec ran, compiled into which plan.
@@ -490,6 +495,68 @@ pub struct Outcome {
     pub exit_code: i32,
     /// Human sentences: why the run failed or is invalid.
     pub reasons: Vec<String>,
+}
+
+/// The cells of one matrix scenario, in run order, and where its throughput stopped growing or fell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Sweep {
+    /// The scenario key, shared by all its cells.
+    pub scenario: String,
+    /// The matrix variables, in the spec's order.
+    pub variables: Vec<String>,
+    /// The names of the cells (scenario instances), in run order.
+    pub cells: Vec<String>,
+    /// The knee of the sweep, if it has one. Looked for only when exactly one variable varies across the cells
+    /// and its values are numbers (`connections`, `rate`, `pipeline`, `body_size: 1kb`).
+    pub knee: Option<Knee>,
+}
+
+/// The cell of a sweep where the target stopped scaling: see [`crate::knee`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Knee {
+    /// The position of the knee cell among the sweep's cells, from 0 (not the instance's `index`).
+    pub index: usize,
+    /// The instance name of the knee cell: `plaintext[connections=32]`.
+    pub name: String,
+    /// The cell's matrix values: `connections=32`.
+    pub cell: String,
+    /// `saturation` or `collapse`.
+    pub kind: KneeKind,
+    /// Requests per second at the knee.
+    pub throughput: f64,
+    /// The cell the knee is measured against (the one before it): `connections=31`.
+    pub reference_cell: String,
+    /// Requests per second of that cell.
+    pub reference_throughput: f64,
+    /// One sentence for people, with the numbers: `throughput collapsed at connections=32: 820/s, down 39% from
+    /// 1,343/s at connections=31 ...`.
+    pub explanation: String,
+}
+
+/// How a sweep stopped scaling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KneeKind {
+    /// Throughput stopped growing while latency kept rising.
+    Saturation,
+    /// Throughput fell well below its best so far and did not come back.
+    Collapse,
+}
+
+/// Gatling's response-time distribution of a scenario instance: the requests that got a 2xx response by
+/// latency, and the failed ones. The four counts add up to `total`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ResponseTimeBuckets {
+    /// `t < 800 ms`.
+    pub below_800ms: u64,
+    /// `800 ms <= t < 1200 ms`.
+    pub from_800ms_to_1200ms: u64,
+    /// `t >= 1200 ms`.
+    pub at_least_1200ms: u64,
+    /// Requests that failed without a complete response, and non-2xx responses.
+    pub failed: u64,
+    /// All four together.
+    pub total: u64,
 }
 
 /// The percentiles every summary carries.
