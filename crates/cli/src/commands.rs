@@ -260,13 +260,14 @@ fn report(out: &Output, args: ReportArgs) -> Exit {
             return Exit::InvalidInput;
         }
     };
-    let results = match loadgate_results::from_json(&text) {
+    let mut results = match loadgate_results::from_json(&text) {
         Ok(r) => r,
         Err(e) => {
             out.error(&format!("error: {}: {e}", args.results.display()));
             return Exit::InvalidInput;
         }
     };
+    results.sweeps = loadgate_results::sweeps(&results);
     let dir = args.out.clone().unwrap_or_else(|| {
         args.results
             .parent()

@@ -56,7 +56,9 @@ impl Reports {
 
     /// Writes results.json, junit.xml, report.md and each finished instance's .hgrm. Each file is written on
     /// its own: one that fails (a full disk) does not stop the others.
-    fn write_all(&mut self, results: &RunResults, out: &Output) -> bool {
+    fn write_all(&mut self, results: &mut RunResults, out: &Output) -> bool {
+        results.sweeps = loadgate_results::sweeps(results);
+        let results = &*results;
         let mut ok = true;
         match loadgate_results::to_json(results) {
             Ok(json) => ok &= self.write_file("results.json", &json, out),
@@ -390,7 +392,7 @@ pub fn run_spec(
             out.error(&format!("error: the target could not be started: {message}"));
             results.outcome = Outcome::run_failed(vec![format!("the target could not be started: {message}")]);
             results.outcome = loadgate_results::outcome(&results);
-            reports.write_all(&results, out);
+            reports.write_all(&mut results, out);
             return Exit::RunFailed;
         }
     };
@@ -478,8 +480,13 @@ pub fn run_spec(
                 if let Some(s) = &sampler {
                     results.target.samples = s.snapshot().target;
                 }
+                if let Some(line) =
+                    results.scenarios.last().and_then(|s| loadgate_results::phase_resources(&results, s).line())
+                {
+                    out.info(&format!("  Resources: {line}"));
+                }
                 results.outcome = loadgate_results::outcome(&results);
-                reports.write_all(&results, out);
+                reports.write_all(&mut results, out);
                 if aborted_by_slo {
                     out.error(&format!("the run stops: {} breached an abort_on_fail SLO", phase.name));
                     break;
@@ -522,7 +529,7 @@ pub fn run_spec(
         results.finished_at = Some(now_rfc3339());
     }
     results.outcome = loadgate_results::outcome(&results);
-    let written = reports.write_all(&results, out);
+    let written = reports.write_all(&mut results, out);
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
         if let Ok(md) = loadgate_report::markdown(&results, opts.template.as_deref()) {
             use std::io::Write as _;

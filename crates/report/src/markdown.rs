@@ -86,6 +86,8 @@ pub struct View {
     pub users: Vec<UsersView>,
     /// Everything a reader must see before trusting the numbers.
     pub warnings: Vec<String>,
+    /// Per scenario instance: generator and target CPU, target memory.
+    pub resources: Vec<ResourceRow>,
     /// The machine, as key/value rows.
     pub machine: Vec<(String, String)>,
     /// The pinning: `(what, requested, applied)`.
@@ -143,6 +145,17 @@ pub struct ScenarioRow {
     pub verdict: String,
     /// User injection: `6,000 started, 6,000 finished, 118 active at peak`.
     pub users: Option<String>,
+}
+
+/// What one scenario instance consumed.
+#[derive(Debug, Serialize)]
+pub struct ResourceRow {
+    pub scenario: String,
+    /// The busiest generator worker's CPU: `96%`.
+    pub generator_cpu: String,
+    pub target_cpu_mean: String,
+    pub target_cpu_peak: String,
+    pub target_rss_peak: String,
 }
 
 /// A user injection instance: its users and Gatling's response-time distribution.
@@ -314,6 +327,22 @@ impl View {
                 .collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
             warnings: warnings(r),
+            resources: r
+                .scenarios
+                .iter()
+                .map(|s| {
+                    let p = loadgate_results::phase_resources(r, s);
+                    let pct =
+                        |f: Option<f64>| f.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".to_owned());
+                    ResourceRow {
+                        scenario: s.name.clone(),
+                        generator_cpu: pct(p.generator_peak),
+                        target_cpu_mean: pct(p.target_cpu_mean),
+                        target_cpu_peak: pct(p.target_cpu_peak),
+                        target_rss_peak: p.target_rss_peak.map(format::bytes).unwrap_or_else(|| "-".to_owned()),
+                    }
+                })
+                .collect(),
             machine: machine_rows(r),
             pinning: vec![
                 (

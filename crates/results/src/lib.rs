@@ -33,6 +33,7 @@ pub mod knee;
 pub mod merge;
 pub mod model;
 pub mod outcome;
+pub mod resources;
 pub mod users;
 pub mod verdict;
 
@@ -42,6 +43,7 @@ pub use knee::{knee, sweeps};
 pub use merge::merge_scenarios;
 pub use model::*;
 pub use outcome::{exit_codes, outcome};
+pub use resources::{phase_resources, PhaseResources};
 pub use users::{peak_users_active, response_time_buckets};
 pub use verdict::{baseline_for, error_rate, evaluate, measure};
 
