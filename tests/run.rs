@@ -383,3 +383,50 @@ scenarios:
     let md = std::fs::read_to_string(dir.path().join("out/e2e-abort/report.md")).unwrap();
     assert!(md.contains("abort_on_fail"), "the Markdown says why the run stopped:\n{md}");
 }
+
+#[test]
+fn a_sweep_against_a_server_that_collapses_names_the_knee() {
+    // A server that answers at once while at most 4 connections are open, and takes 50ms per request beyond.
+    let port = free_port();
+    let script = format!(
+        "import http.server, threading, time\n\
+         lock = threading.Lock(); active = [0]\n\
+         class H(http.server.BaseHTTPRequestHandler):\n\
+         \x20   protocol_version = 'HTTP/1.1'\n\
+         \x20   def setup(self):\n\
+         \x20       super().setup()\n\
+         \x20       with lock: active[0] += 1\n\
+         \x20   def finish(self):\n\
+         \x20       super().finish()\n\
+         \x20       with lock: active[0] -= 1\n\
+         \x20   def do_GET(self):\n\
+         \x20       if active[0] > 4: time.sleep(0.05)\n\
+         \x20       self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')\n\
+         \x20   def log_message(self, *a): pass\n\
+         http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    );
+    let (dir, path) = spec(&format!(
+        r#"
+version: 1
+name: e2e-knee
+target:
+  base_url: http://127.0.0.1:{port}
+  start:
+    command: [python3, -c, {script:?}]
+    ready: {{ tcp: true, timeout: 10s }}
+scenarios:
+  sweep:
+    request: {{ path: / }}
+    matrix: {{ connections: [1, 2, 4, 8, 16] }}
+    load: {{ closed: {{ connections: "{{{{ connections }}}}", duration: 1s }} }}
+"#
+    ));
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-knee");
+    let knee = &r["sweeps"][0]["knee"];
+    assert_eq!(knee["name"], "sweep[connections=8]", "{}", r["sweeps"]);
+    assert_eq!(knee["kind"], "collapse");
+    let md = std::fs::read_to_string(dir.path().join("out/e2e-knee/report.md")).unwrap();
+    assert!(md.contains("Knee") && md.contains("connections=8"), "{md}");
+}
