@@ -74,6 +74,7 @@
 //! `ephemeral_ports_exhausted` (connects failed with `EADDRNOTAVAIL`).
 
 mod codec;
+mod data;
 mod phase;
 mod request;
 mod schedule;
@@ -188,12 +189,5 @@ pub fn run_phase(
     stop: &StopSignal,
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
 ) -> Result<loadgate_results::ScenarioResult, EngineError> {
-    // Refuse rather than send the display form (`/x?id={seq(0, 1)}`) of a request this engine cannot fill.
-    if phase.request.dynamic.is_some() || phase.mix.iter().any(|m| m.request.dynamic.is_some()) {
-        return Err(EngineError::Unsupported("per-request generated values (`{{ seq() }}`, ...)".into()));
-    }
-    if !phase.mix.is_empty() {
-        return Err(EngineError::Unsupported("request mixes (`requests:`)".into()));
-    }
     phase::run(phase, workers, target, stop, on_tick)
 }
