@@ -1,4 +1,4 @@
-//! Request bytes, serialized once per phase.
+//! Request bytes: a static request serialized once per phase, or a template filled per request.
 
 use std::sync::Arc;
 

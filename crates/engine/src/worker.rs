@@ -17,7 +17,9 @@
 //! - how many requests a slot may have in flight (`pipeline`), and when it may add more (window: whenever one
 //!   completes; batch: only when all completed);
 //! - whether a connection carries many requests (keep-alive) or one (keep-alive off, and user injection where
-//!   every user is a new connection with its request).
+//!   every user is a new connection with its request);
+//! - where the bytes come from: the phase's one static request repeated, or requests built one at a time (a mix,
+//!   generated values) into the connection's own reusable buffer as they are taken.
 //!
 //! The ticker wakes every millisecond in open loads (every 10 ms in closed ones): it checks the stop signal and
 //! the deadline, wakes idle slots when requests are due, and sends the per-second snapshot.
