@@ -143,29 +143,27 @@ impl Gen {
                 write_i64(out, min.wrapping_add(off as i64));
             }
             Gen::RandomString { len } => {
-                let mut left = *len;
-                while left > 0 {
-                    // Two characters per draw, each from 32 bits by multiply-shift (bias below 2^-26).
-                    let x = rng.next_u64();
-                    let a = (((x & 0xffff_ffff) * 62) >> 32) as usize;
-                    out.push(ALNUM[a]);
-                    left -= 1;
-                    if left > 0 {
-                        let b = (((x >> 32) * 62) >> 32) as usize;
-                        out.push(ALNUM[b]);
-                        left -= 1;
+                // Four characters per draw, each from 16 bits by multiply-shift (no character is more than 0.1%
+                // likelier than another), written straight into the buffer.
+                let start = out.len();
+                out.resize(start + *len, 0);
+                for chunk in out[start..].chunks_mut(4) {
+                    let mut x = rng.next_u64();
+                    for c in chunk {
+                        *c = ALNUM[(((x & 0xffff) * 62) >> 16) as usize];
+                        x >>= 16;
                     }
                 }
             }
             Gen::RandomHex { len } => {
-                let mut left = *len;
-                while left > 0 {
+                let start = out.len();
+                out.resize(start + *len, 0);
+                for chunk in out[start..].chunks_mut(16) {
                     let mut x = rng.next_u64();
-                    for _ in 0..left.min(16) {
-                        out.push(HEX[(x & 15) as usize]);
+                    for c in chunk {
+                        *c = HEX[(x & 15) as usize];
                         x >>= 4;
                     }
-                    left = left.saturating_sub(16);
                 }
             }
             Gen::Uuid => {
