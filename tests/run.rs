@@ -430,3 +430,112 @@ scenarios:
     let md = std::fs::read_to_string(dir.path().join("out/e2e-knee/report.md")).unwrap();
     assert!(md.contains("Knee") && md.contains("connections=8"), "{md}");
 }
+
+/// A server on loopback that answers 200 to everything and records `METHOD target body` per request.
+fn recording_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone().expect("clone");
+                let mut r = BufReader::new(stream);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0;
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let mut parts = line.split_whitespace();
+                    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                    log.lock().unwrap().push(format!("{method} {target} {}", String::from_utf8_lossy(&body)));
+                    if out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn a_seeded_put_mix_sends_the_same_keys_in_two_runs_and_gates_each_request() {
+    let mix = |port: u16| {
+        format!(
+            r#"
+version: 1
+name: e2e-mix
+seed: 7
+hardware: {{ generator: {{ threads: 2 }}, on_mismatch: warn }}
+target: {{ base_url: http://127.0.0.1:{port} }}
+scenarios:
+  kv-mix:
+    requests:
+      put: {{ weight: 1, method: PUT, path: /v0/entity, query: {{ id: "{{{{ seq() }}}}" }}, body: "{{{{ random_string(16) }}}}" }}
+      get: {{ weight: 9, path: /v0/entity, query: {{ id: "{{{{ random_int(1, 100) }}}}" }} }}
+    load: {{ closed: {{ connections: 4, requests: 1000 }} }}
+    slo: ["p99{{request=put}} < 10s", "p99{{request=get}} < 10s", "errors{{request=put}} == 0"]
+"#
+        )
+    };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let (port, seen) = recording_server();
+        let (dir, path) = spec(&mix(port));
+        let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+        let r = results(dir.path(), "e2e-mix");
+        let s = &r["scenarios"][0];
+        let by: Vec<(&str, u64)> = s["by_request"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["name"].as_str().unwrap(), b["requests"]["completed"].as_u64().unwrap()))
+            .collect();
+        let mut seen = seen.lock().unwrap().clone();
+        let puts = seen.iter().filter(|l| l.starts_with("PUT ")).count() as u64;
+        assert_eq!(by, [("put", puts), ("get", 1000 - puts)], "per request, as the server counted");
+        assert!((30..=200).contains(&puts), "{puts} PUTs for weight 1 of 10");
+        for v in s["verdicts"].as_array().unwrap() {
+            assert!(v["passed"] == true && v["observed"].is_number(), "evaluated from the breakdown: {v}");
+        }
+        // Sequence keys, never one twice (each worker takes every second value; their PUT counts differ).
+        let mut keys: Vec<u64> = seen
+            .iter()
+            .filter(|l| l.starts_with("PUT "))
+            .map(|l| l.split("id=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len() as u64, puts, "no key repeats");
+        assert!(keys.iter().all(|&k| k < 2 * puts), "{keys:?}");
+        seen.sort();
+        runs.push(seen);
+    }
+    assert_eq!(runs[0].len(), 1000);
+    assert!(runs[0] == runs[1], "the same seed sends the same keys, values and mix");
+}

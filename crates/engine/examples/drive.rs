@@ -134,6 +134,7 @@ fn main() -> ExitCode {
             })
             .collect(),
         slos: vec![],
+        seed: 0,
     };
     let workers: Vec<WorkerPlan> =
         (0..n as usize).map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied() }).collect();

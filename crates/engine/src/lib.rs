@@ -49,9 +49,31 @@
 //! flight per connection (batch mode: write `pipeline`, wait for all; window mode: replace each as it
 //! completes); `Constant` and `Ramp` issue requests at the intended times of the cumulative arrival function,
 //! each worker scaled by its exact share; `Users` is the same open schedule where every arrival is a user that
-//! opens its own connection, sends its one request and closes. A user phase's `connections` caps the users in
+//! opens its own connection, sends its one request and closes. A user phase ends as soon as the last user of
+//! its last step has finished, whatever its deadline. A user phase's `connections` caps the users in
 //! flight per worker (1024 when the plan gives 0); when every slot is busy, arriving users wait and their
 //! latency grows. `keep_alive: false` opens a connection per request in any model.
+//!
+//! # Requests, generated values and mixes
+//!
+//! A phase with one static request (no mix, `request.dynamic == None`) serializes it once and writes it from
+//! repeated bytes: no per-request work beyond the copy into the socket. A request with generated values
+//! (`{{ seq() }}`, `{{ uuid() }}`, ...) is compiled once per phase into literal bytes and generator slots
+//! (checked before the load starts: a picked value with a space cannot reach the request line unencoded) and
+//! serialized per request into its connection's reusable buffer, with `Content-Length` computed per request
+//! when the body is generated. No allocation per request once the buffers have grown.
+//!
+//! A mix (`phase.mix`) picks an entry per request (per arrival in open loads, per send in closed ones) with
+//! probability `weight / sum`; each entry may be static or generated. Requests of different entries can be in
+//! flight on one pipelined connection: each remembers its entry. The result carries the totals as usual and
+//! one [`RequestBreakdown`](loadgate_results::RequestBreakdown) per entry in `by_request`, in the mix's order
+//! (empty without a mix). Connect failures count against an entry only when the connection was for one
+//! request (keep-alive off, users); with keep-alive they are in the totals only.
+//!
+//! Values come from per-worker xoshiro256** sources seeded from `phase.seed` and the worker's index (one
+//! source chooses mix entries, another fills values), so two runs with the same seed, worker count and
+//! request count send the same multiset of requests. `seq(start, step)` gives worker `w` of `n` the values
+//! `start + (w + k n) step`, so no value repeats within a phase.
 //!
 //! # Errors
 //!
@@ -74,6 +96,7 @@
 //! `ephemeral_ports_exhausted` (connects failed with `EADDRNOTAVAIL`).
 
 mod codec;
+mod data;
 mod phase;
 mod request;
 mod schedule;
@@ -188,12 +211,5 @@ pub fn run_phase(
     stop: &StopSignal,
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
 ) -> Result<loadgate_results::ScenarioResult, EngineError> {
-    // Refuse rather than send the display form (`/x?id={seq(0, 1)}`) of a request this engine cannot fill.
-    if phase.request.dynamic.is_some() || phase.mix.iter().any(|m| m.request.dynamic.is_some()) {
-        return Err(EngineError::Unsupported("per-request generated values (`{{ seq() }}`, ...)".into()));
-    }
-    if !phase.mix.is_empty() {
-        return Err(EngineError::Unsupported("request mixes (`requests:`)".into()));
-    }
     phase::run(phase, workers, target, stop, on_tick)
 }

@@ -11,11 +11,11 @@ use hdrhistogram::Histogram;
 use loadgate_plan::{Arrival, Phase, StopCondition, WorkerPlan};
 use loadgate_results::{
     new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary, LoadSummary, Problem,
-    RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity, WorkerStats,
+    RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity, WorkerStats,
 };
 use loadgate_spec::PipelineMode;
 
-use crate::request::{self, RequestBytes};
+use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
 use crate::worker::{self, Msg, Snapshot, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, StopSignal, Target, Tick};
@@ -154,10 +154,23 @@ fn configure(
     let users = matches!(load.arrival, Arrival::Users { .. });
     let keep_alive = load.connections.keep_alive && !users;
     let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
-    let one =
-        request::serialize(&phase.request, &target.host, keep_alive).map_err(|e| EngineError::InvalidRequest(e.0))?;
-    let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
-    let bytes = Arc::new(RequestBytes::new(one, pipeline, head));
+    let invalid = |e: request::InvalidRequest| EngineError::InvalidRequest(e.0);
+    // One static request is serialized once and repeated; a mix or generated values are built per request.
+    let (bytes, templates) = if phase.mix.is_empty() && phase.request.dynamic.is_none() {
+        let one = request::serialize(&phase.request, &target.host, keep_alive).map_err(invalid)?;
+        let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
+        (Some(Arc::new(RequestBytes::new(one, pipeline, head))), Vec::new())
+    } else {
+        let requests: Vec<&loadgate_plan::RequestPlan> =
+            if phase.mix.is_empty() { vec![&phase.request] } else { phase.mix.iter().map(|m| &m.request).collect() };
+        let templates = requests
+            .into_iter()
+            .map(|r| Template::new(r, &target.host, keep_alive).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        (None, templates)
+    };
+    let weights: Vec<u32> = phase.mix.iter().map(|m| m.weight).collect();
     let schedule = Schedule::from_arrival(&load.arrival);
     let duration = match load.stop {
         StopCondition::Duration { duration } => Some(duration.as_std()),
@@ -191,11 +204,18 @@ fn configure(
             (None, Some(q)) => Some(split_exactly(q, slots)),
             _ => None,
         };
+        let built = if bytes.is_none() {
+            Some(Built::new(&templates, &weights, phase.seed, i, workers.len()).map_err(invalid)?)
+        } else {
+            None
+        };
         configs.push(WorkerConfig {
             index: i,
             cpu: wp.cpu,
             addr: target.addr,
             request: bytes.clone(),
+            built,
+            mix_entries: phase.mix.len(),
             pipeline,
             window: load.connections.pipeline_mode == PipelineMode::Window,
             keep_alive,
@@ -345,16 +365,8 @@ fn assemble(
         requests.completed += c.completed;
         requests.incomplete += f.incomplete;
         requests.unsent += f.unsent;
-        status.informational += c.status.informational;
-        status.success += c.status.success;
-        status.redirection += c.status.redirection;
-        status.client_error += c.status.client_error;
-        status.server_error += c.status.server_error;
-        errors.connect += c.errors.connect;
-        errors.read += c.errors.read;
-        errors.write += c.errors.write;
-        errors.timeout += c.errors.timeout;
-        errors.protocol += c.errors.protocol;
+        add_status(&mut status, &c.status);
+        add_errors(&mut errors, &c.errors);
         connections.peak_open += f.peak_open;
         connections.opened += c.opened;
         connections.failed += c.connect_failed;
@@ -503,8 +515,61 @@ fn assemble(
         validity,
         verdicts: Vec::new(),
         aborted,
-        by_request: Vec::new(),
+        by_request: by_request(phase, finals, duration),
     }
+}
+
+/// Per mix entry: the workers' measurements summed, in the mix's order.
+fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<RequestBreakdown> {
+    phase
+        .mix
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let mut requests = RequestCounts::default();
+            let mut status = StatusCounts::default();
+            let mut errors = ErrorCounts::default();
+            let mut histogram = new_histogram();
+            for e in finals.iter().filter_map(|f| f.by_entry.get(i)) {
+                requests.sent += e.sent;
+                requests.completed += e.completed;
+                add_status(&mut status, &e.status);
+                add_errors(&mut errors, &e.errors);
+                if histogram.add(&e.latency).is_err() {
+                    merge_by_values(&mut histogram, &e.latency);
+                }
+            }
+            // Sent requests that neither completed nor failed were still in flight at the end.
+            let failed = errors.read + errors.write + errors.timeout + errors.protocol;
+            requests.incomplete = requests.sent.saturating_sub(requests.completed + failed);
+            let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
+            RequestBreakdown {
+                name: entry.name.clone(),
+                requests,
+                status,
+                errors,
+                throughput,
+                latency: LatencySummary::from_histogram(&histogram),
+                histogram,
+            }
+        })
+        .collect()
+}
+
+fn add_status(into: &mut StatusCounts, from: &StatusCounts) {
+    into.informational += from.informational;
+    into.success += from.success;
+    into.redirection += from.redirection;
+    into.client_error += from.client_error;
+    into.server_error += from.server_error;
+}
+
+fn add_errors(into: &mut ErrorCounts, from: &ErrorCounts) {
+    into.connect += from.connect;
+    into.read += from.read;
+    into.write += from.write;
+    into.timeout += from.timeout;
+    into.protocol += from.protocol;
 }
 
 fn fmt_rate(r: f64) -> String {

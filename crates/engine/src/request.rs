@@ -1,6 +1,11 @@
-//! Request bytes, serialized once per phase.
+//! Request bytes: a static request serialized once per phase, or a template filled per request.
+
+use std::sync::Arc;
 
 use loadgate_plan::RequestPlan;
+use loadgate_spec::{Generator, Segment};
+
+use crate::data::{write_u64, Gen, Picker, Rng};
 
 /// A phase's request, serialized once, and repeated so that a write of `n` pipelined requests starting at any
 /// byte offset is a single contiguous slice.
@@ -38,61 +43,272 @@ impl RequestBytes {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InvalidRequest(pub String);
 
-/// Serializes the request: request line, `Host` (unless the plan sets one), the plan's headers in order,
+/// Serializes a static request: request line, `Host` (unless the plan sets one), the plan's headers in order,
 /// `Content-Length` for a body (unless set), and `Connection: close` when connections are not kept alive
 /// (unless the plan sets `Connection`).
 pub(crate) fn serialize(plan: &RequestPlan, host: &str, keep_alive: bool) -> Result<Vec<u8>, InvalidRequest> {
-    let method = plan.method.trim();
-    if method.is_empty() || !method.bytes().all(is_token_byte) {
-        return Err(InvalidRequest(format!("the method `{}` is not a valid HTTP token", plan.method)));
-    }
-    let path = if plan.path.is_empty() { "/" } else { plan.path.as_str() };
-    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(InvalidRequest(format!("the path `{path}` contains spaces or control characters")));
-    }
-    check_value("Host", host)?;
-    let mut has_host = false;
-    let mut has_length = false;
-    let mut has_connection = false;
-    for (name, value) in &plan.headers {
-        if name.is_empty() || !name.bytes().all(is_token_byte) {
-            return Err(InvalidRequest(format!("the header name `{name}` is not a valid HTTP token")));
+    let static_only = RequestPlan { dynamic: None, ..plan.clone() };
+    let t = Template::new(&static_only, host, keep_alive)?;
+    let mut out = Vec::new();
+    t.render(&mut [], &mut Rng::new(0), &mut out, &mut Vec::new());
+    Ok(out)
+}
+
+/// One piece of a request template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    /// Literal bytes: a range of the template's text.
+    Lit(usize, usize),
+    /// The value of generator `index`, percent-encoded when `encode`.
+    Gen { index: usize, encode: bool },
+    /// `Content-Length: N\r\n` for a body generated per request.
+    Length,
+}
+
+/// A request compiled once per phase into literal bytes and generator slots, in wire order. A request without
+/// generators is a single literal piece.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    text: Box<[u8]>,
+    pieces: Vec<Piece>,
+    /// Where the body's pieces start.
+    body_start: usize,
+    /// There is a [`Piece::Length`]: the body is rendered first, to know its length.
+    measure_body: bool,
+    generators: Vec<Generator>,
+    /// The method is HEAD: responses carry no body.
+    pub head: bool,
+}
+
+struct Builder {
+    text: Vec<u8>,
+    pieces: Vec<Piece>,
+}
+
+impl Builder {
+    fn lit(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
         }
-        check_value(name, value)?;
-        has_host |= name.eq_ignore_ascii_case("host");
-        has_length |= name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding");
-        has_connection |= name.eq_ignore_ascii_case("connection");
+        let start = self.text.len();
+        self.text.extend_from_slice(bytes);
+        match self.pieces.last_mut() {
+            Some(Piece::Lit(_, end)) if *end == start => *end = self.text.len(),
+            _ => self.pieces.push(Piece::Lit(start, self.text.len())),
+        }
     }
 
-    let mut out = Vec::with_capacity(64 + path.len() + plan.body.as_ref().map_or(0, String::len));
-    out.extend_from_slice(method.as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(path.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    if !has_host {
-        out.extend_from_slice(b"Host: ");
-        out.extend_from_slice(host.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    for (name, value) in &plan.headers {
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if let Some(body) = &plan.body {
-        if !has_length {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    fn segments(&mut self, segs: &[Segment]) {
+        for s in segs {
+            match s {
+                Segment::Text(t) => self.lit(t.as_bytes()),
+                Segment::Gen { index, encode } => self.pieces.push(Piece::Gen { index: *index, encode: *encode }),
+            }
         }
     }
-    if !keep_alive && !has_connection {
-        out.extend_from_slice(b"Connection: close\r\n");
+}
+
+fn text(s: &str) -> Vec<Segment> {
+    vec![Segment::Text(s.to_owned())]
+}
+
+impl Template {
+    /// Compiles a request, static or with generated values (`plan.dynamic`), checking everything that can be
+    /// checked before the load starts: the method and header names are tokens, the literal path and header
+    /// values hold no forbidden bytes, and no generator can produce one there.
+    pub fn new(plan: &RequestPlan, host: &str, keep_alive: bool) -> Result<Template, InvalidRequest> {
+        let method = plan.method.trim();
+        if method.is_empty() || !method.bytes().all(is_token_byte) {
+            return Err(InvalidRequest(format!("the method `{}` is not a valid HTTP token", plan.method)));
+        }
+        check_value("Host", host)?;
+        let (path, headers, body, generators) = match &plan.dynamic {
+            Some(d) => (d.path.clone(), d.headers.clone(), d.body.clone(), d.generators.clone()),
+            None => (
+                text(&plan.path),
+                plan.headers.iter().map(|(k, v)| (k.clone(), text(v))).collect(),
+                plan.body.as_deref().map(text),
+                Vec::new(),
+            ),
+        };
+        let path_bad = |b: u8| b <= b' ' || b == 0x7f;
+        let value_bad = |b: u8| b == b'\r' || b == b'\n' || b == 0;
+        // Generated values that would break the request line or a header.
+        let check_gens = |segs: &[Segment], bad: &dyn Fn(u8) -> bool, place: &str| -> Result<(), InvalidRequest> {
+            for s in segs {
+                match s {
+                    Segment::Text(t) if t.bytes().any(bad) => {
+                        return Err(InvalidRequest(format!("{place} `{t}` contains spaces or control characters")));
+                    }
+                    Segment::Gen { index, encode } => {
+                        let g = generators.get(*index).ok_or_else(|| {
+                            InvalidRequest(format!("{place} refers to generator {index}, which the plan lacks"))
+                        })?;
+                        if !encode {
+                            if let Some(v) = Gen::may_produce(g, bad) {
+                                return Err(InvalidRequest(format!(
+                                    "{place} may receive the value `{v}`, which contains spaces or control characters"
+                                )));
+                            }
+                        }
+                    }
+                    Segment::Text(_) => {}
+                }
+            }
+            Ok(())
+        };
+        let path_empty = path.iter().all(|s| matches!(s, Segment::Text(t) if t.is_empty()));
+        let path = if path_empty { text("/") } else { path };
+        check_gens(&path, &path_bad, "the path")?;
+        let mut has_host = false;
+        let mut has_length = false;
+        let mut has_connection = false;
+        for (name, value) in &headers {
+            if name.is_empty() || !name.bytes().all(is_token_byte) {
+                return Err(InvalidRequest(format!("the header name `{name}` is not a valid HTTP token")));
+            }
+            check_gens(value, &value_bad, &format!("the value of header `{name}`"))?;
+            has_host |= name.eq_ignore_ascii_case("host");
+            has_length |= name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding");
+            has_connection |= name.eq_ignore_ascii_case("connection");
+        }
+        if let Some(b) = &body {
+            check_gens(b, &|_| false, "the body")?;
+        }
+
+        let mut b = Builder { text: Vec::new(), pieces: Vec::new() };
+        b.lit(method.as_bytes());
+        b.lit(b" ");
+        b.segments(&path);
+        b.lit(b" HTTP/1.1\r\n");
+        if !has_host {
+            b.lit(b"Host: ");
+            b.lit(host.as_bytes());
+            b.lit(b"\r\n");
+        }
+        for (name, value) in &headers {
+            b.lit(name.as_bytes());
+            b.lit(b": ");
+            b.segments(value);
+            b.lit(b"\r\n");
+        }
+        let generated_body = body.as_ref().is_some_and(|segs| segs.iter().any(|s| matches!(s, Segment::Gen { .. })));
+        if let Some(segs) = &body {
+            if !has_length {
+                if generated_body {
+                    b.pieces.push(Piece::Length);
+                } else {
+                    let len: usize = segs.iter().map(|s| if let Segment::Text(t) = s { t.len() } else { 0 }).sum();
+                    b.lit(format!("Content-Length: {len}\r\n").as_bytes());
+                }
+            }
+        }
+        if !keep_alive && !has_connection {
+            b.lit(b"Connection: close\r\n");
+        }
+        b.lit(b"\r\n");
+        let body_start = b.pieces.len();
+        if let Some(segs) = &body {
+            b.segments(segs);
+        }
+        let measure_body = b.pieces.contains(&Piece::Length);
+        Ok(Template {
+            text: b.text.into_boxed_slice(),
+            pieces: b.pieces,
+            measure_body,
+            body_start,
+            generators,
+            head: method.eq_ignore_ascii_case("HEAD"),
+        })
     }
-    out.extend_from_slice(b"\r\n");
-    if let Some(body) = &plan.body {
-        out.extend_from_slice(body.as_bytes());
+
+    /// The generators of this request with their state for worker `worker` of `workers`.
+    pub fn generators(&self, worker: usize, workers: usize) -> Vec<Gen> {
+        self.generators.iter().map(|g| Gen::new(g, worker, workers)).collect()
     }
-    Ok(out)
+
+    /// Appends one request to `out`. `gens` is this template's generator state (from
+    /// [`generators`](Self::generators)); `scratch` holds a generated body while its length is measured.
+    pub fn render(&self, gens: &mut [Gen], rng: &mut Rng, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        if self.measure_body {
+            scratch.clear();
+            self.render_pieces(&self.pieces[self.body_start..], gens, rng, scratch, 0);
+            self.render_pieces(&self.pieces[..self.body_start], gens, rng, out, scratch.len());
+            out.extend_from_slice(scratch);
+        } else {
+            self.render_pieces(&self.pieces, gens, rng, out, 0);
+        }
+    }
+
+    fn render_pieces(&self, pieces: &[Piece], gens: &mut [Gen], rng: &mut Rng, out: &mut Vec<u8>, body_len: usize) {
+        for p in pieces {
+            match *p {
+                Piece::Lit(a, b) => out.extend_from_slice(&self.text[a..b]),
+                Piece::Gen { index, encode } => {
+                    if let Some(g) = gens.get_mut(index) {
+                        g.fill(rng, encode, out);
+                    }
+                }
+                Piece::Length => {
+                    out.extend_from_slice(b"Content-Length: ");
+                    write_u64(out, body_len as u64);
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+        }
+    }
+}
+
+/// A worker's requests when they are built one at a time (a mix, or generated values): each request picks its
+/// mix entry and fills its generators from the worker's seeded sources, into a buffer the caller reuses.
+#[derive(Debug)]
+pub(crate) struct Built {
+    entries: Vec<(Arc<Template>, Vec<Gen>)>,
+    /// `None` with a single entry.
+    picker: Option<Picker>,
+    /// Chooses mix entries; separate from the values so that the sequence of choices does not depend on them.
+    pick_rng: Rng,
+    data_rng: Rng,
+    scratch: Vec<u8>,
+}
+
+impl Built {
+    /// Worker `worker` of `workers`: its sources are seeded from `seed` and its index; sequences interleave
+    /// across workers. `weights` has one weight per template (ignored with a single template).
+    pub fn new(
+        templates: &[Arc<Template>],
+        weights: &[u32],
+        seed: u64,
+        worker: usize,
+        workers: usize,
+    ) -> Result<Built, InvalidRequest> {
+        let picker = if templates.len() > 1 {
+            Some(Picker::new(weights).ok_or_else(|| InvalidRequest("the mix's weights sum to zero".into()))?)
+        } else {
+            None
+        };
+        Ok(Built {
+            entries: templates.iter().map(|t| (t.clone(), t.generators(worker, workers))).collect(),
+            picker,
+            pick_rng: Rng::for_worker(seed, worker, 0),
+            data_rng: Rng::for_worker(seed, worker, 1),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Appends the next request to `out` and returns its entry (its index in the mix).
+    pub fn next(&mut self, out: &mut Vec<u8>) -> u32 {
+        let entry = self.picker.as_ref().map_or(0, |p| p.pick(&mut self.pick_rng));
+        if let Some((t, gens)) = self.entries.get_mut(entry) {
+            t.render(gens, &mut self.data_rng, out, &mut self.scratch);
+        }
+        u32::try_from(entry).unwrap_or(0)
+    }
+
+    /// Per entry: the method is HEAD.
+    pub fn heads(&self) -> Vec<bool> {
+        self.entries.iter().map(|(t, _)| t.head).collect()
+    }
 }
 
 fn check_value(name: &str, value: &str) -> Result<(), InvalidRequest> {

@@ -152,6 +152,12 @@ impl Builder {
         }
         let seg = Segment { t0: self.t, dur, n0: self.n, r0, r1 };
         self.n += seg.arrivals_within(dur);
+        // Whole arrivals stay whole (`100/s during 0.3s` is 30 users, not 30.000000000000004): the next step
+        // starts exactly there and the schedule ends after exactly the last one.
+        let whole = self.n.round();
+        if (self.n - whole).abs() < 1e-9 {
+            self.n = whole;
+        }
         self.t += dur;
         self.segments.push(seg);
     }
@@ -280,5 +286,27 @@ mod tests {
         let ws = WorkerSchedule::new(sched, 1.0, 0.0);
         assert_eq!(ws.due_before(0.5), 10);
         assert_eq!(ws.due_before(100.0), 110);
+    }
+
+    #[test]
+    fn users_end_after_the_last_step() {
+        let arrival = Arrival::Users {
+            steps: vec![
+                UserStep::PerSecond { rate: Rate::from_per_sec(100), during: Duration::from_millis(300) },
+                UserStep::Ramp { users: 10, over: Duration::from_millis(100) },
+                UserStep::RampPerSecond {
+                    from: Rate::from_per_sec(10),
+                    to: Rate::from_per_sec(100),
+                    during: Duration::from_millis(200),
+                },
+            ],
+        };
+        for workers in [1, 2, 3, 7] {
+            let w = worker_times(&arrival, &vec![1.0 / workers as f64; workers], f64::INFINITY);
+            assert_eq!(w.iter().map(Vec::len).sum::<usize>(), 51, "{workers} workers");
+            assert!(w.iter().flatten().all(|&t| t < 0.6 + 1e-9));
+        }
+        let s = Schedule::from_arrival(&arrival).unwrap();
+        assert_eq!(s.count_at(1e9), 51.0);
     }
 }

@@ -17,7 +17,9 @@
 //! - how many requests a slot may have in flight (`pipeline`), and when it may add more (window: whenever one
 //!   completes; batch: only when all completed);
 //! - whether a connection carries many requests (keep-alive) or one (keep-alive off, and user injection where
-//!   every user is a new connection with its request).
+//!   every user is a new connection with its request);
+//! - where the bytes come from: the phase's one static request repeated, or requests built one at a time (a mix,
+//!   generated values) into the connection's own reusable buffer as they are taken.
 //!
 //! The ticker wakes every millisecond in open loads (every 10 ms in closed ones): it checks the stop signal and
 //! the deadline, wakes idle slots when requests are due, and sends the per-second snapshot.
@@ -42,7 +44,7 @@ use tokio::io::ReadBuf;
 use tokio::time::{MissedTickBehavior, Sleep};
 
 use crate::codec::{Completed, Eof, ResponseParser};
-use crate::request::RequestBytes;
+use crate::request::{Built, RequestBytes};
 use crate::schedule::WorkerSchedule;
 use crate::transport::{self, ConnectError, Stream};
 use crate::{EngineError, StopSignal};
@@ -59,7 +61,12 @@ pub(crate) struct WorkerConfig {
     pub index: usize,
     pub cpu: Option<u32>,
     pub addr: SocketAddr,
-    pub request: Arc<RequestBytes>,
+    /// The phase's one static request, repeated; `None` when requests are built one at a time (`built`).
+    pub request: Option<Arc<RequestBytes>>,
+    /// A mix or generated values: every request is serialized on its own into its connection's buffer.
+    pub built: Option<Built>,
+    /// The number of mix entries to measure separately (0 without a mix).
+    pub mix_entries: usize,
     /// Requests in flight per connection (1 without pipelining).
     pub pipeline: usize,
     /// Window mode: add a request as each completes; batch mode: only when all completed.
@@ -123,6 +130,30 @@ pub(crate) struct WorkerFinal {
     pub end: Instant,
     pub user_seconds: f64,
     pub system_seconds: f64,
+    /// Per mix entry, in the mix's order (empty without a mix).
+    pub by_entry: Vec<EntryStats>,
+}
+
+/// The measurements of one mix entry on one worker.
+#[derive(Debug)]
+pub(crate) struct EntryStats {
+    pub sent: u64,
+    pub completed: u64,
+    pub status: StatusCounts,
+    pub errors: ErrorCounts,
+    pub latency: Histogram<u64>,
+}
+
+impl EntryStats {
+    fn new() -> Self {
+        EntryStats {
+            sent: 0,
+            completed: 0,
+            status: StatusCounts::default(),
+            errors: ErrorCounts::default(),
+            latency: new_histogram(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -209,6 +240,10 @@ struct Ctx {
     idle: RefCell<VecDeque<(usize, Waker)>>,
     idle_flag: RefCell<Vec<bool>>,
     open_loop: bool,
+    /// Requests built one at a time (taken from the config).
+    built: Option<RefCell<Built>>,
+    /// Per mix entry of `built`: the method is HEAD.
+    heads: Box<[bool]>,
 }
 
 struct Stats {
@@ -225,6 +260,15 @@ struct Stats {
     conns_open: u64,
     peak_open: u64,
     slots_connected: u64,
+    /// Per mix entry (empty without a mix).
+    by_entry: Vec<EntryStats>,
+}
+
+impl Stats {
+    /// The entry's measurements, when the phase has a mix.
+    fn entry(&mut self, entry: u32) -> Option<&mut EntryStats> {
+        self.by_entry.get_mut(entry as usize)
+    }
 }
 
 struct OpenSource {
@@ -320,7 +364,7 @@ enum Acquired {
 }
 
 impl Ctx {
-    fn new(cfg: WorkerConfig, start: Instant) -> Self {
+    fn new(mut cfg: WorkerConfig, start: Instant) -> Self {
         let deadline = cfg.duration.and_then(|d| start.checked_add(d));
         let open = cfg.open.clone().map(|(sched, quota)| RefCell::new(OpenSource::new(sched, quota, start)));
         let stats = Stats {
@@ -335,7 +379,10 @@ impl Ctx {
             conns_open: 0,
             peak_open: 0,
             slots_connected: 0,
+            by_entry: (0..cfg.mix_entries).map(|_| EntryStats::new()).collect(),
         };
+        let built = cfg.built.take();
+        let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
         let slots = cfg.slots;
         Ctx {
             deadline,
@@ -350,6 +397,8 @@ impl Ctx {
             open,
             idle: RefCell::new(VecDeque::new()),
             idle_flag: RefCell::new(vec![false; slots]),
+            built: built.map(RefCell::new),
+            heads,
             cfg,
         }
     }
@@ -421,6 +470,19 @@ impl Ctx {
             return false;
         }
         self.open.as_ref().is_none_or(|src| !src.borrow().exhausted(self.deadline))
+    }
+
+    /// Serializes the next built request into `out`; returns its mix entry.
+    fn build(&self, out: &mut Vec<u8>) -> u32 {
+        self.built.as_ref().map_or(0, |b| b.borrow_mut().next(out))
+    }
+
+    /// Whether the response to a request of `entry` has no body (the request was HEAD).
+    fn is_head(&self, entry: Option<u32>) -> bool {
+        match &self.cfg.request {
+            Some(bytes) => bytes.head,
+            None => entry.and_then(|e| self.heads.get(e as usize).copied()).unwrap_or(false),
+        }
     }
 
     fn wait_for_work(&self, slot: usize, cx: &Context<'_>) {
@@ -500,6 +562,7 @@ impl Ctx {
             end: Instant::now(),
             user_seconds: 0.0,
             system_seconds: 0.0,
+            by_entry: std::mem::take(&mut stats.by_entry),
         }
     }
 }
@@ -554,8 +617,12 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
             if let Some(src) = &ctx.open {
                 let idle = ctx.idle.borrow().len();
                 if idle > 0 {
-                    let due = src.borrow().due_count(now, ctx.deadline, idle);
-                    ctx.wake_idle(due);
+                    let src = src.borrow();
+                    // Once the schedule has nothing more (the last user step is over), the waiting slots end
+                    // instead of waiting for the deadline.
+                    let wake = if src.exhausted(ctx.deadline) { idle } else { src.due_count(now, ctx.deadline, idle) };
+                    drop(src);
+                    ctx.wake_idle(wake);
                 }
             }
         }
@@ -596,7 +663,8 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
             })
             .await;
             match got {
-                Some(t) => pre = Some(t),
+                // A request built one at a time goes into the connection's buffer now.
+                Some(t) => pre = Some((t, ctx.build(&mut io.out))),
                 None => break,
             }
         } else if !ctx.has_more(&quota) {
@@ -616,11 +684,14 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     if !ever_connected {
                         s.slots_connected += 1;
                     }
-                    if let Some(intended) = pre {
+                    if let Some((intended, entry)) = pre {
                         s.acquired_unsent -= 1;
                         s.c.sent += 1;
                         s.in_flight += 1;
-                        io.push(intended, connected, cfg.request.len());
+                        if let Some(e) = s.entry(entry) {
+                            e.sent += 1;
+                        }
+                        io.push(intended, connected, entry, cfg.request.as_ref().map_or(0, |r| r.len()));
                     }
                 }
                 ever_connected = true;
@@ -650,9 +721,13 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     if s.c.first_connect_error.is_none() {
                         s.c.first_connect_error = Some(e.to_string());
                     }
-                    if pre.is_some() {
+                    if let Some((_, entry)) = pre {
                         // The request this connection was for fails with it.
                         s.acquired_unsent -= 1;
+                        if let Some(e) = s.entry(entry) {
+                            e.errors.connect += 1;
+                        }
+                        io.out.clear();
                     }
                 }
                 if pre.is_none() {
@@ -689,15 +764,27 @@ enum Failure {
     Protocol,
 }
 
+/// A request in flight.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    intended: Instant,
+    sent: Instant,
+    /// Its mix entry (0 without a mix).
+    entry: u32,
+}
+
 /// A connection slot's per-connection state.
 struct SlotIo {
     id: usize,
-    /// (intended, actual send) per request in flight, oldest first.
-    in_flight: VecDeque<(Instant, Instant)>,
-    /// Bytes of requests not yet written.
+    /// Requests in flight, oldest first.
+    in_flight: VecDeque<InFlight>,
+    /// The static request: bytes of requests not yet written.
     unwritten: usize,
-    /// Offset into a request where the next write starts.
+    /// The static request: offset into a request where the next write starts.
     write_off: usize,
+    /// Built requests: their bytes, reused from request to request, and how much of them is written.
+    out: Vec<u8>,
+    out_pos: usize,
     parser: ResponseParser,
     timer: Pin<Box<Sleep>>,
     armed: bool,
@@ -710,14 +797,17 @@ impl SlotIo {
             in_flight: VecDeque::new(),
             unwritten: 0,
             write_off: 0,
+            out: Vec::new(),
+            out_pos: 0,
             parser: ResponseParser::new(),
             timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
             armed: false,
         }
     }
 
-    fn push(&mut self, intended: Instant, sent: Instant, len: usize) {
-        self.in_flight.push_back((intended, sent));
+    /// A request is on its way: `len` bytes of the static request, or already in `out` when built.
+    fn push(&mut self, intended: Instant, sent: Instant, entry: u32, len: usize) {
+        self.in_flight.push_back(InFlight { intended, sent, entry });
         self.unwritten += len;
     }
 
@@ -725,18 +815,21 @@ impl SlotIo {
         self.in_flight.clear();
         self.unwritten = 0;
         self.write_off = 0;
+        self.out.clear();
+        self.out_pos = 0;
         self.parser.reset();
     }
 
     /// Every request in flight fails with `kind` (each counted once).
     fn fail_all(&mut self, stats: &mut Stats, kind: Failure) {
         let n = self.in_flight.len() as u64;
-        let e = &mut stats.c.errors;
-        match kind {
-            Failure::Read => e.read += n,
-            Failure::Write => e.write += n,
-            Failure::Timeout => e.timeout += n,
-            Failure::Protocol => e.protocol += n.max(1),
+        count_failure(&mut stats.c.errors, &kind, n);
+        if !stats.by_entry.is_empty() {
+            for f in &self.in_flight {
+                if let Some(e) = stats.entry(f.entry) {
+                    count_failure(&mut e.errors, &kind, 1);
+                }
+            }
         }
         stats.in_flight -= n;
         self.reset();
@@ -752,7 +845,7 @@ impl SlotIo {
         quota: &mut Option<u64>,
     ) -> Poll<End> {
         let cfg = &ctx.cfg;
-        let req_len = cfg.request.len();
+        let req_len = cfg.request.as_ref().map_or(0, |r| r.len());
         let mut now = Instant::now();
         loop {
             let mut progress = false;
@@ -767,7 +860,23 @@ impl SlotIo {
                 };
                 if room > 0 {
                     let in_flight = &mut self.in_flight;
-                    match ctx.acquire(quota, room, now, |t| in_flight.push_back((t, now))) {
+                    let acquired = if cfg.request.is_some() {
+                        ctx.acquire(quota, room, now, |t| {
+                            in_flight.push_back(InFlight { intended: t, sent: now, entry: 0 })
+                        })
+                    } else {
+                        // Built one at a time, into this connection's buffer.
+                        let out = &mut self.out;
+                        let mut stats = ctx.stats.borrow_mut();
+                        ctx.acquire(quota, room, now, |t| {
+                            let entry = ctx.build(out);
+                            if let Some(e) = stats.entry(entry) {
+                                e.sent += 1;
+                            }
+                            in_flight.push_back(InFlight { intended: t, sent: now, entry });
+                        })
+                    };
+                    match acquired {
                         Acquired::Got(n) => {
                             self.unwritten += n * req_len;
                             let mut s = ctx.stats.borrow_mut();
@@ -787,12 +896,24 @@ impl SlotIo {
             }
 
             // 2. Write everything unwritten.
-            while self.unwritten > 0 {
-                let buf = cfg.request.slice(self.write_off, self.unwritten);
+            loop {
+                let buf = match &cfg.request {
+                    Some(bytes) if self.unwritten > 0 => bytes.slice(self.write_off, self.unwritten),
+                    None if self.out_pos < self.out.len() => &self.out[self.out_pos..],
+                    _ => break,
+                };
                 match Pin::new(&mut *stream).poll_write(cx, buf) {
                     Poll::Ready(Ok(n)) if n > 0 => {
-                        self.unwritten -= n;
-                        self.write_off = (self.write_off + n) % req_len.max(1);
+                        if cfg.request.is_some() {
+                            self.unwritten -= n;
+                            self.write_off = (self.write_off + n) % req_len.max(1);
+                        } else {
+                            self.out_pos += n;
+                            if self.out_pos >= self.out.len() {
+                                self.out.clear();
+                                self.out_pos = 0;
+                            }
+                        }
                         ctx.stats.borrow_mut().c.bytes_written += n as u64;
                     }
                     Poll::Ready(_) => {
@@ -823,7 +944,8 @@ impl SlotIo {
                     let data = &scratch[..n];
                     let mut off = 0;
                     while off < n {
-                        match self.parser.feed(&data[off..], cfg.request.head) {
+                        let head = ctx.is_head(self.in_flight.front().map(|f| f.entry));
+                        match self.parser.feed(&data[off..], head) {
                             Err(_) => {
                                 self.fail_all(&mut stats, Failure::Protocol);
                                 return Poll::Ready(End::Reconnect { server_closed: false });
@@ -845,14 +967,14 @@ impl SlotIo {
 
             // 4. The lazy per-connection timeout.
             if !self.in_flight.is_empty() && !self.armed {
-                let oldest = self.in_flight[0].1;
+                let oldest = self.in_flight[0].sent;
                 self.timer.as_mut().reset((oldest + cfg.timeout).into());
                 self.armed = true;
                 let _ = self.timer.as_mut().poll(cx);
             }
             if self.armed && self.timer.is_elapsed() {
                 self.armed = false;
-                if let Some(&(_, sent)) = self.in_flight.front() {
+                if let Some(&InFlight { sent, .. }) = self.in_flight.front() {
                     now = Instant::now();
                     if now >= sent + cfg.timeout {
                         self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Timeout);
@@ -876,7 +998,7 @@ impl SlotIo {
         done: Completed,
         now: Instant,
     ) -> Option<End> {
-        let Some((intended, sent)) = self.in_flight.pop_front() else {
+        let Some(InFlight { intended, sent, entry }) = self.in_flight.pop_front() else {
             // A response nobody asked for.
             self.fail_all(stats, Failure::Protocol);
             return Some(End::Reconnect { server_closed: false });
@@ -890,13 +1012,11 @@ impl SlotIo {
         }
         stats.c.completed += 1;
         stats.in_flight -= 1;
-        let status = &mut stats.c.status;
-        match done.status {
-            100..=199 => status.informational += 1,
-            200..=299 => status.success += 1,
-            300..=399 => status.redirection += 1,
-            400..=499 => status.client_error += 1,
-            _ => status.server_error += 1,
+        count_status(&mut stats.c.status, done.status);
+        if let Some(e) = stats.entry(entry) {
+            e.completed += 1;
+            e.latency.saturating_record(latency);
+            count_status(&mut e.status, done.status);
         }
         if done.close {
             self.close_after_response(ctx, stats, quota);
@@ -908,7 +1028,12 @@ impl SlotIo {
     /// The server said it closes: requests pipelined behind the last response were never read by it.
     fn close_after_response(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) {
         if !self.in_flight.is_empty() {
-            let back: Vec<Instant> = self.in_flight.drain(..).map(|(intended, _)| intended).collect();
+            let back: Vec<Instant> = self.in_flight.iter().map(|f| f.intended).collect();
+            for f in self.in_flight.drain(..) {
+                if let Some(e) = stats.by_entry.get_mut(f.entry as usize) {
+                    e.sent -= 1;
+                }
+            }
             let n = back.len() as u64;
             stats.c.sent -= n;
             stats.in_flight -= n;
@@ -941,6 +1066,26 @@ impl SlotIo {
             Eof::Clean => self.fail_all(stats, Failure::Read),
         }
         End::Reconnect { server_closed: ctx.cfg.keep_alive }
+    }
+}
+
+/// Counts `n` requests failed with `kind` (a protocol failure counts once even with nothing in flight).
+fn count_failure(e: &mut ErrorCounts, kind: &Failure, n: u64) {
+    match kind {
+        Failure::Read => e.read += n,
+        Failure::Write => e.write += n,
+        Failure::Timeout => e.timeout += n,
+        Failure::Protocol => e.protocol += n.max(1),
+    }
+}
+
+fn count_status(status: &mut StatusCounts, code: u16) {
+    match code {
+        100..=199 => status.informational += 1,
+        200..=299 => status.success += 1,
+        300..=399 => status.redirection += 1,
+        400..=499 => status.client_error += 1,
+        _ => status.server_error += 1,
     }
 }
 

@@ -14,6 +14,10 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
     let worker_count = hardware.workers.len();
     let mut phases = Vec::new();
     let mut offset: Option<Duration> = Some(Duration::ZERO);
+    let seed = spec.seed.unwrap_or_else(|| {
+        let digest = Sha256::digest(spec.name.as_bytes());
+        u64::from_be_bytes([digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7]])
+    });
     for scenario in &spec.scenarios {
         for cell in &scenario.cells {
             let name = if cell.bindings.is_empty() {
@@ -57,6 +61,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 load,
                 workers,
                 slos: cell.slos.clone(),
+                seed: seed ^ mix64(phases.len() as u64),
             };
             offset = match (offset, duration) {
                 (Some(o), Some(d)) => Some(Duration(o.0 + d.0 + scenario.cooldown.0)),
@@ -65,10 +70,6 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             phases.push(phase);
         }
     }
-    let seed = spec.seed.unwrap_or_else(|| {
-        let digest = Sha256::digest(spec.name.as_bytes());
-        u64::from_be_bytes([digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7]])
-    });
     let mut plan = ExecutionPlan {
         format_version: PLAN_FORMAT_VERSION,
         name: spec.name.clone(),
@@ -111,6 +112,15 @@ pub fn plan_hash(plan: &ExecutionPlan) -> String {
     let json = serde_json::to_vec(&canonical).unwrap_or_default();
     let digest = Sha256::digest(&json);
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// A phase index hashed into 64 well-mixed bits (the splitmix64 finalizer), so that neighbouring phases get
+/// unrelated seeds.
+fn mix64(index: u64) -> u64 {
+    let mut z = index.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn request_plan(r: &loadgate_spec::Request) -> RequestPlan {

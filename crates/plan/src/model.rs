@@ -140,6 +140,11 @@ pub struct Phase {
     /// The exact split of this phase's load across the generator's workers.
     pub workers: Vec<WorkerShare>,
     pub slos: Vec<Slo>,
+    /// The seed of this phase's per-request data (generated values, mix choices): the plan's `seed` mixed with
+    /// the phase's index, so that phases differ and each is reproducible on its own. The engine mixes in each
+    /// worker's index.
+    #[serde(default)]
+    pub seed: u64,
 }
 
 /// One named request of a mix, chosen per arrival with probability `weight / sum of weights`.

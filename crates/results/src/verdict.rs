@@ -14,9 +14,10 @@
 //!   of the same name ([`baseline_for`]), times the factor. Without a baseline (no `--baseline`, or the baseline has
 //!   no such instance) the SLO is *not evaluated*: its verdict passes with a note, so a first run on a new branch
 //!   does not fail the gate for want of something to compare with.
-//! - **Per-request SLOs** (`p99{request=put} < 60ms`) are *not evaluated* yet: the results model does not measure
-//!   requests by name. Their verdicts pass with the note "per-request results are not measured yet", so a spec
-//!   that uses them runs today and gates once they are measured.
+//! - **Per-request SLOs** (`p99{request=put} < 60ms`) take the same metrics from the named request's breakdown
+//!   in [`ScenarioResult::by_request`] (its histogram, throughput, counts), and a baseline threshold from the
+//!   baseline's breakdown of that name. When the run has no breakdown of that name (no mix was measured) the SLO
+//!   is *not evaluated*: its verdict passes with the note [`NOTE_PER_REQUEST`].
 //! - A metric that cannot be measured (a latency with no completed request, an error rate with no request at
 //!   all) **fails** a gated SLO: a phase that measured nothing has not shown that it meets its objective.
 //! - In a **`gate: false`** scenario (warmup, primer), every verdict passes and its note says "not gated" and,
@@ -29,12 +30,12 @@ use std::str::FromStr;
 use loadgate_spec::{Metric, MetricKind, Slo, Threshold};
 
 use crate::format;
-use crate::model::{RunResults, ScenarioResult, Verdict};
+use crate::model::{ErrorCounts, RequestBreakdown, RequestCounts, RunResults, ScenarioResult, StatusCounts, Verdict};
 
 /// The note on a verdict of a `gate: false` scenario.
 pub const NOTE_NOT_GATED: &str = "not gated (gate: false)";
-/// The note on a per-request SLO.
-pub const NOTE_PER_REQUEST: &str = "not evaluated: per-request results are not measured yet";
+/// The note on a per-request SLO whose request has no measurements in the run.
+pub const NOTE_PER_REQUEST: &str = "not evaluated: the run has no results for this request";
 
 /// Evaluates the SLOs of one scenario instance.
 ///
@@ -52,24 +53,48 @@ pub fn baseline_for<'a>(baseline: &'a RunResults, result: &ScenarioResult) -> Op
 /// The value of a metric in a scenario, in the metric's unit: microseconds for latencies, requests per second,
 /// a fraction for `error_rate`, a count otherwise. `None` when there is nothing to measure it on.
 pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
-    let h = &s.histograms.latency;
+    measure_parts(metric, &s.histograms.latency, s.throughput, &s.requests, &s.status, &s.errors)
+}
+
+/// The value of a metric for one named request of a mix, by the same rules as [`measure`].
+pub fn measure_request(metric: Metric, r: &RequestBreakdown) -> Option<f64> {
+    measure_parts(metric, &r.histogram, r.throughput, &r.requests, &r.status, &r.errors)
+}
+
+fn measure_parts(
+    metric: Metric,
+    h: &hdrhistogram::Histogram<u64>,
+    throughput: f64,
+    requests: &RequestCounts,
+    status: &StatusCounts,
+    errors: &ErrorCounts,
+) -> Option<f64> {
     match metric {
         Metric::Percentile(p) => (!h.is_empty()).then(|| h.value_at_quantile(p / 100.0) as f64),
         Metric::Max => (!h.is_empty()).then(|| h.max() as f64),
         Metric::Mean => (!h.is_empty()).then(|| h.mean()),
-        Metric::Throughput => s.throughput.is_finite().then_some(s.throughput),
-        Metric::ErrorRate => error_rate(s),
-        Metric::Errors => Some(s.errors.total() as f64),
-        Metric::Non2xx => Some(s.status.non_2xx() as f64),
-        Metric::Timeouts => Some(s.errors.timeout as f64),
+        Metric::Throughput => throughput.is_finite().then_some(throughput),
+        Metric::ErrorRate => rate_of_errors(requests, status, errors),
+        Metric::Errors => Some(errors.total() as f64),
+        Metric::Non2xx => Some(status.non_2xx() as f64),
+        Metric::Timeouts => Some(errors.timeout as f64),
     }
 }
 
 /// `(errors + non-2xx) / (completed + errors)`; `None` when no request completed or failed.
 pub fn error_rate(s: &ScenarioResult) -> Option<f64> {
-    let errors = s.errors.total();
-    let denominator = s.requests.completed.saturating_add(errors);
-    (denominator > 0).then(|| (errors.saturating_add(s.status.non_2xx())) as f64 / denominator as f64)
+    rate_of_errors(&s.requests, &s.status, &s.errors)
+}
+
+fn rate_of_errors(requests: &RequestCounts, status: &StatusCounts, errors: &ErrorCounts) -> Option<f64> {
+    let errors = errors.total();
+    let denominator = requests.completed.saturating_add(errors);
+    (denominator > 0).then(|| (errors.saturating_add(status.non_2xx())) as f64 / denominator as f64)
+}
+
+/// The named request's breakdown in a result.
+fn breakdown<'a>(s: &'a ScenarioResult, name: &str) -> Option<&'a RequestBreakdown> {
+    s.by_request.iter().find(|r| r.name == name)
 }
 
 /// Formats a value of a metric with its unit: `83.20ms`, `94,737/s`, `0.12%`, `3`.
@@ -101,7 +126,17 @@ fn threshold_value(slo: &Slo) -> Option<f64> {
 
 fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioResult>) -> Verdict {
     let kind = slo.metric.kind();
-    let observed = measure(slo.metric, result);
+    // A per-request SLO reads the named request's breakdown, here and in the baseline.
+    let request = slo.request.as_deref().map(|name| (name, breakdown(result, name)));
+    let observed = match request {
+        None => measure(slo.metric, result),
+        Some((_, Some(r))) => measure_request(slo.metric, r),
+        Some((_, None)) => None,
+    };
+    let measure_baseline = |b: &ScenarioResult| match request {
+        None => measure(slo.metric, b),
+        Some((name, _)) => breakdown(b, name).and_then(|r| measure_request(slo.metric, r)),
+    };
     let mut verdict = Verdict {
         slo: slo.to_string(),
         metric: slo.metric.to_string(),
@@ -117,7 +152,7 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
     let threshold = match slo.threshold {
         Threshold::Baseline { factor } => match baseline {
             None => Err("not evaluated: no baseline to compare with (run with --baseline FILE)".to_owned()),
-            Some(b) => match measure(slo.metric, b) {
+            Some(b) => match measure_baseline(b) {
                 Some(v) => Ok(v * factor),
                 None => Err(format!("not evaluated: the baseline measured no {}", slo.metric)),
             },
@@ -126,7 +161,7 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
             .ok_or_else(|| format!("the threshold `{}` is not a value for `{}`", slo.threshold, slo.metric)),
     };
 
-    if slo.request.is_some() {
+    if matches!(request, Some((_, None))) {
         verdict.observed = None;
         verdict.observed_text = "n/a".to_owned();
         if let Ok(t) = threshold {
@@ -170,7 +205,8 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
 }
 
 impl Verdict {
-    /// Whether the SLO was compared at all (it is not for per-request SLOs and missing baselines).
+    /// Whether the SLO was compared at all (it is not for a request the run did not measure, nor without a
+    /// baseline to compare with).
     pub fn evaluated(&self) -> bool {
         !self.note.as_deref().is_some_and(|n| n.contains("not evaluated"))
     }
@@ -202,5 +238,72 @@ impl Verdict {
             text.push(')');
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{exponential_histogram, sample_run};
+    use crate::model::LatencySummary;
+
+    fn per_request(text: &str, name: &str) -> Slo {
+        let mut slo = Slo::parse(text).unwrap();
+        slo.request = Some(name.to_owned());
+        slo
+    }
+
+    fn breakdown(name: &str, count: u64, base_us: f64, errors: u64) -> RequestBreakdown {
+        let histogram = exponential_histogram(count, base_us, base_us / 10.0);
+        RequestBreakdown {
+            name: name.to_owned(),
+            requests: RequestCounts { sent: count + errors, completed: count, incomplete: 0, unsent: 0 },
+            status: StatusCounts { success: count, ..Default::default() },
+            errors: ErrorCounts { timeout: errors, ..Default::default() },
+            throughput: count as f64 / 10.0,
+            latency: LatencySummary::from_histogram(&histogram),
+            histogram,
+        }
+    }
+
+    #[test]
+    fn per_request_slos_read_their_breakdown() {
+        let run = sample_run();
+        let mut s = run.scenarios[4].clone();
+        s.by_request = vec![breakdown("put", 1000, 70_000.0, 10), breakdown("get", 9000, 1_000.0, 0)];
+        let put = &s.by_request[0];
+        let v = evaluate(
+            &[
+                per_request("p99 < 60ms", "put"),
+                per_request("p99 < 60ms", "get"),
+                per_request("throughput >= 500/s", "get"),
+                per_request("timeouts == 0", "put"),
+                per_request("error_rate < 0.1%", "get"),
+                per_request("p99 < 60ms", "delete"),
+            ],
+            &s,
+            None,
+        );
+        assert!(!v[0].passed, "{:#?}", v[0]);
+        assert_eq!(v[0].observed, Some(put.histogram.value_at_quantile(0.99) as f64));
+        assert!(v[0].note.is_none() && v[0].evaluated());
+        assert!(v[0].explain().starts_with("p99{request=put} was "), "{}", v[0].explain());
+        assert!(v[1].passed && v[1].observed.is_some_and(|p| p < 60_000.0), "{:#?}", v[1]);
+        assert!(v[2].passed && v[2].observed == Some(900.0), "{:#?}", v[2]);
+        assert!(!v[3].passed && v[3].observed == Some(10.0), "{:#?}", v[3]);
+        assert!(v[4].passed && v[4].observed == Some(0.0), "{:#?}", v[4]);
+        // A request the run did not measure stays unevaluated.
+        assert!(v[5].passed && v[5].observed.is_none() && !v[5].evaluated());
+        assert_eq!(v[5].note.as_deref(), Some(NOTE_PER_REQUEST));
+
+        // Baselines compare the same request of the baseline run.
+        let mut base = s.clone();
+        base.by_request[0] = breakdown("put", 1000, 50_000.0, 0);
+        let slo = per_request("p99 <= baseline * 1.10", "put");
+        let v = &evaluate(std::slice::from_ref(&slo), &s, Some(&base))[0];
+        let expected = base.by_request[0].histogram.value_at_quantile(0.99) as f64 * 1.1;
+        assert!(!v.passed && (v.threshold_value - expected).abs() < 1e-6, "{v:#?}");
+        let v = &evaluate(std::slice::from_ref(&slo), &s, Some(&run.scenarios[4]))[0];
+        assert!(v.passed && !v.evaluated(), "the baseline has no `put`: {v:#?}");
     }
 }

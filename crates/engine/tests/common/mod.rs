@@ -3,6 +3,8 @@
 //! Each server listens on 127.0.0.1:0, serves every connection on its own thread, understands pipelined
 //! requests, and counts the requests it answered.
 
+#![allow(dead_code)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
-use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare};
+use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, MixEntry, RequestPlan, Share, StopCondition, WorkerShare};
 use loadgate_results::ScenarioResult;
 use loadgate_spec::units;
 use loadgate_spec::PipelineMode;
@@ -29,8 +31,19 @@ pub enum Reply {
 
 pub struct Request {
     pub method: String,
+    /// The request target: path and query, as sent.
+    pub target: String,
+    /// Header names (lowercase) and values, in order.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
     /// The request's position across the whole server, from 0.
     pub seq: u64,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
 }
 
 pub struct Server {
@@ -89,9 +102,9 @@ fn serve_connection(
     let mut chunk = [0u8; 16 * 1024];
     loop {
         // Answer every complete request in the buffer, in order.
-        while let Some((method, used)) = parse_request(&buf) {
+        while let Some((mut req, used)) = parse_request(&buf) {
             buf.drain(..used);
-            let req = Request { method, seq: seq.fetch_add(1, Ordering::SeqCst) };
+            req.seq = seq.fetch_add(1, Ordering::SeqCst);
             match handler(&req) {
                 Reply::Bytes(b) => {
                     if stream.write_all(&b).is_err() {
@@ -126,8 +139,8 @@ fn serve_connection(
     }
 }
 
-/// A complete request at the start of `buf`: its method and length (head plus Content-Length body).
-fn parse_request(buf: &[u8]) -> Option<(String, usize)> {
+/// A complete request at the start of `buf` and its length (head plus Content-Length body).
+fn parse_request(buf: &[u8]) -> Option<(Request, usize)> {
     let mut headers = [httparse::EMPTY_HEADER; 32];
     let mut req = httparse::Request::new(&mut headers);
     let httparse::Status::Complete(head) = req.parse(buf).ok()? else {
@@ -142,7 +155,18 @@ fn parse_request(buf: &[u8]) -> Option<(String, usize)> {
     if buf.len() < head + len {
         return None;
     }
-    Some((req.method?.to_owned(), head + len))
+    let request = Request {
+        method: req.method?.to_owned(),
+        target: req.path?.to_owned(),
+        headers: req
+            .headers
+            .iter()
+            .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
+            .collect(),
+        body: buf[head..head + len].to_vec(),
+        seq: 0,
+    };
+    Some((request, head + len))
 }
 
 /// An address where nothing listens.
@@ -193,6 +217,10 @@ pub struct PhaseBuilder {
     pub workers: usize,
     pub method: String,
     pub timeout: Duration,
+    /// The request to send instead of `GET /truth`.
+    pub request: Option<RequestPlan>,
+    pub mix: Vec<MixEntry>,
+    pub seed: u64,
 }
 
 impl PhaseBuilder {
@@ -207,6 +235,9 @@ impl PhaseBuilder {
             workers: 1,
             method: "GET".into(),
             timeout: Duration::from_secs(5),
+            request: None,
+            mix: Vec::new(),
+            seed: 1,
         }
     }
 
@@ -248,6 +279,25 @@ impl PhaseBuilder {
         self
     }
 
+    pub fn request(mut self, r: RequestPlan) -> Self {
+        self.request = Some(r);
+        self
+    }
+
+    /// A weighted mix of named requests.
+    pub fn mix(mut self, entries: &[(&str, u32, RequestPlan)]) -> Self {
+        self.mix = entries
+            .iter()
+            .map(|(name, weight, request)| MixEntry { name: (*name).into(), weight: *weight, request: request.clone() })
+            .collect();
+        self
+    }
+
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
     pub fn timeout(mut self, d: Duration) -> Self {
         self.timeout = d;
         self
@@ -280,14 +330,16 @@ impl PhaseBuilder {
                 StopCondition::Requests { .. } => None,
             },
             cooldown: units::Duration::ZERO,
-            request: RequestPlan {
-                method: self.method.clone(),
-                path: "/truth".into(),
-                headers: vec![("User-Agent".into(), "loadgate-test".into())],
-                body: None,
-                dynamic: None,
-            },
-            mix: Vec::new(),
+            request: self.request.clone().or_else(|| self.mix.first().map(|m| m.request.clone())).unwrap_or(
+                RequestPlan {
+                    method: self.method.clone(),
+                    path: "/truth".into(),
+                    headers: vec![("User-Agent".into(), "loadgate-test".into())],
+                    body: None,
+                    dynamic: None,
+                },
+            ),
+            mix: self.mix.clone(),
             timeout: units::Duration(self.timeout),
             load: LoadPlan {
                 arrival: self.arrival.clone(),
@@ -301,6 +353,7 @@ impl PhaseBuilder {
             },
             workers: shares,
             slos: vec![],
+            seed: self.seed,
         };
         let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
         (phase, workers)
