@@ -84,6 +84,8 @@ pub struct View {
     pub knees: Vec<String>,
     /// One entry per user injection instance (`load.model == "users"`).
     pub users: Vec<UsersView>,
+    /// One entry per instance that sent a mix of named requests.
+    pub mixes: Vec<MixView>,
     /// Everything a reader must see before trusting the numbers.
     pub warnings: Vec<String>,
     /// Per scenario instance: generator and target CPU, target memory.
@@ -145,6 +147,26 @@ pub struct ScenarioRow {
     pub verdict: String,
     /// User injection: `6,000 started, 6,000 finished, 118 active at peak`.
     pub users: Option<String>,
+}
+
+/// A scenario instance's named requests, one row each.
+#[derive(Debug, Serialize)]
+pub struct MixView {
+    pub name: String,
+    pub rows: Vec<MixRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MixRow {
+    pub request: String,
+    pub requests: String,
+    pub throughput: String,
+    pub p50: String,
+    pub p90: String,
+    pub p99: String,
+    pub max: String,
+    pub errors: String,
+    pub non_2xx: String,
 }
 
 /// What one scenario instance consumed.
@@ -326,6 +348,38 @@ impl View {
                 .filter_map(|s| s.knee.as_ref().map(|k| format!("Sweep {}: {}", s.scenario, k.explanation)))
                 .collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
+            mixes: r
+                .scenarios
+                .iter()
+                .filter(|s| !s.by_request.is_empty())
+                .map(|s| MixView {
+                    name: s.name.clone(),
+                    rows: s
+                        .by_request
+                        .iter()
+                        .map(|b| {
+                            let p = |k: &str| {
+                                b.latency.percentiles.get(k).map_or_else(|| "-".to_owned(), |us| format::latency(*us))
+                            };
+                            MixRow {
+                                request: b.name.clone(),
+                                requests: format::count(b.requests.completed),
+                                throughput: format::rate(b.throughput),
+                                p50: p("p50"),
+                                p90: p("p90"),
+                                p99: p("p99"),
+                                max: if b.latency.count > 0 {
+                                    format::latency(b.latency.max_us)
+                                } else {
+                                    "-".to_owned()
+                                },
+                                errors: format::count(b.errors.total()),
+                                non_2xx: format::count(b.status.non_2xx()),
+                            }
+                        })
+                        .collect(),
+                })
+                .collect(),
             warnings: warnings(r),
             resources: r
                 .scenarios
