@@ -539,3 +539,49 @@ scenarios:
     assert_eq!(runs[0].len(), 1000);
     assert!(runs[0] == runs[1], "the same seed sends the same keys, values and mix");
 }
+
+#[test]
+fn a_session_runs_each_users_steps_and_gates_one_of_them() {
+    let yaml = r#"
+version: 1
+name: e2e-session
+hardware: { generator: { threads: 2 }, on_mismatch: warn }
+target: { builtin: plaintext }
+scenarios:
+  checkout:
+    session:
+      - { name: home, path: / }
+      - { think: 50ms }
+      - { name: cart, method: POST, path: /cart, body: "{{ random_string(32) }}" }
+      - { think: 50ms }
+      - { name: pay, method: POST, path: /pay }
+    load: { users: { ramp: 30, over: 500ms } }
+    slo: ["p95{request=pay} < 10s", "errors{request=cart} == 0"]
+"#;
+    let (dir, path) = spec(yaml);
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-session");
+    let s = &r["scenarios"][0];
+    let by: Vec<(&str, u64, u64)> = s["by_request"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["name"].as_str().unwrap(),
+                b["requests"]["sent"].as_u64().unwrap(),
+                b["requests"]["completed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(by, [("home", 30, 30), ("cart", 30, 30), ("pay", 30, 30)]);
+    assert_eq!(s["requests"]["completed"], 90);
+    assert_eq!(s["load"]["users_started"], 30);
+    assert_eq!(s["load"]["users_finished"], 30);
+    let verdicts = s["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    for v in verdicts {
+        assert!(v["passed"] == true && v["observed"].is_number(), "evaluated from the step's breakdown: {v}");
+    }
+}

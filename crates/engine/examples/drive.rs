@@ -134,6 +134,7 @@ fn main() -> ExitCode {
             })
             .collect(),
         slos: vec![],
+        session: Vec::new(),
         seed: 0,
     };
     let workers: Vec<WorkerPlan> =

@@ -54,6 +54,18 @@
 //! flight per worker (1024 when the plan gives 0); when every slot is busy, arriving users wait and their
 //! latency grows. `keep_alive: false` opens a connection per request in any model.
 //!
+//! # Sessions
+//!
+//! A user phase with `phase.session` gives every user its steps instead of one request, on the same loop: the
+//! user's slot connects with the first request step, and each time that connection has nothing in flight the
+//! slot takes the session's next step on the same connection: a think time pauses the user (one timer per
+//! user; users in a think time count as active), a request step is built into the connection's buffer and
+//! sent. After the last step the user closes. A failed request (or a server that closes the connection) ends
+//! the user's session. The first request's latency runs from the user's intended arrival, later ones from
+//! their send. The request steps are the phase's entries: `by_request` has one breakdown per request step, in
+//! session order, and `users_started`/`users_finished` count users, not requests. After the deadline, users in
+//! their session get the usual drain once per request step plus the session's think times.
+//!
 //! # Requests, generated values and mixes
 //!
 //! A phase with one static request (no mix, `request.dynamic == None`) serializes it once and writes it from

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use loadgate_plan::{Arrival, Phase, StopCondition, WorkerPlan};
+use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
 use loadgate_results::{
     new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary, LoadSummary, Problem,
     RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity, WorkerStats,
@@ -17,7 +17,7 @@ use loadgate_spec::PipelineMode;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
-use crate::worker::{self, Msg, Snapshot, WorkerConfig, WorkerFinal};
+use crate::worker::{self, Msg, SessionOp, Snapshot, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, StopSignal, Target, Tick};
 
 /// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
@@ -155,8 +155,44 @@ fn configure(
     let keep_alive = load.connections.keep_alive && !users;
     let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
     let invalid = |e: request::InvalidRequest| EngineError::InvalidRequest(e.0);
+    let session = !phase.session.is_empty();
+    if session && !users {
+        return Err(EngineError::InvalidPlan("a session needs user injection (`load: users`)".into()));
+    }
+    // A session's request steps are built one at a time, like a mix's entries (in step order), and keep the
+    // connection open: the user closes it after its last step.
+    let steps: Vec<(&str, &loadgate_plan::RequestPlan)> = phase
+        .session
+        .iter()
+        .filter_map(|s| match s {
+            SessionStep::Request { name, request } => Some((name.as_str(), request)),
+            SessionStep::Think { .. } => None,
+        })
+        .collect();
+    if session && steps.is_empty() {
+        return Err(EngineError::InvalidPlan("the session has no request step".into()));
+    }
+    let mut entry = 0u32;
+    let ops: Vec<SessionOp> = phase
+        .session
+        .iter()
+        .map(|s| match s {
+            SessionStep::Request { .. } => {
+                entry += 1;
+                SessionOp::Request(entry - 1)
+            }
+            SessionStep::Think { duration } => SessionOp::Think(duration.as_std()),
+        })
+        .collect();
     // One static request is serialized once and repeated; a mix or generated values are built per request.
-    let (bytes, templates) = if phase.mix.is_empty() && phase.request.dynamic.is_none() {
+    let (bytes, templates) = if session {
+        let templates = steps
+            .iter()
+            .map(|(_, r)| Template::new(r, &target.host, true).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        (None, templates)
+    } else if phase.mix.is_empty() && phase.request.dynamic.is_none() {
         let one = request::serialize(&phase.request, &target.host, keep_alive).map_err(invalid)?;
         let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
         (Some(Arc::new(RequestBytes::new(one, pipeline, head))), Vec::new())
@@ -170,7 +206,7 @@ fn configure(
             .map_err(invalid)?;
         (None, templates)
     };
-    let weights: Vec<u32> = phase.mix.iter().map(|m| m.weight).collect();
+    let weights: Vec<u32> = if session { vec![1; steps.len()] } else { phase.mix.iter().map(|m| m.weight).collect() };
     let schedule = Schedule::from_arrival(&load.arrival);
     let duration = match load.stop {
         StopCondition::Duration { duration } => Some(duration.as_std()),
@@ -178,7 +214,13 @@ fn configure(
     };
     let timeout = phase.timeout.as_std();
     let timeout = if timeout.is_zero() { Duration::from_secs(3600) } else { timeout };
-    let drain = timeout.min(MAX_DRAIN);
+    let mut drain = timeout.min(MAX_DRAIN);
+    if session {
+        // A user injected just before the deadline still runs its whole session: each request step gets the
+        // drain a single request would, plus the think times.
+        let think: Duration = ops.iter().map(|o| if let SessionOp::Think(d) = o { *d } else { Duration::ZERO }).sum();
+        drain = drain.saturating_mul(u32::try_from(steps.len()).unwrap_or(u32::MAX)).saturating_add(think);
+    }
     let by_count = matches!(load.stop, StopCondition::Requests { .. });
 
     let mut prefix = 0.0;
@@ -215,7 +257,8 @@ fn configure(
             addr: target.addr,
             request: bytes.clone(),
             built,
-            mix_entries: phase.mix.len(),
+            mix_entries: if session { steps.len() } else { phase.mix.len() },
+            session: ops.clone(),
             pipeline,
             window: load.connections.pipeline_mode == PipelineMode::Window,
             keep_alive,
@@ -358,6 +401,7 @@ fn assemble(
     let mut slots_expected = 0;
     let mut address_unavailable = 0;
     let mut first_connect_error = None;
+    let (mut users_started, mut users_finished) = (0u64, 0u64);
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
         let c = &f.counters;
@@ -376,6 +420,8 @@ fn assemble(
         slots_connected += f.slots_connected;
         slots_expected += f.slots_expected;
         address_unavailable += c.address_unavailable;
+        users_started += c.users_started;
+        users_finished += c.users_finished;
         if first_connect_error.is_none() {
             first_connect_error.clone_from(&c.first_connect_error);
         }
@@ -419,8 +465,16 @@ fn assemble(
         Arrival::Users { .. } => ("users", true),
     };
     let target_rate = schedule.filter(|_| load_secs > 0.0).map(|s| s.count_at(load_secs) / load_secs);
-    let achieved_rate = schedule.map(|_| if load_secs > 0.0 { requests.sent as f64 / load_secs } else { 0.0 });
     let request_errors = errors.read + errors.write + errors.timeout + errors.protocol;
+    // With a session a user sends several requests: users count as users.
+    let session = !phase.session.is_empty();
+    let (users_started, users_finished) = if session {
+        (users_started, users_finished)
+    } else {
+        (requests.sent + errors.connect, requests.completed + request_errors + errors.connect)
+    };
+    let arrivals = if session { users_started } else { requests.sent };
+    let achieved_rate = schedule.map(|_| if load_secs > 0.0 { arrivals as f64 / load_secs } else { 0.0 });
 
     let mut validity = Validity { valid: true, problems: Vec::new(), warnings: Vec::new() };
     if let (Some(target), Some(achieved)) = (target_rate, achieved_rate) {
@@ -497,8 +551,8 @@ fn assemble(
             achieved_rate,
             pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
             keep_alive: load.connections.keep_alive && !users,
-            users_started: users.then_some(requests.sent + errors.connect),
-            users_finished: users.then_some(requests.completed + request_errors + errors.connect),
+            users_started: users.then_some(users_started),
+            users_finished: users.then_some(users_finished),
         },
         requests,
         status,
@@ -519,13 +573,24 @@ fn assemble(
     }
 }
 
-/// Per mix entry: the workers' measurements summed, in the mix's order.
+/// Per mix entry (or session request step): the workers' measurements summed, in the mix's (session's) order.
 fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<RequestBreakdown> {
-    phase
-        .mix
-        .iter()
+    let names: Vec<&str> = if phase.session.is_empty() {
+        phase.mix.iter().map(|m| m.name.as_str()).collect()
+    } else {
+        phase
+            .session
+            .iter()
+            .filter_map(|s| match s {
+                SessionStep::Request { name, .. } => Some(name.as_str()),
+                SessionStep::Think { .. } => None,
+            })
+            .collect()
+    };
+    names
+        .into_iter()
         .enumerate()
-        .map(|(i, entry)| {
+        .map(|(i, name)| {
             let mut requests = RequestCounts::default();
             let mut status = StatusCounts::default();
             let mut errors = ErrorCounts::default();
@@ -544,7 +609,7 @@ fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<
             requests.incomplete = requests.sent.saturating_sub(requests.completed + failed);
             let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
             RequestBreakdown {
-                name: entry.name.clone(),
+                name: name.to_owned(),
                 requests,
                 status,
                 errors,

@@ -305,6 +305,13 @@ impl Built {
         u32::try_from(entry).unwrap_or(0)
     }
 
+    /// Appends a request of entry `entry` (a session's request step) to `out`, without choosing.
+    pub fn next_of(&mut self, entry: u32, out: &mut Vec<u8>) {
+        if let Some((t, gens)) = self.entries.get_mut(entry as usize) {
+            t.render(gens, &mut self.data_rng, out, &mut self.scratch);
+        }
+    }
+
     /// Per entry: the method is HEAD.
     pub fn heads(&self) -> Vec<bool> {
         self.entries.iter().map(|(t, _)| t.head).collect()

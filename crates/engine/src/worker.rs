@@ -65,8 +65,10 @@ pub(crate) struct WorkerConfig {
     pub request: Option<Arc<RequestBytes>>,
     /// A mix or generated values: every request is serialized on its own into its connection's buffer.
     pub built: Option<Built>,
-    /// The number of mix entries to measure separately (0 without a mix).
+    /// The number of mix entries (or session request steps) to measure separately (0 without either).
     pub mix_entries: usize,
+    /// User injection with a session: what each user does on its connection, in order (empty otherwise).
+    pub session: Vec<SessionOp>,
     /// Requests in flight per connection (1 without pipelining).
     pub pipeline: usize,
     /// Window mode: add a request as each completes; batch mode: only when all completed.
@@ -84,6 +86,15 @@ pub(crate) struct WorkerConfig {
     /// Stop issuing requests this long after the start.
     pub duration: Option<Duration>,
     pub stop: StopSignal,
+}
+
+/// A step of a user's session, as the worker runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionOp {
+    /// Send a request of this entry of `built` and wait for its response.
+    Request(u32),
+    /// Pause the user.
+    Think(Duration),
 }
 
 /// Worker -> aggregator messages.
@@ -170,6 +181,10 @@ pub(crate) struct Counters {
     pub address_unavailable: u64,
     /// The first connect error, in words.
     pub first_connect_error: Option<String>,
+    /// Sessions only: users that started (took their first request) and users whose session ended (its last
+    /// step done, a request failed, or the connection closed).
+    pub users_started: u64,
+    pub users_finished: u64,
 }
 
 impl Counters {
@@ -257,6 +272,8 @@ struct Stats {
     in_flight: u64,
     /// Requests taken from the source that wait for their connection (keep-alive off).
     acquired_unsent: u64,
+    /// Session users in a think time (active users with nothing in flight).
+    thinking: u64,
     conns_open: u64,
     peak_open: u64,
     slots_connected: u64,
@@ -376,6 +393,7 @@ impl Ctx {
             interval: new_histogram(),
             in_flight: 0,
             acquired_unsent: 0,
+            thinking: 0,
             conns_open: 0,
             peak_open: 0,
             slots_connected: 0,
@@ -477,6 +495,27 @@ impl Ctx {
         self.built.as_ref().map_or(0, |b| b.borrow_mut().next(out))
     }
 
+    /// Serializes the request of `entry` (a session step) into `out`.
+    fn build_entry(&self, entry: u32, out: &mut Vec<u8>) {
+        if let Some(b) = &self.built {
+            b.borrow_mut().next_of(entry, out);
+        }
+    }
+
+    /// The session's request step after step `after` (or its first with `None`), and the think time before it.
+    /// `None` for the step when the session has no more requests (the think time then ends it).
+    fn next_step(&self, after: Option<usize>) -> (Option<(usize, u32)>, Duration) {
+        let from = after.map_or(0, |a| a + 1);
+        let mut think = Duration::ZERO;
+        for (i, op) in self.cfg.session.iter().enumerate().skip(from) {
+            match *op {
+                SessionOp::Think(d) => think += d,
+                SessionOp::Request(entry) => return (Some((i, entry)), think),
+            }
+        }
+        (None, think)
+    }
+
     /// Whether the response to a request of `entry` has no body (the request was HEAD).
     fn is_head(&self, entry: Option<u32>) -> bool {
         match &self.cfg.request {
@@ -532,7 +571,7 @@ impl Ctx {
             non_2xx: c.non_2xx() - last.non_2xx(),
             latency,
             connections_open: stats.conns_open,
-            in_flight: stats.in_flight + stats.acquired_unsent,
+            in_flight: stats.in_flight + stats.acquired_unsent + stats.thinking,
             full,
         };
         *last = c;
@@ -664,6 +703,15 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
             .await;
             match got {
                 // A request built one at a time goes into the connection's buffer now.
+                Some(t) if !cfg.session.is_empty() => {
+                    // A new user: its session starts with its first request step.
+                    let (first, _) = ctx.next_step(None);
+                    let (step, entry) = first.unwrap_or((0, 0));
+                    io.step = step;
+                    ctx.build_entry(entry, &mut io.out);
+                    ctx.stats.borrow_mut().c.users_started += 1;
+                    pre = Some((t, entry));
+                }
                 Some(t) => pre = Some((t, ctx.build(&mut io.out))),
                 None => break,
             }
@@ -696,13 +744,43 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 }
                 ever_connected = true;
                 backoff = BACKOFF_MIN;
-                let end = poll_fn(|cx| io.drive(cx, &ctx, &mut stream, &mut quota)).await;
+                let end = loop {
+                    let end = poll_fn(|cx| io.drive(cx, &ctx, &mut stream, &mut quota)).await;
+                    if !matches!(end, End::Step) {
+                        break end;
+                    }
+                    // A session's request completed: the user thinks, then sends its next request on the same
+                    // connection, or closes once its session is done.
+                    let (next, think) = ctx.next_step(Some(io.step));
+                    if !think.is_zero() {
+                        ctx.stats.borrow_mut().thinking += 1;
+                        tokio::time::sleep(think).await;
+                        ctx.stats.borrow_mut().thinking -= 1;
+                    }
+                    let Some((step, entry)) = next.filter(|_| !cfg.stop.is_stopped()) else {
+                        break End::Reconnect { server_closed: false };
+                    };
+                    io.step = step;
+                    ctx.build_entry(entry, &mut io.out);
+                    let now = Instant::now();
+                    let mut s = ctx.stats.borrow_mut();
+                    s.c.sent += 1;
+                    s.in_flight += 1;
+                    if let Some(e) = s.entry(entry) {
+                        e.sent += 1;
+                    }
+                    io.push(now, now, entry, 0);
+                };
                 drop(stream);
                 io.reset();
                 let mut s = ctx.stats.borrow_mut();
                 s.conns_open -= 1;
+                if !cfg.session.is_empty() {
+                    s.c.users_finished += 1;
+                }
                 match end {
                     End::Finished => break,
+                    End::Step => {}
                     End::Reconnect { server_closed } => {
                         if server_closed {
                             s.c.reconnects += 1;
@@ -722,8 +800,11 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                         s.c.first_connect_error = Some(e.to_string());
                     }
                     if let Some((_, entry)) = pre {
-                        // The request this connection was for fails with it.
+                        // The request this connection was for fails with it (and a session user with it).
                         s.acquired_unsent -= 1;
+                        if !cfg.session.is_empty() {
+                            s.c.users_finished += 1;
+                        }
                         if let Some(e) = s.entry(entry) {
                             e.errors.connect += 1;
                         }
@@ -755,6 +836,8 @@ enum End {
     Finished,
     /// Open a new connection; `server_closed`: the server ended the connection (counted as a reconnect).
     Reconnect { server_closed: bool },
+    /// A session user's request completed and nothing is in flight: its next step is due.
+    Step,
 }
 
 enum Failure {
@@ -776,6 +859,8 @@ struct InFlight {
 /// A connection slot's per-connection state.
 struct SlotIo {
     id: usize,
+    /// Sessions: the step of the user's request in flight.
+    step: usize,
     /// Requests in flight, oldest first.
     in_flight: VecDeque<InFlight>,
     /// The static request: bytes of requests not yet written.
@@ -794,6 +879,7 @@ impl SlotIo {
     fn new(id: usize) -> Self {
         SlotIo {
             id,
+            step: 0,
             in_flight: VecDeque::new(),
             unwritten: 0,
             write_off: 0,
@@ -892,7 +978,9 @@ impl SlotIo {
                     }
                 }
             } else if self.in_flight.is_empty() {
-                return Poll::Ready(End::Reconnect { server_closed: false });
+                // One request per connection, or the next step of a session.
+                let end = if cfg.session.is_empty() { End::Reconnect { server_closed: false } } else { End::Step };
+                return Poll::Ready(end);
             }
 
             // 2. Write everything unwritten.

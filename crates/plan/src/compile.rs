@@ -62,6 +62,16 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 workers,
                 slos: cell.slos.clone(),
                 seed: seed ^ mix64(phases.len() as u64),
+                session: cell
+                    .session
+                    .iter()
+                    .map(|s| match s {
+                        loadgate_spec::SessionStep::Request { name, request } => {
+                            SessionStep::Request { name: name.clone(), request: request_plan(request) }
+                        }
+                        loadgate_spec::SessionStep::Think { duration } => SessionStep::Think { duration: *duration },
+                    })
+                    .collect(),
             };
             offset = match (offset, duration) {
                 (Some(o), Some(d)) => Some(Duration(o.0 + d.0 + scenario.cooldown.0)),

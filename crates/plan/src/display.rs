@@ -184,7 +184,24 @@ impl ExecutionPlan {
                 let _ = write!(req, " ({})", body_text(b, &p.request));
             }
             let pad = " ".repeat(name_w + 7);
-            if p.mix.is_empty() {
+            if !p.session.is_empty() {
+                for (i, step) in p.session.iter().enumerate() {
+                    let label = if i == 0 { "session" } else { "" };
+                    match step {
+                        SessionStep::Request { name, request } => {
+                            let mut r = format!("{} {}", request.method, request.path);
+                            if let Some(b) = &request.body {
+                                let _ = write!(r, " ({})", body_text(b, request));
+                            }
+                            let _ = writeln!(out, "  {pad}{label:<8} {}. {name}: {r}", i + 1);
+                        }
+                        SessionStep::Think { duration } => {
+                            let _ = writeln!(out, "  {pad}{label:<8} {}. think {duration}", i + 1);
+                        }
+                    }
+                }
+                let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
+            } else if p.mix.is_empty() {
                 let _ = writeln!(out, "  {pad}request  {req}, timeout {}", p.timeout);
             } else {
                 let total: u64 = p.mix.iter().map(|m| u64::from(m.weight)).sum();

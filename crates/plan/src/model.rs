@@ -145,6 +145,21 @@ pub struct Phase {
     /// worker's index.
     #[serde(default)]
     pub seed: u64,
+    /// What each user does from connect to close (`session:` in the spec, user injection only): named requests,
+    /// each waiting for its response, and think times, in order, on the user's one connection. Empty otherwise;
+    /// when set, `request` is the first request step, for display, and results are broken down per request step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session: Vec<SessionStep>,
+}
+
+/// One step of a user's session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SessionStep {
+    /// Send the request and wait for its response; measured under `name`.
+    Request { name: String, request: RequestPlan },
+    /// Pause the user (its connection stays open).
+    Think { duration: Duration },
 }
 
 /// One named request of a mix, chosen per arrival with probability `weight / sum of weights`.

@@ -116,6 +116,20 @@ pub struct Cell {
     pub timeout: Duration,
     pub load: Load,
     pub slos: Vec<Slo>,
+    /// What each user does from connect to close (`session:`, user injection only): named requests and think
+    /// times, in order; empty otherwise. `request` is then the first request step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub session: Vec<SessionStep>,
+}
+
+/// One step of a user's session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SessionStep {
+    /// Send the request and wait for its response.
+    Request { name: String, request: Request },
+    /// Pause the user.
+    Think { duration: Duration },
 }
 
 /// One named request of a mix.

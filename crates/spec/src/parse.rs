@@ -24,10 +24,22 @@ pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
 pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
-pub(crate) const SCENARIO_KEYS: &[&str] =
-    &["description", "gate", "cooldown", "request", "requests", "timeout", "matrix", "matrix_mode", "load", "slo"];
+pub(crate) const SCENARIO_KEYS: &[&str] = &[
+    "description",
+    "gate",
+    "cooldown",
+    "request",
+    "requests",
+    "session",
+    "timeout",
+    "matrix",
+    "matrix_mode",
+    "load",
+    "slo",
+];
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
 pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
+pub(crate) const SESSION_STEP_KEYS: &[&str] = &["name", "think", "method", "path", "query", "headers", "body"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users"];
 pub(crate) const CLOSED_KEYS: &[&str] =
     &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive"];
@@ -1001,13 +1013,21 @@ fn read_scenario(
 }
 
 fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str) -> Option<Cell> {
-    // `request` (one request) or `requests` (a weighted mix of named ones).
+    // `request` (one request), `requests` (a weighted mix of named ones) or `session` (named steps per user).
     let mut mix = Vec::new();
-    let request = match cx.one_of(f, &["request", "requests"], "the scenario") {
+    let mut session = Vec::new();
+    let request = match cx.one_of(f, &["request", "requests", "session"], "the scenario") {
         Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
-        Some(_) => f.get("requests").and_then(|(n, p)| {
+        Some("requests") => f.get("requests").and_then(|(n, p)| {
             mix = read_mix(cx, n, &p, defaults, prefix)?;
             mix.first().map(|m: &MixRequest| m.request.clone())
+        }),
+        Some(_) => f.get("session").and_then(|(n, p)| {
+            session = read_session(cx, n, &p, defaults, prefix)?;
+            session.iter().find_map(|s| match s {
+                SessionStep::Request { request, .. } => Some(request.clone()),
+                SessionStep::Think { .. } => None,
+            })
         }),
         None => None,
     };
@@ -1019,19 +1039,41 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
         Some((n, p)) => read_load(cx, n, &p),
         None => None,
     };
+    if let (Some(load), Some((n, p))) = (&load, f.get("session")) {
+        if !matches!(load, Load::Users { .. }) {
+            cx.error(
+                Diagnostic::error(&p, f.key_span("session").or(n.span), "`session` needs the `users` load model")
+                    .expected("`load: { users: ... }` beside a `session`")
+                    .help(
+                        "a session is what one user does from connect to close; closed and open loads send single \
+                         requests: use `request` or `requests`, or inject users with \
+                         `load: { users: { ramp: 100, over: 10s } }`",
+                    ),
+            );
+            return None;
+        }
+    }
     let slos = match f.get("slo") {
         Some((n, p)) => read_slos(cx, n, &p),
         None => Some(Vec::new()),
     };
     let slos = slos?;
-    for slo in &slos {
+    let names: Vec<&str> = mix
+        .iter()
+        .map(|m| m.name.as_str())
+        .chain(session.iter().filter_map(|s| match s {
+            SessionStep::Request { name, .. } => Some(name.as_str()),
+            SessionStep::Think { .. } => None,
+        }))
+        .collect();
+    // (When the requests could not be read, their names are unknown: nothing more to say.)
+    for slo in slos.iter().filter(|_| request.is_some()) {
         if let Some(name) = &slo.request {
-            if !mix.iter().any(|m| &m.name == name) {
-                let names: Vec<&str> = mix.iter().map(|m| m.name.as_str()).collect();
+            if !names.contains(&name.as_str()) {
                 let (n, p) = f.get("slo")?;
                 let d = Diagnostic::error(&p, n.span, format!("`{slo}` names no request of this scenario")).expected(
                     if names.is_empty() {
-                        "a `requests:` mix that names the request".to_owned()
+                        "a `requests:` mix or a `session:` that names the request".to_owned()
                     } else {
                         format!("one of {}", list(&names))
                     },
@@ -1044,7 +1086,131 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             }
         }
     }
-    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, slos })
+    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, slos, session })
+}
+
+/// `session:`: a list of steps, each a named request (`{ name: home, path: / }`) or a think time
+/// (`{ think: 500ms }`), starting with a request.
+fn read_session(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    path: &Path,
+    defaults: &Defaults,
+    prefix: &str,
+) -> Option<Vec<SessionStep>> {
+    const EXAMPLE: &str = "`session: [{ name: home, path: / }, { think: 1s }, { name: cart, path: /cart }]`";
+    let NodeKind::Seq(items) = &node.kind else {
+        cx.error(
+            Diagnostic::error(path, node.span, "`session` must be a list of steps")
+                .expected(format!("a list such as {EXAMPLE}"))
+                .found(node.type_name()),
+        );
+        return None;
+    };
+    let mut out = Vec::new();
+    let mut ok = true;
+    let mut names: Vec<String> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let p = path.index(i);
+        let NodeKind::Map(fields) = &item.kind else {
+            cx.error(
+                Diagnostic::error(&p, item.span, "a session step must be a mapping")
+                    .expected("a request such as `{ name: home, path: / }` or a think time such as `{ think: 500ms }`")
+                    .found(item.type_name()),
+            );
+            ok = false;
+            continue;
+        };
+        if let Some((_, tn)) = fields.iter().find(|(k, _)| k.name == "think") {
+            let mut step_ok = true;
+            for (k, _) in fields.iter().filter(|(k, _)| k.name != "think") {
+                let d = Diagnostic::error(
+                    &p.key(&k.name),
+                    k.span,
+                    format!("`{}` does not belong in a `think` step", k.name),
+                )
+                .width(k.name.chars().count())
+                .expected("only `think`");
+                cx.error(if SESSION_STEP_KEYS.contains(&k.name.as_str()) {
+                    d.help("a step either pauses the user (`{ think: 500ms }`) or sends a request (`{ name: cart, path: /cart }`): make them two steps")
+                } else {
+                    d
+                });
+                step_ok = false;
+            }
+            match positive_duration(cx, tn, &p.key("think"), "`think`") {
+                Some(duration) if step_ok => out.push(SessionStep::Think { duration }),
+                _ => ok = false,
+            }
+            continue;
+        }
+        // A request step: its name sits beside the request's own keys; read it, then the request without it.
+        let mut request_node = item.clone();
+        let mut name = None;
+        if let NodeKind::Map(fields) = &mut request_node.kind {
+            if let Some(pos) = fields.iter().position(|(k, _)| k.name == "name") {
+                let (_, nn) = fields.remove(pos);
+                let np = p.key("name");
+                if let Some(s) = cx.string(&nn, &np, "`name`") {
+                    if !valid_scenario_name(&s) {
+                        cx.error(
+                            Diagnostic::error(&np, nn.span, format!("request name `{s}` is not a simple identifier"))
+                                .expected("letters, digits, `-` and `_`")
+                                .found(nn.describe()),
+                        );
+                    } else if names.contains(&s) {
+                        cx.error(
+                            Diagnostic::error(&np, nn.span, format!("the session already has a step named `{s}`"))
+                                .expected("a name no other step of the session has")
+                                .found(nn.describe())
+                                .help(format!(
+                                    "each request step is measured under its own name (`p95{{request=NAME}}`): \
+                                     rename one, for example `{s}-2`"
+                                )),
+                        );
+                    } else {
+                        names.push(s.clone());
+                        name = Some(s);
+                    }
+                }
+            } else {
+                cx.error(
+                    Diagnostic::error(&p, item.span, "a request step of a session is missing `name`")
+                        .expected("the `name` key")
+                        .help(format!(
+                            "add `name: step{}`; results and SLOs (`p95{{request=NAME}}`) name each step",
+                            i + 1
+                        )),
+                );
+            }
+        }
+        let request = read_request_with(cx, &request_node, &p, defaults, prefix, SESSION_STEP_KEYS);
+        match (name, request) {
+            (Some(name), Some(request)) => out.push(SessionStep::Request { name, request }),
+            _ => ok = false,
+        }
+    }
+    if !ok {
+        return None;
+    }
+    match out.first() {
+        None => {
+            cx.error(
+                Diagnostic::error(path, node.span, "`session` is empty")
+                    .expected(format!("at least one request step, as in {EXAMPLE}")),
+            );
+            None
+        }
+        Some(SessionStep::Think { .. }) => {
+            cx.error(
+                Diagnostic::error(&path.index(0), items.first().and_then(|n| n.span), "a session starts with a request")
+                    .expected("a request step such as `{ name: home, path: / }` first")
+                    .help("a user's latency is measured from its arrival: to start users later, add a `pause` step to the injection (`load: { users: [{ pause: 1s }, ...] }`)"),
+            );
+            None
+        }
+        Some(_) => Some(out),
+    }
 }
 
 fn read_mix(cx: &mut Cx<'_>, node: &Node, path: &Path, defaults: &Defaults, prefix: &str) -> Option<Vec<MixRequest>> {

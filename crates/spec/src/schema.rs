@@ -175,9 +175,13 @@ pub struct DefaultsDoc {
     pub timeout: Option<DurationText>,
 }
 
-/// One load test: a request (or a weighted mix of named requests), a load model, and the SLOs it must meet.
+/// One load test: a request (or a weighted mix of named requests, or a session per user), a load model, and the
+/// SLOs it must meet.
 #[derive(JsonSchema)]
-#[schemars(deny_unknown_fields, extend("oneOf" = [{"required": ["request"]}, {"required": ["requests"]}]))]
+#[schemars(
+    deny_unknown_fields,
+    extend("oneOf" = [{"required": ["request"]}, {"required": ["requests"]}, {"required": ["session"]}])
+)]
 pub struct ScenarioDoc {
     pub description: Option<String>,
     /// `false` for warmup and primer phases: measured and reported, never gated.
@@ -187,6 +191,10 @@ pub struct ScenarioDoc {
     pub request: Option<RequestDoc>,
     /// A weighted mix of named requests, chosen per request (`p99{request=NAME}` gates one of them).
     pub requests: Option<BTreeMap<String, MixRequestDoc>>,
+    /// What each user does from connect to close (`load: users` only): named requests, each waiting for its
+    /// response, and think times, in order, on one connection.
+    #[schemars(length(min = 1))]
+    pub session: Option<Vec<SessionStepDoc>>,
     /// The per-request timeout (wrk `--timeout`).
     pub timeout: Option<DurationText>,
     /// Variables swept over: the scenario runs once per combination (`plaintext[connections=256]`).
@@ -207,6 +215,22 @@ pub struct MixRequestDoc {
     pub method: Option<String>,
     #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
     pub path: String,
+    pub query: Option<BTreeMap<String, ScalarDoc>>,
+    pub headers: Option<BTreeMap<String, ScalarDoc>>,
+    pub body: Option<String>,
+}
+
+/// A step of a session: a named request (`{ name: home, path: / }`) or a think time (`{ think: 500ms }`).
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SessionStepDoc {
+    /// The request's name, unique in the session: results and SLOs (`p95{request=NAME}`) use it.
+    pub name: Option<String>,
+    /// A pause of the user before its next step (alone in its step).
+    pub think: Option<DurationText>,
+    pub method: Option<String>,
+    #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
+    pub path: Option<String>,
     pub query: Option<BTreeMap<String, ScalarDoc>>,
     pub headers: Option<BTreeMap<String, ScalarDoc>>,
     pub body: Option<String>,
@@ -244,7 +268,8 @@ pub enum LoadDoc {
     Open(OpenDoc),
     /// An arrival rate that moves linearly through stages (k6 ramping-arrival-rate).
     Ramp(RampDoc),
-    /// Gatling-style user injection: each user opens a connection, sends its request, closes.
+    /// Gatling-style user injection: each user opens a connection, sends its request (or runs its `session`),
+    /// closes.
     Users(UsersDoc),
 }
 
@@ -512,6 +537,7 @@ mod tests {
         assert_eq!(props(&schema, "ScenarioDoc"), sorted(SCENARIO_KEYS));
         assert_eq!(props(&schema, "RequestDoc"), sorted(REQUEST_KEYS));
         assert_eq!(props(&schema, "MixRequestDoc"), sorted(MIX_REQUEST_KEYS));
+        assert_eq!(props(&schema, "SessionStepDoc"), sorted(SESSION_STEP_KEYS));
         assert_eq!(props(&schema, "ClosedDoc"), sorted(CLOSED_KEYS));
         assert_eq!(props(&schema, "OpenDoc"), sorted(OPEN_KEYS));
         assert_eq!(props(&schema, "RampDoc"), sorted(RAMP_KEYS));

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
-use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, MixEntry, RequestPlan, Share, StopCondition, WorkerShare};
+use loadgate_plan::{
+    Arrival, ConnectionPolicy, LoadPlan, MixEntry, RequestPlan, SessionStep, Share, StopCondition, WorkerShare,
+};
 use loadgate_results::ScenarioResult;
 use loadgate_spec::units;
 use loadgate_spec::PipelineMode;
@@ -38,6 +40,18 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The request's position across the whole server, from 0.
     pub seq: u64,
+    /// The connection it came on, numbered from 0 in accept order.
+    pub conn: u64,
+}
+
+/// A request a logging server answered: its connection, its target, when it arrived in full and when its
+/// response was written.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub conn: u64,
+    pub target: String,
+    pub arrived: Instant,
+    pub answered: Instant,
 }
 
 impl Request {
@@ -50,9 +64,15 @@ pub struct Server {
     pub addr: SocketAddr,
     answered: Arc<AtomicU64>,
     pub connections: Arc<AtomicU64>,
+    log: Option<Arc<Mutex<Vec<Logged>>>>,
 }
 
 impl Server {
+    /// Every answered request, in answer order (servers from [`serve_logged`] only).
+    pub fn log(&self) -> Vec<Logged> {
+        self.log.as_ref().map(|l| l.lock().unwrap().clone()).unwrap_or_default()
+    }
+
     pub fn answered(&self) -> u64 {
         self.answered.load(Ordering::SeqCst)
     }
@@ -70,6 +90,18 @@ pub fn ok_body(body: &[u8]) -> Vec<u8> {
 
 /// Starts a server that answers each request with `handler`.
 pub fn serve(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+    serve_with(handler, None)
+}
+
+/// [`serve`], also logging when each request arrived and when its response was written ([`Server::log`]).
+pub fn serve_logged(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
+    serve_with(handler, Some(Arc::new(Mutex::new(Vec::new()))))
+}
+
+fn serve_with(
+    handler: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    log: Option<Arc<Mutex<Vec<Logged>>>>,
+) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let answered = Arc::new(AtomicU64::new(0));
@@ -79,23 +111,26 @@ pub fn serve(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Ser
     {
         let answered = answered.clone();
         let connections = connections.clone();
+        let log = log.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                connections.fetch_add(1, Ordering::SeqCst);
-                let (answered, seq, handler) = (answered.clone(), seq.clone(), handler.clone());
-                std::thread::spawn(move || serve_connection(stream, &*handler, &answered, &seq));
+                let conn = connections.fetch_add(1, Ordering::SeqCst);
+                let (answered, seq, handler, log) = (answered.clone(), seq.clone(), handler.clone(), log.clone());
+                std::thread::spawn(move || serve_connection(stream, conn, &*handler, &answered, &seq, log.as_deref()));
             }
         });
     }
-    Server { addr, answered, connections }
+    Server { addr, answered, connections, log }
 }
 
 fn serve_connection(
     mut stream: TcpStream,
+    conn: u64,
     handler: &(dyn Fn(&Request) -> Reply + Send + Sync),
     answered: &AtomicU64,
     seq: &AtomicU64,
+    log: Option<&Mutex<Vec<Logged>>>,
 ) {
     let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::new();
@@ -105,10 +140,16 @@ fn serve_connection(
         while let Some((mut req, used)) = parse_request(&buf) {
             buf.drain(..used);
             req.seq = seq.fetch_add(1, Ordering::SeqCst);
+            req.conn = conn;
+            let arrived = Instant::now();
             match handler(&req) {
                 Reply::Bytes(b) => {
                     if stream.write_all(&b).is_err() {
                         return;
+                    }
+                    if let Some(log) = log {
+                        let answered = Instant::now();
+                        log.lock().unwrap().push(Logged { conn, target: req.target.clone(), arrived, answered });
                     }
                     answered.fetch_add(1, Ordering::SeqCst);
                 }
@@ -165,6 +206,7 @@ fn parse_request(buf: &[u8]) -> Option<(Request, usize)> {
             .collect(),
         body: buf[head..head + len].to_vec(),
         seq: 0,
+        conn: 0,
     };
     Some((request, head + len))
 }
@@ -221,6 +263,7 @@ pub struct PhaseBuilder {
     pub request: Option<RequestPlan>,
     pub mix: Vec<MixEntry>,
     pub seed: u64,
+    pub session: Vec<SessionStep>,
 }
 
 impl PhaseBuilder {
@@ -238,6 +281,7 @@ impl PhaseBuilder {
             request: None,
             mix: Vec::new(),
             seed: 1,
+            session: Vec::new(),
         }
     }
 
@@ -354,6 +398,7 @@ impl PhaseBuilder {
             workers: shares,
             slos: vec![],
             seed: self.seed,
+            session: self.session.clone(),
         };
         let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
         (phase, workers)
