@@ -409,8 +409,8 @@ fn assemble(
         requests.completed += c.completed;
         requests.incomplete += f.incomplete;
         requests.unsent += f.unsent;
-        add_status(&mut status, &c.status);
-        add_errors(&mut errors, &c.errors);
+        status.add(&c.status);
+        errors.add(&c.errors);
         connections.peak_open += f.peak_open;
         connections.opened += c.opened;
         connections.failed += c.connect_failed;
@@ -598,8 +598,8 @@ fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<
             for e in finals.iter().filter_map(|f| f.by_entry.get(i)) {
                 requests.sent += e.sent;
                 requests.completed += e.completed;
-                add_status(&mut status, &e.status);
-                add_errors(&mut errors, &e.errors);
+                status.add(&e.status);
+                errors.add(&e.errors);
                 if histogram.add(&e.latency).is_err() {
                     merge_by_values(&mut histogram, &e.latency);
                 }
@@ -619,22 +619,6 @@ fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<
             }
         })
         .collect()
-}
-
-fn add_status(into: &mut StatusCounts, from: &StatusCounts) {
-    into.informational += from.informational;
-    into.success += from.success;
-    into.redirection += from.redirection;
-    into.client_error += from.client_error;
-    into.server_error += from.server_error;
-}
-
-fn add_errors(into: &mut ErrorCounts, from: &ErrorCounts) {
-    into.connect += from.connect;
-    into.read += from.read;
-    into.write += from.write;
-    into.timeout += from.timeout;
-    into.protocol += from.protocol;
 }
 
 fn fmt_rate(r: f64) -> String {

@@ -274,6 +274,15 @@ pub struct StatusCounts {
 }
 
 impl StatusCounts {
+    /// Adds another count to this one (merging workers, requests of a mix, or repeated runs).
+    pub fn add(&mut self, other: &StatusCounts) {
+        self.informational += other.informational;
+        self.success += other.success;
+        self.redirection += other.redirection;
+        self.client_error += other.client_error;
+        self.server_error += other.server_error;
+    }
+
     /// Responses whose status was not 2xx.
     pub fn non_2xx(&self) -> u64 {
         self.informational + self.redirection + self.client_error + self.server_error
@@ -296,6 +305,15 @@ pub struct ErrorCounts {
 }
 
 impl ErrorCounts {
+    /// Adds another count to this one.
+    pub fn add(&mut self, other: &ErrorCounts) {
+        self.connect += other.connect;
+        self.read += other.read;
+        self.write += other.write;
+        self.timeout += other.timeout;
+        self.protocol += other.protocol;
+    }
+
     /// Failed requests of every kind.
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.protocol
