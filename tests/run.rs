@@ -39,6 +39,15 @@ fn spec(yaml: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// A spec whose target is a Python server (`script`, listening on `port`) that loadgate starts, followed by
+/// `scenarios` (YAML indented under `scenarios:`).
+fn python_target_spec(name: &str, port: u16, script: &str, scenarios: &str) -> (tempfile::TempDir, PathBuf) {
+    spec(&format!(
+        "version: 1\nname: {name}\ntarget:\n  base_url: http://127.0.0.1:{port}\n  start:\n    \
+         command: [python3, -c, {script:?}]\n    ready: {{ tcp: true, timeout: 10s }}\nscenarios:{scenarios}"
+    ))
+}
+
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
@@ -237,27 +246,22 @@ fn a_target_that_dies_mid_run_exits_3_and_keeps_what_was_measured() {
          threading.Timer(1.5, lambda: os._exit(3)).start()\n\
          http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
     );
-    let (dir, path) = spec(&format!(
+    let (dir, path) = python_target_spec(
+        "e2e-dies",
+        port,
+        &script,
         r#"
-version: 1
-name: e2e-dies
-target:
-  base_url: http://127.0.0.1:{port}
-  start:
-    command: [python3, -c, {script:?}]
-    ready: {{ tcp: true, timeout: 10s }}
-scenarios:
   first:
-    request: {{ path: / }}
-    load: {{ closed: {{ connections: 2, duration: 500ms }} }}
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 500ms } }
   second:
-    request: {{ path: / }}
-    load: {{ closed: {{ connections: 2, duration: 5s }} }}
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 5s } }
   never:
-    request: {{ path: / }}
-    load: {{ closed: {{ connections: 2, duration: 1s }} }}
-"#
-    ));
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 1s } }
+"#,
+    );
     let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let r = results(dir.path(), "e2e-dies");
@@ -405,22 +409,17 @@ fn a_sweep_against_a_server_that_collapses_names_the_knee() {
          \x20   def log_message(self, *a): pass\n\
          http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
     );
-    let (dir, path) = spec(&format!(
+    let (dir, path) = python_target_spec(
+        "e2e-knee",
+        port,
+        &script,
         r#"
-version: 1
-name: e2e-knee
-target:
-  base_url: http://127.0.0.1:{port}
-  start:
-    command: [python3, -c, {script:?}]
-    ready: {{ tcp: true, timeout: 10s }}
-scenarios:
   sweep:
-    request: {{ path: / }}
-    matrix: {{ connections: [1, 2, 4, 8, 16] }}
-    load: {{ closed: {{ connections: "{{{{ connections }}}}", duration: 1s }} }}
-"#
-    ));
+    request: { path: / }
+    matrix: { connections: [1, 2, 4, 8, 16] }
+    load: { closed: { connections: "{{ connections }}", duration: 1s } }
+"#,
+    );
     let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
     assert!(matches!(out.status.code(), Some(0 | 4)), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let r = results(dir.path(), "e2e-knee");
