@@ -111,6 +111,7 @@ mod codec;
 mod data;
 mod phase;
 mod request;
+mod rt;
 mod schedule;
 mod sys;
 mod transport;
@@ -198,7 +199,7 @@ impl StopSignal {
 pub enum EngineError {
     #[error("cannot start worker thread {worker}: {source}")]
     Spawn { worker: usize, source: std::io::Error },
-    #[error("worker {worker} cannot build its async runtime: {source}")]
+    #[error("worker {worker} cannot create its event loop (epoll): {source}")]
     Runtime { worker: usize, source: std::io::Error },
     #[error("cannot pin worker {worker} to CPU {cpu}: {source}")]
     Pin { worker: usize, cpu: u32, source: std::io::Error },

@@ -1,5 +1,5 @@
-//! One worker: an OS thread pinned to its CPU, running a `current_thread` tokio runtime with its own connection
-//! slots, counters and histograms.
+//! One worker: an OS thread pinned to its CPU, running its own event loop (the `rt` module) with its own
+//! connection slots, counters and histograms.
 //!
 //! Everything per request stays on the worker thread in plain `Cell`/`RefCell` state: no locks, atomics or
 //! channels. The worker talks to the aggregating thread once per second (a snapshot of the interval) and once
@@ -22,7 +22,12 @@
 //!   generated values) into the connection's own reusable buffer as they are taken.
 //!
 //! The ticker wakes every millisecond in open loads (every 10 ms in closed ones): it checks the stop signal and
-//! the deadline, wakes idle slots when requests are due, and sends the per-second snapshot.
+//! the deadline, wakes idle slots when requests are due, and sends the per-second snapshot. In an open
+//! keep-alive load whose due requests all found a free connection, the ticker also lets the event loop defer
+//! socket I/O to the next tick: responses are then read once a millisecond instead of waking the thread for
+//! each, and their completion time is the kernel's receive timestamp, so latency is as exact as before. As
+//! soon as requests wait for a connection (or a connect is in progress, or the load stops), every response is
+//! handled as it arrives again.
 //!
 //! Per-request timeouts use one lazy timer per connection, armed at the oldest in-flight request's deadline
 //! and moved only when it fires, so a busy connection touches its timer about once per timeout period.
@@ -40,11 +45,10 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use loadgate_results::{new_histogram, ErrorCounts, StatusCounts};
-use tokio::io::ReadBuf;
-use tokio::time::{MissedTickBehavior, Sleep};
 
 use crate::codec::{Completed, Eof, ResponseParser};
 use crate::request::{Built, RequestBytes};
+use crate::rt::{Rt, Task};
 use crate::schedule::WorkerSchedule;
 use crate::transport::{self, ConnectError, Stream};
 use crate::{EngineError, StopSignal};
@@ -213,7 +217,7 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
             return;
         }
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build() {
+    let rt = match Rt::new(cfg.slots + 1) {
         Ok(rt) => rt,
         Err(source) => {
             let _ = tx.send(Msg::Failed(EngineError::Runtime { worker: index, source }));
@@ -225,14 +229,22 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
     }
     let Ok(start) = start_rx.recv() else { return };
     let (user0, sys0) = crate::sys::thread_cpu_seconds();
-    let mut fin = runtime.block_on(async {
-        let local = tokio::task::LocalSet::new();
-        let ctx = Rc::new(Ctx::new(cfg, start));
-        local.run_until(run(ctx.clone(), tx.clone())).await;
-        drop(local);
-        ctx.finish()
-    });
-    drop(runtime);
+    let ctx = Rc::new(Ctx::new(cfg, start, rt));
+    // Task 0 is the ticker; task `1 + i` is slot `i`.
+    let quotas = ctx.cfg.slot_quotas.clone();
+    ctx.live_slots.set(ctx.cfg.slots);
+    if ctx.cfg.slots == 0 {
+        ctx.stop_at.set(Some(Instant::now()));
+    }
+    let mut tasks: Vec<Task<'_>> = Vec::with_capacity(ctx.cfg.slots + 1);
+    tasks.push(Box::pin(run(ctx.clone(), tx.clone())));
+    for slot in 0..ctx.cfg.slots {
+        let quota = quotas.as_ref().map(|q| q.get(slot).copied().unwrap_or(0));
+        tasks.push(Box::pin(slot_main(ctx.clone(), slot, quota)));
+    }
+    ctx.rt.run(tasks);
+    let mut fin = ctx.finish();
+    drop(ctx);
     let (user1, sys1) = crate::sys::thread_cpu_seconds();
     fin.user_seconds = (user1 - user0).max(0.0);
     fin.system_seconds = (sys1 - sys0).max(0.0);
@@ -241,6 +253,7 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
 
 /// The worker's shared state, owned by its thread.
 struct Ctx {
+    rt: Rt,
     cfg: WorkerConfig,
     start: Instant,
     deadline: Option<Instant>,
@@ -381,7 +394,7 @@ enum Acquired {
 }
 
 impl Ctx {
-    fn new(mut cfg: WorkerConfig, start: Instant) -> Self {
+    fn new(mut cfg: WorkerConfig, start: Instant, rt: Rt) -> Self {
         let deadline = cfg.duration.and_then(|d| start.checked_add(d));
         let open = cfg.open.clone().map(|(sched, quota)| RefCell::new(OpenSource::new(sched, quota, start)));
         let stats = Stats {
@@ -403,6 +416,7 @@ impl Ctx {
         let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
         let slots = cfg.slots;
         Ctx {
+            rt,
             deadline,
             start,
             stopping: Cell::new(false),
@@ -608,23 +622,16 @@ impl Ctx {
 
 /// The worker's main future: spawns the slots and runs the ticker until the work is done or the drain ends.
 async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
-    let quotas = ctx.cfg.slot_quotas.clone();
-    ctx.live_slots.set(ctx.cfg.slots);
-    for slot in 0..ctx.cfg.slots {
-        let quota = quotas.as_ref().map(|q| q.get(slot).copied().unwrap_or(0));
-        tokio::task::spawn_local(slot_main(ctx.clone(), slot, quota));
-    }
-    if ctx.cfg.slots == 0 {
-        ctx.stop_at.set(Some(Instant::now()));
-    }
     let tick = if ctx.open_loop { Duration::from_millis(1) } else { Duration::from_millis(10) };
-    let mut ticker = tokio::time::interval_at((ctx.start + tick).into(), tick);
-    ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut next_tick = ctx.start + tick;
+    // I/O may wait for the pacer only in open keep-alive loads of single requests (see the module docs).
+    let may_defer = ctx.open_loop && ctx.cfg.keep_alive && ctx.cfg.session.is_empty();
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
     let mut interval = 0u64;
     let mut last = Counters::default();
     let drain = ctx.cfg.drain;
     loop {
+        let mut sleep = ctx.rt.sleep_until(next_tick);
         poll_fn(|cx| {
             if ctx.live_slots.get() == 0 {
                 return Poll::Ready(());
@@ -633,12 +640,18 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
             if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 *w = Some(cx.waker().clone());
             }
-            ticker.poll_tick(cx).map(|_| ())
+            Pin::new(&mut sleep).poll(cx)
         })
         .await;
         let now = Instant::now();
         if ctx.live_slots.get() == 0 {
             break;
+        }
+        // Missed ticks are skipped, not caught up.
+        next_tick += tick;
+        if next_tick <= now {
+            let behind = now.saturating_duration_since(next_tick).as_nanos() / tick.as_nanos();
+            next_tick += tick * (u32::try_from(behind).unwrap_or(u32::MAX - 1) + 1);
         }
         if !ctx.stopping.get() {
             if ctx.cfg.stop.is_stopped() {
@@ -652,19 +665,24 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
         if ctx.stopping.get() && ctx.stop_at.get().is_some_and(|at| now >= at + drain) {
             break;
         }
+        let mut defer = false;
         if !ctx.stopping.get() {
             if let Some(src) = &ctx.open {
                 let idle = ctx.idle.borrow().len();
+                let src_ref = src.borrow();
+                let due = src_ref.due_count(now, ctx.deadline, usize::MAX);
                 if idle > 0 {
-                    let src = src.borrow();
                     // Once the schedule has nothing more (the last user step is over), the waiting slots end
                     // instead of waiting for the deadline.
-                    let wake = if src.exhausted(ctx.deadline) { idle } else { src.due_count(now, ctx.deadline, idle) };
-                    drop(src);
+                    let wake = if src_ref.exhausted(ctx.deadline) { idle } else { due.min(idle) };
+                    drop(src_ref);
                     ctx.wake_idle(wake);
                 }
+                // Every due request has a free connection: nothing waits for a response to be read.
+                defer = may_defer && due <= idle;
             }
         }
+        ctx.rt.set_defer_io(defer);
         while now >= next_snapshot {
             let snap = ctx.snapshot(interval, true, &mut last);
             let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
@@ -720,7 +738,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
         }
 
         let began = Instant::now();
-        match transport::connect(cfg.addr, cfg.timeout).await {
+        match transport::connect(&ctx.rt, cfg.addr, cfg.timeout).await {
             Ok(mut stream) => {
                 let connected = Instant::now();
                 {
@@ -754,7 +772,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     let (next, think) = ctx.next_step(Some(io.step));
                     if !think.is_zero() {
                         ctx.stats.borrow_mut().thinking += 1;
-                        tokio::time::sleep(think).await;
+                        ctx.rt.sleep(think).await;
                         ctx.stats.borrow_mut().thinking -= 1;
                     }
                     let Some((step, entry)) = next.filter(|_| !cfg.stop.is_stopped()) else {
@@ -823,7 +841,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                         Some(src) => src.borrow_mut().forfeit(),
                     }
                 }
-                tokio::time::sleep(backoff).await;
+                ctx.rt.sleep(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }
         }
@@ -871,7 +889,8 @@ struct SlotIo {
     out: Vec<u8>,
     out_pos: usize,
     parser: ResponseParser,
-    timer: Pin<Box<Sleep>>,
+    /// The lazy timeout timer: when it fires (if armed).
+    timer_at: Instant,
     armed: bool,
 }
 
@@ -886,7 +905,7 @@ impl SlotIo {
             out: Vec::new(),
             out_pos: 0,
             parser: ResponseParser::new(),
-            timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
+            timer_at: Instant::now(),
             armed: false,
         }
     }
@@ -990,8 +1009,8 @@ impl SlotIo {
                     None if self.out_pos < self.out.len() => &self.out[self.out_pos..],
                     _ => break,
                 };
-                match Pin::new(&mut *stream).poll_write(cx, buf) {
-                    Poll::Ready(Ok(n)) if n > 0 => {
+                match stream.try_write(&ctx.rt, buf) {
+                    Ok(Some(n)) if n > 0 => {
                         if cfg.request.is_some() {
                             self.unwritten -= n;
                             self.write_off = (self.write_off + n) % req_len.max(1);
@@ -1004,30 +1023,31 @@ impl SlotIo {
                         }
                         ctx.stats.borrow_mut().c.bytes_written += n as u64;
                     }
-                    Poll::Ready(_) => {
+                    Ok(None) => break,
+                    Ok(Some(_)) | Err(_) => {
                         self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Write);
                         return Poll::Ready(End::Reconnect { server_closed: false });
                     }
-                    Poll::Pending => break,
                 }
             }
 
             // 3. Read whatever has arrived.
             let mut scratch = ctx.scratch.borrow_mut();
-            let mut buf = ReadBuf::new(&mut scratch[..]);
-            match Pin::new(&mut *stream).poll_read(cx, &mut buf) {
-                Poll::Pending => {}
-                Poll::Ready(Err(_)) => {
+            match stream.try_read(&ctx.rt, &mut scratch[..]) {
+                Ok(None) => {}
+                Err(_) => {
                     self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Read);
                     return Poll::Ready(End::Reconnect { server_closed: false });
                 }
-                Poll::Ready(Ok(())) => {
-                    let n = buf.filled().len();
+                Ok(Some(read)) => {
+                    let n = read.len;
                     let mut stats = ctx.stats.borrow_mut();
                     if n == 0 {
                         return Poll::Ready(self.on_eof(ctx, &mut stats, quota));
                     }
                     now = Instant::now();
+                    // The bytes' arrival (the kernel's timestamp), never later than now.
+                    let arrived = read.arrived.map_or(now, |t| t.min(now));
                     stats.c.bytes_read += n as u64;
                     let data = &scratch[..n];
                     let mut off = 0;
@@ -1041,7 +1061,7 @@ impl SlotIo {
                             Ok((used, done)) => {
                                 off += used;
                                 if let Some(done) = done {
-                                    if let Some(end) = self.complete(ctx, &mut stats, quota, done, now) {
+                                    if let Some(end) = self.complete(ctx, &mut stats, quota, done, arrived) {
                                         return Poll::Ready(end);
                                     }
                                 }
@@ -1056,11 +1076,13 @@ impl SlotIo {
             // 4. The lazy per-connection timeout.
             if !self.in_flight.is_empty() && !self.armed {
                 let oldest = self.in_flight[0].sent;
-                self.timer.as_mut().reset((oldest + cfg.timeout).into());
-                self.armed = true;
-                let _ = self.timer.as_mut().poll(cx);
+                if let Some(at) = oldest.checked_add(cfg.timeout) {
+                    self.timer_at = at;
+                    self.armed = true;
+                    ctx.rt.add_timer(at, ctx.rt.current());
+                }
             }
-            if self.armed && self.timer.is_elapsed() {
+            if self.armed && now >= self.timer_at {
                 self.armed = false;
                 if let Some(&InFlight { sent, .. }) = self.in_flight.front() {
                     now = Instant::now();
@@ -1091,6 +1113,8 @@ impl SlotIo {
             self.fail_all(stats, Failure::Protocol);
             return Some(End::Reconnect { server_closed: false });
         };
+        // A kernel timestamp can precede the actual send only by clock noise: never count that.
+        let now = now.max(sent);
         let latency = micros(now.saturating_duration_since(intended));
         stats.latency.saturating_record(latency);
         stats.interval.saturating_record(latency);
