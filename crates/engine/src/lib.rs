@@ -32,7 +32,14 @@
 //!   that is the send time (latency equals service time); without keep-alive it is before the connect, so
 //!   latency includes the connect, as ab reports.
 //! - `service_time`: actual send to completion. `send_lag`: actual send minus intended send (open loads only).
+//!   Open loads send what is due on the worker's 1 ms pacer tick, so the send lag of an idle generator is
+//!   spread over 0..1 ms and is part of `latency`, as it must be.
 //! - `connect_time`: every successful TCP connect.
+//!
+//! Completion is the moment the response's last bytes reached the socket: the kernel's receive timestamp
+//! (`SO_TIMESTAMPNS`), or the time of the read where the socket gives none. The worker may therefore read
+//! responses late (an open load whose due requests all have a free connection reads once per pacer tick)
+//! without moving a single latency.
 //!
 //! # Stop and drain
 //!
