@@ -9,7 +9,8 @@
 # alternate within each case. Requests are counted at the server (nginx stub_status), not taken from any
 # tool's own report; the generator's CPU time and peak RSS come from its rusage (`/usr/bin/time`).
 # loadgate is the real CLI (`loadgate run --url ...`; LOADGATE, default target/release/loadgate; build it with
-# `cargo build --release -p loadgate`). The open-loop case compares with h2load (`apt-get install nghttp2-client`).
+# `cargo build --release -p loadgate`). The open-loop case compares with h2load (`apt-get install nghttp2-client`)
+# and, when it is installed (`cargo install oha`), with oha.
 # Prints one table row per case: medians of RUNS runs and the loadgate/peer ratios.
 set -euo pipefail
 
@@ -20,13 +21,14 @@ DUR=${DUR:-10}
 PORT=${PORT:-18080}
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
-CASES=${*:-closed pipeline open conns10k conns16k nokeepalive}
+CASES=${*:-closed pipeline open open-oha conns10k conns16k nokeepalive}
 
 for tool in nginx wrk ab curl taskset /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
 [ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
 HAVE_H2LOAD=0; command -v h2load >/dev/null && HAVE_H2LOAD=1
+HAVE_OHA=0; command -v oha >/dev/null && HAVE_OHA=1
 
 work=$(mktemp -d)
 cleanup() {
@@ -127,6 +129,12 @@ for c in $CASES; do
           "$LG $URL -t 1 -c 50 -d ${DUR}s -R 20000"
       else
         row "open loop 20000/s, 50 connections" - - "$LG $URL -t 1 -c 50 -d ${DUR}s -R 20000"
+      fi ;;
+    open-oha)
+      # oha's open loop (`-q`) with its coordinated-omission correction on, as loadgate always measures.
+      if [ "$HAVE_OHA" = 1 ]; then
+        row "open loop 20000/s, 50 connections" "oha -q --latency-correction" \
+          "oha --no-tui --latency-correction -c 50 -q 20000 -z ${DUR}s $URL" "$LG $URL -t 1 -c 50 -d ${DUR}s -R 20000"
       fi ;;
     nokeepalive) row "no keep-alive, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $URL" \
       "$LG $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
