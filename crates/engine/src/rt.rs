@@ -14,6 +14,11 @@
 //! everything that arrived when the tick comes. Latency stays exact because a response's completion time is
 //! the kernel's receive timestamp of its last bytes (`SO_TIMESTAMPNS`), converted to the monotonic clock
 //! ([`Rt::instant_of`]), not the moment the thread got around to reading it.
+//!
+//! Deferral is therefore allowed only once this thread's reads are known to carry kernel timestamps: after a
+//! read that had one and before any read that had none ([`Rt::note_read`]). Where the kernel or sandbox gives
+//! no receive timestamps, the loop never defers, and a completion time is the moment of the read, taken as
+//! soon as epoll reports the bytes.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -76,6 +81,10 @@ pub(crate) struct Rt {
     /// A (monotonic, realtime) pair of the same moment: turns kernel receive timestamps into `Instant`s.
     clock: Cell<(Instant, i128)>,
     defer_io: Cell<bool>,
+    /// Reads on this thread carry kernel receive timestamps: `None` until the first read says.
+    stamped: Cell<Option<bool>>,
+    /// Ask sockets for receive timestamps (only tests turn this off, to exercise the other path).
+    want_stamps: Cell<bool>,
     /// Connects in progress (I/O is never deferred while one is).
     connecting: Cell<u32>,
     /// `epoll_pwait2` exists (Linux 5.11); without it waits round up to milliseconds.
@@ -99,6 +108,8 @@ impl Rt {
             current: Cell::new(0),
             clock: Cell::new((Instant::now(), 0)),
             defer_io: Cell::new(false),
+            stamped: Cell::new(None),
+            want_stamps: Cell::new(true),
             connecting: Cell::new(0),
             pwait2: Cell::new(true),
         };
@@ -154,9 +165,33 @@ impl Rt {
     }
 
     /// Between timers, sleep instead of waking for socket events (which are all handled at the next timer).
-    /// Never in effect while a connect is in progress.
+    /// Never in effect while a connect is in progress, nor unless reads carry kernel receive timestamps.
     pub(crate) fn set_defer_io(&self, defer: bool) {
         self.defer_io.set(defer);
+    }
+
+    /// Whether I/O waits for the next timer now.
+    pub(crate) fn defers_io(&self) -> bool {
+        self.defer_io.get() && self.stamped.get() == Some(true) && self.connecting.get() == 0
+    }
+
+    /// A read of response bytes did (or did not) carry the kernel's receive timestamp. One read without
+    /// turns deferral off for good: a deferred read would then move the completion time.
+    pub(crate) fn note_read(&self, stamped: bool) {
+        if self.stamped.get() != Some(false) {
+            self.stamped.set(Some(stamped));
+        }
+    }
+
+    /// Whether new sockets should ask for receive timestamps.
+    pub(crate) fn wants_timestamps(&self) -> bool {
+        self.want_stamps.get()
+    }
+
+    /// Sockets opened from now on get no receive timestamps, as on a kernel that has none.
+    #[cfg(test)]
+    pub(crate) fn without_timestamps(&self) {
+        self.want_stamps.set(false);
     }
 
     pub(crate) fn connect_started(&self) {
@@ -229,7 +264,7 @@ impl Rt {
             let next = self.timers.borrow().peek().map(|Reverse((at, _))| *at);
             let timeout = next.map(|at| at.saturating_duration_since(now));
             let got = match timeout {
-                Some(t) if !t.is_zero() && self.defer_io.get() && self.connecting.get() == 0 => {
+                Some(t) if !t.is_zero() && self.defers_io() => {
                     std::thread::sleep(t);
                     self.wait(&mut events, Some(Duration::ZERO))
                 }
@@ -375,6 +410,22 @@ mod tests {
         });
         rt.run(vec![waiter, waker_side]);
         assert_eq!(polls.get(), 2);
+    }
+
+    #[test]
+    fn io_is_deferred_only_while_reads_are_stamped() {
+        let rt = Rt::new(1).unwrap();
+        rt.set_defer_io(true);
+        assert!(!rt.defers_io(), "before any read is known to be stamped");
+        rt.note_read(true);
+        assert!(rt.defers_io());
+        rt.connect_started();
+        assert!(!rt.defers_io(), "while a connect is in progress");
+        rt.connect_ended();
+        rt.note_read(false);
+        assert!(!rt.defers_io(), "after a read without a timestamp");
+        rt.note_read(true);
+        assert!(!rt.defers_io(), "for good");
     }
 
     #[test]

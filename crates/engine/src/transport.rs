@@ -18,6 +18,30 @@ use crate::rt::{Rt, TaskId, READABLE, READ_CLOSED, WRITABLE};
 /// `SO_TIMESTAMPNS_NEW` / `SCM_TIMESTAMPNS_NEW` (Linux 5.1): receive timestamps as a 64-bit timespec.
 const SO_TIMESTAMPNS_NEW: libc::c_int = 64;
 
+/// The receive timestamps a socket delivers, by the option that turned them on (the first one the kernel
+/// accepts, best first). The control message's type is the option's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamps {
+    /// `SO_TIMESTAMPNS_NEW`: `{ i64 sec, i64 nsec }`.
+    Ns64,
+    /// `SO_TIMESTAMPNS` (older kernels, emulated kernels): a `struct timespec`.
+    Ns,
+    /// `SO_TIMESTAMP`: a `struct timeval`, microseconds.
+    Us,
+}
+
+impl Stamps {
+    const BEST_FIRST: [Stamps; 3] = [Stamps::Ns64, Stamps::Ns, Stamps::Us];
+
+    fn option(self) -> libc::c_int {
+        match self {
+            Stamps::Ns64 => SO_TIMESTAMPNS_NEW,
+            Stamps::Ns => libc::SO_TIMESTAMPNS,
+            Stamps::Us => libc::SO_TIMESTAMP,
+        }
+    }
+}
+
 /// What a read got.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Read {
@@ -66,8 +90,8 @@ impl From<io::Error> for ConnectError {
 pub(crate) struct TcpConn {
     sock: Socket,
     task: TaskId,
-    /// The socket delivers receive timestamps.
-    timestamps: bool,
+    /// The receive timestamps the socket was asked for (`None`: none could be turned on).
+    stamps: Option<Stamps>,
 }
 
 /// Counts a connect in progress for as long as it lives.
@@ -79,11 +103,12 @@ impl Drop for Connecting<'_> {
     }
 }
 
-/// Opens a TCP connection with `TCP_NODELAY` and receive timestamps, for the task being polled.
+/// Opens a TCP connection with `TCP_NODELAY` and receive timestamps (where the kernel has them), for the task
+/// being polled.
 pub(crate) async fn connect(rt: &Rt, addr: SocketAddr, timeout: Duration) -> Result<TcpConn, ConnectError> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM.nonblocking().cloexec(), Some(Protocol::TCP))?;
     sock.set_tcp_nodelay(true)?;
-    let timestamps = enable_timestamps(&sock);
+    let stamps = if rt.wants_timestamps() { enable_timestamps(&sock) } else { None };
     let task = rt.current();
     match sock.connect(&SockAddr::from(addr)) {
         Ok(()) => {}
@@ -115,22 +140,25 @@ pub(crate) async fn connect(rt: &Rt, addr: SocketAddr, timeout: Duration) -> Res
     if let Some(e) = sock.take_error()? {
         return Err(e.into());
     }
-    Ok(TcpConn { sock, task, timestamps })
+    Ok(TcpConn { sock, task, stamps })
 }
 
-fn enable_timestamps(sock: &Socket) -> bool {
+/// Turns on the best receive timestamps the kernel accepts.
+fn enable_timestamps(sock: &Socket) -> Option<Stamps> {
     let on: libc::c_int = 1;
-    // SAFETY: the option value is a live c_int of the size passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_TIMESTAMPNS_NEW,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    rc == 0
+    Stamps::BEST_FIRST.into_iter().find(|s| {
+        // SAFETY: the option value is a live c_int of the size passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                s.option(),
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        rc == 0
+    })
 }
 
 fn would_block(e: &io::Error) -> bool {
@@ -170,9 +198,15 @@ impl Stream for TcpConn {
             return Ok(None);
         }
         loop {
-            let (n, arrived) = if self.timestamps { self.recvmsg(rt, buf) } else { self.recv(buf) };
+            let (n, arrived) = match self.stamps {
+                Some(stamps) => self.recvmsg(rt, stamps, buf),
+                None => self.recv(buf),
+            };
             if n >= 0 {
                 let len = n as usize;
+                if len > 0 {
+                    rt.note_read(arrived.is_some());
+                }
                 if len < buf.len() && len > 0 {
                     // A short read emptied the receive queue: anything more arrives with a new edge.
                     rt.clear(self.task, READABLE);
@@ -200,7 +234,7 @@ impl TcpConn {
     }
 
     /// A read that also takes the receive timestamp of the last bytes read.
-    fn recvmsg(&self, rt: &Rt, buf: &mut [u8]) -> (isize, Option<Instant>) {
+    fn recvmsg(&self, rt: &Rt, stamps: Stamps, buf: &mut [u8]) -> (isize, Option<Instant>) {
         let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
         // Room for one cmsghdr with a 16-byte timespec, 8-byte aligned.
         let mut control = [0u64; 8];
@@ -220,10 +254,26 @@ impl TcpConn {
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(&msg);
             while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_TIMESTAMPNS_NEW {
-                    let data = libc::CMSG_DATA(c).cast::<[i64; 2]>();
-                    let [sec, nsec] = std::ptr::read_unaligned(data);
-                    arrived = rt.instant_of(sec, nsec);
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == stamps.option() {
+                    let data = libc::CMSG_DATA(c);
+                    let (sec, nsec) = match stamps {
+                        Stamps::Ns64 => {
+                            let [sec, nsec] = std::ptr::read_unaligned(data.cast::<[i64; 2]>());
+                            (sec, nsec)
+                        }
+                        Stamps::Ns => {
+                            let t = std::ptr::read_unaligned(data.cast::<libc::timespec>());
+                            (i64::from(t.tv_sec), i64::from(t.tv_nsec))
+                        }
+                        Stamps::Us => {
+                            let t = std::ptr::read_unaligned(data.cast::<libc::timeval>());
+                            (i64::from(t.tv_sec), i64::from(t.tv_usec) * 1000)
+                        }
+                    };
+                    // A zero stamp is a packet queued before timestamps were on: no timestamp.
+                    if sec != 0 || nsec != 0 {
+                        arrived = rt.instant_of(sec, nsec);
+                    }
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);
             }
@@ -238,10 +288,9 @@ mod tests {
     use crate::rt::Task;
     use std::io::Write;
 
-    /// A read made long after the bytes arrived still knows when they arrived: the event loop may defer reads
-    /// without moving completion times.
-    #[test]
-    fn reads_carry_the_kernel_arrival_time() {
+    /// Connects to a server that writes "hello", reads the bytes 50 ms after they arrived, and returns the read
+    /// and the moment it was made.
+    fn late_read(rt: &Rt) -> (Read, Instant) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -253,19 +302,17 @@ mod tests {
             let mut buf = [0u8; 1];
             let _ = std::io::Read::read(&mut s, &mut buf);
         });
-        let rt = Rt::new(1).unwrap();
-        let rt_ref = &rt;
         let result = std::rc::Rc::new(std::cell::Cell::new(None));
         let out = result.clone();
         let task: Task<'_> = Box::pin(async move {
-            let mut conn = connect(rt_ref, addr, Duration::from_secs(10)).await.unwrap();
+            let mut conn = connect(rt, addr, Duration::from_secs(10)).await.unwrap();
             while rx.try_recv().is_err() {
-                rt_ref.sleep(Duration::from_millis(1)).await;
+                rt.sleep(Duration::from_millis(1)).await;
             }
             // The bytes are in the socket: read them 50 ms later.
-            rt_ref.sleep(Duration::from_millis(50)).await;
+            rt.sleep(Duration::from_millis(50)).await;
             let mut buf = [0u8; 64];
-            let read = poll_fn(|_| match conn.try_read(rt_ref, &mut buf) {
+            let read = poll_fn(|_| match conn.try_read(rt, &mut buf) {
                 Ok(Some(r)) => Poll::Ready(r),
                 Ok(None) => Poll::Pending,
                 Err(e) => panic!("{e}"),
@@ -274,11 +321,38 @@ mod tests {
             out.set(Some((read, Instant::now())));
         });
         rt.run(vec![task]);
-        let (read, now) = result.get().unwrap();
-        assert_eq!(read.len, 5);
-        let arrived = read.arrived.expect("receive timestamps on loopback");
-        assert!(now.duration_since(arrived) >= Duration::from_millis(50), "{:?}", now.duration_since(arrived));
         server.join().unwrap();
+        result.get().unwrap()
+    }
+
+    /// A read made long after the bytes arrived still knows when they arrived, so the event loop may defer
+    /// reads without moving completion times. A kernel (or sandbox) without receive timestamps gives none, and
+    /// then the loop must never defer.
+    #[test]
+    fn reads_carry_the_kernel_arrival_time_or_forbid_deferral() {
+        let rt = Rt::new(1).unwrap();
+        let (read, now) = late_read(&rt);
+        assert_eq!(read.len, 5);
+        rt.set_defer_io(true);
+        match read.arrived {
+            Some(arrived) => {
+                let late = now.duration_since(arrived);
+                assert!(late >= Duration::from_millis(50), "{late:?}");
+                assert!(rt.defers_io());
+            }
+            None => assert!(!rt.defers_io(), "reads without timestamps may not be deferred"),
+        }
+    }
+
+    #[test]
+    fn without_timestamps_reads_carry_none_and_io_is_never_deferred() {
+        let rt = Rt::new(1).unwrap();
+        rt.without_timestamps();
+        let (read, _) = late_read(&rt);
+        assert_eq!(read.len, 5);
+        assert!(read.arrived.is_none());
+        rt.set_defer_io(true);
+        assert!(!rt.defers_io());
     }
 
     #[test]

@@ -44,8 +44,8 @@ pub struct Request {
     pub conn: u64,
 }
 
-/// A request a logging server answered: its connection, its target, when it arrived in full and when its
-/// response was written.
+/// A request a logging server answered: its connection, its target, when it arrived in full and when the server
+/// began writing its response.
 #[derive(Debug, Clone)]
 pub struct Logged {
     pub conn: u64,
@@ -144,12 +144,19 @@ fn serve_connection(
             let arrived = Instant::now();
             match handler(&req) {
                 Reply::Bytes(b) => {
+                    // Taken before the write: the client cannot see the response earlier, whereas after the
+                    // write this thread may be preempted by the client that has already read it.
+                    let writing = Instant::now();
                     if stream.write_all(&b).is_err() {
                         return;
                     }
                     if let Some(log) = log {
-                        let answered = Instant::now();
-                        log.lock().unwrap().push(Logged { conn, target: req.target.clone(), arrived, answered });
+                        log.lock().unwrap().push(Logged {
+                            conn,
+                            target: req.target.clone(),
+                            arrived,
+                            answered: writing,
+                        });
                     }
                     answered.fetch_add(1, Ordering::SeqCst);
                 }
