@@ -63,6 +63,9 @@ impl Request {
 pub struct Server {
     pub addr: SocketAddr,
     answered: Arc<AtomicU64>,
+    /// Requests received, and requests whose handling is over (answered, failed or dropped).
+    received: Arc<AtomicU64>,
+    settled: Arc<AtomicU64>,
     pub connections: Arc<AtomicU64>,
     log: Option<Arc<Mutex<Vec<Logged>>>>,
 }
@@ -73,7 +76,14 @@ impl Server {
         self.log.as_ref().map(|l| l.lock().unwrap().clone()).unwrap_or_default()
     }
 
+    /// The requests answered, once every request the server received has been handled: a client can read the
+    /// last response before the server's thread gets to count it. (Waits at most 10 s for that, so a request
+    /// that hangs by design does not hang the test.)
     pub fn answered(&self) -> u64 {
+        let give_up = Instant::now() + std::time::Duration::from_secs(10);
+        while self.settled.load(Ordering::SeqCst) < self.received.load(Ordering::SeqCst) && Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         self.answered.load(Ordering::SeqCst)
     }
 
@@ -107,29 +117,48 @@ fn serve_with(
     let answered = Arc::new(AtomicU64::new(0));
     let connections = Arc::new(AtomicU64::new(0));
     let seq = Arc::new(AtomicU64::new(0));
+    let settled = Arc::new(AtomicU64::new(0));
     let handler = Arc::new(handler);
     {
         let answered = answered.clone();
+        let (seq, settled) = (seq.clone(), settled.clone());
         let connections = connections.clone();
         let log = log.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let conn = connections.fetch_add(1, Ordering::SeqCst);
-                let (answered, seq, handler, log) = (answered.clone(), seq.clone(), handler.clone(), log.clone());
-                std::thread::spawn(move || serve_connection(stream, conn, &*handler, &answered, &seq, log.as_deref()));
+                let counts = Counts { answered: answered.clone(), seq: seq.clone(), settled: settled.clone() };
+                let (handler, log) = (handler.clone(), log.clone());
+                std::thread::spawn(move || serve_connection(stream, conn, &*handler, &counts, log.as_deref()));
             }
         });
     }
-    Server { addr, answered, connections, log }
+    Server { addr, answered, received: seq, settled, connections, log }
+}
+
+/// A server's shared counters.
+struct Counts {
+    answered: Arc<AtomicU64>,
+    /// Requests received (the next request's `seq`).
+    seq: Arc<AtomicU64>,
+    settled: Arc<AtomicU64>,
+}
+
+/// Counts a request as settled when its handling ends, however it ends.
+struct Settle<'a>(&'a AtomicU64);
+
+impl Drop for Settle<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 fn serve_connection(
     mut stream: TcpStream,
     conn: u64,
     handler: &(dyn Fn(&Request) -> Reply + Send + Sync),
-    answered: &AtomicU64,
-    seq: &AtomicU64,
+    counts: &Counts,
     log: Option<&Mutex<Vec<Logged>>>,
 ) {
     let _ = stream.set_nodelay(true);
@@ -139,7 +168,8 @@ fn serve_connection(
         // Answer every complete request in the buffer, in order.
         while let Some((mut req, used)) = parse_request(&buf) {
             buf.drain(..used);
-            req.seq = seq.fetch_add(1, Ordering::SeqCst);
+            req.seq = counts.seq.fetch_add(1, Ordering::SeqCst);
+            let _settle = Settle(&counts.settled);
             req.conn = conn;
             let arrived = Instant::now();
             match handler(&req) {
@@ -158,11 +188,11 @@ fn serve_connection(
                             answered: writing,
                         });
                     }
-                    answered.fetch_add(1, Ordering::SeqCst);
+                    counts.answered.fetch_add(1, Ordering::SeqCst);
                 }
                 Reply::BytesThenClose(b) => {
                     if stream.write_all(&b).is_ok() {
-                        answered.fetch_add(1, Ordering::SeqCst);
+                        counts.answered.fetch_add(1, Ordering::SeqCst);
                     }
                     let _ = stream.shutdown(std::net::Shutdown::Both);
                     return;
