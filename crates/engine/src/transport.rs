@@ -234,7 +234,10 @@ impl TcpConn {
     }
 
     /// A read that also takes the receive timestamp of the last bytes read.
-    #[allow(clippy::useless_conversion, reason = "time_t and c_long are i64 on 64-bit targets only")]
+    #[cfg_attr(
+        target_pointer_width = "64",
+        expect(clippy::useless_conversion, reason = "time_t and c_long are i64 on 64-bit targets only")
+    )]
     fn recvmsg(&self, rt: &Rt, stamps: Stamps, buf: &mut [u8]) -> (isize, Option<Instant>) {
         let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
         // Room for one cmsghdr with a 16-byte timespec, 8-byte aligned.
