@@ -32,8 +32,9 @@
 //!   that is the send time (latency equals service time); without keep-alive it is before the connect, so
 //!   latency includes the connect, as ab reports.
 //! - `service_time`: actual send to completion. `send_lag`: actual send minus intended send (open loads only).
-//!   Open loads send what is due on the worker's 1 ms pacer tick, so the send lag of an idle generator is
-//!   spread over 0..1 ms and is part of `latency`, as it must be.
+//!   An open load's pacer wakes at a request's intended time when a connection is free for it, at most once
+//!   a millisecond for that, so an idle generator's send lag is tens of microseconds up to 1,000 requests/s
+//!   per worker and spread over 0..1 ms above; it is part of `latency`, as it must be.
 //! - `connect_time`: every successful TCP connect.
 //!
 //! Completion is the moment the response's last bytes reached the socket: the kernel's receive timestamp

@@ -15,10 +15,9 @@
 //! the kernel's receive timestamp of its last bytes (`SO_TIMESTAMPNS`), converted to the monotonic clock
 //! ([`Rt::instant_of`]), not the moment the thread got around to reading it.
 //!
-//! Deferral is therefore allowed only once this thread's reads are known to carry kernel timestamps: after a
-//! read that had one and before any read that had none ([`Rt::note_read`]). Where the kernel or sandbox gives
-//! no receive timestamps, the loop never defers, and a completion time is the moment of the read, taken as
-//! soon as epoll reports the bytes.
+//! Deferral is therefore allowed only while this thread's reads carry kernel timestamps: while its latest read
+//! had one ([`Rt::note_read`]). Where the kernel or sandbox gives no receive timestamps, the loop never defers,
+//! and a completion time is the moment of the read, taken as soon as epoll reports the bytes.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -81,8 +80,8 @@ pub(crate) struct Rt {
     /// A (monotonic, realtime) pair of the same moment: turns kernel receive timestamps into `Instant`s.
     clock: Cell<(Instant, i128)>,
     defer_io: Cell<bool>,
-    /// Reads on this thread carry kernel receive timestamps: `None` until the first read says.
-    stamped: Cell<Option<bool>>,
+    /// The latest read on this thread carried a kernel receive timestamp (false before the first read).
+    stamped: Cell<bool>,
     /// Ask sockets for receive timestamps (only tests turn this off, to exercise the other path).
     want_stamps: Cell<bool>,
     /// Connects in progress (I/O is never deferred while one is).
@@ -108,7 +107,7 @@ impl Rt {
             current: Cell::new(0),
             clock: Cell::new((Instant::now(), 0)),
             defer_io: Cell::new(false),
-            stamped: Cell::new(None),
+            stamped: Cell::new(false),
             want_stamps: Cell::new(true),
             connecting: Cell::new(0),
             pwait2: Cell::new(true),
@@ -172,15 +171,15 @@ impl Rt {
 
     /// Whether I/O waits for the next timer now.
     pub(crate) fn defers_io(&self) -> bool {
-        self.defer_io.get() && self.stamped.get() == Some(true) && self.connecting.get() == 0
+        self.defer_io.get() && self.stamped.get() && self.connecting.get() == 0
     }
 
-    /// A read of response bytes did (or did not) carry the kernel's receive timestamp. One read without
-    /// turns deferral off for good: a deferred read would then move the completion time.
+    /// A read of response bytes did (or did not) carry the kernel's receive timestamp. A read without one turns
+    /// deferral off until a read has one again: a deferred read would then move the completion time. (Linux
+    /// turns receive timestamps on for the whole system lazily, from a work queue, when the first socket asks
+    /// for them: the first responses of a run can come without.)
     pub(crate) fn note_read(&self, stamped: bool) {
-        if self.stamped.get() != Some(false) {
-            self.stamped.set(Some(stamped));
-        }
+        self.stamped.set(stamped);
     }
 
     /// Whether new sockets should ask for receive timestamps.
@@ -425,7 +424,7 @@ mod tests {
         rt.note_read(false);
         assert!(!rt.defers_io(), "after a read without a timestamp");
         rt.note_read(true);
-        assert!(!rt.defers_io(), "for good");
+        assert!(rt.defers_io(), "once reads have timestamps again");
     }
 
     #[test]
