@@ -28,11 +28,12 @@
 //! (within the timer's microsecond slack and the wake-up), above it the requests due in each millisecond go
 //! together, without more wake-ups than the plain tick would make (a wake-up costs tens of microseconds of
 //! CPU in a VM, more than a request). What a request waits for is its send lag, part of its latency. In an
-//! keep-alive load whose due requests all found a free connection, the ticker also lets the event loop defer
-//! socket I/O to the next tick: responses are then read once a millisecond instead of waking the thread for
-//! each, and their completion time is the kernel's receive timestamp, so latency is as exact as before. As
-//! soon as requests wait for a connection (or a connect is in progress, or the load stops), every response is
-//! handled as it arrives again.
+//! open keep-alive load without pipelining whose due requests all found a free connection, the ticker also
+//! lets the event loop defer socket I/O to its next wake: responses are then read in one pass instead of
+//! waking the thread for each, and their completion time is the kernel's receive timestamp, so latency is as
+//! exact as before (a read's timestamp is that of its last bytes, hence one response per connection at a
+//! time). As soon as requests wait for a connection (or a connect is in progress, a read came without a
+//! timestamp, or the load stops), every response is handled as it arrives again.
 //!
 //! Per-request timeouts use one lazy timer per connection, armed at the oldest in-flight request's deadline
 //! and moved only when it fires, so a busy connection touches its timer about once per timeout period.
@@ -644,8 +645,9 @@ impl Ctx {
 async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     let tick = if ctx.open_loop { Duration::from_millis(1) } else { Duration::from_millis(10) };
     let mut next_tick = ctx.start + tick;
-    // I/O may wait for the pacer only in open keep-alive loads of single requests (see the module docs).
-    let may_defer = ctx.open_loop && ctx.cfg.keep_alive && ctx.cfg.session.is_empty();
+    // I/O may wait for the pacer only in open keep-alive loads of single requests without pipelining (see the
+    // module docs): a read's timestamp is that of its last bytes, so a deferred read must hold one response.
+    let may_defer = ctx.open_loop && ctx.cfg.keep_alive && ctx.cfg.pipeline == 1 && ctx.cfg.session.is_empty();
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
     let mut interval = 0u64;
     let mut last = Counters::default();
