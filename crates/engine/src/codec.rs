@@ -330,26 +330,43 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
     let mut content_length = None;
     for h in response.headers.iter() {
         let name = h.name.as_bytes();
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let text = std::str::from_utf8(h.value).map_err(|_| ProtocolError("invalid Content-Length".into()))?;
-            let n: u64 = text.trim().parse().map_err(|_| ProtocolError(format!("invalid Content-Length `{text}`")))?;
-            if content_length.is_some_and(|m| m != n) {
-                return Err(ProtocolError("conflicting Content-Length headers".into()));
+        // The name's length rules out most headers before any byte is compared.
+        match name.len() {
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                let n = parse_length(h.value).ok_or_else(|| {
+                    ProtocolError(format!("invalid Content-Length `{}`", String::from_utf8_lossy(h.value)))
+                })?;
+                if content_length.is_some_and(|m| m != n) {
+                    return Err(ProtocolError("conflicting Content-Length headers".into()));
+                }
+                content_length = Some(n);
             }
-            content_length = Some(n);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if has_token(h.value, b"chunked") {
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") && has_token(h.value, b"chunked") => {
                 chunked = true;
             }
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            if has_token(h.value, b"close") {
-                close = true;
-            } else if has_token(h.value, b"keep-alive") {
-                close = false;
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                if has_token(h.value, b"close") {
+                    close = true;
+                } else if has_token(h.value, b"keep-alive") {
+                    close = false;
+                }
             }
+            _ => {}
         }
     }
     Ok(Some(Head { len, status, close, chunked, content_length }))
+}
+
+/// A Content-Length value: decimal digits, optionally surrounded by whitespace, that fit a u64.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let d = b.checked_sub(b'0').filter(|d| *d <= 9)?;
+        n.checked_mul(10)?.checked_add(u64::from(d))
+    })
 }
 
 /// Whether a comma-separated header value contains `token` (case-insensitive).
@@ -384,6 +401,18 @@ mod tests {
             assert_eq!(run(input, step, head).unwrap(), whole, "split every {step} bytes");
         }
         whole
+    }
+
+    #[test]
+    fn content_length_is_digits_only() {
+        assert_eq!(parse_length(b"13"), Some(13));
+        assert_eq!(parse_length(b" 0 "), Some(0));
+        assert_eq!(parse_length(b"18446744073709551615"), Some(u64::MAX));
+        for bad in [&b""[..], b" ", b"+5", b"-1", b"1a", b"1 2", b"18446744073709551616"] {
+            assert_eq!(parse_length(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        let err = run(b"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", 64, false).unwrap_err();
+        assert!(err.0.contains("invalid Content-Length `1x`"), "{}", err.0);
     }
 
     #[test]

@@ -613,6 +613,12 @@ impl Ctx {
         snap
     }
 
+    /// A closed keep-alive load sends each request when its connection takes it: its latency is its service
+    /// time, recorded once.
+    fn service_is_latency(&self) -> bool {
+        !self.open_loop && self.cfg.keep_alive
+    }
+
     fn finish(&self) -> WorkerFinal {
         let stop_at = self.stop_at.get().unwrap_or_else(Instant::now);
         let unsent_backlog = self.open.as_ref().map_or(0, |src| src.borrow().backlog(stop_at));
@@ -621,10 +627,16 @@ impl Ctx {
             Some(q) => q.iter().filter(|&&n| n > 0).count() as u64,
             None => self.cfg.slots as u64,
         };
+        let latency = std::mem::replace(&mut stats.latency, new_histogram());
+        let service_time = if self.service_is_latency() {
+            latency.clone()
+        } else {
+            std::mem::replace(&mut stats.service_time, new_histogram())
+        };
         WorkerFinal {
             counters: stats.c.clone(),
-            latency: std::mem::replace(&mut stats.latency, new_histogram()),
-            service_time: std::mem::replace(&mut stats.service_time, new_histogram()),
+            latency,
+            service_time,
             send_lag: std::mem::replace(&mut stats.send_lag, new_histogram()),
             connect_time: std::mem::replace(&mut stats.connect_time, new_histogram()),
             peak_open: stats.peak_open,
@@ -1142,7 +1154,9 @@ impl SlotIo {
         let latency = micros(now.saturating_duration_since(intended));
         stats.latency.saturating_record(latency);
         stats.interval.saturating_record(latency);
-        stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
+        if !ctx.service_is_latency() {
+            stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
+        }
         if ctx.open_loop {
             stats.send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
         }
