@@ -24,10 +24,10 @@
 //! The ticker wakes at least every millisecond in open loads (every 10 ms in closed ones): it checks the stop
 //! signal and the deadline, wakes idle slots when requests are due, and sends the per-second snapshot. In an
 //! open load it also wakes at the intended send time of the next request when a connection is free for it and
-//! its last such wake is a millisecond old: below 1,000 requests/s per worker every request leaves on time
-//! (within the timer's microsecond slack and the wake-up), above it the requests due in each millisecond go
-//! together, without more wake-ups than the plain tick would make (a wake-up costs tens of microseconds of
-//! CPU in a VM, more than a request). What a request waits for is its send lag, part of its latency. In an
+//! it is due a millisecond or more after the request taken last: up to 1,000 requests/s per worker every request
+//! leaves on time (within the timer's microsecond slack and the wake-up), above it the requests due in each
+//! millisecond go together, without more wake-ups than the plain tick would make (a wake-up costs tens of
+//! microseconds of CPU in a VM, more than a request). What a request waits for is its send lag, part of its latency. In an
 //! open keep-alive load without pipelining whose due requests all found a free connection, the ticker also
 //! lets the event loop defer socket I/O to its next wake: responses are then read in one pass instead of
 //! waking the thread for each, and their completion time is the kernel's receive timestamp, so latency is as
@@ -317,11 +317,14 @@ struct OpenSource {
     /// Requests given back by a connection the server closed before answering them, with their intended times.
     retry: VecDeque<Instant>,
     start: Instant,
+    /// The intended time of the request last taken from the schedule.
+    last_taken: Option<Instant>,
 }
 
 impl OpenSource {
     fn new(sched: WorkerSchedule, quota: Option<u64>, start: Instant) -> Self {
-        let mut s = OpenSource { sched, next_j: 0, next_at: None, quota, retry: VecDeque::new(), start };
+        let mut s =
+            OpenSource { sched, next_j: 0, next_at: None, quota, retry: VecDeque::new(), start, last_taken: None };
         s.advance();
         s
     }
@@ -347,7 +350,17 @@ impl OpenSource {
         }
         self.next_j += 1;
         self.advance();
+        self.last_taken = Some(t);
         Some(t)
+    }
+
+    /// The next request's intended time, when it is due `gap` or more after the request taken last (and no
+    /// request given back waits, which the tick takes at once).
+    fn paced(&self, gap: Duration) -> Option<Instant> {
+        if !self.retry.is_empty() {
+            return None;
+        }
+        self.next_at.filter(|&t| self.last_taken.is_none_or(|last| t >= last + gap))
     }
 
     /// Nothing more will ever become due.
@@ -546,17 +559,14 @@ impl Ctx {
         }
     }
 
-    /// The intended send time of an open load's next request, when an idle connection waits for it and it is
-    /// not before `not_before`: the pacer then wakes at that moment rather than at its next tick.
-    fn pace_at(&self, not_before: Instant) -> Option<Instant> {
+    /// The intended send time of an open load's next request, when an idle connection waits for it and the
+    /// request taken last was intended at least `gap` earlier: the pacer then wakes at that moment rather than
+    /// at its next tick. (Where requests are due more often, the tick takes them together.)
+    fn pace_at(&self, gap: Duration) -> Option<Instant> {
         if self.stopping.get() || self.idle.borrow().is_empty() {
             return None;
         }
-        let src = self.open.as_ref()?.borrow();
-        if !src.retry.is_empty() {
-            return None;
-        }
-        src.next_at.filter(|&t| t >= not_before)
+        self.open.as_ref()?.borrow().paced(gap)
     }
 
     fn wait_for_work(&self, slot: usize, cx: &Context<'_>) {
@@ -664,10 +674,8 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     let mut interval = 0u64;
     let mut last = Counters::default();
     let drain = ctx.cfg.drain;
-    // The last wake for a request's intended send time (see `Ctx::pace_at`).
-    let mut last_paced = ctx.start;
     loop {
-        let paced = ctx.pace_at(last_paced + tick).filter(|&t| t < next_tick);
+        let paced = ctx.pace_at(tick).filter(|&t| t < next_tick);
         let mut sleep = ctx.rt.sleep_until(paced.unwrap_or(next_tick));
         poll_fn(|cx| {
             if ctx.live_slots.get() == 0 {
@@ -684,11 +692,14 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
         if ctx.live_slots.get() == 0 {
             break;
         }
-        if let Some(at) = paced.filter(|&at| now >= at) {
-            last_paced = at;
+        // Ticks keep their grid whatever wakes between them; missed ticks are skipped, not caught up.
+        if now >= next_tick {
+            next_tick += tick;
+            if next_tick <= now {
+                let behind = now.saturating_duration_since(next_tick).as_nanos() / tick.as_nanos();
+                next_tick += tick * (u32::try_from(behind).unwrap_or(u32::MAX - 1) + 1);
+            }
         }
-        // The tick comes a full period after any wake; missed ticks are skipped, not caught up.
-        next_tick = now + tick;
         if !ctx.stopping.get() {
             if ctx.cfg.stop.is_stopped() {
                 ctx.begin_stop(now);
@@ -1246,6 +1257,45 @@ fn micros(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn source(rate: u64) -> (OpenSource, Instant) {
+        let arrival = loadgate_plan::Arrival::Constant { rate: loadgate_spec::units::Rate::from_per_sec(rate) };
+        let schedule = crate::schedule::Schedule::from_arrival(&arrival).unwrap();
+        let start = Instant::now();
+        (OpenSource::new(WorkerSchedule::new(schedule, 1.0, 0.0), None, start), start)
+    }
+
+    /// Take every request due by `now`; returns their intended times.
+    fn take_due(src: &mut OpenSource, now: Instant) -> Vec<Instant> {
+        std::iter::from_fn(|| src.take(now, None)).collect()
+    }
+
+    #[test]
+    fn the_pacer_wakes_for_each_request_a_millisecond_or_more_apart() {
+        let ms = Duration::from_millis(1);
+        // 500/s: every request is 2 ms after the one before, so the pacer wakes at each intended time.
+        let (mut src, start) = source(500);
+        let first = src.paced(ms).expect("the first request");
+        assert_eq!(take_due(&mut src, first), vec![first]);
+        let second = src.paced(ms).expect("2 ms later");
+        assert_eq!(second.duration_since(first), Duration::from_millis(2));
+        assert!(first >= start);
+
+        // 4,000/s: the next request is 250 us after the one taken: the tick takes it with the others.
+        let (mut src, _) = source(4000);
+        let first = src.paced(ms).expect("the first request");
+        assert_eq!(take_due(&mut src, first).len(), 1);
+        assert_eq!(src.paced(ms), None);
+        // A millisecond on, four are due; after them, the next is again too close.
+        assert_eq!(take_due(&mut src, first + ms).len(), 4);
+        assert_eq!(src.paced(ms), None);
+
+        // A request given back waits for the tick, which takes it at once.
+        let (mut src, _) = source(500);
+        let t = src.paced(ms).unwrap();
+        src.retry.push_back(t);
+        assert_eq!(src.paced(ms), None);
+    }
 
     #[test]
     fn micros_saturates() {
