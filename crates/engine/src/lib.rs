@@ -39,8 +39,8 @@
 //!
 //! Completion is the moment the response's last bytes reached the socket: the kernel's receive timestamp
 //! (`SO_TIMESTAMPNS`), or the time of the read where the socket gives none. The worker may therefore read
-//! responses late (an open load whose due requests all have a free connection reads once per pacer tick)
-//! without moving a single latency.
+//! responses late (an open load without pipelining whose due requests all have a free connection reads once
+//! per pacer wake) without moving a single latency; it reads at once while reads come without timestamps.
 //!
 //! # Stop and drain
 //!

@@ -62,10 +62,7 @@ impl Request {
 
 pub struct Server {
     pub addr: SocketAddr,
-    answered: Arc<AtomicU64>,
-    /// Requests received, and requests whose handling is over (answered, failed or dropped).
-    received: Arc<AtomicU64>,
-    settled: Arc<AtomicU64>,
+    counts: Arc<Counts>,
     pub connections: Arc<AtomicU64>,
     log: Option<Arc<Mutex<Vec<Logged>>>>,
 }
@@ -81,10 +78,11 @@ impl Server {
     /// that hangs by design does not hang the test.)
     pub fn answered(&self) -> u64 {
         let give_up = Instant::now() + std::time::Duration::from_secs(10);
-        while self.settled.load(Ordering::SeqCst) < self.received.load(Ordering::SeqCst) && Instant::now() < give_up {
+        let c = &self.counts;
+        while c.settled.load(Ordering::SeqCst) < c.seq.load(Ordering::SeqCst) && Instant::now() < give_up {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        self.answered.load(Ordering::SeqCst)
+        c.answered.load(Ordering::SeqCst)
     }
 
     pub fn target(&self) -> Target {
@@ -103,7 +101,7 @@ pub fn serve(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Ser
     serve_with(handler, None)
 }
 
-/// [`serve`], also logging when each request arrived and when its response was written ([`Server::log`]).
+/// [`serve`], also logging when each request arrived and when its response began ([`Server::log`]).
 pub fn serve_logged(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> Server {
     serve_with(handler, Some(Arc::new(Mutex::new(Vec::new()))))
 }
@@ -114,35 +112,33 @@ fn serve_with(
 ) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let answered = Arc::new(AtomicU64::new(0));
+    let counts = Arc::new(Counts::default());
     let connections = Arc::new(AtomicU64::new(0));
-    let seq = Arc::new(AtomicU64::new(0));
-    let settled = Arc::new(AtomicU64::new(0));
     let handler = Arc::new(handler);
     {
-        let answered = answered.clone();
-        let (seq, settled) = (seq.clone(), settled.clone());
+        let counts = counts.clone();
         let connections = connections.clone();
         let log = log.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let conn = connections.fetch_add(1, Ordering::SeqCst);
-                let counts = Counts { answered: answered.clone(), seq: seq.clone(), settled: settled.clone() };
-                let (handler, log) = (handler.clone(), log.clone());
+                let (counts, handler, log) = (counts.clone(), handler.clone(), log.clone());
                 std::thread::spawn(move || serve_connection(stream, conn, &*handler, &counts, log.as_deref()));
             }
         });
     }
-    Server { addr, answered, received: seq, settled, connections, log }
+    Server { addr, counts, connections, log }
 }
 
-/// A server's shared counters.
+/// A server's request counters, shared by its connection threads.
+#[derive(Default)]
 struct Counts {
-    answered: Arc<AtomicU64>,
+    answered: AtomicU64,
     /// Requests received (the next request's `seq`).
-    seq: Arc<AtomicU64>,
-    settled: Arc<AtomicU64>,
+    seq: AtomicU64,
+    /// Requests whose handling is over (answered, failed or dropped).
+    settled: AtomicU64,
 }
 
 /// Counts a request as settled when its handling ends, however it ends.
