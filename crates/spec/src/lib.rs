@@ -11,7 +11,8 @@ pub mod schema;
 pub mod slo;
 pub mod suggest;
 mod template;
-pub mod units;
+/// The unit types, re-exported so that spec readers need not name the units crate.
+pub use loadgate_units as units;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};

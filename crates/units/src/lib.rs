@@ -1,4 +1,4 @@
-//! The unit types of the spec language: durations, rates, byte sizes, CPU lists and percentages.
+//! loadgate's unit types: durations, rates, byte sizes, CPU lists and percentages.
 //!
 //! Each type parses from the text a user writes (`500ms`, `32000/s`, `1KiB`, `0-7,16-23`, `0.1%`), displays
 //! back in a canonical form, and serializes as that canonical text so plans and results stay readable.
