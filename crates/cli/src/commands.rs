@@ -4,14 +4,15 @@ use clap::Parser;
 
 use loadgate_spec::{LoadOptions, Spec, SpecError};
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use loadgate_runner::reports::RerenderError;
+use loadgate_runner::{BuiltinServer, Interrupt, RunRequest};
 
 use crate::args::{
     Cli, Command, ImportArgs, PlanArgs, ReportArgs, RunArgs, SchemaArgs, ServeArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
+use crate::render::Renderer;
 
 pub fn main_impl() -> Exit {
     let cli = match Cli::try_parse() {
@@ -121,16 +122,6 @@ fn read_template(out: &Output, path: Option<&std::path::Path>) -> Result<Option<
     }
 }
 
-/// Ctrl-C (and SIGTERM) ask the run to stop and write its reports; a second one ends the process at once.
-fn install_interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
-    }
-    flag
-}
-
 fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Exit {
     let template = match read_template(out, args.template.as_deref()) {
         Ok(t) => t,
@@ -196,56 +187,43 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Exit {
             return Exit::InvalidInput;
         }
     }
-    let interrupted = install_interrupt_flag();
-    let fd_limit = raise_open_file_limit();
+    let interrupt = Interrupt::from_signals();
+    let builtin = match std::env::current_exe() {
+        Ok(exe) => BuiltinServer::Process { exe },
+        Err(e) => {
+            out.error(&format!("error: cannot find the loadgate executable to start the built-in server: {e}"));
+            return Exit::RunFailed;
+        }
+    };
+    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
     let mut exit = Exit::Pass;
-    for (spec, file, source_dir) in loaded {
-        if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+    for (spec, spec_file, source_dir) in loaded {
+        if interrupt.is_interrupted() {
             break;
         }
         let plan = loadgate_plan::compile(&spec);
-        let most = plan.phases.iter().map(|p| p.load.connections.connections).max().unwrap_or(0);
-        if let Some(limit) = fd_limit.filter(|l| most.saturating_add(64) > *l) {
-            out.error(&format!(
-                "warning: {} needs up to {most} connections but this process may open only {limit} files; \
-                 raise the limit (`ulimit -n`) or the phases will report connections that never opened",
-                plan.name
-            ));
-        }
-        out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
-        if verbose > 0 {
-            out.info(&plan.render_text());
-        }
-        let opts = crate::run::RunOptions {
-            out: args.out.clone(),
+        let request = RunRequest {
+            out_root: args.out.clone(),
+            spec_file,
+            source_dir,
+            spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
             baseline: baseline.clone(),
             template: template.clone(),
-            color,
-            file,
-            source_dir,
+            step_summary: step_summary.clone(),
+            builtin: builtin.clone(),
+            interrupt: interrupt.clone(),
+            loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         };
-        exit = exit.worst(crate::run::run_spec(&spec, &plan, &opts, out, &interrupted));
+        let mut renderer = Renderer::new(out, color, verbose);
+        exit = exit.worst(match loadgate_runner::run(&plan, &request, &mut renderer) {
+            Ok(outcome) => renderer.outcome(&outcome),
+            Err(e) => {
+                out.error(&format!("error: {e}"));
+                Exit::RunFailed
+            }
+        });
     }
     exit
-}
-
-/// Raises the soft open-file limit to the hard one (16,384 connections need more than the usual 1,024) and
-/// returns the limit in force.
-fn raise_open_file_limit() -> Option<u64> {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed by pointer.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return None;
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = lim.rlim_max;
-            }
-        }
-    }
-    Some(lim.rlim_cur)
 }
 
 fn report(out: &Output, args: ReportArgs) -> Exit {
@@ -267,7 +245,6 @@ fn report(out: &Output, args: ReportArgs) -> Exit {
             return Exit::InvalidInput;
         }
     };
-    results.sweeps = loadgate_results::sweeps(&results);
     let dir = args.out.clone().unwrap_or_else(|| {
         args.results
             .parent()
@@ -275,33 +252,21 @@ fn report(out: &Output, args: ReportArgs) -> Exit {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| ".".into())
     });
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        out.error(&format!("error: cannot create {}: {e}", dir.display()));
-        return Exit::RunFailed;
-    }
-    let junit = match loadgate_report::junit(&results) {
-        Ok(x) => x,
-        Err(e) => {
-            out.error(&format!("error: cannot render junit.xml: {e}"));
-            return Exit::RunFailed;
+    match loadgate_runner::reports::rerender(&mut results, &dir, template.as_deref()) {
+        Ok(written) => {
+            let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+            out.info(&format!("wrote {}", names.join(" and ")));
         }
-    };
-    let md = match loadgate_report::markdown(&results, template.as_deref()) {
-        Ok(m) => m,
         Err(e) => {
-            out.error(&format!("error: cannot render report.md: {e}"));
-            return Exit::InvalidInput;
-        }
-    };
-    for (name, content) in [("junit.xml", junit), ("report.md", md)] {
-        if let Err(e) = std::fs::write(dir.join(name), content) {
-            out.error(&format!("error: cannot write {}: {e}", dir.join(name).display()));
-            return Exit::RunFailed;
+            out.error(&format!("error: {e}"));
+            return match e {
+                RerenderError::Template(_) => Exit::InvalidInput,
+                RerenderError::Output(_) => Exit::RunFailed,
+            };
         }
     }
-    out.info(&format!("wrote {} and {}", dir.join("junit.xml").display(), dir.join("report.md").display()));
     out.data(&loadgate_report::summary_table(&results, false));
-    crate::run::exit_of(&results.outcome)
+    Exit::of(results.outcome.status)
 }
 
 fn import(out: &Output, args: ImportArgs) -> Exit {
@@ -334,14 +299,14 @@ fn serve(out: &Output, args: ServeArgs) -> Exit {
     if args.chunked {
         argv.push("--chunked".into());
     }
-    let cfg = match loadgate_target::builtin::ServeConfig::from_args(&argv) {
+    let cfg = match loadgate_server::ServeConfig::from_args(&argv) {
         Ok(c) => c,
         Err(e) => {
             out.error(&format!("error: {e}"));
             return Exit::InvalidInput;
         }
     };
-    match loadgate_target::builtin::serve(&cfg, |addr| out.data(&loadgate_target::builtin::listening_line(addr))) {
+    match loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr))) {
         Ok(()) => Exit::Pass,
         Err(e) => {
             out.error(&format!("error: {e}"));

@@ -44,6 +44,17 @@ impl Exit {
         }
     }
 
+    /// The exit code of a run's outcome.
+    pub fn of(status: loadgate_results::OutcomeStatus) -> Exit {
+        use loadgate_results::OutcomeStatus;
+        match status {
+            OutcomeStatus::Passed => Exit::Pass,
+            OutcomeStatus::SloFailed => Exit::SloFailed,
+            OutcomeStatus::RunFailed | OutcomeStatus::Incomplete => Exit::RunFailed,
+            OutcomeStatus::InvalidMeasurement => Exit::InvalidMeasurement,
+        }
+    }
+
     pub fn code(self) -> u8 {
         self as u8
     }

@@ -6,7 +6,7 @@ mod exit;
 mod flags;
 mod output;
 mod progress;
-mod run;
+mod render;
 
 use std::process::ExitCode;
 

@@ -4,9 +4,8 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use loadgate_engine::Tick;
 use loadgate_plan::Phase;
-use loadgate_results::format;
+use loadgate_results::{format, TimelinePoint};
 
 pub enum Progress {
     Bar(ProgressBar),
@@ -45,8 +44,7 @@ impl Progress {
         }
     }
 
-    pub fn tick(&mut self, tick: &Tick<'_>) {
-        let p = tick.point;
+    pub fn tick(&mut self, phase: &Phase, elapsed: Duration, p: &TimelinePoint) {
         let msg = format!(
             "{} req/s  p99 {}  errors {}  non-2xx {}  conns {}",
             format::count(p.completed),
@@ -57,12 +55,12 @@ impl Progress {
         );
         match self {
             Progress::Bar(bar) => {
-                bar.set_position(tick.elapsed.as_secs());
+                bar.set_position(elapsed.as_secs());
                 bar.set_message(msg);
             }
             Progress::Lines { name } => {
-                let total = tick.phase.duration.map(|d| format!("/{}", d)).unwrap_or_default();
-                eprintln_plain(&format!("{name} {:.0}s{total}  {msg}", tick.elapsed.as_secs_f64()));
+                let total = phase.duration.map(|d| format!("/{}", d)).unwrap_or_default();
+                eprintln_plain(&format!("{name} {:.0}s{total}  {msg}", elapsed.as_secs_f64()));
             }
             Progress::Quiet => {}
         }

@@ -4,7 +4,7 @@
 //! Everything here runs on the worker thread and writes into buffers the caller reuses: filling a slot never
 //! allocates once the buffers have grown to their working size.
 
-use loadgate_spec::Generator;
+use loadgate_plan::Generator;
 
 /// splitmix64: one step of the sequence, also used to derive seeds.
 pub(crate) fn splitmix64(state: &mut u64) -> u64 {

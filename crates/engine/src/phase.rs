@@ -8,12 +8,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
 use loadgate_results::{
     new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary, LoadSummary, Problem,
     RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity, WorkerStats,
 };
-use loadgate_spec::PipelineMode;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};

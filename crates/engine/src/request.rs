@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use loadgate_plan::RequestPlan;
-use loadgate_spec::{Generator, Segment};
+use loadgate_plan::{Generator, Segment};
 
 use crate::data::{write_u64, Gen, Picker, Rng};
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::{describe, ok_body, serve, PhaseBuilder, Reply};
 use loadgate_plan::{Arrival, RequestPlan, UserStep};
-use loadgate_spec::units::{Duration as SpecDuration, Rate};
-use loadgate_spec::{DynamicRequest, Generator, PipelineMode, Segment};
+use loadgate_plan::{DynamicRequest, Generator, PipelineMode, Segment};
+use loadgate_units::{Duration as SpecDuration, Rate};
 
 /// What a recording server saw of one request.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

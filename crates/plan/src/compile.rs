@@ -2,8 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
-use loadgate_spec::units::Duration;
 use loadgate_spec::{Load, Ready, Spec, Stop, Target};
+use loadgate_units::Duration;
 
 use crate::model::*;
 

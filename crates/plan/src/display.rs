@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use loadgate_spec::units::Duration;
+use loadgate_units::Duration;
 
 use crate::model::*;
 

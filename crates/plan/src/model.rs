@@ -5,8 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use loadgate_spec::units::{CpuList, Duration, Rate};
-use loadgate_spec::{BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy, Slo};
+use loadgate_units::{CpuList, Duration, Rate};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan's JSON form (`loadgate plan --json`).
@@ -207,8 +206,13 @@ pub enum Arrival {
     Users { steps: Vec<UserStep> },
 }
 
-/// Ramp stages and injection steps are the spec's own types: the plan carries them unchanged.
-pub use loadgate_spec::{RampStage, UserStep};
+/// The spec's vocabulary that a plan carries unchanged: ramp stages, injection steps, policies, SLOs and the
+/// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
+/// server) read them from the plan and never depend on the spec reader.
+pub use loadgate_spec::{
+    AbortOnFail, BuiltinKind, Comparison, DynamicRequest, Generator, Metric, MetricKind, OnMismatch, PipelineMode,
+    RampStage, SaturationPolicy, Segment, Slo, Threshold, UserStep,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -2,28 +2,12 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong while serving, launching, probing, sampling or checking the machine.
+/// Everything that can go wrong while launching, probing, watching or stopping a target.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
-    /// The built-in server's configuration cannot be served.
-    #[error("the built-in server cannot start: {0}")]
-    InvalidServer(String),
-
-    /// `loadgate serve` arguments that do not parse.
-    #[error("invalid `serve` arguments: {0}")]
-    InvalidArgs(String),
-
-    /// The built-in server could not listen on the requested address.
-    #[error("the built-in server cannot listen on {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// An OS-level failure inside the built-in server (runtime, threads, signals).
-    #[error("the built-in server failed: {0}")]
-    Server(String),
+    /// The built-in server's configuration does not make a command line.
+    #[error(transparent)]
+    Server(#[from] loadgate_server::ServerError),
 
     /// The launch description is unusable (empty command, bad URL).
     #[error("cannot launch the target: {0}")]
@@ -61,23 +45,7 @@ pub enum TargetError {
     #[error("cannot stop the target (process group {pgid}): {reason}")]
     Stop { pgid: u32, reason: String },
 
-    /// Reading /proc or /sys failed where the value is required.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// A /proc or /sys file whose content did not parse.
-    #[error("unexpected content in {path}: {detail}")]
-    Parse { path: PathBuf, detail: String },
-
-    /// A thread or process affinity call failed.
-    #[error("cannot pin to CPUs {cpus}: {source}")]
-    Affinity {
-        cpus: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Pinning the target or reading its processes failed.
+    #[error(transparent)]
+    Machine(#[from] loadgate_machine::MachineError),
 }

@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use loadgate_plan::ReadyProbe;
 use loadgate_results::TargetExit;
-use loadgate_spec::units::CpuList;
+use loadgate_units::CpuList;
 
-use crate::builtin::{parse_listening_line, ServeConfig};
-use crate::procfs;
 use crate::TargetError;
+use loadgate_machine::procfs;
+use loadgate_server::{parse_listening_line, ServeConfig};
 
 /// How many lines of each log an error quotes.
 pub const LOG_TAIL_LINES: usize = 20;
@@ -222,7 +222,7 @@ impl Target {
             None => program.clone(),
         };
         let cpu_set = match &spec.cpus {
-            Some(cpus) => Some(cpu_set(cpus)?),
+            Some(cpus) => Some(loadgate_machine::hardware::cpu_set(cpus)?),
             None => None,
         };
         let die_with_parent = spec.die_with_parent;
@@ -596,34 +596,6 @@ fn spawn_on_launcher_thread(cmd: Command) -> std::io::Result<std::process::Child
     reply_rx.recv().map_err(|_| std::io::Error::other("the launcher thread is gone"))?
 }
 
-fn cpu_set(cpus: &CpuList) -> Result<libc::cpu_set_t, TargetError> {
-    // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
-    for &cpu in cpus.cpus() {
-        let cpu = cpu as usize;
-        if cpu >= capacity {
-            return Err(TargetError::Affinity {
-                cpus: cpus.to_string(),
-                source: std::io::Error::other(format!("CPU {cpu} is above the {capacity} CPUs an affinity mask holds")),
-            });
-        }
-        // SAFETY: cpu is below the set's capacity, checked above.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    Ok(set)
-}
-
-/// Pins the calling thread to `cpus`.
-pub fn pin_current_thread(cpus: &CpuList) -> Result<(), TargetError> {
-    let set = cpu_set(cpus)?;
-    // SAFETY: set is a valid cpu_set_t of the size passed.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(TargetError::Affinity { cpus: cpus.to_string(), source: std::io::Error::last_os_error() });
-    }
-    Ok(())
-}
-
 /// `exited with status 1`, `killed by signal 9 (SIGKILL)`.
 pub fn describe_status(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
@@ -699,8 +671,8 @@ pub fn builtin_ready_probe(timeout: Duration) -> ReadyProbe {
     ReadyProbe::HttpGet {
         path: "/ready".to_owned(),
         status: 200,
-        timeout: loadgate_spec::units::Duration(timeout),
-        interval: loadgate_spec::units::Duration::from_millis(50),
+        timeout: loadgate_units::Duration(timeout),
+        interval: loadgate_units::Duration::from_millis(50),
     }
 }
 

@@ -5,16 +5,16 @@ use std::io::Write;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let cfg = match loadgate_target::builtin::ServeConfig::from_args(&args) {
+    let cfg = match loadgate_server::ServeConfig::from_args(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("loadgate-target-serve: {e}");
             std::process::exit(2);
         }
     };
-    let result = loadgate_target::builtin::serve(&cfg, |addr| {
+    let result = loadgate_server::serve(&cfg, |addr| {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", loadgate_target::builtin::listening_line(addr));
+        let _ = writeln!(out, "{}", loadgate_server::listening_line(addr));
         let _ = out.flush();
     });
     if let Err(e) = result {

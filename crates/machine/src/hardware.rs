@@ -22,12 +22,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use loadgate_plan::OnMismatch;
 use loadgate_plan::WorkerPlan;
 use loadgate_results::{Machine, Pinning};
-use loadgate_spec::units::CpuList;
-use loadgate_spec::OnMismatch;
+use loadgate_units::CpuList;
 
-use crate::TargetError;
+use crate::MachineError;
 
 const SYSFS_CPU: &str = "/sys/devices/system/cpu";
 
@@ -48,17 +48,17 @@ pub struct CpuTopology {
 
 impl CpuTopology {
     /// Reads `/sys/devices/system/cpu` and this process's affinity.
-    pub fn read() -> Result<Self, TargetError> {
+    pub fn read() -> Result<Self, MachineError> {
         let allowed = current_affinity().ok();
         Self::from_sysfs(Path::new(SYSFS_CPU), allowed)
     }
 
     /// Reads a sysfs CPU directory laid out as `/sys/devices/system/cpu` (tests pass a fake one).
-    pub fn from_sysfs(root: &Path, allowed: Option<CpuList>) -> Result<Self, TargetError> {
+    pub fn from_sysfs(root: &Path, allowed: Option<CpuList>) -> Result<Self, MachineError> {
         let online_path = root.join("online");
         let text = std::fs::read_to_string(&online_path)
-            .map_err(|source| TargetError::Read { path: online_path.clone(), source })?;
-        let online: CpuList = text.trim().parse().map_err(|_| TargetError::Parse {
+            .map_err(|source| MachineError::Read { path: online_path.clone(), source })?;
+        let online: CpuList = text.trim().parse().map_err(|_| MachineError::Parse {
             path: online_path.clone(),
             detail: format!("`{}` is not a CPU list", text.trim()),
         })?;
@@ -99,12 +99,12 @@ impl CpuTopology {
 }
 
 /// The CPUs the calling thread may run on (`sched_getaffinity`).
-pub fn current_affinity() -> Result<CpuList, TargetError> {
+pub fn current_affinity() -> Result<CpuList, MachineError> {
     // SAFETY: an all-zero cpu_set_t is the valid empty set; sched_getaffinity writes at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid, writable cpu_set_t of the size passed.
     if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
-        return Err(TargetError::Affinity { cpus: "(query)".to_owned(), source: std::io::Error::last_os_error() });
+        return Err(MachineError::Affinity { cpus: "(query)".to_owned(), source: std::io::Error::last_os_error() });
     }
     let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
     // SAFETY: CPU_ISSET reads within the set for indices below its capacity.
@@ -114,17 +114,19 @@ pub fn current_affinity() -> Result<CpuList, TargetError> {
 
 /// The `Cpus_allowed_list` of a process (`tid: None`) or of one of its threads, from `/proc/PID/status` or
 /// `/proc/PID/task/TID/status`: the pinning really applied.
-pub fn cpus_allowed(pid: u32, tid: Option<u32>) -> Result<CpuList, TargetError> {
+pub fn cpus_allowed(pid: u32, tid: Option<u32>) -> Result<CpuList, MachineError> {
     let path = match tid {
         Some(t) => PathBuf::from(format!("/proc/{pid}/task/{t}/status")),
         None => PathBuf::from(format!("/proc/{pid}/status")),
     };
-    let text = std::fs::read_to_string(&path).map_err(|source| TargetError::Read { path: path.clone(), source })?;
+    let text = std::fs::read_to_string(&path).map_err(|source| MachineError::Read { path: path.clone(), source })?;
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .ok_or_else(|| TargetError::Parse { path: path.clone(), detail: "no Cpus_allowed_list line".to_owned() })?;
-    line.trim().parse().map_err(|_| TargetError::Parse { path, detail: format!("`{}` is not a CPU list", line.trim()) })
+        .ok_or_else(|| MachineError::Parse { path: path.clone(), detail: "no Cpus_allowed_list line".to_owned() })?;
+    line.trim()
+        .parse()
+        .map_err(|_| MachineError::Parse { path, detail: format!("`{}` is not a CPU list", line.trim()) })
 }
 
 /// What to do about the spec's pinning on this machine.
@@ -386,6 +388,35 @@ pub fn git_state(dir: &Path) -> Option<(String, bool)> {
     }
     let dirty = !run(&["status", "--porcelain", "--untracked-files=no"])?.trim().is_empty();
     Some((commit, dirty))
+}
+
+/// The kernel affinity mask for `cpus` (built before a fork, so that the child only applies it).
+pub fn cpu_set(cpus: &CpuList) -> Result<libc::cpu_set_t, MachineError> {
+    // SAFETY: cpu_set_t is a plain bit array for which all-zero is the valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &cpu in cpus.cpus() {
+        let cpu = cpu as usize;
+        if cpu >= capacity {
+            return Err(MachineError::Affinity {
+                cpus: cpus.to_string(),
+                source: std::io::Error::other(format!("CPU {cpu} is above the {capacity} CPUs an affinity mask holds")),
+            });
+        }
+        // SAFETY: cpu is below the set's capacity, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Pins the calling thread to `cpus`.
+pub fn pin_current_thread(cpus: &CpuList) -> Result<(), MachineError> {
+    let set = cpu_set(cpus)?;
+    // SAFETY: set is a valid cpu_set_t of the size passed.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(MachineError::Affinity { cpus: cpus.to_string(), source: std::io::Error::last_os_error() });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

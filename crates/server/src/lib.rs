@@ -28,14 +28,36 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant, SystemTime, UNIX_EPOCH};
 
+use loadgate_plan::BuiltinKind;
 use loadgate_plan::BuiltinServer;
-use loadgate_spec::units::Duration;
-use loadgate_spec::BuiltinKind;
+use loadgate_units::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::TargetError;
+/// Why the built-in server cannot serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The built-in server's configuration cannot be served.
+    #[error("the built-in server cannot start: {0}")]
+    InvalidServer(String),
+
+    /// `loadgate serve` arguments that do not parse.
+    #[error("invalid `serve` arguments: {0}")]
+    InvalidArgs(String),
+
+    /// The built-in server could not listen on the requested address.
+    #[error("the built-in server cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An OS-level failure inside the built-in server (runtime, threads, signals).
+    #[error("the built-in server failed: {0}")]
+    Server(String),
+}
 
 /// TechEmpower's plaintext body.
 pub const HELLO_WORLD: &[u8] = b"Hello, World!";
@@ -98,7 +120,7 @@ impl ServeConfig {
 
     /// Parses the arguments of `loadgate serve` (a leading `serve` is skipped). Defaults: `--kind plaintext`,
     /// `--listen 127.0.0.1:0`, `--status 200`, `--threads 0`.
-    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<Self, TargetError> {
+    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<Self, ServerError> {
         let mut cfg = ServeConfig::new(BuiltinServer {
             kind: BuiltinKind::Plaintext,
             delay: None,
@@ -119,54 +141,53 @@ impl ServeConfig {
                 cfg.server.chunked = true;
                 continue;
             }
-            let mut value = || -> Result<String, TargetError> {
+            let mut value = || -> Result<String, ServerError> {
                 match &inline {
                     Some(v) => Ok(v.clone()),
                     None => it
                         .next()
                         .map(str::to_owned)
-                        .ok_or_else(|| TargetError::InvalidArgs(format!("`{flag}` needs a value"))),
+                        .ok_or_else(|| ServerError::InvalidArgs(format!("`{flag}` needs a value"))),
                 }
             };
             match flag {
                 "--kind" => {
                     let v = value()?;
                     cfg.server.kind = parse_kind(&v).ok_or_else(|| {
-                        TargetError::InvalidArgs(format!("unknown kind `{v}`; use plaintext, echo or delay"))
+                        ServerError::InvalidArgs(format!("unknown kind `{v}`; use plaintext, echo or delay"))
                     })?;
                 }
                 "--listen" => {
                     let v = value()?;
                     cfg.listen = v.parse().map_err(|_| {
-                        TargetError::InvalidArgs(format!("`{v}` is not a socket address such as `127.0.0.1:0`"))
+                        ServerError::InvalidArgs(format!("`{v}` is not a socket address such as `127.0.0.1:0`"))
                     })?;
                 }
                 "--status" => {
                     let v = value()?;
                     cfg.server.status =
-                        v.parse().map_err(|_| TargetError::InvalidArgs(format!("`{v}` is not an HTTP status code")))?;
+                        v.parse().map_err(|_| ServerError::InvalidArgs(format!("`{v}` is not an HTTP status code")))?;
                 }
                 "--threads" => {
                     let v = value()?;
                     cfg.threads =
-                        v.parse().map_err(|_| TargetError::InvalidArgs(format!("`{v}` is not a thread count")))?;
+                        v.parse().map_err(|_| ServerError::InvalidArgs(format!("`{v}` is not a thread count")))?;
                 }
                 "--delay" => {
                     let v = value()?;
-                    let d: Duration = v.parse().map_err(|e: loadgate_spec::units::UnitError| {
-                        TargetError::InvalidArgs(format!("`{v}` is not {}", e.expected))
+                    let d: Duration = v.parse().map_err(|e: loadgate_units::UnitError| {
+                        ServerError::InvalidArgs(format!("`{v}` is not {}", e.expected))
                     })?;
                     cfg.server.delay = Some(d);
                 }
                 "--body-size" => {
                     let v = value()?;
-                    let n: loadgate_spec::units::ByteSize =
-                        v.parse().map_err(|e: loadgate_spec::units::UnitError| {
-                            TargetError::InvalidArgs(format!("`{v}` is not {}", e.expected))
-                        })?;
+                    let n: loadgate_units::ByteSize = v.parse().map_err(|e: loadgate_units::UnitError| {
+                        ServerError::InvalidArgs(format!("`{v}` is not {}", e.expected))
+                    })?;
                     cfg.server.body_size = Some(n.0);
                 }
-                other => return Err(TargetError::InvalidArgs(format!("unknown argument `{other}`"))),
+                other => return Err(ServerError::InvalidArgs(format!("unknown argument `{other}`"))),
             }
         }
         Ok(cfg)
@@ -205,18 +226,18 @@ pub fn parse_listening_line(line: &str) -> Option<SocketAddr> {
 /// lets responses in progress finish for up to two seconds) and returns. `on_bound` is called once with the
 /// bound address, after the signal handlers are installed and the listeners accept connections; `loadgate
 /// serve` prints [`listening_line`] from it.
-pub fn serve(cfg: &ServeConfig, on_bound: impl FnOnce(SocketAddr)) -> Result<(), TargetError> {
+pub fn serve(cfg: &ServeConfig, on_bound: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
     use tokio::signal::unix::{signal, SignalKind};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| TargetError::Server(format!("cannot create the signal runtime: {e}")))?;
+        .map_err(|e| ServerError::Server(format!("cannot create the signal runtime: {e}")))?;
     let (mut term, mut int) = {
         let _guard = rt.enter();
         let term =
-            signal(SignalKind::terminate()).map_err(|e| TargetError::Server(format!("cannot handle SIGTERM: {e}")))?;
+            signal(SignalKind::terminate()).map_err(|e| ServerError::Server(format!("cannot handle SIGTERM: {e}")))?;
         let int =
-            signal(SignalKind::interrupt()).map_err(|e| TargetError::Server(format!("cannot handle SIGINT: {e}")))?;
+            signal(SignalKind::interrupt()).map_err(|e| ServerError::Server(format!("cannot handle SIGINT: {e}")))?;
         (term, int)
     };
     let handle = spawn_in_process(cfg)?;
@@ -275,25 +296,25 @@ impl Drop for ServerHandle {
 }
 
 /// Starts the server on background threads of this process and returns once it accepts connections.
-pub fn spawn_in_process(cfg: &ServeConfig) -> Result<ServerHandle, TargetError> {
+pub fn spawn_in_process(cfg: &ServeConfig) -> Result<ServerHandle, ServerError> {
     let behaviour = Arc::new(Behaviour::new(&cfg.server)?);
     let threads =
         if cfg.threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { cfg.threads };
     let listeners = bind_listeners(cfg.listen, threads)?;
-    let addr = listeners[0].local_addr().map_err(|source| TargetError::Bind { addr: cfg.listen, source })?;
+    let addr = listeners[0].local_addr().map_err(|source| ServerError::Bind { addr: cfg.listen, source })?;
     let (tx, rx) = watch::channel(false);
     let mut handle = ServerHandle { addr, shutdown: tx, threads: Vec::new() };
     for (i, listener) in listeners.into_iter().enumerate() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| TargetError::Server(format!("cannot create a runtime: {e}")))?;
+            .map_err(|e| ServerError::Server(format!("cannot create a runtime: {e}")))?;
         let behaviour = behaviour.clone();
         let rx = rx.clone();
         let thread = std::thread::Builder::new()
             .name(format!("loadgate-serve-{i}"))
             .spawn(move || rt.block_on(accept_loop(listener, behaviour, rx)))
-            .map_err(|e| TargetError::Server(format!("cannot start a server thread: {e}")))?;
+            .map_err(|e| ServerError::Server(format!("cannot start a server thread: {e}")))?;
         handle.threads.push(thread);
     }
     Ok(handle)
@@ -312,14 +333,14 @@ fn bind_one(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 
 /// One listener per thread on the same port (`SO_REUSEPORT`); where a second bind fails, the first listener is
 /// shared instead.
-fn bind_listeners(addr: SocketAddr, n: usize) -> Result<Vec<std::net::TcpListener>, TargetError> {
-    let first = bind_one(addr).map_err(|source| TargetError::Bind { addr, source })?;
-    let bound = first.local_addr().map_err(|source| TargetError::Bind { addr, source })?;
+fn bind_listeners(addr: SocketAddr, n: usize) -> Result<Vec<std::net::TcpListener>, ServerError> {
+    let first = bind_one(addr).map_err(|source| ServerError::Bind { addr, source })?;
+    let bound = first.local_addr().map_err(|source| ServerError::Bind { addr, source })?;
     let mut out = Vec::with_capacity(n);
     for _ in 1..n.max(1) {
         let l = match bind_one(bound) {
             Ok(l) => l,
-            Err(_) => first.try_clone().map_err(|source| TargetError::Bind { addr, source })?,
+            Err(_) => first.try_clone().map_err(|source| ServerError::Bind { addr, source })?,
         };
         out.push(l);
     }
@@ -339,21 +360,21 @@ struct Behaviour {
 }
 
 impl Behaviour {
-    fn new(s: &BuiltinServer) -> Result<Self, TargetError> {
+    fn new(s: &BuiltinServer) -> Result<Self, ServerError> {
         if !(200..=599).contains(&s.status) {
-            return Err(TargetError::InvalidServer(format!(
+            return Err(ServerError::InvalidServer(format!(
                 "status {} is not a final HTTP status; use one from 200 to 599",
                 s.status
             )));
         }
         if s.kind == BuiltinKind::Delay && s.delay.is_none() {
-            return Err(TargetError::InvalidServer("the `delay` kind needs a delay, such as `20ms`".to_owned()));
+            return Err(ServerError::InvalidServer("the `delay` kind needs a delay, such as `20ms`".to_owned()));
         }
         let body = match s.body_size {
             None => HELLO_WORLD.to_vec(),
             Some(n) => {
                 let n = usize::try_from(n).ok().filter(|n| *n <= MAX_BODY).ok_or_else(|| {
-                    TargetError::InvalidServer(format!("a body of {n} bytes is above the 64 MiB the server sends"))
+                    ServerError::InvalidServer(format!("a body of {n} bytes is above the 64 MiB the server sends"))
                 })?;
                 pattern(n)
             }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::TargetError;
+use crate::MachineError;
 
 /// The fields of `/proc/PID/stat` loadgate uses. CPU times are in clock ticks ([`clock_ticks_per_sec`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,10 +63,10 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 }
 
 /// Reads and parses one `stat` file.
-pub fn read_stat(path: &Path) -> Result<ProcStat, TargetError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TargetError::Read { path: path.to_owned(), source })?;
+pub fn read_stat(path: &Path) -> Result<ProcStat, MachineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| MachineError::Read { path: path.to_owned(), source })?;
     parse_stat(&text)
-        .ok_or_else(|| TargetError::Parse { path: path.to_owned(), detail: "not a proc stat line".to_owned() })
+        .ok_or_else(|| MachineError::Parse { path: path.to_owned(), detail: "not a proc stat line".to_owned() })
 }
 
 /// The stat of every process visible in `/proc`; processes that vanish while being read are skipped.
@@ -159,7 +159,7 @@ pub fn thread_stat_path(tid: u32) -> PathBuf {
 }
 
 /// User and system CPU seconds a thread of this process has used so far.
-pub fn thread_cpu_seconds(tid: u32) -> Result<(f64, f64), TargetError> {
+pub fn thread_cpu_seconds(tid: u32) -> Result<(f64, f64), MachineError> {
     let s = read_stat(&thread_stat_path(tid))?;
     let hz = clock_ticks_per_sec();
     Ok((s.utime as f64 / hz, s.stime as f64 / hz))

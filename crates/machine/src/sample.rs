@@ -36,7 +36,7 @@ pub struct SamplerConfig {
 }
 
 impl SamplerConfig {
-    /// Once a second from now, for a target started by [`crate::launch::Target`] (pgid = pid).
+    /// Once a second from now, for a target started in its own process group (pgid = pid), as `loadgate-target` starts one.
     pub fn for_target(pid: Option<u32>) -> Self {
         SamplerConfig {
             interval: Duration::from_secs(1),

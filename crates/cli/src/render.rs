@@ -1,0 +1,87 @@
+//! Renders a run's events for people: progress while a phase runs, a summary after it, the verdicts at the end.
+
+use loadgate_runner::{Event, Observer, RunOutcome};
+
+use crate::exit::Exit;
+use crate::output::Output;
+use crate::progress::Progress;
+
+/// The terminal (or CI log) view of one run.
+pub struct Renderer<'a> {
+    out: &'a Output,
+    color: bool,
+    verbose: u8,
+    progress: Option<Progress>,
+}
+
+impl<'a> Renderer<'a> {
+    pub fn new(out: &'a Output, color: bool, verbose: u8) -> Self {
+        Renderer { out, color, verbose, progress: None }
+    }
+
+    fn end_progress(&mut self) {
+        if let Some(mut p) = self.progress.take() {
+            p.finish();
+        }
+    }
+
+    /// The exit code of a finished run, after saying how it ended when the events did not.
+    pub fn outcome(&mut self, outcome: &RunOutcome) -> Exit {
+        if let Some(message) = &outcome.skipped {
+            self.out.info(&format!("skipped: {message}"));
+        }
+        Exit::of(outcome.status())
+    }
+}
+
+impl Observer for Renderer<'_> {
+    fn event(&mut self, event: &Event<'_>) {
+        let out = self.out;
+        match event {
+            Event::RunStarted { plan } => {
+                out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
+                if self.verbose > 0 {
+                    out.info(&plan.render_text());
+                }
+            }
+            Event::Warning(w) => out.error(&format!("warning: {w}")),
+            Event::TargetStarting { command } => out.info(&format!("starting the target: {command}")),
+            Event::TargetFailed { error } => out.error(&format!("error: the target could not be started: {error}")),
+            Event::TargetReady { kind, base_url, pid, waited } => {
+                if let (Some(waited), Some(pid)) = (waited, pid) {
+                    out.info(&format!("the target is ready after {:.1}s (pid {pid})", waited.as_secs_f64()));
+                }
+                out.info(&format!("target {kind} at {base_url}"));
+            }
+            Event::TargetExited { status } => out.error(&format!("error: the target exited during the run: {status}")),
+            Event::PhaseStarted { phase } => {
+                self.end_progress();
+                self.progress = Some(Progress::start(phase, self.color, out.quiet));
+            }
+            Event::Tick { phase, elapsed, point } => {
+                if let Some(p) = &mut self.progress {
+                    p.tick(phase, *elapsed, point);
+                }
+            }
+            Event::PhaseFinished { result, results, .. } => {
+                self.end_progress();
+                out.info(&loadgate_report::text_summary(result));
+                if let Some(line) = loadgate_results::phase_resources(results, result).line() {
+                    out.info(&format!("  Resources: {line}"));
+                }
+            }
+            Event::PhaseFailed { phase, error } => {
+                self.end_progress();
+                out.error(&format!("error: {} could not run: {error}", phase.name));
+            }
+            Event::RunAborted { reason, .. } => out.error(&format!("the run stops: {reason}")),
+            Event::ReportNotWritten { failure } => out.error(&format!("error: {failure}")),
+            Event::RunFinished { results, dir } => {
+                self.end_progress();
+                out.data(&loadgate_report::summary_table(results, self.color));
+                out.info(&format!("reports: {}", dir.display()));
+            }
+            _ => {}
+        }
+    }
+}

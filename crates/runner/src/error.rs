@@ -1,0 +1,24 @@
+//! Why a run could not start at all. Everything after the start (a target that never became ready, a phase
+//! the engine could not run, Ctrl-C) is part of the outcome instead, with the reports written so far.
+
+use std::path::PathBuf;
+
+/// A run that could not begin: nothing was measured and no report was written.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The output directory could not be created.
+    #[error("cannot create the output directory {path}: {source}")]
+    OutputDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// This machine's CPUs could not be read, so the spec's pinning cannot be checked.
+    #[error("cannot read this machine's CPUs: {0}")]
+    Topology(#[source] loadgate_machine::MachineError),
+
+    /// `on_mismatch: fail` and the spec's CPUs are not all here.
+    #[error("{0}")]
+    Pinning(String),
+}

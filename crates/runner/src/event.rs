@@ -1,0 +1,59 @@
+//! What a run tells its observer while it goes: the CLI renders these, a library user may log or ignore them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use loadgate_plan::{ExecutionPlan, Phase};
+use loadgate_results::{RunResults, ScenarioResult, TimelinePoint};
+
+/// One thing that happened during a run, in the order it happened.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// The run begins: the plan is about to be applied.
+    RunStarted { plan: &'a ExecutionPlan },
+    /// Something a reader should know that does not stop the run (pinning adjusted, a low file limit, a target
+    /// given by URL that cannot be pinned, a report that could not be written).
+    Warning(String),
+    /// loadgate is starting the target's command.
+    TargetStarting { command: String },
+    /// The target could not be started or never became ready: the run cannot be carried out.
+    TargetFailed { error: String },
+    /// The target accepts requests; `waited` is the time from start to ready, for a command loadgate started.
+    TargetReady { kind: &'a str, base_url: &'a str, pid: Option<u32>, waited: Option<Duration> },
+    /// The target exited while the load ran: the current phase stops, and the run cannot be carried out.
+    TargetExited { status: String },
+    /// A phase begins.
+    PhaseStarted { phase: &'a Phase },
+    /// Once a second while a phase runs: the interval's counts and latencies.
+    Tick { phase: &'a Phase, elapsed: Duration, point: &'a TimelinePoint },
+    /// A phase ended with a result (its SLOs evaluated); `results` is the run so far, with this phase in it.
+    PhaseFinished { phase: &'a Phase, result: &'a ScenarioResult, results: &'a RunResults },
+    /// The engine could not run a phase at all; the run stops.
+    PhaseFailed { phase: &'a Phase, error: String },
+    /// An `abort_on_fail` SLO stopped the run after this phase.
+    RunAborted { phase: &'a Phase, reason: String },
+    /// A report file could not be written (a full disk); the others are written all the same.
+    ReportNotWritten { failure: &'a crate::reports::WriteFailure },
+    /// The run ended; the reports in `dir` are final.
+    RunFinished { results: &'a RunResults, dir: &'a Path },
+}
+
+/// Receives a run's [`Event`]s, on the thread that called the runner. Any `FnMut(&Event)` is one.
+pub trait Observer {
+    fn event(&mut self, event: &Event<'_>);
+}
+
+impl<F: FnMut(&Event<'_>)> Observer for F {
+    fn event(&mut self, event: &Event<'_>) {
+        self(event)
+    }
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn event(&mut self, _: &Event<'_>) {}
+}

@@ -1,0 +1,120 @@
+//! The files a run writes: results.json, junit.xml, report.md and one `.hgrm` per finished scenario
+//! instance, each rewritten atomically (a temporary file renamed over the old one) after every phase, so that
+//! a crash, a dying target, Ctrl-C or a full disk leaves the last complete set.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use loadgate_results::RunResults;
+
+/// A report file that could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+impl std::fmt::Display for WriteFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.error)
+    }
+}
+
+/// Writes one run's reports into its directory.
+#[derive(Debug)]
+pub struct ReportWriter {
+    dir: PathBuf,
+    template: Option<String>,
+    written_hgrm: Vec<String>,
+}
+
+impl ReportWriter {
+    /// Reports go to `dir` (which must exist); `template` replaces the built-in Markdown report.
+    pub fn new(dir: impl Into<PathBuf>, template: Option<String>) -> Self {
+        ReportWriter { dir: dir.into(), template, written_hgrm: Vec::new() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Refreshes the sweeps and writes every report. Each file is written on its own: one that fails (a full
+    /// disk) does not stop the others. Returns the files that failed.
+    pub fn write_all(&mut self, results: &mut RunResults) -> Vec<WriteFailure> {
+        results.sweeps = loadgate_results::sweeps(results);
+        let results = &*results;
+        let mut failures = Vec::new();
+        let rendered = [
+            ("results.json", loadgate_results::to_json(results).map_err(|e| e.to_string())),
+            ("junit.xml", loadgate_report::junit(results).map_err(|e| e.to_string())),
+            ("report.md", loadgate_report::markdown(results, self.template.as_deref()).map_err(|e| e.to_string())),
+        ];
+        for (name, content) in rendered {
+            let written = content.and_then(|c| write_atomic(&self.dir.join(name), &c).map_err(|e| e.to_string()));
+            if let Err(error) = written {
+                failures.push(WriteFailure { path: self.dir.join(name), error });
+            }
+        }
+        for s in &results.scenarios {
+            let name = format!("{}.hgrm", loadgate_report::file_stem(&s.name));
+            if self.written_hgrm.contains(&name) {
+                continue;
+            }
+            match write_atomic(&self.dir.join(&name), &loadgate_results::hgrm(&s.histograms.latency)) {
+                Ok(()) => self.written_hgrm.push(name),
+                Err(e) => failures.push(WriteFailure { path: self.dir.join(&name), error: e.to_string() }),
+            }
+        }
+        failures
+    }
+
+    /// Appends the Markdown report to a file such as GitHub's `GITHUB_STEP_SUMMARY`.
+    pub fn append_markdown(&self, results: &RunResults, path: &Path) -> Result<(), WriteFailure> {
+        let fail = |error: String| WriteFailure { path: path.to_owned(), error };
+        let md = loadgate_report::markdown(results, self.template.as_deref()).map_err(|e| fail(e.to_string()))?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(md.as_bytes()).and_then(|()| f.write_all(b"\n")))
+            .map_err(|e| fail(e.to_string()))
+    }
+}
+
+/// Writes `content` to `path` through a temporary file in the same directory, renamed over `path`.
+pub fn write_atomic(path: &Path, content: &str) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = std::fs::write(&tmp, content).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Why saved results could not be rendered again.
+#[derive(Debug, thiserror::Error)]
+pub enum RerenderError {
+    /// The Markdown template given does not render (the user's input is wrong).
+    #[error("cannot render report.md: {0}")]
+    Template(String),
+    /// A file could not be rendered or written.
+    #[error("{0}")]
+    Output(String),
+}
+
+/// `loadgate report`: renders junit.xml and report.md again from a saved results.json into `dir`.
+pub fn rerender(results: &mut RunResults, dir: &Path, template: Option<&str>) -> Result<Vec<PathBuf>, RerenderError> {
+    results.sweeps = loadgate_results::sweeps(results);
+    let output = RerenderError::Output;
+    std::fs::create_dir_all(dir).map_err(|e| output(format!("cannot create {}: {e}", dir.display())))?;
+    let junit = loadgate_report::junit(results).map_err(|e| output(format!("cannot render junit.xml: {e}")))?;
+    let md = loadgate_report::markdown(results, template).map_err(|e| RerenderError::Template(e.to_string()))?;
+    let mut written = Vec::new();
+    for (name, content) in [("junit.xml", junit), ("report.md", md)] {
+        let path = dir.join(name);
+        write_atomic(&path, &content).map_err(|e| output(format!("cannot write {}: {e}", path.display())))?;
+        written.push(path);
+    }
+    Ok(written)
+}

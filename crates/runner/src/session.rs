@@ -1,0 +1,235 @@
+//! A session: a target that is up and a generator that is pinned, ready to run phases. The unit every
+//! composition of runs builds on: a spec's run is one session running each phase once; repetitions, A/B
+//! rounds, shards and search steps run phases on one or more sessions as often as they need and merge the
+//! results ([`merge`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadgate_engine::{EngineError, StopSignal};
+use loadgate_machine::sample::{Sampler, SamplerConfig, Samples};
+use loadgate_plan::{Arrival, Phase, SaturationPolicy, WorkerPlan};
+use loadgate_results::{Problem, RunResults, ScenarioResult, TargetExit};
+
+use crate::abort::AbortWatch;
+use crate::event::{Event, Observer};
+use crate::interrupt::Interrupt;
+use crate::target::RunningTarget;
+
+/// How a session runs its phases.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The spec's `hardware.saturation`.
+    pub saturation: SaturationPolicy,
+    /// Ctrl-C: stops the running phase and every phase after it.
+    pub interrupt: Interrupt,
+    /// Result offsets (`started_at_offset`) and resource samples count seconds from here.
+    pub origin: Instant,
+}
+
+/// A target and a generator ready to run phases. Dropping it stops what it started.
+#[derive(Debug)]
+pub struct Session {
+    workers: Vec<WorkerPlan>,
+    target: RunningTarget,
+    opts: SessionOptions,
+    /// The running phase's stop signal: the target's death or Ctrl-C stops it.
+    current_stop: Arc<Mutex<StopSignal>>,
+    target_died: Arc<AtomicBool>,
+    watcher_done: Arc<AtomicBool>,
+    watcher: Option<JoinHandle<()>>,
+    sampler: Option<Sampler>,
+}
+
+/// Why a session will not run another phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Halt {
+    Interrupted,
+    TargetDied,
+}
+
+/// What a session leaves when it ends.
+#[derive(Debug, Default)]
+pub struct SessionEnd {
+    /// The target's and the workers' resource samples.
+    pub samples: Samples,
+    /// How the target ended, when it exited without being asked to.
+    pub target_exit: Option<TargetExit>,
+    /// A failure to stop the target.
+    pub stop_error: Option<String>,
+}
+
+impl Session {
+    /// Starts watching the target (for its death) and the interrupt flag, and sampling resources.
+    pub fn new(target: RunningTarget, workers: Vec<WorkerPlan>, opts: SessionOptions) -> Session {
+        let current_stop = Arc::new(Mutex::new(StopSignal::new()));
+        let target_died = Arc::new(AtomicBool::new(false));
+        if let Some(p) = &target.process {
+            let stop = Arc::clone(&current_stop);
+            let died = Arc::clone(&target_died);
+            p.on_exit(move |exit| {
+                if !exit.requested {
+                    died.store(true, Ordering::SeqCst);
+                    if let Ok(s) = stop.lock() {
+                        s.stop(format!("the target exited: {}", exit.status));
+                    }
+                }
+            });
+        }
+        let watcher_done = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let stop = Arc::clone(&current_stop);
+            let interrupt = opts.interrupt.clone();
+            let done = Arc::clone(&watcher_done);
+            std::thread::Builder::new()
+                .name("loadgate-interrupt".to_owned())
+                .spawn(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        if interrupt.is_interrupted() {
+                            if let Ok(s) = stop.lock() {
+                                s.stop("interrupted (Ctrl-C)");
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                })
+                .ok()
+        };
+        let sampler = Sampler::start(SamplerConfig {
+            interval: Duration::from_secs(1),
+            origin: opts.origin,
+            target_pid: target.pid(),
+            target_pgid: target.process.as_ref().map(|p| p.pgid()),
+            worker_tids: Vec::new(),
+        })
+        .ok();
+        Session { workers, target, opts, current_stop, target_died, watcher_done, watcher, sampler }
+    }
+
+    pub fn target(&self) -> &RunningTarget {
+        &self.target
+    }
+
+    /// Why no further phase should run, if one should not.
+    pub fn halted(&self) -> Option<Halt> {
+        if self.opts.interrupt.is_interrupted() {
+            Some(Halt::Interrupted)
+        } else if self.target_died.load(Ordering::SeqCst) {
+            Some(Halt::TargetDied)
+        } else {
+            None
+        }
+    }
+
+    /// Runs one phase on the engine with fresh connections, checks its `abort_on_fail` SLOs every second,
+    /// applies the saturation policy and evaluates its SLOs (against `baseline` where they are relative).
+    /// May be called for the same phase as often as a composition needs.
+    pub fn run_phase(
+        &mut self,
+        phase: &Phase,
+        baseline: Option<&RunResults>,
+        observer: &mut dyn Observer,
+    ) -> Result<ScenarioResult, EngineError> {
+        let stop = StopSignal::new();
+        if let Ok(mut s) = self.current_stop.lock() {
+            *s = stop.clone();
+        }
+        // A stop asked for between phases (Ctrl-C, the target's death) applies to this one too.
+        if let Some(halt) = self.halted() {
+            stop.stop(match halt {
+                Halt::Interrupted => "interrupted (Ctrl-C)",
+                Halt::TargetDied => "the target exited",
+            });
+        }
+        observer.event(&Event::PhaseStarted { phase });
+        let mut abort = AbortWatch::new();
+        let offset = self.opts.origin.elapsed().as_secs_f64();
+        let mut result = loadgate_engine::run_phase(phase, &self.workers, &self.target.engine, &stop, &mut |tick| {
+            observer.event(&Event::Tick { phase: tick.phase, elapsed: tick.elapsed, point: tick.point });
+            abort.check(tick)
+        })?;
+        result.started_at_offset = offset;
+        apply_saturation_policy(&mut result, phase, self.opts.saturation);
+        let baseline = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
+        result.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);
+        Ok(result)
+    }
+
+    /// The resource samples so far.
+    pub fn samples(&self) -> Samples {
+        self.sampler.as_ref().map(Sampler::snapshot).unwrap_or_default()
+    }
+
+    /// Stops sampling and watching, and stops the target if loadgate started it.
+    pub fn finish(mut self) -> SessionEnd {
+        self.watcher_done.store(true, Ordering::SeqCst);
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+        let samples = self.sampler.take().map(Sampler::stop).unwrap_or_default();
+        let target_exit = self
+            .target
+            .process
+            .as_ref()
+            .and_then(|p| p.exited().filter(|e| !e.requested))
+            .map(|e| e.to_target_exit(self.opts.origin));
+        let stop_error = self.target.stop().err();
+        SessionEnd { samples, target_exit, stop_error }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.watcher_done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Runs `phase` `rounds` times on `session` and merges the rounds into one result (histograms added, counts
+/// summed, timelines concatenated), with the phase's SLOs evaluated on the merged result. Returns the rounds
+/// and the merge. Stops early, with the rounds run so far, when the session is halted.
+pub fn run_rounds(
+    session: &mut Session,
+    phase: &Phase,
+    rounds: usize,
+    observer: &mut dyn Observer,
+) -> Result<(Vec<ScenarioResult>, ScenarioResult), crate::ComposeError> {
+    let mut parts = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        if !parts.is_empty() && session.halted().is_some() {
+            break;
+        }
+        parts.push(session.run_phase(phase, None, observer)?);
+    }
+    let mut merged = merge(&parts)?;
+    merged.verdicts = loadgate_results::evaluate(&phase.slos, &merged, None);
+    Ok((parts, merged))
+}
+
+/// Merges results of the same scenario instance (rounds, repetitions, shards): histograms added, never
+/// percentiles averaged; counts summed; the merge valid only if every part was. Verdicts are dropped: evaluate
+/// again on the merge.
+pub fn merge(parts: &[ScenarioResult]) -> Result<ScenarioResult, loadgate_results::ResultsError> {
+    loadgate_results::merge_scenarios(parts)
+}
+
+/// Applies the spec's saturation policy to a phase's validity: under `invalid` (and `auto` for open loads)
+/// a saturated generator makes the measurement invalid instead of a warning.
+pub fn apply_saturation_policy(result: &mut ScenarioResult, phase: &Phase, policy: SaturationPolicy) {
+    let invalidates = match policy {
+        SaturationPolicy::Invalid => true,
+        SaturationPolicy::Warn => false,
+        SaturationPolicy::Auto => !matches!(phase.load.arrival, Arrival::Closed),
+    };
+    if !invalidates {
+        return;
+    }
+    let (saturated, rest): (Vec<Problem>, Vec<Problem>) =
+        result.validity.warnings.drain(..).partition(|p| p.kind == "generator_saturated");
+    result.validity.warnings = rest;
+    if !saturated.is_empty() {
+        result.validity.valid = false;
+        result.validity.problems.extend(saturated);
+    }
+}
