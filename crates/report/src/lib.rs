@@ -20,6 +20,7 @@
 //!   [`file_stem`] to name a file per scenario instance.
 
 pub mod junit;
+mod lines;
 pub mod markdown;
 pub mod text;
 

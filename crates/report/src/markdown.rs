@@ -9,13 +9,11 @@
 //!   injection instances with Gatling's response-time buckets, the warnings, the machine and the pinning;
 //! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
 
-use loadgate_results::{
-    format, peak_users_active, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult,
-};
+use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use crate::text::{errors_line, load_line, scenario_verdict, status_line};
+use crate::lines::{errors_line, load_line, scenario_verdict, status_line, users_line};
 use crate::ReportError;
 
 /// The built-in Markdown template.
@@ -466,21 +464,6 @@ fn sweeps(r: &RunResults) -> Vec<Sweep> {
             }
         })
         .collect()
-}
-
-/// `6,000 started, 6,000 finished, 118 active at peak (sampled once a second)`, for user injection: the peak is
-/// the most users active at the end of a second of the timeline, so users shorter than a second may not show.
-pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
-    if s.load.model != "users" && s.load.users_started.is_none() {
-        return None;
-    }
-    let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), format::count);
-    Some(format!(
-        "{} started, {} finished, {} active at peak (sampled once a second)",
-        n(s.load.users_started),
-        n(s.load.users_finished),
-        n(peak_users_active(s))
-    ))
 }
 
 fn users_view(s: &ScenarioResult) -> UsersView {

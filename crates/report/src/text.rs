@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 use loadgate_results::{response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 
-use crate::markdown::users_line;
+use crate::lines::{errors_line, load_line, scenario_verdict, status_line, users_line, Tone};
 
 /// The percentile columns of the summaries.
 const PERCENTILES: [(&str, &str); 5] =
@@ -134,105 +134,12 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     out
 }
 
-/// `closed load, 256 connections, pipeline 16, 15.00s`.
-pub(crate) fn load_line(s: &ScenarioResult) -> String {
-    let mut parts = vec![format!("{} load", if s.load.model.is_empty() { "unknown" } else { &s.load.model })];
-    if let Some(target) = s.load.target_rate {
-        parts.push(format!("target {}", format::rate(target)));
-    }
-    parts.push(format!("{} connections", format::count(s.connections.planned)));
-    if s.load.pipeline > 1 {
-        parts.push(format!("pipeline {}", s.load.pipeline));
-    }
-    if !s.load.keep_alive {
-        parts.push("no keep-alive".to_owned());
-    }
-    if let Some(users) = s.load.users_started {
-        parts.push(format!("{} users", format::count(users)));
-    }
-    parts.push(format::seconds(s.duration));
-    if !s.gate {
-        parts.push("not gated".to_owned());
-    }
-    parts.join(", ")
-}
-
 fn latency_row(label: &str, cells: impl Iterator<Item = String>, max: String) -> String {
     let mut row = format!("{label:<10}");
     for cell in cells.chain(std::iter::once(max)) {
         let _ = write!(row, " {cell:>9}");
     }
     row
-}
-
-/// `2xx 959,692, 5xx 12`.
-pub(crate) fn status_line(s: &ScenarioResult) -> String {
-    let st = &s.status;
-    let classes = [
-        ("1xx", st.informational),
-        ("2xx", st.success),
-        ("3xx", st.redirection),
-        ("4xx", st.client_error),
-        ("5xx", st.server_error),
-    ];
-    let parts: Vec<String> =
-        classes.iter().filter(|(_, n)| *n > 0).map(|(class, n)| format!("{class} {}", format::count(*n))).collect();
-    if parts.is_empty() {
-        "no responses".to_owned()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// `timeout 3, read 1` or `none`.
-pub(crate) fn errors_line(s: &ScenarioResult) -> String {
-    let e = &s.errors;
-    let kinds = [
-        ("connect", e.connect),
-        ("read", e.read),
-        ("write", e.write),
-        ("timeout", e.timeout),
-        ("protocol", e.protocol),
-    ];
-    let parts: Vec<String> =
-        kinds.iter().filter(|(_, n)| *n > 0).map(|(kind, n)| format!("{kind} {}", format::count(*n))).collect();
-    if parts.is_empty() {
-        "none".to_owned()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INVALID`, `not gated`, `ran`, `stopped`.
-pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
-    let failed = s.verdicts.iter().filter(|v| !v.passed).count();
-    let evaluated = s.verdicts.iter().filter(|v| v.evaluated()).count();
-    if !s.gate {
-        return ("not gated".to_owned(), Tone::Dim);
-    }
-    if !s.validity.valid {
-        return ("INVALID".to_owned(), Tone::Warn);
-    }
-    if failed > 0 {
-        return (format!("FAIL {failed}/{evaluated}"), Tone::Bad);
-    }
-    if s.aborted.is_some() {
-        return ("stopped".to_owned(), Tone::Warn);
-    }
-    if evaluated == 0 {
-        return ("ran".to_owned(), Tone::Plain);
-    }
-    (format!("PASS {evaluated}/{evaluated}"), Tone::Good)
-}
-
-/// The colour of a cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tone {
-    Plain,
-    Good,
-    Bad,
-    Warn,
-    Dim,
 }
 
 impl Tone {

@@ -1,7 +1,7 @@
 //! The JSON Schema of the spec language, generated from the types below.
 //!
 //! These types describe the YAML a user writes (templates and unit strings included); they are only used to
-//! generate `schemas/loadgate.schema.json` for editors and validators. The reader in `parse.rs` accepts exactly
+//! generate `schemas/loadgate.schema.json` for editors and validators. The reader in `parse/` accepts exactly
 //! the keys declared here: a test compares the two so they cannot drift.
 
 use std::collections::BTreeMap;
@@ -206,34 +206,64 @@ pub struct ScenarioDoc {
     pub slo: Option<Vec<SloDoc>>,
 }
 
-/// A named request of a mix: a request with a `weight`.
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct MixRequestDoc {
-    /// The share of requests this one gets: `weight / sum of weights` (default 1).
-    pub weight: Option<Count>,
-    pub method: Option<String>,
-    #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
-    pub path: String,
-    pub query: Option<BTreeMap<String, ScalarDoc>>,
-    pub headers: Option<BTreeMap<String, ScalarDoc>>,
-    pub body: Option<String>,
+/// Declares a request's mapping: the keys given before `path`, then the request keys every form shares (`method`,
+/// `path`, `query`, `headers`, `body`), declared once here for the single request, a mix entry and a session
+/// step. `path` is required or not as its type says; `docs` describes the shared keys where they are given.
+macro_rules! request_doc {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident { $($(#[$field_meta:meta])* pub $field:ident: $field_ty:ty,)* }
+        path: $path:ty,
+        $(docs: { method: $method:literal, path: $path_doc:literal, query: $query:literal, body: $body:literal, },)?
+    ) => {
+        $(#[$meta])*
+        #[derive(JsonSchema)]
+        #[schemars(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $field_ty,)*
+            $(#[doc = $method])?
+            pub method: Option<String>,
+            $(#[doc = $path_doc])?
+            #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
+            pub path: $path,
+            $(#[doc = $query])?
+            pub query: Option<BTreeMap<String, ScalarDoc>>,
+            pub headers: Option<BTreeMap<String, ScalarDoc>>,
+            $(#[doc = $body])?
+            pub body: Option<String>,
+        }
+    };
 }
 
-/// A step of a session: a named request (`{ name: home, path: / }`) or a think time (`{ think: 500ms }`).
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SessionStepDoc {
-    /// The request's name, unique in the session: results and SLOs (`p95{request=NAME}`) use it.
-    pub name: Option<String>,
-    /// A pause of the user before its next step (alone in its step).
-    pub think: Option<DurationText>,
-    pub method: Option<String>,
-    #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
-    pub path: Option<String>,
-    pub query: Option<BTreeMap<String, ScalarDoc>>,
-    pub headers: Option<BTreeMap<String, ScalarDoc>>,
-    pub body: Option<String>,
+request_doc! {
+    pub struct RequestDoc {}
+    path: String,
+    docs: {
+        method: "The HTTP method (default GET).",
+        path: "The path (and query) after the base URL; must start with `/`.",
+        query: "Query parameters, percent-encoded and appended in order.",
+        body: "The request body; Content-Length is set from it.",
+    },
+}
+
+request_doc! {
+    /// A named request of a mix: a request with a `weight`.
+    pub struct MixRequestDoc {
+        /// The share of requests this one gets: `weight / sum of weights` (default 1).
+        pub weight: Option<Count>,
+    }
+    path: String,
+}
+
+request_doc! {
+    /// A step of a session: a named request (`{ name: home, path: / }`) or a think time (`{ think: 500ms }`).
+    pub struct SessionStepDoc {
+        /// The request's name, unique in the session: results and SLOs (`p95{request=NAME}`) use it.
+        pub name: Option<String>,
+        /// A pause of the user before its next step (alone in its step).
+        pub think: Option<DurationText>,
+    }
+    path: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -241,21 +271,6 @@ pub struct SessionStepDoc {
 pub enum MatrixModeDoc {
     Product,
     Zip,
-}
-
-#[derive(JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct RequestDoc {
-    /// The HTTP method (default GET).
-    pub method: Option<String>,
-    /// The path (and query) after the base URL; must start with `/`.
-    #[schemars(regex(pattern = r"^(/.*|.*\{\{.*\}\}.*)$"))]
-    pub path: String,
-    /// Query parameters, percent-encoded and appended in order.
-    pub query: Option<BTreeMap<String, ScalarDoc>>,
-    pub headers: Option<BTreeMap<String, ScalarDoc>>,
-    /// The request body; Content-Length is set from it.
-    pub body: Option<String>,
 }
 
 /// The load model: exactly one of `closed`, `open`, `ramp`, `users`.

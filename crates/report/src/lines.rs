@@ -1,0 +1,113 @@
+//! The lines both the Markdown and the terminal show of a scenario instance: its load, status classes, errors,
+//! users and verdict.
+
+use loadgate_results::format;
+use loadgate_results::{peak_users_active, ScenarioResult};
+
+/// `closed load, 256 connections, pipeline 16, 15.00s`.
+pub(crate) fn load_line(s: &ScenarioResult) -> String {
+    let mut parts = vec![format!("{} load", if s.load.model.is_empty() { "unknown" } else { &s.load.model })];
+    if let Some(target) = s.load.target_rate {
+        parts.push(format!("target {}", format::rate(target)));
+    }
+    parts.push(format!("{} connections", format::count(s.connections.planned)));
+    if s.load.pipeline > 1 {
+        parts.push(format!("pipeline {}", s.load.pipeline));
+    }
+    if !s.load.keep_alive {
+        parts.push("no keep-alive".to_owned());
+    }
+    if let Some(users) = s.load.users_started {
+        parts.push(format!("{} users", format::count(users)));
+    }
+    parts.push(format::seconds(s.duration));
+    if !s.gate {
+        parts.push("not gated".to_owned());
+    }
+    parts.join(", ")
+}
+
+/// `2xx 959,692, 5xx 12`.
+pub(crate) fn status_line(s: &ScenarioResult) -> String {
+    let st = &s.status;
+    let classes = [
+        ("1xx", st.informational),
+        ("2xx", st.success),
+        ("3xx", st.redirection),
+        ("4xx", st.client_error),
+        ("5xx", st.server_error),
+    ];
+    let parts: Vec<String> =
+        classes.iter().filter(|(_, n)| *n > 0).map(|(class, n)| format!("{class} {}", format::count(*n))).collect();
+    if parts.is_empty() {
+        "no responses".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `timeout 3, read 1` or `none`.
+pub(crate) fn errors_line(s: &ScenarioResult) -> String {
+    let e = &s.errors;
+    let kinds = [
+        ("connect", e.connect),
+        ("read", e.read),
+        ("write", e.write),
+        ("timeout", e.timeout),
+        ("protocol", e.protocol),
+    ];
+    let parts: Vec<String> =
+        kinds.iter().filter(|(_, n)| *n > 0).map(|(kind, n)| format!("{kind} {}", format::count(*n))).collect();
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `6,000 started, 6,000 finished, 118 active at peak (sampled once a second)`, for user injection: the peak is
+/// the most users active at the end of a second of the timeline, so users shorter than a second may not show.
+pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
+    if s.load.model != "users" && s.load.users_started.is_none() {
+        return None;
+    }
+    let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), format::count);
+    Some(format!(
+        "{} started, {} finished, {} active at peak (sampled once a second)",
+        n(s.load.users_started),
+        n(s.load.users_finished),
+        n(peak_users_active(s))
+    ))
+}
+
+/// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INVALID`, `not gated`, `ran`, `stopped`.
+pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
+    let failed = s.verdicts.iter().filter(|v| !v.passed).count();
+    let evaluated = s.verdicts.iter().filter(|v| v.evaluated()).count();
+    if !s.gate {
+        return ("not gated".to_owned(), Tone::Dim);
+    }
+    if !s.validity.valid {
+        return ("INVALID".to_owned(), Tone::Warn);
+    }
+    if failed > 0 {
+        return (format!("FAIL {failed}/{evaluated}"), Tone::Bad);
+    }
+    if s.aborted.is_some() {
+        return ("stopped".to_owned(), Tone::Warn);
+    }
+    if evaluated == 0 {
+        return ("ran".to_owned(), Tone::Plain);
+    }
+    (format!("PASS {evaluated}/{evaluated}"), Tone::Good)
+}
+
+/// The colour of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    Plain,
+    Good,
+    Bad,
+    Warn,
+    Dim,
+}

@@ -1,0 +1,315 @@
+//! `load`: the load models, `closed`, `open`, `ramp` and `users`.
+
+use crate::diag::Diagnostic;
+use crate::model::*;
+use crate::node::{Node, NodeKind, Path};
+use crate::read::{list, Cx};
+use crate::units::Rate;
+use crate::PipelineMode;
+
+use super::{
+    enum_error, positive_duration, CLOSED_KEYS, DEFAULT_MAX_USER_CONNECTIONS, LOAD_KEYS, OPEN_KEYS, RAMP_KEYS,
+    STAGE_KEYS, USERS_KEYS, USER_STEP_KEYS,
+};
+
+pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    let f = cx.map(node, path, LOAD_KEYS, "`load`")?;
+    let model = cx.one_of(&f, LOAD_KEYS, "`load`")?;
+    let (n, p) = f.get(model)?;
+    match model {
+        "closed" => read_closed(cx, n, &p),
+        "open" => read_open(cx, n, &p),
+        "ramp" => read_ramp(cx, n, &p),
+        _ => read_users(cx, n, &p),
+    }
+}
+
+fn positive_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {
+    let r = cx.unit::<Rate>(n, p, what)?;
+    if r.millis_per_sec == 0 {
+        cx.error(
+            Diagnostic::error(p, n.span, format!("{what} must be above zero"))
+                .expected("a rate such as `1000/s`")
+                .found(n.describe()),
+        );
+        return None;
+    }
+    Some(r)
+}
+
+const MAX_CONNECTIONS: u64 = 1_000_000;
+
+fn connections(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<u64> {
+    let c = cx.uint(n, p, "`connections`", 1)?;
+    if c > MAX_CONNECTIONS {
+        cx.error(
+            Diagnostic::error(p, n.span, "`connections` is too large")
+                .expected(format!("at most {MAX_CONNECTIONS}"))
+                .found(n.describe())
+                .help("one machine cannot open more sockets than its file descriptor and port limits allow"),
+        );
+        return None;
+    }
+    Some(c)
+}
+
+fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    let f = cx.map(node, path, CLOSED_KEYS, "`load.closed`")?;
+    let conns = cx.required(&f, "connections", "`load.closed`").and_then(|(n, p)| connections(cx, n, &p));
+    let stop = match cx.one_of(&f, &["duration", "requests"], "`load.closed`") {
+        Some("duration") => {
+            f.get("duration").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`")).map(Stop::Duration)
+        }
+        Some(_) => f.get("requests").and_then(|(n, p)| cx.uint(n, &p, "`requests`", 1)).map(Stop::Requests),
+        None => None,
+    };
+    let pipeline = match f.get("pipeline") {
+        Some((n, p)) => cx.uint(n, &p, "`pipeline`", 1).and_then(|v| {
+            if v > 1024 {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`pipeline` is too deep")
+                        .expected("at most 1024 requests in flight per connection")
+                        .found(n.describe()),
+                );
+                None
+            } else {
+                Some(v as u32)
+            }
+        }),
+        None => Some(1),
+    };
+    let pipeline_mode = match f.get("pipeline_mode") {
+        Some((n, p)) => match cx.string(n, &p, "`pipeline_mode`").as_deref() {
+            Some("batch") => Some(PipelineMode::Batch),
+            Some("window") => Some(PipelineMode::Window),
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`pipeline_mode`", other, &["batch", "window"]));
+                None
+            }
+            None => None,
+        },
+        None => Some(PipelineMode::Batch),
+    };
+    let keep_alive = match f.get("keep_alive") {
+        Some((n, p)) => cx.boolean(n, &p, "`keep_alive`"),
+        None => Some(true),
+    };
+    let (conns, stop, pipeline, pipeline_mode, keep_alive) = (conns?, stop?, pipeline?, pipeline_mode?, keep_alive?);
+    if !keep_alive && pipeline > 1 {
+        cx.error(
+            Diagnostic::error(&path.key("pipeline"), f.key_span("pipeline"), "pipelining needs keep-alive")
+                .expected("`pipeline: 1` when `keep_alive: false`")
+                .help("remove `keep_alive: false`, or set `pipeline: 1`"),
+        );
+        return None;
+    }
+    if let Stop::Requests(r) = stop {
+        if r < conns {
+            cx.error(
+                Diagnostic::warning(
+                    &path.key("requests"),
+                    f.key_span("requests"),
+                    format!("{r} requests over {conns} connections leaves connections idle"),
+                )
+                .help("only as many connections as requests will send anything"),
+            );
+        }
+    }
+    Some(Load::Closed { connections: conns, stop, pipeline, pipeline_mode, keep_alive })
+}
+
+fn read_open(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    let f = cx.map(node, path, OPEN_KEYS, "`load.open`")?;
+    let rate = cx.required(&f, "rate", "`load.open`").and_then(|(n, p)| positive_rate(cx, n, &p, "`rate`"));
+    let duration =
+        cx.required(&f, "duration", "`load.open`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
+    let conns = cx.required(&f, "connections", "`load.open`").and_then(|(n, p)| connections(cx, n, &p));
+    Some(Load::Open { rate: rate?, duration: duration?, connections: conns? })
+}
+
+fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    let f = cx.map(node, path, RAMP_KEYS, "`load.ramp`")?;
+    let conns = cx.required(&f, "connections", "`load.ramp`").and_then(|(n, p)| connections(cx, n, &p));
+    let start_rate = match f.get("start_rate") {
+        Some((n, p)) => cx.unit::<Rate>(n, &p, "`start_rate`"),
+        None => Some(Rate::default()),
+    };
+    let mut stages = Vec::new();
+    let mut ok = true;
+    if let Some((n, p)) = cx.required(&f, "stages", "`load.ramp`") {
+        match cx.list(n, &p, "`stages`") {
+            Some([]) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`stages` is empty")
+                        .expected("at least one stage such as `{ to: 1000/s, over: 30s }`"),
+                );
+                ok = false;
+            }
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let sp = p.index(i);
+                    let Some(sf) = cx.map(item, &sp, STAGE_KEYS, "a ramp stage") else {
+                        ok = false;
+                        continue;
+                    };
+                    let to = cx.required(&sf, "to", "a ramp stage").and_then(|(n, p)| cx.unit::<Rate>(n, &p, "`to`"));
+                    let over = cx
+                        .required(&sf, "over", "a ramp stage")
+                        .and_then(|(n, p)| positive_duration(cx, n, &p, "`over`"));
+                    match (to, over) {
+                        (Some(to), Some(over)) => stages.push(RampStage { to, over }),
+                        _ => ok = false,
+                    }
+                }
+            }
+            None => ok = false,
+        }
+    } else {
+        ok = false;
+    }
+    let (conns, start_rate) = (conns?, start_rate?);
+    if !ok {
+        return None;
+    }
+    if start_rate.millis_per_sec == 0 && stages.iter().all(|s| s.to.millis_per_sec == 0) {
+        cx.error(
+            Diagnostic::error(path, node.span, "the ramp never sends anything")
+                .expected("a stage with a rate above zero"),
+        );
+        return None;
+    }
+    Some(Load::Ramp { connections: conns, start_rate, stages })
+}
+
+fn user_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {
+    // Users per second: a bare number (`20`) or a rate (`20/s`).
+    let r = cx.render(n, p)?;
+    match &r.kind {
+        NodeKind::Int(i) if *i >= 0 => Some(Rate::from_per_sec(*i as u64)),
+        NodeKind::Float(f) if *f >= 0.0 && f.is_finite() && *f < 1e9 => {
+            Some(Rate { millis_per_sec: (f * 1000.0).round() as u64 })
+        }
+        _ => cx.unit::<Rate>(&r, p, what),
+    }
+}
+
+fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    // `users: { ramp: 100, over: 1m }` (one step), `users: [ {at_once: 10}, {ramp: 100, over: 1m} ]`, or
+    // `users: { steps: [...], max_connections: 5000 }`.
+    let (steps_node, steps_path, max_conns) = match &node.kind {
+        NodeKind::Map(entries) if entries.iter().any(|(k, _)| k.name == "steps" || k.name == "max_connections") => {
+            let f = cx.map(node, path, USERS_KEYS, "`load.users`")?;
+            let max = match f.get("max_connections") {
+                Some((n, p)) => connections(cx, n, &p)?,
+                None => DEFAULT_MAX_USER_CONNECTIONS,
+            };
+            let (n, p) = cx.required(&f, "steps", "`load.users`")?;
+            (n, p, max)
+        }
+        _ => (node, path.clone(), DEFAULT_MAX_USER_CONNECTIONS),
+    };
+    let single = [steps_node.clone()];
+    let (items, item_path): (&[Node], Box<dyn Fn(usize) -> Path>) = match &steps_node.kind {
+        NodeKind::Seq(items) => {
+            let sp = steps_path.clone();
+            (items.as_slice(), Box::new(move |i| sp.index(i)))
+        }
+        _ => {
+            let sp = steps_path.clone();
+            (&single[..], Box::new(move |_| sp.clone()))
+        }
+    };
+    if items.is_empty() {
+        cx.error(
+            Diagnostic::error(&steps_path, steps_node.span, "no injection steps")
+                .expected("at least one step such as `{ ramp: 100, over: 1m }`"),
+        );
+        return None;
+    }
+    let mut steps = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let p = item_path(i);
+        let Some(f) = cx.map(item, &p, USER_STEP_KEYS, "an injection step") else {
+            ok = false;
+            continue;
+        };
+        let Some(kind) =
+            cx.one_of(&f, &["at_once", "ramp", "per_second", "ramp_per_second", "pause"], "an injection step")
+        else {
+            ok = false;
+            continue;
+        };
+        let allowed: &[&str] = match kind {
+            "at_once" => &["at_once"],
+            "ramp" => &["ramp", "over"],
+            "per_second" => &["per_second", "during"],
+            "ramp_per_second" => &["ramp_per_second", "to", "during"],
+            _ => &["pause"],
+        };
+        for (k, _) in f.entries {
+            if !allowed.contains(&k.name.as_str()) && USER_STEP_KEYS.contains(&k.name.as_str()) {
+                cx.error(
+                    Diagnostic::error(
+                        &p.key(&k.name),
+                        k.span,
+                        format!("`{}` does not belong in a `{kind}` step", k.name),
+                    )
+                    .width(k.name.chars().count())
+                    .expected(format!("only {}", list(allowed))),
+                );
+                ok = false;
+            }
+        }
+        let step = match kind {
+            "at_once" => f
+                .get("at_once")
+                .and_then(|(n, p)| cx.uint(n, &p, "`at_once`", 1))
+                .map(|users| UserStep::AtOnce { users }),
+            "ramp" => {
+                let users = f.get("ramp").and_then(|(n, p)| cx.uint(n, &p, "`ramp`", 1));
+                let over =
+                    cx.required(&f, "over", "a `ramp` step").and_then(|(n, p)| positive_duration(cx, n, &p, "`over`"));
+                users.zip(over).map(|(users, over)| UserStep::Ramp { users, over })
+            }
+            "per_second" => {
+                let rate = f.get("per_second").and_then(|(n, p)| user_rate(cx, n, &p, "`per_second`"));
+                let during = cx
+                    .required(&f, "during", "a `per_second` step")
+                    .and_then(|(n, p)| positive_duration(cx, n, &p, "`during`"));
+                rate.zip(during).map(|(rate, during)| UserStep::PerSecond { rate, during })
+            }
+            "ramp_per_second" => {
+                let from = f.get("ramp_per_second").and_then(|(n, p)| user_rate(cx, n, &p, "`ramp_per_second`"));
+                let to =
+                    cx.required(&f, "to", "a `ramp_per_second` step").and_then(|(n, p)| user_rate(cx, n, &p, "`to`"));
+                let during = cx
+                    .required(&f, "during", "a `ramp_per_second` step")
+                    .and_then(|(n, p)| positive_duration(cx, n, &p, "`during`"));
+                match (from, to, during) {
+                    (Some(from), Some(to), Some(during)) => Some(UserStep::RampPerSecond { from, to, during }),
+                    _ => None,
+                }
+            }
+            _ => f
+                .get("pause")
+                .and_then(|(n, p)| positive_duration(cx, n, &p, "`pause`"))
+                .map(|during| UserStep::Pause { during }),
+        };
+        match step {
+            Some(s) => steps.push(s),
+            None => ok = false,
+        }
+    }
+    if !ok {
+        return None;
+    }
+    if steps.iter().all(|s| matches!(s, UserStep::Pause { .. })) {
+        cx.error(
+            Diagnostic::error(&steps_path, steps_node.span, "the injection never starts a user")
+                .expected("a step that injects users"),
+        );
+        return None;
+    }
+    Some(Load::Users { steps, max_connections: max_conns })
+}

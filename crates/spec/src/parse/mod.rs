@@ -1,0 +1,252 @@
+//! From a located node tree to a validated [`Spec`]: variables resolved, templates rendered, units parsed,
+//! matrix cells expanded, every problem reported at once.
+
+mod hardware;
+mod load;
+mod request;
+mod scenario;
+mod target;
+mod vars;
+
+use std::collections::BTreeMap;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::model::*;
+use crate::node::{Node, NodeKind, Path, Span};
+use crate::read::{list, Cx};
+use crate::suggest::did_you_mean;
+use crate::template::Templates;
+use crate::units::Duration;
+
+use hardware::read_hardware;
+use request::{read_defaults, Defaults};
+use scenario::read_scenario;
+use target::read_target;
+use vars::read_vars;
+
+// The keys each mapping of the spec accepts, in one table: a test in `schema.rs` compares it with the schema.
+pub(crate) const TOP_KEYS: &[&str] =
+    &["version", "name", "description", "seed", "vars", "hardware", "target", "defaults", "scenarios"];
+pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
+pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
+pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
+pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin"];
+pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
+pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
+pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked"];
+pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
+pub(crate) const SCENARIO_KEYS: &[&str] = &[
+    "description",
+    "gate",
+    "cooldown",
+    "request",
+    "requests",
+    "session",
+    "timeout",
+    "matrix",
+    "matrix_mode",
+    "load",
+    "slo",
+];
+pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
+pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
+pub(crate) const SESSION_STEP_KEYS: &[&str] = &["name", "think", "method", "path", "query", "headers", "body"];
+pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users"];
+pub(crate) const CLOSED_KEYS: &[&str] =
+    &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive"];
+pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections"];
+pub(crate) const RAMP_KEYS: &[&str] = &["connections", "start_rate", "stages"];
+pub(crate) const STAGE_KEYS: &[&str] = &["to", "over"];
+pub(crate) const USERS_KEYS: &[&str] = &["steps", "max_connections"];
+pub(crate) const USER_STEP_KEYS: &[&str] =
+    &["at_once", "ramp", "over", "per_second", "ramp_per_second", "to", "during", "pause"];
+pub(crate) const SLO_KEYS: &[&str] = &["expr", "abort_on_fail"];
+pub(crate) const ABORT_KEYS: &[&str] = &["delay"];
+
+/// The default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration(std::time::Duration::from_secs(10));
+/// The default cap on users active at once.
+pub const DEFAULT_MAX_USER_CONNECTIONS: u64 = 10_000;
+
+/// What the command line and the environment add to a spec.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// `--set name=value`, in order; later ones win.
+    pub sets: Vec<(String, String)>,
+    /// The process environment (for `{{ env.X }}` and `LOADGATE_VAR_<NAME>`).
+    pub env: BTreeMap<String, String>,
+    /// Where data files named by `pick_line` and `pick_csv` are found (the spec's directory).
+    pub base_dir: Option<std::path::PathBuf>,
+}
+
+impl LoadOptions {
+    pub fn from_process_env(sets: Vec<(String, String)>) -> Self {
+        LoadOptions { sets, env: std::env::vars().collect(), base_dir: None }
+    }
+}
+
+pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> Option<Spec> {
+    let path = Path::root();
+    if matches!(root.kind, NodeKind::Null) {
+        diags.push(
+            Diagnostic::error(&path, Some(Span { line: 1, col: 1 }), "the spec is empty")
+                .expected("a mapping with `version`, `name`, `target` and `scenarios`")
+                .help("start from `loadgate run --url http://127.0.0.1:8080/ -c 64 -d 10s --print-spec`, or see specs/quickstart.yaml"),
+        );
+        return None;
+    }
+    // Variables come first: everything else may be templated with them.
+    let (vars, var_values) = read_vars(root, opts, diags);
+    let templates = Templates::new(var_values, opts.env.clone(), opts.base_dir.clone());
+    let mut cx = Cx { diags, templates: &templates, bindings: &[], dynamic: false };
+    let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
+
+    if let Some((node, p)) = cx.required(&top, "version", "the spec") {
+        {
+            if let Some(v) = cx.uint(node, &p, "`version`", 0) {
+                if v != SPEC_VERSION {
+                    cx.error(
+                        Diagnostic::error(&p, node.span, format!("spec version {v} is not supported"))
+                            .expected(format!("`version: {SPEC_VERSION}`"))
+                            .found(node.describe())
+                            .help(format!("this loadgate reads version {SPEC_VERSION}")),
+                    );
+                }
+            }
+        }
+    }
+    let name = cx.required(&top, "name", "the spec").and_then(|(n, p)| {
+        let s = cx.string(n, &p, "`name`")?;
+        let ok = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !ok {
+            let fixed: String = s
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+                .collect();
+            cx.error(
+                Diagnostic::error(&p, n.span, "`name` must be a file-name-safe identifier")
+                    .expected("letters, digits, `-`, `_` and `.` (it names the output directory)")
+                    .found(n.describe())
+                    .help(format!("write `name: {}`", if fixed.is_empty() { "my-benchmark" } else { &fixed })),
+            );
+            return None;
+        }
+        Some(s)
+    });
+    let description = top.get("description").and_then(|(n, p)| cx.string(n, &p, "`description`"));
+    let seed = top.get("seed").and_then(|(n, p)| cx.uint(n, &p, "`seed`", 0));
+    let hardware = match top.get("hardware") {
+        Some((n, p)) => read_hardware(&mut cx, n, &p),
+        None => Some(Hardware::default()),
+    };
+    let target = match cx.required(&top, "target", "the spec") {
+        Some((n, p)) => read_target(&mut cx, n, &p),
+        None => None,
+    };
+    let defaults = match top.get("defaults") {
+        Some((n, p)) => read_defaults(&mut cx, n, &p),
+        None => Some(Defaults::default()),
+    };
+    let mut scenarios = Vec::new();
+    if let Some((node, p)) = cx.required(&top, "scenarios", "the spec") {
+        match &node.kind {
+            NodeKind::Map(entries) if entries.is_empty() => cx.error(
+                Diagnostic::error(&p, node.span, "`scenarios` is empty").expected("at least one scenario").help(
+                    "add a scenario: `scenarios: { main: { request: { path: / }, load: { closed: { connections: 64, duration: 10s } } } }`",
+                ),
+            ),
+            NodeKind::Map(entries) => {
+                let defaults = defaults.clone().unwrap_or_default();
+                let prefix = match &target {
+                    Some(Target::Url { base_url } | Target::Command { base_url, .. }) => base_url.prefix.clone(),
+                    _ => String::new(),
+                };
+                for (key, body) in entries {
+                    let sp = p.key(&key.name);
+                    if !valid_scenario_name(&key.name) {
+                        cx.error(
+                            Diagnostic::error(&sp, key.span, format!("scenario name `{}` is not a simple identifier", key.name))
+                                .width(key.name.chars().count())
+                                .expected("letters, digits, `-` and `_`"),
+                        );
+                    }
+                    if let Some(s) = read_scenario(&mut cx, &key.name, body, &sp, &defaults, &prefix) {
+                        scenarios.push(s);
+                    }
+                }
+            }
+            _ => cx.error(
+                Diagnostic::error(&p, node.span, "`scenarios` must be a mapping of scenario names to scenarios")
+                    .expected("a mapping such as `scenarios: { main: { ... } }`")
+                    .found(node.type_name()),
+            ),
+        }
+    }
+    // Checks across sections.
+    if let Some(hw) = &hardware {
+        if let (Some(g), Some(t)) = (&hw.generator_cpus, &hw.target_cpus) {
+            let shared = g.intersection(t);
+            if !shared.is_empty() {
+                let (n, p) = top.get("hardware").map(|(n, p)| (n.span, p)).unwrap_or((None, Path::root()));
+                cx.error(Diagnostic::warning(&p, n, format!("the generator and the target share CPUs {shared}")).help(
+                    "they will compete for those CPUs and the numbers will mix both; give each side its own CPUs",
+                ));
+            }
+        }
+    }
+    let (name, hardware, target) = (name?, hardware?, target?);
+    if cx.diags.has_errors() {
+        return None;
+    }
+    Some(Spec { name, description, seed, vars, hardware, target, scenarios, warnings: Vec::new() })
+}
+
+// Helpers the sections share.
+
+fn valid_scenario_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}
+
+fn enum_error(path: &Path, node: &Node, what: &str, found: &str, options: &[&str]) -> Diagnostic {
+    let d = Diagnostic::error(path, node.span, format!("{what} has no option `{found}`"))
+        .expected(format!("one of {}", list(options)))
+        .found(node.describe());
+    match did_you_mean(found, options.iter().copied()) {
+        Some(s) => d.help(format!("did you mean `{s}`?")),
+        None => d,
+    }
+}
+
+fn read_string_map(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str, out: &mut BTreeMap<String, String>) -> bool {
+    let NodeKind::Map(entries) = &node.kind else {
+        cx.error(
+            Diagnostic::error(path, node.span, format!("{what} must be a mapping"))
+                .expected("a mapping of names to values")
+                .found(node.type_name()),
+        );
+        return false;
+    };
+    let mut ok = true;
+    for (k, v) in entries {
+        match cx.string(v, &path.key(&k.name), "a value") {
+            Some(s) => {
+                out.insert(k.name.clone(), s);
+            }
+            None => ok = false,
+        }
+    }
+    ok
+}
+
+fn positive_duration(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Duration> {
+    let d = cx.unit::<Duration>(n, p, what)?;
+    if d == Duration::ZERO {
+        cx.error(
+            Diagnostic::error(p, n.span, format!("{what} must be longer than zero"))
+                .expected("a duration such as `10s`")
+                .found(n.describe()),
+        );
+        return None;
+    }
+    Some(d)
+}

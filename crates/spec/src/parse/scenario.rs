@@ -1,0 +1,413 @@
+//! A scenario: its matrix of cells, each cell's requests, load and timeout, and its `slo` list.
+
+use std::collections::BTreeSet;
+
+use minijinja::Value;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::model::*;
+use crate::node::{Node, NodeKind, Path};
+use crate::read::{list, Cx, Fields};
+use crate::suggest::did_you_mean;
+use crate::template::Templates;
+use crate::units::Duration;
+use crate::{AbortOnFail, Slo};
+
+use super::load::read_load;
+use super::request::{read_mix, read_request, read_session, read_timeout, Defaults};
+use super::vars::{to_value, valid_var_name};
+use super::{enum_error, ABORT_KEYS, DEFAULT_TIMEOUT, SCENARIO_KEYS, SLO_KEYS};
+
+/// Every string in a subtree, for finding which variables its templates use.
+fn collect_strings<'n>(node: &'n Node, out: &mut Vec<&'n str>) {
+    match &node.kind {
+        NodeKind::Str(s) => out.push(s),
+        NodeKind::Seq(items) => items.iter().for_each(|i| collect_strings(i, out)),
+        NodeKind::Map(entries) => entries.iter().for_each(|(_, v)| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
+pub(super) fn read_scenario(
+    cx: &mut Cx<'_>,
+    name: &str,
+    node: &Node,
+    path: &Path,
+    defaults: &Defaults,
+    prefix: &str,
+) -> Option<Scenario> {
+    let f = cx.map(node, path, SCENARIO_KEYS, &format!("scenario `{name}`"))?;
+    let description = f.get("description").and_then(|(n, p)| cx.string(n, &p, "`description`"));
+    let gate = match f.get("gate") {
+        Some((n, p)) => cx.boolean(n, &p, "`gate`"),
+        None => Some(true),
+    };
+    let cooldown = match f.get("cooldown") {
+        Some((n, p)) => cx.unit::<Duration>(n, &p, "`cooldown`"),
+        None => Some(Duration::ZERO),
+    };
+
+    // The matrix: variables and their values, in declaration order.
+    let mut matrix: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+    let mut matrix_ok = true;
+    if let Some((mnode, mpath)) = f.get("matrix") {
+        match &mnode.kind {
+            NodeKind::Map(entries) if !entries.is_empty() => {
+                // Which names the scenario's templates read (outside the matrix itself).
+                let mut strings = Vec::new();
+                for (k, v) in f.entries {
+                    if k.name != "matrix" {
+                        collect_strings(v, &mut strings);
+                    }
+                }
+                let used: BTreeSet<String> = strings
+                    .iter()
+                    .filter(|s| Templates::is_template(s))
+                    .flat_map(|s| cx.templates.names_used(s))
+                    .collect();
+                for (k, v) in entries {
+                    let p = mpath.key(&k.name);
+                    if !valid_var_name(&k.name) {
+                        cx.error(
+                            Diagnostic::error(&p, k.span, format!("matrix variable `{}` is not an identifier", k.name))
+                                .width(k.name.chars().count())
+                                .expected("letters, digits and `_`"),
+                        );
+                        matrix_ok = false;
+                        continue;
+                    }
+                    if !used.contains(&k.name) {
+                        let unused_candidates: Vec<&str> = used
+                            .iter()
+                            .map(String::as_str)
+                            .filter(|u| *u != "env" && !entries.iter().any(|(k2, _)| k2.name == *u))
+                            .collect();
+                        let help = match did_you_mean(&k.name, unused_candidates.iter().copied()) {
+                            Some(s) => format!("did you mean `{s}`? the scenario's templates read `{s}`"),
+                            None => {
+                                format!("use it in the scenario, for example `connections: \"{{{{ {} }}}}\"`", k.name)
+                            }
+                        };
+                        cx.error(
+                            Diagnostic::error(
+                                &p,
+                                k.span,
+                                format!(
+                                    "matrix variable `{}` is not used by any template of scenario `{name}`",
+                                    k.name
+                                ),
+                            )
+                            .width(k.name.chars().count())
+                            .expected(format!("a variable the scenario reads as `{{{{ {} }}}}`", k.name))
+                            .help(help),
+                        );
+                        matrix_ok = false;
+                        continue;
+                    }
+                    let Some(items) = cx.list(v, &p, &format!("matrix variable `{}`", k.name)) else {
+                        matrix_ok = false;
+                        continue;
+                    };
+                    if items.is_empty() {
+                        cx.error(
+                            Diagnostic::error(&p, v.span, format!("matrix variable `{}` has no values", k.name))
+                                .expected("a non-empty list"),
+                        );
+                        matrix_ok = false;
+                        continue;
+                    }
+                    let mut values = Vec::new();
+                    for (i, item) in items.iter().enumerate() {
+                        let ip = p.index(i);
+                        match cx.render(item, &ip) {
+                            Some(r)
+                                if matches!(
+                                    r.kind,
+                                    NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_) | NodeKind::Str(_)
+                                ) =>
+                            {
+                                values.push((r.scalar_text().unwrap_or_default(), to_value(&r.kind)));
+                            }
+                            Some(r) => {
+                                cx.error(
+                                    Diagnostic::error(&ip, item.span, "a matrix value must be a single value")
+                                        .expected("a string, number or boolean")
+                                        .found(r.type_name()),
+                                );
+                                matrix_ok = false;
+                            }
+                            None => matrix_ok = false,
+                        }
+                    }
+                    matrix.push((k.name.clone(), values));
+                }
+            }
+            NodeKind::Map(_) => {
+                cx.error(
+                    Diagnostic::error(&mpath, mnode.span, "`matrix` is empty")
+                        .expected("variables with lists of values, such as `matrix: { connections: [64, 256] }`"),
+                );
+                matrix_ok = false;
+            }
+            _ => {
+                cx.error(
+                    Diagnostic::error(&mpath, mnode.span, "`matrix` must be a mapping of variables to lists of values")
+                        .expected("a mapping such as `matrix: { connections: [64, 256] }`")
+                        .found(mnode.type_name()),
+                );
+                matrix_ok = false;
+            }
+        }
+    }
+    // `matrix_mode: product` (the default) runs every combination; `zip` walks the lists together.
+    let zip = match f.get("matrix_mode") {
+        None => false,
+        Some((n, p)) => match cx.string(n, &p, "`matrix_mode`").as_deref() {
+            Some("product") => false,
+            Some("zip") => true,
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`matrix_mode`", other, &["product", "zip"]));
+                matrix_ok = false;
+                false
+            }
+            None => {
+                matrix_ok = false;
+                false
+            }
+        },
+    };
+    if zip {
+        let lengths: Vec<usize> = matrix.iter().map(|(_, v)| v.len()).collect();
+        if lengths.windows(2).any(|w| w[0] != w[1]) {
+            let described: Vec<String> = matrix.iter().map(|(k, v)| format!("`{k}` has {}", v.len())).collect();
+            let (mn, mp) = f.get("matrix").map(|(n, p)| (n.span, p)).unwrap_or((None, path.key("matrix")));
+            cx.error(
+                Diagnostic::error(&mp, mn, "`matrix_mode: zip` walks the lists together, so they must be equally long")
+                    .found(described.join(", "))
+                    .help("give every matrix variable the same number of values, or use `matrix_mode: product`"),
+            );
+            return None;
+        }
+    }
+    let cell_count: usize = if zip {
+        matrix.first().map(|(_, v)| v.len()).unwrap_or(1)
+    } else {
+        matrix.iter().map(|(_, v)| v.len().max(1)).product()
+    };
+    if cell_count > 10_000 {
+        let (_, mpath) = f.get("matrix")?;
+        cx.error(
+            Diagnostic::error(&mpath, f.key_span("matrix"), format!("the matrix has {cell_count} cells"))
+                .expected("at most 10000 cells"),
+        );
+        return None;
+    }
+
+    // Every cell is read with its own bindings, so that every value is checked as it will run. A problem found
+    // in some cells but not all names the cells it occurs in.
+    let mut cells = Vec::new();
+    let mut all_ok = matrix_ok;
+    let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
+    for idx in 0..cell_count {
+        let mut rem = idx;
+        let mut bindings_text = Vec::new();
+        let mut bindings_value = Vec::new();
+        for (var, values) in matrix.iter().rev() {
+            let (t, v) = if zip { &values[idx] } else { &values[rem % values.len()] };
+            if !zip {
+                rem /= values.len();
+            }
+            bindings_text.push((var.clone(), t.clone()));
+            bindings_value.push((var.clone(), v.clone()));
+        }
+        bindings_text.reverse();
+        bindings_value.reverse();
+        let cell_name =
+            format!("{name}[{}]", bindings_text.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
+        let mut cell_diags = Diagnostics::default();
+        let mut cell_cx =
+            Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value, dynamic: false };
+        match read_cell(&mut cell_cx, &f, defaults, prefix) {
+            Some(mut cell) => {
+                cell.bindings = bindings_text;
+                cells.push(cell);
+            }
+            None => all_ok = false,
+        }
+        for d in cell_diags.into_items() {
+            match found.iter_mut().find(|(known, _)| *known == d) {
+                Some((_, in_cells)) => in_cells.push(cell_name.clone()),
+                None => found.push((d, vec![cell_name.clone()])),
+            }
+        }
+    }
+    for (mut d, in_cells) in found {
+        if !matrix.is_empty() && in_cells.len() < cell_count {
+            d.cells = in_cells;
+        }
+        cx.diags.push(d);
+    }
+    if !all_ok {
+        return None;
+    }
+    Some(Scenario {
+        name: name.to_owned(),
+        description,
+        gate: gate?,
+        cooldown: cooldown?,
+        matrix: matrix.into_iter().map(|(k, v)| (k, v.into_iter().map(|(t, _)| t).collect())).collect(),
+        cells,
+    })
+}
+
+fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str) -> Option<Cell> {
+    // `request` (one request), `requests` (a weighted mix of named ones) or `session` (named steps per user).
+    let mut mix = Vec::new();
+    let mut session = Vec::new();
+    let request = match cx.one_of(f, &["request", "requests", "session"], "the scenario") {
+        Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
+        Some("requests") => f.get("requests").and_then(|(n, p)| {
+            mix = read_mix(cx, n, &p, defaults, prefix)?;
+            mix.first().map(|m: &MixRequest| m.request.clone())
+        }),
+        Some(_) => f.get("session").and_then(|(n, p)| {
+            session = read_session(cx, n, &p, defaults, prefix)?;
+            session.iter().find_map(|s| match s {
+                SessionStep::Request { request, .. } => Some(request.clone()),
+                SessionStep::Think { .. } => None,
+            })
+        }),
+        None => None,
+    };
+    let timeout = match f.get("timeout") {
+        Some((n, p)) => read_timeout(cx, n, &p),
+        None => Some(defaults.timeout.unwrap_or(DEFAULT_TIMEOUT)),
+    };
+    let load = match cx.required(f, "load", "the scenario") {
+        Some((n, p)) => read_load(cx, n, &p),
+        None => None,
+    };
+    if let (Some(load), Some((n, p))) = (&load, f.get("session")) {
+        if !matches!(load, Load::Users { .. }) {
+            cx.error(
+                Diagnostic::error(&p, f.key_span("session").or(n.span), "`session` needs the `users` load model")
+                    .expected("`load: { users: ... }` beside a `session`")
+                    .help(
+                        "a session is what one user does from connect to close; closed and open loads send single \
+                         requests: use `request` or `requests`, or inject users with \
+                         `load: { users: { ramp: 100, over: 10s } }`",
+                    ),
+            );
+            return None;
+        }
+    }
+    let slos = match f.get("slo") {
+        Some((n, p)) => read_slos(cx, n, &p),
+        None => Some(Vec::new()),
+    };
+    let slos = slos?;
+    let names: Vec<&str> = mix
+        .iter()
+        .map(|m| m.name.as_str())
+        .chain(session.iter().filter_map(|s| match s {
+            SessionStep::Request { name, .. } => Some(name.as_str()),
+            SessionStep::Think { .. } => None,
+        }))
+        .collect();
+    // (When the requests could not be read, their names are unknown: nothing more to say.)
+    for slo in slos.iter().filter(|_| request.is_some()) {
+        if let Some(name) = &slo.request {
+            if !names.contains(&name.as_str()) {
+                let (n, p) = f.get("slo")?;
+                let d = Diagnostic::error(&p, n.span, format!("`{slo}` names no request of this scenario")).expected(
+                    if names.is_empty() {
+                        "a `requests:` mix or a `session:` that names the request".to_owned()
+                    } else {
+                        format!("one of {}", list(&names))
+                    },
+                );
+                cx.error(match did_you_mean(name, names.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{{request={s}}}`?")),
+                    None => d,
+                });
+                return None;
+            }
+        }
+    }
+    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, slos, session })
+}
+
+fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<Slo>> {
+    let single = [node.clone()];
+    let items: &[Node] = match &node.kind {
+        NodeKind::Seq(items) => items,
+        NodeKind::Str(_) => &single,
+        _ => {
+            cx.error(
+                Diagnostic::error(path, node.span, "`slo` must be a list of objectives")
+                    .expected("a list such as `slo: [p99 < 100ms, error_rate < 0.1%]`")
+                    .found(node.type_name()),
+            );
+            return None;
+        }
+    };
+    let is_list = matches!(node.kind, NodeKind::Seq(_));
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let p = if is_list { path.index(i) } else { path.clone() };
+        let (expr_node, expr_path, abort) = match &item.kind {
+            NodeKind::Map(_) => {
+                let Some(f) = cx.map(item, &p, SLO_KEYS, "an SLO") else {
+                    ok = false;
+                    continue;
+                };
+                let abort = match f.get("abort_on_fail") {
+                    None => Some(None),
+                    Some((n, ap)) => match &n.kind {
+                        NodeKind::Map(_) => cx
+                            .map(n, &ap, ABORT_KEYS, "`abort_on_fail`")
+                            .and_then(|af| match af.get("delay") {
+                                Some((dn, dp)) => cx.unit::<Duration>(dn, &dp, "`delay`"),
+                                None => Some(Duration::ZERO),
+                            })
+                            .map(|delay| Some(AbortOnFail { delay })),
+                        _ => cx
+                            .boolean(n, &ap, "`abort_on_fail`")
+                            .map(|b| b.then_some(AbortOnFail { delay: Duration::ZERO })),
+                    },
+                };
+                let Some((en, ep)) = cx.required(&f, "expr", "an SLO") else {
+                    ok = false;
+                    continue;
+                };
+                (en.clone(), ep, abort)
+            }
+            _ => (item.clone(), p.clone(), Some(None)),
+        };
+        let Some(abort) = abort else {
+            ok = false;
+            continue;
+        };
+        let Some(text) = cx.string(&expr_node, &expr_path, "an SLO") else {
+            ok = false;
+            continue;
+        };
+        match Slo::parse(&text) {
+            Ok(mut slo) => {
+                slo.abort_on_fail = abort;
+                out.push(slo);
+            }
+            Err(e) => {
+                cx.error(
+                    Diagnostic::error(&expr_path, expr_node.span, format!("invalid SLO: {}", e.message))
+                        .expected(e.expected)
+                        .found(expr_node.describe())
+                        .help_opt(e.help),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(out)
+}
