@@ -123,13 +123,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
     #[command(flatten)]
-    pub flags: FlagRun,
+    pub flags: FlagArgs,
 }
 
 /// A one-scenario run from the flags people type from memory (wrk, wrk2, ab).
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Spec-less run (wrk/wrk2 flags)")]
-pub struct FlagRun {
+pub struct FlagArgs {
     /// The URL to load: `http://host:port/path?query`.
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
@@ -175,6 +175,27 @@ pub struct FlagRun {
     /// Print the equivalent spec instead of running it.
     #[arg(long, requires = "url")]
     pub print_spec: bool,
+}
+
+impl FlagArgs {
+    /// The flags as the import library reads them.
+    pub fn to_flag_run(&self) -> loadgate_import::FlagRun {
+        loadgate_import::FlagRun {
+            url: self.url.clone(),
+            connections: self.connections,
+            duration: self.duration.clone(),
+            requests: self.requests,
+            threads: self.threads,
+            rate: self.rate.clone(),
+            timeout: self.timeout.clone(),
+            headers: self.headers.clone(),
+            method: self.method.clone(),
+            body: self.body.clone(),
+            pipeline: self.pipeline,
+            no_keepalive: self.no_keepalive,
+            slos: self.slos.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

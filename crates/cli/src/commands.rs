@@ -143,7 +143,7 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Exit {
     // The specs to run: files, or one built from wrk-style flags.
     let mut loaded: Vec<(Spec, String, Option<std::path::PathBuf>)> = Vec::new();
     if args.flags.url.is_some() {
-        let yaml = match crate::flags::spec_from_flags(&args.flags) {
+        let yaml = match loadgate_import::spec_from_flags(&args.flags.to_flag_run()) {
             Ok(y) => y,
             Err(e) => {
                 out.error(&format!("error: {e}"));

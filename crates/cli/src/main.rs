@@ -3,7 +3,6 @@
 mod args;
 mod commands;
 mod exit;
-mod flags;
 mod output;
 mod progress;
 mod render;

@@ -3,7 +3,37 @@
 
 use std::fmt::Write as _;
 
-use crate::args::FlagRun;
+/// A one-scenario run described by the flags people type from memory (wrk, wrk2, ab); the values are the
+/// flags' text as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlagRun {
+    /// `http://host:port/path?query`.
+    pub url: Option<String>,
+    /// `-c`: connections to keep open (default 10).
+    pub connections: Option<u64>,
+    /// `-d`: how long to run; a bare number is seconds, as in wrk (default 10s).
+    pub duration: Option<String>,
+    /// `-n`: stop after this many requests (ab).
+    pub requests: Option<u64>,
+    /// `-t`: worker threads.
+    pub threads: Option<u32>,
+    /// `-R`: an open loop at this rate; a bare number is requests per second, as in wrk2.
+    pub rate: Option<String>,
+    /// `--timeout`: per request; a bare number is seconds.
+    pub timeout: Option<String>,
+    /// `-H 'Name: value'`.
+    pub headers: Vec<String>,
+    /// `-m`.
+    pub method: Option<String>,
+    /// `--body`.
+    pub body: Option<String>,
+    /// `--pipeline N`.
+    pub pipeline: Option<u32>,
+    /// `--no-keepalive`: a new connection per request (ab without `-k`).
+    pub no_keepalive: bool,
+    /// `--slo EXPR`.
+    pub slos: Vec<String>,
+}
 
 /// A bare number means seconds, as in wrk (`-d 30`, `--timeout 8`).
 fn seconds_default(text: &str) -> String {

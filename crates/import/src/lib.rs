@@ -49,6 +49,7 @@
 
 mod args;
 mod draft;
+mod flags;
 mod shell;
 mod tools;
 mod values;
@@ -56,6 +57,7 @@ mod values;
 use std::fmt;
 
 pub use draft::SCHEMA_URL;
+pub use flags::{spec_from_flags, FlagRun};
 
 /// The load generator a command line runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
