@@ -12,9 +12,9 @@ use std::net::ToSocketAddrs;
 use std::process::ExitCode;
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
+use loadgate_model::units::{Duration, Rate};
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare};
-use loadgate_units::{Duration, Rate};
 
 struct Args {
     url: String,

@@ -208,8 +208,8 @@ impl WorkerSchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadgate_model::units::{Duration, Rate};
     use loadgate_plan::RampStage;
-    use loadgate_units::{Duration, Rate};
 
     fn worker_times(arrival: &Arrival, shares: &[f64], until: f64) -> Vec<Vec<f64>> {
         let sched = Schedule::from_arrival(arrival).unwrap();

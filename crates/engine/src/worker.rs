@@ -1259,7 +1259,7 @@ mod tests {
     use super::*;
 
     fn source(rate: u64) -> (OpenSource, Instant) {
-        let arrival = loadgate_plan::Arrival::Constant { rate: loadgate_units::Rate::from_per_sec(rate) };
+        let arrival = loadgate_plan::Arrival::Constant { rate: loadgate_model::units::Rate::from_per_sec(rate) };
         let schedule = crate::schedule::Schedule::from_arrival(&arrival).unwrap();
         let start = Instant::now();
         (OpenSource::new(WorkerSchedule::new(schedule, 1.0, 0.0), None, start), start)

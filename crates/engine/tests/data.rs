@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{describe, ok_body, serve, PhaseBuilder, Reply};
+use loadgate_model::units::{Duration as SpecDuration, Rate};
 use loadgate_plan::{Arrival, RequestPlan, UserStep};
 use loadgate_plan::{DynamicRequest, Generator, PipelineMode, Segment};
-use loadgate_units::{Duration as SpecDuration, Rate};
 
 /// What a recording server saw of one request.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

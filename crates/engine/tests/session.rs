@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::{describe, ok_body, serve_logged, PhaseBuilder, Reply};
+use loadgate_model::units::Duration as SpecDuration;
 use loadgate_plan::{Arrival, RequestPlan, SessionStep, UserStep};
-use loadgate_units::Duration as SpecDuration;
 
 fn step(name: &str, path: &str) -> SessionStep {
     SessionStep::Request {

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use common::{describe, ok_body, refused_addr, serve, PhaseBuilder, Reply, Stall};
 use loadgate_engine::{run_phase, Control, StopSignal, Target};
+use loadgate_model::units::{Duration as SpecDuration, Rate};
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, RampStage, UserStep};
-use loadgate_units::{Duration as SpecDuration, Rate};
 
 const HELLO: &[u8] = b"Hello, World!";
 

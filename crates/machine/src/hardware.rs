@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use loadgate_model::units::CpuList;
 use loadgate_plan::OnMismatch;
 use loadgate_plan::WorkerPlan;
 use loadgate_results::{Machine, Pinning};
-use loadgate_units::CpuList;
 
 use crate::MachineError;
 

@@ -2,8 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
-use loadgate_spec::{Load, Ready, Spec, Stop, Target};
-use loadgate_units::Duration;
+use loadgate_model::units::Duration;
+use loadgate_model::{Load, Ready, Spec, Stop, Target};
 
 use crate::model::*;
 
@@ -66,10 +66,10 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                     .session
                     .iter()
                     .map(|s| match s {
-                        loadgate_spec::SessionStep::Request { name, request } => {
+                        loadgate_model::SessionStep::Request { name, request } => {
                             SessionStep::Request { name: name.clone(), request: request_plan(request) }
                         }
-                        loadgate_spec::SessionStep::Think { duration } => SessionStep::Think { duration: *duration },
+                        loadgate_model::SessionStep::Think { duration } => SessionStep::Think { duration: *duration },
                     })
                     .collect(),
             };
@@ -90,9 +90,9 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             .iter()
             .map(|(k, v)| {
                 let source = match v.source {
-                    loadgate_spec::VarSource::Default => VarSource::Default,
-                    loadgate_spec::VarSource::Environment => VarSource::Environment,
-                    loadgate_spec::VarSource::CommandLine => VarSource::CommandLine,
+                    loadgate_model::VarSource::Default => VarSource::Default,
+                    loadgate_model::VarSource::Environment => VarSource::Environment,
+                    loadgate_model::VarSource::CommandLine => VarSource::CommandLine,
                 };
                 (k.clone(), ResolvedVar { value: v.value.clone(), source })
             })
@@ -133,7 +133,7 @@ fn mix64(index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn request_plan(r: &loadgate_spec::Request) -> RequestPlan {
+fn request_plan(r: &loadgate_model::Request) -> RequestPlan {
     RequestPlan {
         method: r.method.clone(),
         path: r.path.clone(),
@@ -224,7 +224,7 @@ fn load_plan(load: &Load) -> LoadPlan {
             connections: ConnectionPolicy {
                 connections: *max_connections,
                 pipeline: 1,
-                pipeline_mode: loadgate_spec::PipelineMode::Batch,
+                pipeline_mode: loadgate_model::PipelineMode::Batch,
                 keep_alive: false,
             },
         },
@@ -232,7 +232,7 @@ fn load_plan(load: &Load) -> LoadPlan {
 }
 
 fn open_connections(connections: u64) -> ConnectionPolicy {
-    ConnectionPolicy { connections, pipeline: 1, pipeline_mode: loadgate_spec::PipelineMode::Batch, keep_alive: true }
+    ConnectionPolicy { connections, pipeline: 1, pipeline_mode: loadgate_model::PipelineMode::Batch, keep_alive: true }
 }
 
 /// Splits `total` into `parts` integers that differ by at most one and sum to `total`; the first ones get the

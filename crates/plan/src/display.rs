@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use loadgate_units::Duration;
+use loadgate_model::units::Duration;
 
 use crate::model::*;
 
@@ -53,7 +53,7 @@ pub fn describe_load(load: &LoadPlan) -> String {
                     s,
                     ", pipeline {} ({})",
                     c.pipeline,
-                    if c.pipeline_mode == loadgate_spec::PipelineMode::Batch { "batch" } else { "window" }
+                    if c.pipeline_mode == loadgate_model::PipelineMode::Batch { "batch" } else { "window" }
                 );
             }
             if !c.keep_alive {
@@ -139,9 +139,9 @@ impl ExecutionPlan {
             out,
             "  saturation   {}",
             match self.hardware.saturation {
-                loadgate_spec::SaturationPolicy::Auto => "auto (invalid for open loads, a warning for closed loads)",
-                loadgate_spec::SaturationPolicy::Invalid => "invalid",
-                loadgate_spec::SaturationPolicy::Warn => "warn",
+                loadgate_model::SaturationPolicy::Auto => "auto (invalid for open loads, a warning for closed loads)",
+                loadgate_model::SaturationPolicy::Invalid => "invalid",
+                loadgate_model::SaturationPolicy::Warn => "warn",
             }
         );
         let _ = writeln!(out, "  seed         {}", self.seed);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use loadgate_units::{CpuList, Duration, Rate};
+use loadgate_model::units::{CpuList, Duration, Rate};
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan's JSON form (`loadgate plan --json`).
@@ -180,7 +180,7 @@ pub struct RequestPlan {
     /// Set when path, query, headers or body generate values per request (`{{ seq() }}`, `{{ uuid() }}`, ...):
     /// the same fields as literal segments and generator slots, filled per request from a source seeded with
     /// the plan's `seed`. `path`, `headers` and `body` above then show the generators as `{seq(0, 1)}`.
-    pub dynamic: Option<loadgate_spec::DynamicRequest>,
+    pub dynamic: Option<loadgate_model::DynamicRequest>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -209,7 +209,7 @@ pub enum Arrival {
 /// The spec's vocabulary that a plan carries unchanged: ramp stages, injection steps, policies, SLOs and the
 /// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
 /// server) read them from the plan and never depend on the spec reader.
-pub use loadgate_spec::{
+pub use loadgate_model::{
     AbortOnFail, BuiltinKind, Comparison, DynamicRequest, Generator, Metric, MetricKind, OnMismatch, PipelineMode,
     RampStage, SaturationPolicy, Segment, Slo, Threshold, UserStep,
 };

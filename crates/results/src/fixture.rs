@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use loadgate_spec::Slo;
+use loadgate_model::Slo;
 
 use crate::knee::sweeps;
 use crate::model::*;

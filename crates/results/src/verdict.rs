@@ -27,7 +27,7 @@
 
 use std::str::FromStr;
 
-use loadgate_spec::{Metric, MetricKind, Slo, Threshold};
+use loadgate_model::{Metric, MetricKind, Slo, Threshold};
 
 use crate::format;
 use crate::model::{ErrorCounts, RequestBreakdown, RequestCounts, RunResults, ScenarioResult, StatusCounts, Verdict};

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use loadgate_model::Slo;
 use loadgate_results::fixture::{sample_run, sample_shapes, scenario};
 use loadgate_results::*;
-use loadgate_spec::Slo;
 
 fn schema_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schemas/results.schema.json")

@@ -4,11 +4,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use loadgate_model::units::CpuList;
 use loadgate_plan::TargetPlan;
 use loadgate_results::TargetInfo;
 use loadgate_server::{ServeConfig, ServerHandle};
 use loadgate_target::launch::{self, LaunchSpec};
-use loadgate_units::CpuList;
 
 use crate::event::{Event, Observer};
 

@@ -22,7 +22,8 @@ fn session(plan: &ExecutionPlan, dir: &std::path::Path) -> Session {
     let opts = TargetOptions { cpus: None, log_dir: dir, source_dir: None, builtin: &BuiltinServer::InProcess };
     let target = RunningTarget::start(&plan.target, &opts, &mut Silent).unwrap();
     let workers = loadgate_runner::run::worker_plans(plan, &pinning);
-    let opts = SessionOptions { saturation: plan.hardware.saturation, interrupt: Interrupt::new(), origin: Instant::now() };
+    let opts =
+        SessionOptions { saturation: plan.hardware.saturation, interrupt: Interrupt::new(), origin: Instant::now() };
     Session::new(target, workers, opts)
 }
 

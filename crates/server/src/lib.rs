@@ -28,9 +28,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant, SystemTime, UNIX_EPOCH};
 
+use loadgate_model::units::Duration;
 use loadgate_plan::BuiltinKind;
 use loadgate_plan::BuiltinServer;
-use loadgate_units::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -175,16 +175,17 @@ impl ServeConfig {
                 }
                 "--delay" => {
                     let v = value()?;
-                    let d: Duration = v.parse().map_err(|e: loadgate_units::UnitError| {
+                    let d: Duration = v.parse().map_err(|e: loadgate_model::units::UnitError| {
                         ServerError::InvalidArgs(format!("`{v}` is not {}", e.expected))
                     })?;
                     cfg.server.delay = Some(d);
                 }
                 "--body-size" => {
                     let v = value()?;
-                    let n: loadgate_units::ByteSize = v.parse().map_err(|e: loadgate_units::UnitError| {
-                        ServerError::InvalidArgs(format!("`{v}` is not {}", e.expected))
-                    })?;
+                    let n: loadgate_model::units::ByteSize =
+                        v.parse().map_err(|e: loadgate_model::units::UnitError| {
+                            ServerError::InvalidArgs(format!("`{v}` is not {}", e.expected))
+                        })?;
                     cfg.server.body_size = Some(n.0);
                 }
                 other => return Err(ServerError::InvalidArgs(format!("unknown argument `{other}`"))),

@@ -4,10 +4,10 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration as StdDuration, Instant};
 
+use loadgate_model::units::Duration;
 use loadgate_plan::BuiltinKind;
 use loadgate_plan::BuiltinServer;
 use loadgate_server::{spawn_in_process, ServeConfig, ServerHandle};
-use loadgate_units::Duration;
 
 fn server(kind: BuiltinKind, f: impl FnOnce(&mut BuiltinServer)) -> ServerHandle {
     let mut s = BuiltinServer { kind, delay: None, status: 200, body_size: None, chunked: false };

@@ -1,18 +1,21 @@
-//! loadgate's spec language: load a YAML spec, render its templates, validate it into a typed [`Spec`].
+//! loadgate's spec reader: load a YAML spec, render its templates, validate it into the typed [`Spec`] of
+//! `loadgate-model`. The only crate that sees YAML or templates.
 
-pub mod diag;
 pub mod generate;
 mod loader;
-pub mod model;
 pub mod node;
 mod parse;
 mod read;
 pub mod schema;
-pub mod slo;
-pub mod suggest;
 mod template;
-/// The unit types, re-exported so that spec readers need not name the units crate.
-pub use loadgate_units as units;
+
+/// The language's types live in `loadgate-model`; re-exported so that a reader of specs needs one crate.
+pub use loadgate_model::{diag, slo, suggest, units};
+pub use loadgate_model::{BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy};
+/// The validated spec's types.
+pub mod model {
+    pub use loadgate_model::spec::*;
+}
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};
@@ -67,55 +70,4 @@ pub fn load_file(path: &std::path::Path, opts: &LoadOptions) -> Result<Spec, Spe
         )
     })?;
     load_str(&file, &text, opts)
-}
-
-use serde::{Deserialize, Serialize};
-
-/// What to do when this machine cannot honour the spec's CPU pinning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnMismatch {
-    /// Refuse to run (exit 3).
-    Fail,
-    /// Run unpinned or with the CPUs that exist, and say so in every report.
-    #[default]
-    Warn,
-    /// Skip the run and exit 0 with a note: the spec does not apply to this machine.
-    Skip,
-}
-
-/// Whether a saturated generator worker (90% CPU or more) invalidates a phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SaturationPolicy {
-    /// Invalid (exit 4) for open loads, whose latency a late generator inflates; a warning for closed loads.
-    #[default]
-    Auto,
-    /// Always invalid.
-    Invalid,
-    /// Always a warning.
-    Warn,
-}
-
-/// The built-in reference server's behaviours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BuiltinKind {
-    /// TechEmpower's plaintext: `Hello, World!` (13 bytes).
-    Plaintext,
-    /// Echoes the request body back.
-    Echo,
-    /// Answers after a fixed delay.
-    Delay,
-}
-
-/// How pipelined requests are kept in flight on a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PipelineMode {
-    /// wrk's `pipeline.lua`: write `pipeline` requests, wait for all their responses, repeat.
-    #[default]
-    Batch,
-    /// Keep `pipeline` requests in flight: send a new one as each response arrives.
-    Window,
 }

@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use loadgate_model::units::CpuList;
 use loadgate_plan::ReadyProbe;
 use loadgate_results::TargetExit;
-use loadgate_units::CpuList;
 
 use crate::TargetError;
 use loadgate_machine::procfs;
@@ -671,8 +671,8 @@ pub fn builtin_ready_probe(timeout: Duration) -> ReadyProbe {
     ReadyProbe::HttpGet {
         path: "/ready".to_owned(),
         status: 200,
-        timeout: loadgate_units::Duration(timeout),
-        interval: loadgate_units::Duration::from_millis(50),
+        timeout: loadgate_model::units::Duration(timeout),
+        interval: loadgate_model::units::Duration::from_millis(50),
     }
 }
 

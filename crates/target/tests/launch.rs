@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use loadgate_machine::hardware::{self, CpuTopology, PinningDecision};
 use loadgate_machine::procfs;
 use loadgate_machine::sample::{Sampler, SamplerConfig};
+use loadgate_model::units::{CpuList, Duration as SpecDuration};
 use loadgate_plan::{BuiltinKind, OnMismatch};
 use loadgate_plan::{BuiltinServer, ReadyProbe};
 use loadgate_server::ServeConfig;
 use loadgate_target::launch::{builtin_ready_probe, LaunchSpec, Target};
 use loadgate_target::TargetError;
-use loadgate_units::{CpuList, Duration as SpecDuration};
 
 const SERVE_BIN: &str = env!("CARGO_BIN_EXE_loadgate-target-serve");
 

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
+use loadgate_model::units;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{
     Arrival, ConnectionPolicy, LoadPlan, MixEntry, RequestPlan, SessionStep, Share, StopCondition, WorkerShare,
 };
 use loadgate_results::ScenarioResult;
-use loadgate_units as units;
 
 /// What the server does with one request.
 pub enum Reply {

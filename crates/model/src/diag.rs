@@ -2,7 +2,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::node::{Path, Span};
+use crate::location::{Path, Span};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
