@@ -44,15 +44,12 @@ impl Exit {
         }
     }
 
-    /// The exit code of a run's outcome.
+    /// The exit code of a run's outcome (the mapping is `OutcomeStatus::exit_code`, defined once).
     pub fn of(status: loadgate_results::OutcomeStatus) -> Exit {
-        use loadgate_results::OutcomeStatus;
-        match status {
-            OutcomeStatus::Passed => Exit::Pass,
-            OutcomeStatus::SloFailed => Exit::SloFailed,
-            OutcomeStatus::RunFailed | OutcomeStatus::Incomplete => Exit::RunFailed,
-            OutcomeStatus::InvalidMeasurement => Exit::InvalidMeasurement,
-        }
+        [Exit::Pass, Exit::SloFailed, Exit::InvalidInput, Exit::RunFailed, Exit::InvalidMeasurement]
+            .into_iter()
+            .find(|e| i32::from(e.code()) == status.exit_code())
+            .unwrap_or(Exit::RunFailed)
     }
 
     pub fn code(self) -> u8 {
