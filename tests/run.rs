@@ -1,6 +1,7 @@
 //! End-to-end runs of the real binary against real servers on loopback: the files a run leaves, what they
 //! say, and the exit codes.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -584,4 +585,104 @@ scenarios:
     for v in verdicts {
         assert!(v["passed"] == true && v["observed"].is_number(), "evaluated from the step's breakdown: {v}");
     }
+}
+
+/// A Python server that writes its pid to `server.pid` and answers every GET with 200.
+const PID_WRITING_SERVER: &str = r#"
+import http.server, os, sys
+open("server.pid", "w").write(str(os.getpid()))
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+
+/// Starts a run whose target is a wrapper (`sh -c "python3 server.py & wait"`), waits until the server runs
+/// and load flows, applies `kill` to loadgate, and returns the exit status and the server's pid.
+fn wrapped_target_after(kill: impl FnOnce(u32)) -> (std::process::ExitStatus, u64) {
+    let port = free_port();
+    let (dir, path) = spec(&format!(
+        "version: 1\nname: e2e-wrapper\ntarget:\n  base_url: http://127.0.0.1:{port}\n  start:\n    \
+         command: [sh, -c, \"python3 server.py {port} & wait\"]\n    cwd: .\n    ready: {{ tcp: true, timeout: 20s }}\n\
+         scenarios:\n  long:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 2, duration: 60s }} }}\n"
+    ));
+    std::fs::write(dir.path().join("server.py"), PID_WRITING_SERVER).unwrap();
+    let mut child = command(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = dir.path().join("server.pid");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let server_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the wrapped server never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the wrapped server never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    kill(child.id());
+    let status = child.wait().unwrap();
+    // The watchdog sends SIGTERM to the group as soon as loadgate is gone.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pid_alive(server_pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (status, server_pid)
+}
+
+#[test]
+fn a_wrapped_target_dies_with_loadgate_killed_by_sigkill() {
+    let (status, server) = wrapped_target_after(|pid| send_signal(pid, 9));
+    assert_eq!(status.signal(), Some(9));
+    assert!(!pid_alive(server), "the server {server} started by the wrapper outlived loadgate");
+}
+
+#[test]
+fn a_second_ctrl_c_exits_130_and_leaves_no_target_behind() {
+    let (status, server) = wrapped_target_after(|pid| {
+        send_signal(pid, SIGINT);
+        std::thread::sleep(Duration::from_millis(20));
+        send_signal(pid, SIGINT);
+    });
+    // The first Ctrl-C may have finished the run before the second arrived (exit 3); usually the second ends it.
+    assert!(matches!(status.code(), Some(130) | Some(3)), "{status:?}");
+    assert!(!pid_alive(server), "the server {server} started by the wrapper outlived loadgate");
+}
+
+#[test]
+fn a_run_owns_its_directory_and_moves_an_earlier_runs_files_aside() {
+    let (dir, path) = spec(
+        "version: 1\nname: e2e-own\ntarget: { builtin: plaintext }\nscenarios:\n  main:\n    request: { path: / }\n    load: { closed: { connections: 1, requests: 20 } }\n",
+    );
+    let run_dir = dir.path().join("out").join("e2e-own");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(run_dir.join("stale[connections=9].hgrm"), "from an earlier run").unwrap();
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !run_dir.join("stale[connections=9].hgrm").exists(),
+        "an earlier run's file is left beside the new reports"
+    );
+    assert!(run_dir.join("main.hgrm").is_file());
+    let previous = dir.path().join("out").join("e2e-own.previous");
+    assert!(previous.join("stale[connections=9].hgrm").is_file(), "the earlier files are moved aside, not lost");
+    assert!(text(&out.stderr).contains("e2e-own.previous"), "the run says where they went:\n{}", text(&out.stderr));
+}
+
+#[test]
+fn an_output_directory_under_a_file_is_invalid_input() {
+    let (dir, path) = spec(PASSING);
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = run(&["run", path.to_str().unwrap(), "--out", file.join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("output directory"), "{}", text(&out.stderr));
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use loadgate_runner::reports::RerenderError;
-use loadgate_runner::{BuiltinServer, Interrupt, RunRequest};
+use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{LoadOptions, Spec};
 
 use crate::args::{Cli, Command, ImportArgs, PlanArgs, ReportArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs};
@@ -190,6 +190,8 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Ex
         let mut renderer = Renderer::new(out, color, verbose);
         exit = exit.worst(match loadgate_runner::run(&plan, &request, &mut renderer) {
             Ok(outcome) => renderer.outcome(&outcome),
+            // An output directory that cannot be used is a wrong `--out`: nothing ran.
+            Err(e @ RunError::OutputDir { .. }) => fail(out, Exit::InvalidInput)(e.to_string()),
             Err(e) => fail(out, Exit::RunFailed)(e.to_string()),
         });
     }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 /// A run that could not begin: nothing was measured and no report was written.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The output directory could not be created.
+    /// The output directory could not be created (`--out` under a file, no permission), or an earlier run's
+    /// files in it could not be moved aside.
     #[error("cannot create the output directory {path}: {source}")]
     OutputDir {
         path: PathBuf,

@@ -91,12 +91,19 @@ impl RunOutcome {
 pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
     let origin = Instant::now();
     let dir = request.out_root.join(&plan.name);
-    std::fs::create_dir_all(&dir).map_err(|source| RunError::OutputDir { path: dir.clone(), source })?;
+    let moved = own_output_dir(&dir)?;
     let pinning = match decide_pinning(plan)? {
         Ok(p) => p,
         Err(skip) => return Ok(RunOutcome { dir, results: None, skipped: Some(skip), write_failures: Vec::new() }),
     };
     observer.event(&Event::RunStarted { plan });
+    if let Some(previous) = moved {
+        observer.event(&Event::Warning(format!(
+            "the reports of an earlier run in {} were moved to {}",
+            dir.display(),
+            previous.display()
+        )));
+    }
     for w in &pinning.warnings {
         observer.event(&Event::Warning(w.clone()));
     }
@@ -212,6 +219,27 @@ fn finish(
     }
     observer.event(&Event::RunFinished { results: &results, dir: &dir });
     RunOutcome { dir, results: Some(results), skipped: None, write_failures: failures }
+}
+
+/// A run owns its directory: the files of an earlier run there are moved aside to `<dir>.previous` (replacing
+/// an older one), never left beside this run's reports to be mistaken for them. Returns where they went.
+pub fn own_output_dir(dir: &std::path::Path) -> Result<Option<PathBuf>, RunError> {
+    let fail = |source| RunError::OutputDir { path: dir.to_owned(), source };
+    let mut moved = None;
+    if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        let mut previous = dir.as_os_str().to_owned();
+        previous.push(".previous");
+        let previous = PathBuf::from(previous);
+        if previous.is_dir() {
+            std::fs::remove_dir_all(&previous).map_err(fail)?;
+        } else if previous.exists() {
+            std::fs::remove_file(&previous).map_err(fail)?;
+        }
+        std::fs::rename(dir, &previous).map_err(fail)?;
+        moved = Some(previous);
+    }
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    Ok(moved)
 }
 
 /// Checks the spec's pinning on this machine: the pinning to apply, or (`on_mismatch: skip`) why the spec is

@@ -25,6 +25,7 @@ use loadgate_model::units::CpuList;
 use loadgate_plan::ReadyProbe;
 use loadgate_results::TargetExit;
 
+use crate::watchdog::Watchdog;
 use crate::TargetError;
 use loadgate_machine::procfs;
 use loadgate_server::{parse_listening_line, ServeConfig};
@@ -53,7 +54,8 @@ pub struct LaunchSpec {
     pub stop_grace: Duration,
     /// Ask the kernel to send SIGTERM to the target when loadgate dies, even by SIGKILL (`PR_SET_PDEATHSIG`).
     /// The signal follows the thread that forked, so every target is forked by one launcher thread that lives
-    /// as long as the process. Only the target's main process gets the signal.
+    /// as long as the process. Only the target's main process gets the signal, so a watchdog process
+    /// ([`crate::watchdog`]) also stops the whole process group once loadgate is gone.
     pub die_with_parent: bool,
 }
 
@@ -135,6 +137,8 @@ pub struct Target {
     stderr_log: PathBuf,
     grace: Duration,
     stopping: Mutex<Option<StopReport>>,
+    /// Stops the group if loadgate dies without stopping it (see [`crate::watchdog`]).
+    watchdog: Mutex<Option<Watchdog>>,
 }
 
 impl std::fmt::Debug for Target {
@@ -307,8 +311,34 @@ impl Target {
                 cb(&info);
             }
         });
-        let target =
-            Target { pid, started, state, stdout_log, stderr_log, grace: spec.stop_grace, stopping: Mutex::new(None) };
+        // A target that must die with loadgate gets a watchdog: PR_SET_PDEATHSIG reaches the direct child only,
+        // not what a wrapper (`sh -c ...`) started.
+        let watchdog =
+            if die_with_parent {
+                Some(Watchdog::arm(pid, spec.stop_grace).map_err(|e| {
+                    TargetError::InvalidLaunch(format!("cannot start the target's watchdog process: {e}"))
+                }))
+            } else {
+                None
+            };
+        let target = Target {
+            pid,
+            started,
+            state,
+            stdout_log,
+            stderr_log,
+            grace: spec.stop_grace,
+            stopping: Mutex::new(None),
+            watchdog: Mutex::new(None),
+        };
+        match watchdog {
+            Some(Ok(w)) => *lock(&target.watchdog) = Some(w),
+            Some(Err(e)) => {
+                drop(target);
+                return Err(e);
+            }
+            None => {}
+        }
         if let Err(e) = watcher {
             // Without a watcher nothing reaps the child; stop it now (the drop does) and report.
             drop(target);
@@ -515,6 +545,9 @@ impl Target {
             }
         }
         let exit = self.wait_exit_timeout(Duration::from_secs(2));
+        if let Some(w) = lock(&self.watchdog).take() {
+            w.disarm();
+        }
         let report = StopReport { exit, killed, took: begin.elapsed() };
         *done = Some(report.clone());
         Ok(report)

@@ -26,5 +26,6 @@
 
 mod error;
 pub mod launch;
+pub mod watchdog;
 
 pub use error::TargetError;
