@@ -686,3 +686,71 @@ fn an_output_directory_under_a_file_is_invalid_input() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("output directory"), "{}", text(&out.stderr));
 }
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn secrets_never_reach_an_artifact_or_a_printout() {
+    const CANARIES: [&str; 4] = ["canaryENVtoken81", "canarySECRETvar72", "canaryHEADERx63", "canaryFLAG54"];
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-secrets
+vars:
+  token: ""
+secrets:
+  headers: [X-Internal]
+target: { builtin: plaintext }
+scenarios:
+  main:
+    request:
+      path: "/plaintext?t={{ token }}"
+      headers:
+        Authorization: "Bearer {{ env.LG_CANARY }}"
+        X-Internal: canaryHEADERx63
+    load: { closed: { connections: 1, requests: 20 } }
+    slo: [errors == 0]
+"#,
+    );
+    let with_env = |args: &[&str]| {
+        let out = command(args).env("LG_CANARY", CANARIES[0]).output().unwrap();
+        format!("{}{}", text(&out.stdout), text(&out.stderr))
+    };
+    let spec_path = path.to_str().unwrap();
+    let out_dir = dir.path().join("out");
+    let secret = format!("token={}", CANARIES[1]);
+    let mut printed = String::new();
+    printed += &with_env(&["run", spec_path, "-v", "--secret", &secret, "--out", out_dir.to_str().unwrap()]);
+    printed += &with_env(&["plan", spec_path, "--json", "--secret", &secret]);
+    printed += &with_env(&["plan", spec_path, "--secret", &secret]);
+    printed += &with_env(&["validate", spec_path, "--secret", &secret]);
+    printed +=
+        &with_env(&["run", "--url", "http://127.0.0.1:9/", "-H", "Authorization: Bearer canaryFLAG54", "--print-spec"]);
+    for canary in CANARIES {
+        assert!(!printed.contains(canary), "{canary} was printed:\n{printed}");
+    }
+    assert!(printed.contains("***"), "the printouts show where a secret was:\n{printed}");
+    let files = files_under(&out_dir);
+    assert!(files.iter().any(|f| f.ends_with("results.json")), "{files:?}");
+    for file in files {
+        let content = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        for canary in CANARIES {
+            assert!(!content.contains(canary), "{canary} reached {}", file.display());
+        }
+    }
+    let r = results(dir.path(), "e2e-secrets");
+    assert_eq!(r["spec"]["vars"]["token"], "***");
+    assert_eq!(r["outcome"]["status"], "passed");
+}

@@ -69,6 +69,20 @@ pub struct VarArgs {
     /// Override a spec variable: `--set connections=256`. Wins over `LOADGATE_VAR_<NAME>` and the spec's default.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub sets: Vec<(String, String)>,
+    /// Like `--set`, and the value is secret: it is replaced by `***` in every report and printout.
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub secrets: Vec<(String, String)>,
+}
+
+impl VarArgs {
+    /// The spec loader's options: `--set` and `--secret` values, the process environment.
+    pub fn load_options(&self) -> loadgate_spec::LoadOptions {
+        let mut sets = self.sets.clone();
+        sets.extend(self.secrets.iter().cloned());
+        let mut opts = loadgate_spec::LoadOptions::from_process_env(sets);
+        opts.secret_vars = self.secrets.iter().map(|(k, _)| k.clone()).collect();
+        opts
+    }
 }
 
 fn parse_set(s: &str) -> Result<(String, String), String> {

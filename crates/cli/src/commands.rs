@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use loadgate_runner::reports::RerenderError;
 use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
-use loadgate_spec::{LoadOptions, Spec};
+use loadgate_spec::Spec;
 
 use crate::args::{Cli, Command, ImportArgs, PlanArgs, ReportArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs};
 use crate::exit::Exit;
@@ -61,7 +61,7 @@ struct Loaded {
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
 /// errors. `Err` when one is invalid.
 fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loaded>, Vec<Loaded>> {
-    let opts = LoadOptions::from_process_env(vars.sets.clone());
+    let opts = vars.load_options();
     let mut loaded = Vec::new();
     let mut invalid = false;
     for path in paths {
@@ -109,15 +109,15 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
 
 fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
     let loaded = load_all(out, std::slice::from_ref(&args.spec), &args.vars).map_err(|_| Exit::InvalidInput)?;
-    let plan = loadgate_plan::compile(&loaded[0].spec);
-    if args.json {
-        out.data(
-            &serde_json::to_string_pretty(&plan)
-                .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot serialize the plan: {e}")))?,
-        );
+    let spec = &loaded[0].spec;
+    let plan = loadgate_plan::compile(spec);
+    let text = if args.json {
+        serde_json::to_string_pretty(&plan)
+            .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot serialize the plan: {e}")))?
     } else {
-        out.data(&plan.render_text());
-    }
+        plan.render_text()
+    };
+    out.data(&spec.secrets.scrub(&text));
     Ok(Exit::Pass)
 }
 
@@ -139,15 +139,19 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     }
     let yaml = loadgate_import::spec_from_flags(&args.flags.to_flag_run()).map_err(fail(out, Exit::InvalidInput))?;
     if args.flags.print_spec {
-        out.data(&yaml);
+        // Credential headers given with -H are secret in the printout too.
+        let credentials = args.flags.headers.iter().filter_map(|h| h.split_once(':'));
+        let credentials = credentials
+            .filter(|(k, _)| loadgate_model::secrets::is_credential_header(k.trim(), &[]))
+            .map(|(_, v)| v.trim().to_owned());
+        out.data(&loadgate_model::secrets::Redactor::new(credentials, []).scrub(&yaml));
         return Ok(Vec::new());
     }
     let file = "(command line)".to_owned();
-    let spec =
-        loadgate_spec::load_str(&file, &yaml, &LoadOptions::from_process_env(args.vars.sets.clone())).map_err(|e| {
-            out.error(&e.render());
-            Exit::InvalidInput
-        })?;
+    let spec = loadgate_spec::load_str(&file, &yaml, &args.vars.load_options()).map_err(|e| {
+        out.error(&e.render());
+        Exit::InvalidInput
+    })?;
     Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok() }])
 }
 
@@ -186,8 +190,9 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Ex
             builtin: BuiltinServer::Process { exe: exe.clone() },
             interrupt: interrupt.clone(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+            secrets: spec.secrets.clone(),
         };
-        let mut renderer = Renderer::new(out, color, verbose);
+        let mut renderer = Renderer::new(out, color, verbose, &spec.secrets);
         exit = exit.worst(match loadgate_runner::run(&plan, &request, &mut renderer) {
             Ok(outcome) => renderer.outcome(&outcome),
             // An output directory that cannot be used is a wrong `--out`: nothing ran.

@@ -9,14 +9,16 @@ use crate::progress::Progress;
 /// The terminal (or CI log) view of one run.
 pub struct Renderer<'a> {
     out: &'a Output,
+    /// The plan printed with `-v` carries the spec's values: secrets are replaced.
+    secrets: &'a loadgate_model::secrets::Redactor,
     color: bool,
     verbose: u8,
     progress: Option<Progress>,
 }
 
 impl<'a> Renderer<'a> {
-    pub fn new(out: &'a Output, color: bool, verbose: u8) -> Self {
-        Renderer { out, color, verbose, progress: None }
+    pub fn new(out: &'a Output, color: bool, verbose: u8, secrets: &'a loadgate_model::secrets::Redactor) -> Self {
+        Renderer { out, secrets, color, verbose, progress: None }
     }
 
     fn end_progress(&mut self) {
@@ -41,7 +43,7 @@ impl Observer for Renderer<'_> {
             Event::RunStarted { plan } => {
                 out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
                 if self.verbose > 0 {
-                    out.info(&plan.render_text());
+                    out.info(&self.secrets.scrub(&plan.render_text()));
                 }
             }
             Event::Warning(w) => out.error(&format!("warning: {w}")),

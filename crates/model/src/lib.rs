@@ -8,10 +8,12 @@
 //! | [`slo`] | SLO expressions (`p99 < 100ms`): metric, comparison, threshold |
 //! | [`generate`] | per-request values (`seq()`, `uuid()`, ...) compiled into literal text and generator slots |
 //! | [`diag`], [`location`] | located diagnostics (`file:line:col`, YAML path, expected/found, fix) |
+//! | [`secrets`] | which values are secret, and the [`secrets::Redactor`] every artifact is written through |
 
 pub mod diag;
 pub mod generate;
 pub mod location;
+pub mod secrets;
 pub mod slo;
 pub mod spec;
 pub mod suggest;

@@ -23,6 +23,10 @@ pub struct Spec {
     /// Warnings found while validating (errors never reach a `Spec`).
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,
+    /// What must never reach an artifact: values read from the environment, secret variables' values,
+    /// credential headers' values (see [`crate::secrets`]).
+    #[serde(skip)]
+    pub secrets: crate::secrets::Redactor,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

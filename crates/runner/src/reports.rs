@@ -5,6 +5,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use loadgate_model::secrets::Redactor;
 use loadgate_results::RunResults;
 
 /// A report file that could not be written.
@@ -26,12 +27,15 @@ pub struct ReportWriter {
     dir: PathBuf,
     template: Option<String>,
     written_hgrm: Vec<String>,
+    /// Every file is written through it: no secret reaches a report.
+    secrets: Redactor,
 }
 
 impl ReportWriter {
-    /// Reports go to `dir` (which must exist); `template` replaces the built-in Markdown report.
-    pub fn new(dir: impl Into<PathBuf>, template: Option<String>) -> Self {
-        ReportWriter { dir: dir.into(), template, written_hgrm: Vec::new() }
+    /// Reports go to `dir` (which must exist); `template` replaces the built-in Markdown report; `secrets`
+    /// are replaced in every file.
+    pub fn new(dir: impl Into<PathBuf>, template: Option<String>, secrets: Redactor) -> Self {
+        ReportWriter { dir: dir.into(), template, written_hgrm: Vec::new(), secrets }
     }
 
     pub fn dir(&self) -> &Path {
@@ -50,7 +54,8 @@ impl ReportWriter {
             ("report.md", loadgate_report::markdown(results, self.template.as_deref()).map_err(|e| e.to_string())),
         ];
         for (name, content) in rendered {
-            let written = content.and_then(|c| write_atomic(&self.dir.join(name), &c).map_err(|e| e.to_string()));
+            let written = content
+                .and_then(|c| write_atomic(&self.dir.join(name), &self.secrets.scrub(&c)).map_err(|e| e.to_string()));
             if let Err(error) = written {
                 failures.push(WriteFailure { path: self.dir.join(name), error });
             }
@@ -72,6 +77,7 @@ impl ReportWriter {
     pub fn append_markdown(&self, results: &RunResults, path: &Path) -> Result<(), WriteFailure> {
         let fail = |error: String| WriteFailure { path: path.to_owned(), error };
         let md = loadgate_report::markdown(results, self.template.as_deref()).map_err(|e| fail(e.to_string()))?;
+        let md = self.secrets.scrub(&md);
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)

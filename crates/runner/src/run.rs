@@ -38,6 +38,8 @@ pub struct RunRequest {
     pub interrupt: Interrupt,
     /// The version written into results.json.
     pub loadgate_version: String,
+    /// Values that must not reach a report (the spec's [`loadgate_model::Spec::secrets`]).
+    pub secrets: loadgate_model::secrets::Redactor,
 }
 
 impl RunRequest {
@@ -54,6 +56,7 @@ impl RunRequest {
             builtin: BuiltinServer::InProcess,
             interrupt: Interrupt::new(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+            secrets: Default::default(),
         }
     }
 }
@@ -110,7 +113,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     warn_about_file_limit(plan, observer);
     let workers = worker_plans(plan, &pinning);
     let mut results = new_results(plan, request, &pinning, &workers);
-    let mut reports = ReportWriter::new(&dir, request.template.clone());
+    let mut reports = ReportWriter::new(&dir, request.template.clone(), request.secrets.clone());
     let mut failures = Vec::new();
 
     let target_opts = TargetOptions {
@@ -279,6 +282,8 @@ fn new_results(
 ) -> RunResults {
     let mut pinning = pinning.to_results(workers.iter().map(|w| w.cpu).collect());
     pinning.warnings.extend(request.spec_warnings.iter().map(|w| format!("spec: {w}")));
+    let mut vars = plan.vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
+    request.secrets.redact_vars(&mut vars);
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         loadgate_version: request.loadgate_version.clone(),
@@ -287,7 +292,7 @@ fn new_results(
             description: plan.description.clone(),
             file: request.spec_file.clone(),
             plan_hash: plan.hash.clone(),
-            vars: plan.vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect(),
+            vars,
             seed: plan.seed,
         },
         started_at: now_rfc3339(),

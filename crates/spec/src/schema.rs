@@ -24,11 +24,24 @@ pub struct SpecDoc {
     /// Variables with their defaults. Overridden by `LOADGATE_VAR_<NAME>` in the environment, then by
     /// `--set name=value`. Templates read them as `{{ name }}`; `{{ env.NAME }}` reads the environment.
     pub vars: Option<BTreeMap<String, ScalarDoc>>,
+    pub secrets: Option<SecretsDoc>,
     pub hardware: Option<HardwareDoc>,
     pub target: TargetDoc,
     pub defaults: Option<DefaultsDoc>,
     /// Scenarios by name, run in the order written.
     pub scenarios: BTreeMap<String, ScenarioDoc>,
+}
+
+/// Values that must never reach an artifact (results.json, junit.xml, report.md, `plan --json`): they are
+/// replaced by `***`. Values read with `{{ env.NAME }}` and the values of `Authorization`, `Cookie`,
+/// `Proxy-Authorization` and `X-Api-Key` headers are secret without being listed.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SecretsDoc {
+    /// Variables (declared under `vars`) whose values are secret; `--secret NAME=VALUE` adds one.
+    pub vars: Option<Vec<String>>,
+    /// Further headers whose values are secret.
+    pub headers: Option<Vec<String>>,
 }
 
 /// A string, number or boolean.
@@ -543,6 +556,7 @@ mod tests {
         let schema: serde_json::Value = serde_json::from_str(&spec_schema_json()).unwrap();
         assert_eq!(props(&schema, ""), sorted(TOP_KEYS));
         assert_eq!(props(&schema, "HardwareDoc"), sorted(HARDWARE_KEYS));
+        assert_eq!(props(&schema, "SecretsDoc"), sorted(SECRETS_KEYS));
         assert_eq!(props(&schema, "GeneratorDoc"), sorted(GENERATOR_KEYS));
         assert_eq!(props(&schema, "TargetCpusDoc"), sorted(TARGET_CPU_KEYS));
         assert_eq!(props(&schema, "StartDoc"), sorted(START_KEYS));

@@ -18,6 +18,8 @@ pub(crate) struct Templates {
     vars: BTreeMap<String, Value>,
     /// The process environment, as `env.NAME`.
     process_env: BTreeMap<String, String>,
+    /// The environment variables templates have read: their values are secret.
+    env_read: std::sync::Mutex<BTreeSet<String>>,
 }
 
 #[derive(Debug)]
@@ -39,7 +41,7 @@ impl Templates {
         env.set_keep_trailing_newline(true);
         let registry = Registry::default();
         crate::generate::register(&mut env, &registry, base_dir);
-        Templates { env, registry, vars, process_env }
+        Templates { env, registry, vars, process_env, env_read: Default::default() }
     }
 
     pub fn is_template(s: &str) -> bool {
@@ -54,6 +56,28 @@ impl Templates {
         }
     }
 
+    /// The values of the environment variables that templates read (`{{ env.NAME }}`).
+    pub fn env_values_read(&self) -> Vec<String> {
+        let read = self.env_read.lock().unwrap_or_else(|p| p.into_inner());
+        read.iter().filter_map(|name| self.process_env.get(name).cloned()).collect()
+    }
+
+    /// Notes which environment variables a template reads.
+    fn note_env_reads(&self, template: &minijinja::Template<'_, '_>) {
+        let names = template.undeclared_variables(true);
+        let mut read = self.env_read.lock().unwrap_or_else(|p| p.into_inner());
+        for name in names {
+            match name.strip_prefix("env.") {
+                Some(var) => {
+                    read.insert(var.to_owned());
+                }
+                // `env` used whole (`env['X']`, a loop): every variable it could have read is secret.
+                None if name == "env" => read.extend(self.process_env.keys().cloned()),
+                None => {}
+            }
+        }
+    }
+
     pub fn render(&self, text: &str, bindings: &[(String, Value)]) -> Result<String, TemplateError> {
         let mut ctx: BTreeMap<String, Value> = self.vars.clone();
         ctx.insert("env".to_owned(), Value::from_serialize(&self.process_env));
@@ -64,6 +88,9 @@ impl Templates {
             message: format!("the template does not parse: {}", e.detail().unwrap_or(&e.kind().to_string())),
             help: Some("templates use minijinja (Jinja2) syntax: `{{ name }}`".to_owned()),
         })?;
+        if text.contains("env") {
+            self.note_env_reads(&template);
+        }
         template.render(&ctx).map_err(|e| {
             if e.kind() == minijinja::ErrorKind::UndefinedError {
                 // Name the missing variable: the first name the template reads that the context lacks.

@@ -5,6 +5,7 @@ mod hardware;
 mod load;
 mod request;
 mod scenario;
+mod secrets;
 mod target;
 mod vars;
 
@@ -26,7 +27,8 @@ use vars::read_vars;
 
 // The keys each mapping of the spec accepts, in one table: a test in `schema.rs` compares it with the schema.
 pub(crate) const TOP_KEYS: &[&str] =
-    &["version", "name", "description", "seed", "vars", "hardware", "target", "defaults", "scenarios"];
+    &["version", "name", "description", "seed", "vars", "secrets", "hardware", "target", "defaults", "scenarios"];
+pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
 pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
@@ -77,11 +79,13 @@ pub struct LoadOptions {
     pub env: BTreeMap<String, String>,
     /// Where data files named by `pick_line` and `pick_csv` are found (the spec's directory).
     pub base_dir: Option<std::path::PathBuf>,
+    /// Variables whose values are secret (`--secret NAME=VALUE`), besides the spec's `secrets.vars`.
+    pub secret_vars: std::collections::BTreeSet<String>,
 }
 
 impl LoadOptions {
     pub fn from_process_env(sets: Vec<(String, String)>) -> Self {
-        LoadOptions { sets, env: std::env::vars().collect(), base_dir: None }
+        LoadOptions { sets, env: std::env::vars().collect(), ..LoadOptions::default() }
     }
 }
 
@@ -96,7 +100,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         return None;
     }
     // Variables come first: everything else may be templated with them.
-    let (vars, var_values) = read_vars(root, opts, diags);
+    let (vars, var_values, env_read_by_vars) = read_vars(root, opts, diags);
     let templates = Templates::new(var_values, opts.env.clone(), opts.base_dir.clone());
     let mut cx = Cx { diags, templates: &templates, bindings: &[], dynamic: false };
     let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
@@ -134,6 +138,10 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         Some(s)
     });
     let description = top.get("description").and_then(|(n, p)| cx.string(n, &p, "`description`"));
+    let secret_names = match top.get("secrets") {
+        Some((n, p)) => secrets::read_secrets(&mut cx, n, &p, &vars),
+        None => Some(secrets::SecretNames::default()),
+    };
     let seed = top.get("seed").and_then(|(n, p)| cx.uint(n, &p, "`seed`", 0));
     let hardware = match top.get("hardware") {
         Some((n, p)) => read_hardware(&mut cx, n, &p),
@@ -194,11 +202,28 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
             }
         }
     }
-    let (name, hardware, target) = (name?, hardware?, target?);
+    let (name, hardware, target, secret_names) = (name?, hardware?, target?, secret_names?);
     if cx.diags.has_errors() {
         return None;
     }
-    Some(Spec { name, description, seed, vars, hardware, target, scenarios, warnings: Vec::new() })
+    let mut spec = Spec {
+        name,
+        description,
+        seed,
+        vars,
+        hardware,
+        target,
+        scenarios,
+        warnings: Vec::new(),
+        secrets: Default::default(),
+    };
+    spec.secrets = secrets::collect(
+        &spec,
+        &secret_names,
+        &opts.secret_vars,
+        templates.env_values_read().into_iter().chain(env_read_by_vars),
+    );
+    Some(spec)
 }
 
 // Helpers the sections share.

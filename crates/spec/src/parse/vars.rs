@@ -29,15 +29,16 @@ pub(super) fn to_value(kind: &NodeKind) -> Value {
     }
 }
 
-/// Resolves `vars`: the spec's defaults, then `LOADGATE_VAR_<NAME>`, then `--set` (the last wins).
+/// Resolves `vars`: the spec's defaults, then `LOADGATE_VAR_<NAME>`, then `--set` (the last wins). Also gives
+/// the values of the environment variables the defaults read (`{{ env.X }}`): they are secret.
 pub(super) fn read_vars(
     root: &Node,
     opts: &LoadOptions,
     diags: &mut Diagnostics,
-) -> (BTreeMap<String, Var>, BTreeMap<String, Value>) {
+) -> (BTreeMap<String, Var>, BTreeMap<String, Value>, Vec<String>) {
     let mut vars = BTreeMap::new();
     let mut values = BTreeMap::new();
-    let NodeKind::Map(top) = &root.kind else { return (vars, values) };
+    let NodeKind::Map(top) = &root.kind else { return (vars, values, Vec::new()) };
     let vars_entry = top.iter().find(|(k, _)| k.name == "vars");
     let env_only = Templates::new(BTreeMap::new(), opts.env.clone(), None);
     let mut cx = Cx { diags, templates: &env_only, bindings: &[], dynamic: false };
@@ -129,5 +130,6 @@ pub(super) fn read_vars(
             );
         }
     }
-    (vars, values)
+    let env_read = env_only.env_values_read();
+    (vars, values, env_read)
 }
