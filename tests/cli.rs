@@ -193,3 +193,131 @@ fn import_turns_a_seed_command_line_into_a_spec_that_validates() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("`-c`"), "{}", text(&bad.stderr));
 }
+
+/// Runs `loadgate validate FILE` in `dir` under a 512 MiB address-space limit and a 20 s CPU-time limit, so a
+/// blow-up fails the test instead of the machine. There is no wall-clock assertion: a loaded CI machine is slow,
+/// not wrong; the CPU limit only stops a hang.
+fn validate_bounded(dir: &Path, file: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 524288 && ulimit -t 20 && exec \"$0\" validate \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_loadgate"))
+        .arg(file)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run loadgate")
+}
+
+/// A valid spec around one scenario body (indented under `main:`), with `top` added at the top level.
+fn spec_with(top: &str, scenario: &str) -> String {
+    format!(
+        "version: 1\nname: hostile\n{top}target: {{ builtin: plaintext }}\nscenarios:\n  main:\n{scenario}    load: {{ closed: {{ connections: 8, duration: 1s }} }}\n"
+    )
+}
+
+/// Every reproducer of issue 16 (and the worst cases around them) is refused with exit 2, within bounded memory
+/// and CPU. The inputs are generated here, not committed.
+#[test]
+fn hostile_specs_are_refused_within_bounded_memory_and_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bomb = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for (prev, name) in "abcdefgh".chars().zip("bcdefghi".chars()) {
+        bomb.push_str(&format!("{name}: &{name} [{}]\n", vec![format!("*{prev}"); 9].join(",")));
+    }
+    let padded_bomb = format!("{bomb}pad: [{}]\n", vec!["0"; 60_000].join(","));
+    let request = |path: &str| format!("    request: {{ path: \"{path}\" }}\n");
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("flow-nesting-100k.yaml", format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)), "nests too deeply"),
+        ("map-nesting-40k.yaml", format!("{}1{}", "{a: ".repeat(40_000), "}".repeat(40_000)), "nests too deeply"),
+        ("block-nesting.yaml", (0..600).map(|i| format!("{}- \n", "  ".repeat(i))).collect(), "nests too deeply"),
+        ("alias-bomb-padded.yaml", padded_bomb, "alias bomb"),
+        ("flat-1mib.yaml", format!("[{}]", vec!["b"; (1 << 19) - 2].join(",")), "more than 100000 values"),
+        ("over-1mib.yaml", format!("description: \"{}\"\n", "x".repeat(1 << 20)), "a spec may be"),
+        (
+            "dev-zero-in-slo.yaml",
+            spec_with("", &format!("{}    slo: [\"p99 < {{{{ pick_line('/dev/zero') }}}}\"]\n", request("/"))),
+            "per-request generators only work in a request",
+        ),
+        (
+            "dev-zero-in-path.yaml",
+            spec_with("", &request("/{{ pick_line('/dev/zero') }}")),
+            "outside the spec's directory",
+        ),
+        ("shadow.yaml", spec_with("", &request("/{{ pick_line('/etc/shadow') }}")), "outside the spec's directory"),
+        ("escape.yaml", spec_with("", &request("/{{ pick_csv('../x.csv', 'id') }}")), "outside the spec's directory"),
+        ("symlink.yaml", spec_with("", &request("/{{ pick_line('link.txt') }}")), "outside the spec's directory"),
+        ("huge-data.yaml", spec_with("", &request("/{{ pick_line('huge.txt') }}")), "more than the 16 MiB"),
+        (
+            "nested-range.yaml",
+            spec_with(
+                "description: \"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\"\n",
+                &request("/"),
+            ),
+            "more than 100000 instructions",
+        ),
+        (
+            "string-times-1e8-in-matrix.yaml",
+            spec_with(
+                "",
+                &format!("{}    matrix: {{ big: [\"{{{{ 'x' * 100000000 }}}}\"] }}\n", request("/{{ big }}")),
+            ),
+            "longer than 1 MiB",
+        ),
+        (
+            "doubling-concat.yaml",
+            spec_with("description: \"{{ ('x' * 1000000) ~ ('x' * 1000000) ~ ('x' * 1000000) }}\"\n", &request("/")),
+            "longer than 1 MiB",
+        ),
+        (
+            "folded-constants.yaml",
+            spec_with("description: \"{{ [1] * 10**12 == [1] * 10**12 }}\"\n", &request("/")),
+            "longer than 1 MiB",
+        ),
+        (
+            "long-name.yaml",
+            spec_with("", &request("/")).replace("name: hostile", &format!("name: {}", "a".repeat(200_000))),
+            "characters long",
+        ),
+        ("number-too-large.yaml", spec_with("seed: 99999999999999999999999\n", &request("/")), "too large"),
+    ];
+    std::fs::write(dir.path().join("huge.txt"), "").unwrap();
+    std::fs::File::options().write(true).open(dir.path().join("huge.txt")).unwrap().set_len(17 << 20).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", dir.path().join("link.txt")).unwrap();
+    for (file, content, expected) in cases {
+        std::fs::write(dir.path().join(file), content).unwrap();
+        let out = validate_bounded(dir.path(), file);
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{file} must be refused with 2:\n{}",
+            stderr.chars().take(2000).collect::<String>()
+        );
+        assert!(
+            stderr.contains(expected),
+            "{file} must say `{expected}`:\n{}",
+            stderr.chars().take(2000).collect::<String>()
+        );
+        assert!(!stderr.contains("panicked"), "{file} panicked:\n{stderr}");
+    }
+}
+
+/// The largest spec a matrix allows (10,000 cells) still validates within the same bounds.
+#[test]
+fn the_largest_matrix_validates_within_bounded_memory_and_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = (1..=100).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let content = spec_with(
+        "",
+        &format!(
+            "    request: {{ path: \"/{{{{ a }}}}/{{{{ b }}}}\", headers: {{ X-A: \"{{{{ a }}}}\" }}, body: \"{{{{ a }}}} and {{{{ b }}}}\" }}\n    matrix: {{ a: [{values}], b: [{values}] }}\n"
+        ),
+    );
+    std::fs::write(dir.path().join("matrix.yaml"), content).unwrap();
+    let out = validate_bounded(dir.path(), "matrix.yaml");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("10000 phases"), "{}", text(&out.stdout));
+}

@@ -28,6 +28,13 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InconclusiveArg {
+    Inconclusive,
+    Fail,
+    Pass,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     Auto,
     Always,
@@ -136,6 +143,17 @@ pub struct RunArgs {
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+    /// Run every gated scenario instance N times (rounds interleaved) and judge its SLOs over the repetitions
+    /// (overrides the spec's `gating.repeat`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: Option<u32>,
+    /// What an inconclusive verdict makes of the run: inconclusive (exit 5), fail (exit 1) or pass (exit 0).
+    #[arg(long, value_name = "WHAT", value_enum)]
+    pub on_inconclusive: Option<InconclusiveArg>,
+    /// After the run, write its results (every repetition with its histograms, the plan hash, the machine) to
+    /// FILE, to commit and compare later runs with (`--baseline FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub save_baseline: Option<PathBuf>,
     #[command(flatten)]
     pub flags: FlagArgs,
 }

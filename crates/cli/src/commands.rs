@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use loadgate_runner::reports::RerenderError;
 use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
-use loadgate_spec::Spec;
+use loadgate_spec::{OnInconclusive, Spec};
 
-use crate::args::{Cli, Command, ImportArgs, PlanArgs, ReportArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs};
+use crate::args::{
+    Cli, Command, ImportArgs, InconclusiveArg, PlanArgs, ReportArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs,
+};
 use crate::exit::Exit;
 use crate::output::Output;
 use crate::render::Renderer;
@@ -178,6 +180,18 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Ex
         if interrupt.is_interrupted() {
             break;
         }
+        let mut spec = spec;
+        if let Some(n) = args.repeat {
+            spec.gating.repeat = n;
+            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
+        }
+        if let Some(on) = args.on_inconclusive {
+            spec.gating.on_inconclusive = match on {
+                InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+                InconclusiveArg::Fail => OnInconclusive::Fail,
+                InconclusiveArg::Pass => OnInconclusive::Pass,
+            };
+        }
         let plan = loadgate_plan::compile(&spec);
         let request = RunRequest {
             out_root: args.out.clone(),
@@ -194,7 +208,18 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Ex
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets);
         exit = exit.worst(match loadgate_runner::run(&plan, &request, &mut renderer) {
-            Ok(outcome) => renderer.outcome(&outcome),
+            Ok(outcome) => match (&args.save_baseline, &outcome.results) {
+                (Some(path), Some(results)) => {
+                    match loadgate_runner::reports::save_baseline(results, path, &spec.secrets) {
+                        Ok(()) => {
+                            out.info(&format!("baseline saved to {}", path.display()));
+                            renderer.outcome(&outcome)
+                        }
+                        Err(e) => fail(out, Exit::RunFailed)(e),
+                    }
+                }
+                _ => renderer.outcome(&outcome),
+            },
             // An output directory that cannot be used is a wrong `--out`: nothing ran.
             Err(e @ RunError::OutputDir { .. }) => fail(out, Exit::InvalidInput)(e.to_string()),
             Err(e) => fail(out, Exit::RunFailed)(e.to_string()),

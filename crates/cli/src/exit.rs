@@ -11,8 +11,9 @@ use std::process::ExitCode;
 /// | 2 | the spec or the command line is invalid; nothing ran |
 /// | 3 | the run could not be carried out (target never ready, target died, pinning impossible with `fail`, interrupted) |
 /// | 4 | the run is invalid as a measurement: the generator did not deliver what the plan asked |
+/// | 5 | no SLO failed, but a check over repetitions could not tell (`gating.on_inconclusive`) |
 ///
-/// When several apply, the highest-ranked wins: 2 > 3 > 4 > 1 > 0. An invalid measurement outranks an SLO
+/// When several apply, the highest-ranked wins: 2 > 3 > 4 > 1 > 5 > 0. An invalid measurement outranks an SLO
 /// failure because its numbers describe the generator, not the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Exit {
@@ -21,6 +22,7 @@ pub enum Exit {
     InvalidInput = 2,
     RunFailed = 3,
     InvalidMeasurement = 4,
+    Inconclusive = 5,
 }
 
 impl Exit {
@@ -28,10 +30,11 @@ impl Exit {
     fn rank(self) -> u8 {
         match self {
             Exit::Pass => 0,
-            Exit::SloFailed => 1,
-            Exit::InvalidMeasurement => 2,
-            Exit::RunFailed => 3,
-            Exit::InvalidInput => 4,
+            Exit::Inconclusive => 1,
+            Exit::SloFailed => 2,
+            Exit::InvalidMeasurement => 3,
+            Exit::RunFailed => 4,
+            Exit::InvalidInput => 5,
         }
     }
 
@@ -46,7 +49,7 @@ impl Exit {
 
     /// The exit code of a run's outcome (the mapping is `OutcomeStatus::exit_code`, defined once).
     pub fn of(status: loadgate_results::OutcomeStatus) -> Exit {
-        [Exit::Pass, Exit::SloFailed, Exit::InvalidInput, Exit::RunFailed, Exit::InvalidMeasurement]
+        [Exit::Pass, Exit::SloFailed, Exit::InvalidInput, Exit::RunFailed, Exit::InvalidMeasurement, Exit::Inconclusive]
             .into_iter()
             .find(|e| i32::from(e.code()) == status.exit_code())
             .unwrap_or(Exit::RunFailed)
@@ -73,5 +76,17 @@ mod tests {
         assert_eq!(Exit::InvalidMeasurement.worst(Exit::RunFailed), Exit::RunFailed);
         assert_eq!(Exit::Pass.worst(Exit::SloFailed), Exit::SloFailed);
         assert_eq!(Exit::RunFailed.worst(Exit::InvalidInput), Exit::InvalidInput);
+        assert_eq!(Exit::Inconclusive.worst(Exit::SloFailed), Exit::SloFailed);
+        assert_eq!(Exit::Pass.worst(Exit::Inconclusive), Exit::Inconclusive);
+        for status in [
+            loadgate_results::OutcomeStatus::Passed,
+            loadgate_results::OutcomeStatus::SloFailed,
+            loadgate_results::OutcomeStatus::RunFailed,
+            loadgate_results::OutcomeStatus::InvalidMeasurement,
+            loadgate_results::OutcomeStatus::Incomplete,
+            loadgate_results::OutcomeStatus::Inconclusive,
+        ] {
+            assert_eq!(i32::from(Exit::of(status).code()), status.exit_code(), "{status:?}");
+        }
     }
 }

@@ -14,11 +14,13 @@ pub struct Renderer<'a> {
     color: bool,
     verbose: u8,
     progress: Option<Progress>,
+    /// An A/B run: repetitions are named by their side.
+    ab: bool,
 }
 
 impl<'a> Renderer<'a> {
     pub fn new(out: &'a Output, color: bool, verbose: u8, secrets: &'a loadgate_model::secrets::Redactor) -> Self {
-        Renderer { out, secrets, color, verbose, progress: None }
+        Renderer { out, secrets, color, verbose, progress: None, ab: false }
     }
 
     fn end_progress(&mut self) {
@@ -41,6 +43,7 @@ impl Observer for Renderer<'_> {
         let out = self.out;
         match event {
             Event::RunStarted { plan } => {
+                self.ab = plan.candidate.is_some();
                 out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
                 if self.verbose > 0 {
                     out.info(&self.secrets.scrub(&plan.render_text()));
@@ -64,6 +67,18 @@ impl Observer for Renderer<'_> {
                 if let Some(p) = &mut self.progress {
                     p.tick(phase, *elapsed, point);
                 }
+            }
+            Event::RepetitionFinished { phase, round, side, result } => {
+                self.end_progress();
+                let p99 = result.latency.percentiles.get("p99").copied().unwrap_or_default();
+                out.info(&format!(
+                    "{} round {round}{}: {}, p99 {}{}",
+                    phase.name,
+                    if self.ab { format!(" {}", side.letter()) } else { String::new() },
+                    loadgate_results::format::rate(result.throughput),
+                    loadgate_results::format::latency(p99),
+                    result.aborted.as_deref().map(|a| format!(" (stopped: {a})")).unwrap_or_default()
+                ));
             }
             Event::PhaseFinished { result, results, .. } => {
                 self.end_progress();

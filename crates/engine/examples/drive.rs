@@ -106,6 +106,7 @@ fn main() -> ExitCode {
         name: "drive".into(),
         matrix: vec![],
         gate: true,
+        repeat: None,
         start_offset: None,
         duration: match args.stop {
             StopCondition::Duration { duration } => Some(duration),

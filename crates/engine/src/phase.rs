@@ -570,6 +570,8 @@ fn assemble(
         verdicts: Vec::new(),
         aborted,
         by_request: by_request(phase, finals, duration),
+        repetitions: Vec::new(),
+        ab_baseline: None,
     }
 }
 

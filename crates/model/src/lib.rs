@@ -74,3 +74,76 @@ pub enum PipelineMode {
     /// Keep `pipeline` requests in flight: send a new one as each response arrives.
     Window,
 }
+
+/// Whether the target is started afresh between rounds of repetitions (`gating.restart`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Restart {
+    /// One target process for the whole run.
+    #[default]
+    Never,
+    /// A new target process for each round, so that one bad start does not decide the verdict.
+    EachRound,
+}
+
+/// What an inconclusive verdict (the data cannot tell) makes of the run (`gating.on_inconclusive`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnInconclusive {
+    /// Its own outcome and exit code (5), so that CI can tell it apart.
+    #[default]
+    Inconclusive,
+    /// Counted as an SLO failure (exit 1).
+    Fail,
+    /// Counted as a pass (exit 0), with the verdict still reported as inconclusive.
+    Pass,
+}
+
+/// The order of the two sides in each round of an A/B comparison (`gating.order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundOrder {
+    /// A B, B A, A B, ...: each side goes first in half of the rounds.
+    #[default]
+    Abba,
+    /// A seeded random order per round.
+    Shuffle,
+}
+
+/// The default two-sided confidence of a verdict's interval: 90%, so that a false FAIL and a false PASS each
+/// have probability at most 5% (a one-sided 95% decision), and 5 repetitions can decide a check.
+pub const DEFAULT_CONFIDENCE: f64 = 0.90;
+
+/// How gated scenario instances are repeated and judged (`gating:` in the spec).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gating {
+    /// Repetitions (rounds) of every gated scenario instance; 1 is a single run judged as before.
+    pub repeat: u32,
+    /// With more than `repeat`: rounds are added while a verdict is inconclusive, up to this many.
+    pub max_repeat: u32,
+    pub restart: Restart,
+    /// The two-sided confidence of every interval, as a fraction (0.95).
+    pub confidence: f64,
+    pub on_inconclusive: OnInconclusive,
+    pub order: RoundOrder,
+}
+
+impl Default for Gating {
+    fn default() -> Self {
+        Gating {
+            repeat: 1,
+            max_repeat: 1,
+            restart: Restart::Never,
+            confidence: DEFAULT_CONFIDENCE,
+            on_inconclusive: OnInconclusive::Inconclusive,
+            order: RoundOrder::Abba,
+        }
+    }
+}
+
+impl Gating {
+    /// Whether this is the default (one run, no statistics): plans without a `gating` block stay as they were.
+    pub fn is_default(&self) -> bool {
+        self == &Gating::default()
+    }
+}

@@ -227,21 +227,28 @@ impl Slo {
         };
         let lhs = s[..op_pos].trim();
         let rest = &s[op_pos..];
-        let (comparison, rhs) = if let Some(r) = rest.strip_prefix("<=") {
-            (Comparison::Le, r)
-        } else if let Some(r) = rest.strip_prefix(">=") {
-            (Comparison::Ge, r)
-        } else if let Some(r) = rest.strip_prefix("==") {
-            (Comparison::Eq, r)
-        } else if let Some(r) = rest.strip_prefix('<') {
-            (Comparison::Lt, r)
-        } else if let Some(r) = rest.strip_prefix('>') {
-            (Comparison::Gt, r)
-        } else {
-            return Err(err(
-                format!("`{}` is not a comparison", rest.chars().take(2).collect::<String>()),
-                Some("use <, <=, >, >= or ==".into()),
-            ));
+        // The operator is the whole run of comparison characters, so `<>` or `=<` is named as written.
+        let op_len = rest.find(|c: char| !matches!(c, '<' | '>' | '=' | '!')).unwrap_or(rest.len());
+        let (op, rhs) = rest.split_at(op_len);
+        let comparison = match op {
+            "<=" => Comparison::Le,
+            ">=" => Comparison::Ge,
+            "==" => Comparison::Eq,
+            "<" => Comparison::Lt,
+            ">" => Comparison::Gt,
+            _ => {
+                let hint = match op {
+                    "=<" => " (did you mean `<=`?)",
+                    "=>" => " (did you mean `>=`?)",
+                    "=" => " (did you mean `==`?)",
+                    "<>" | "!=" => " (loadgate has no `not equal`)",
+                    _ => "",
+                };
+                return Err(err(
+                    format!("`{op}` is not a comparison operator"),
+                    Some(format!("the comparisons are <, <=, >, >= and =={hint}")),
+                ));
+            }
         };
         let rhs = rhs.trim();
 

@@ -19,6 +19,10 @@ pub struct Spec {
     pub vars: BTreeMap<String, Var>,
     pub hardware: Hardware,
     pub target: Target,
+    /// A second target to compare with `target` (A/B in one run): every gated scenario runs on both.
+    pub candidate: Option<Target>,
+    /// Repetitions and statistical verdicts.
+    pub gating: crate::Gating,
     pub scenarios: Vec<Scenario>,
     /// Warnings found while validating (errors never reach a `Spec`).
     #[serde(skip)]
@@ -103,6 +107,8 @@ pub struct Scenario {
     pub description: Option<String>,
     pub gate: bool,
     pub cooldown: Duration,
+    /// This scenario's repetitions, overriding `gating.repeat`.
+    pub repeat: Option<u32>,
     /// The matrix variables in declaration order with their values; empty without a matrix.
     pub matrix: Vec<(String, Vec<String>)>,
     /// One cell per matrix combination (one cell without a matrix).

@@ -42,6 +42,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 name,
                 matrix: cell.bindings.clone(),
                 gate: scenario.gate,
+                repeat: scenario.repeat,
                 start_offset: offset,
                 duration,
                 cooldown: scenario.cooldown,
@@ -99,6 +100,8 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             .collect(),
         hardware,
         target: target_plan(&spec.target),
+        candidate: spec.candidate.as_ref().map(target_plan),
+        gating: spec.gating.clone(),
         expected_duration: offset.map(|o| {
             // The last phase's cooldown does not delay anything.
             let last_cooldown = spec.scenarios.last().map(|s| s.cooldown.0).unwrap_or_default();

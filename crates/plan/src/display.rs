@@ -105,6 +105,38 @@ impl ExecutionPlan {
         }
         let _ = writeln!(out);
         let _ = writeln!(out, "  target       {}", describe_target(&self.target));
+        if let Some(c) = &self.candidate {
+            let _ = writeln!(
+                out,
+                "  candidate    {} (A/B: every gated phase runs on both, rounds in {} order)",
+                describe_target(c),
+                match self.gating.order {
+                    crate::RoundOrder::Abba => "ABBA",
+                    crate::RoundOrder::Shuffle => "a seeded shuffled",
+                }
+            );
+        }
+        if !self.gating.is_default() {
+            let g = &self.gating;
+            let _ = writeln!(
+                out,
+                "  gating       {} repetition{} per gated phase{}, {}% confidence, inconclusive {}{}",
+                g.repeat,
+                if g.repeat == 1 { "" } else { "s" },
+                if g.max_repeat > g.repeat {
+                    format!(" (up to {} while inconclusive)", g.max_repeat)
+                } else {
+                    String::new()
+                },
+                loadgate_model::units::trim_float(g.confidence * 100.0),
+                match g.on_inconclusive {
+                    crate::OnInconclusive::Inconclusive => "exits 5",
+                    crate::OnInconclusive::Fail => "fails (exit 1)",
+                    crate::OnInconclusive::Pass => "passes (exit 0)",
+                },
+                if g.restart == crate::Restart::EachRound { ", target restarted each round" } else { "" }
+            );
+        }
         let workers: Vec<String> = self
             .hardware
             .workers

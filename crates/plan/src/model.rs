@@ -23,6 +23,12 @@ pub struct ExecutionPlan {
     pub vars: BTreeMap<String, ResolvedVar>,
     pub hardware: HardwarePlan,
     pub target: TargetPlan,
+    /// A second target compared with `target` in the same run (A/B): every gated phase runs on both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<TargetPlan>,
+    /// Repetitions and statistical verdicts (absent: one run of each phase, judged on its own).
+    #[serde(default, skip_serializing_if = "Gating::is_default")]
+    pub gating: Gating,
     /// Scenario instances in the order they run; a matrix scenario contributes one phase per cell.
     pub phases: Vec<Phase>,
     /// The wall time the plan is expected to take, where every phase is bounded by time; `None` when some phase
@@ -123,6 +129,9 @@ pub struct Phase {
     pub matrix: Vec<(String, String)>,
     /// `false` for warmup and primer phases: measured and reported, never gated.
     pub gate: bool,
+    /// This phase's repetitions when its scenario overrides `gating.repeat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
     /// When the phase starts, counted from the start of the run, where earlier phases are time-bounded.
     pub start_offset: Option<Duration>,
     /// How long the phase's load runs, where it is bounded by time.
@@ -210,8 +219,8 @@ pub enum Arrival {
 /// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
-    AbortOnFail, BuiltinKind, Comparison, DynamicRequest, Generator, Metric, MetricKind, OnMismatch, PipelineMode,
-    RampStage, SaturationPolicy, Segment, Slo, Threshold, UserStep,
+    AbortOnFail, BuiltinKind, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind, OnInconclusive,
+    OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

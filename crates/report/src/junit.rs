@@ -25,6 +25,7 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 
 use crate::text::text_summary;
 use crate::ReportError;
+use loadgate_results::StatisticalStatus;
 
 /// The JUnit XML of one run.
 pub fn junit(results: &RunResults) -> Result<String, ReportError> {
@@ -153,6 +154,10 @@ fn cases(s: &ScenarioResult) -> Vec<TestCase> {
 }
 
 fn verdict_status(s: &ScenarioResult, v: &Verdict) -> TestCaseStatus {
+    // INCONCLUSIVE is neither a pass nor a failure: a skipped testcase whose message says why.
+    if let Some(st) = v.statistics.as_ref().filter(|st| st.status == StatisticalStatus::Inconclusive) {
+        return skipped(&format!("INCONCLUSIVE ({}): {}", st.reason, v.explain()));
+    }
     if !v.passed {
         let mut description = format!("SLO `{}` failed on {}: {}", v.slo, s.name, v.explain());
         if let Some(why) = &s.aborted {

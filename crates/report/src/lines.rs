@@ -80,7 +80,8 @@ pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
     ))
 }
 
-/// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INVALID`, `not gated`, `ran`, `stopped`.
+/// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INCONCLUSIVE 1/3`, `INVALID`, `not gated`,
+/// `ran`, `stopped`.
 pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
     let failed = s.verdicts.iter().filter(|v| !v.passed).count();
     let evaluated = s.verdicts.iter().filter(|v| v.evaluated()).count();
@@ -90,8 +91,18 @@ pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
     if !s.validity.valid {
         return ("INVALID".to_owned(), Tone::Warn);
     }
-    if failed > 0 {
-        return (format!("FAIL {failed}/{evaluated}"), Tone::Bad);
+    let inconclusive = s
+        .verdicts
+        .iter()
+        .filter(|v| {
+            v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
+        })
+        .count();
+    if failed > inconclusive {
+        return (format!("FAIL {}/{evaluated}", failed - inconclusive), Tone::Bad);
+    }
+    if inconclusive > 0 {
+        return (format!("INCONCLUSIVE {inconclusive}/{evaluated}"), Tone::Warn);
     }
     if s.aborted.is_some() {
         return ("stopped".to_owned(), Tone::Warn);

@@ -76,6 +76,12 @@ pub struct View {
     pub scenarios: Vec<ScenarioRow>,
     /// A row per SLO verdict.
     pub slos: Vec<SloRow>,
+    /// One entry per instance that ran more than once: the spread of its repetitions.
+    pub spreads: Vec<SpreadView>,
+    /// One entry per instance of an A/B run: the two sides side by side.
+    pub comparisons: Vec<ComparisonView>,
+    /// `5 repetitions per instance, 95% confidence (Holm), inconclusive exits 5`, for runs with repetitions.
+    pub gating: Option<String>,
     /// One sweep per matrix scenario with more than one cell.
     pub sweeps: Vec<Sweep>,
     /// One sentence per sweep that has a knee: `Sweep plaintext: throughput collapsed at connections=32: ...`.
@@ -215,8 +221,38 @@ pub struct SloRow {
     pub threshold: String,
     /// `pass`, `FAIL`, `not gated`, `not evaluated`.
     pub result: String,
-    /// Why it was not gated or evaluated.
+    /// Why it was not gated or evaluated; for a check over repetitions, how it was judged.
     pub note: String,
+    /// The check could not tell (its interval straddles the limit).
+    pub inconclusive: bool,
+}
+
+/// The spread of one instance's repetitions, a row per metric.
+#[derive(Debug, Serialize)]
+pub struct SpreadView {
+    pub name: String,
+    pub repetitions: usize,
+    pub rows: Vec<SpreadRow>,
+}
+
+/// One metric over repetitions: median, min-max, coefficient of variation.
+#[derive(Debug, Serialize)]
+pub struct SpreadRow {
+    pub metric: String,
+    pub median: String,
+    pub min: String,
+    pub max: String,
+    /// `3.2%`, `-` below two repetitions.
+    pub cv: String,
+}
+
+/// One instance of an A/B run: the baseline (A) and the candidate (B) side by side.
+#[derive(Debug, Serialize)]
+pub struct ComparisonView {
+    pub name: String,
+    pub rounds: usize,
+    /// A row per metric: A's median, B's median, B / A.
+    pub rows: Vec<(String, String, String, String)>,
 }
 
 /// A matrix scenario: a row per cell against its variables.
@@ -263,6 +299,7 @@ impl View {
             OutcomeStatus::Passed => "✅",
             OutcomeStatus::SloFailed | OutcomeStatus::RunFailed => "❌",
             OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete => "⚠️",
+            OutcomeStatus::Inconclusive => "❔",
         };
         let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
         let verdicts = gated.iter().flat_map(|s| &s.verdicts);
@@ -279,6 +316,18 @@ impl View {
             ),
             OutcomeStatus::RunFailed => "The run could not be carried out.".to_owned(),
             OutcomeStatus::Incomplete => "The run did not finish: the results cover the phases that ran.".to_owned(),
+            OutcomeStatus::Inconclusive => {
+                let inconclusive = gated
+                    .iter()
+                    .flat_map(|s| &s.verdicts)
+                    .filter(|v| {
+                        v.statistics.as_ref().is_some_and(|st| {
+                            st.status == loadgate_results::StatisticalStatus::Inconclusive
+                        })
+                    })
+                    .count();
+                format!("No gated SLO failed, but {inconclusive} of {evaluated} checks could not tell: their confidence intervals straddle the limit (more repetitions, or a quieter machine, would decide).")
+            }
         };
 
         let scenarios = r
@@ -315,7 +364,15 @@ impl View {
                     slo: v.slo.clone(),
                     observed: v.observed_text.clone(),
                     threshold: v.threshold_text(),
-                    result: if !v.passed {
+                    result: if let Some(st) = &v.statistics {
+                        match st.status {
+                            loadgate_results::StatisticalStatus::Pass => "pass".to_owned(),
+                            loadgate_results::StatisticalStatus::Fail => "FAIL".to_owned(),
+                            loadgate_results::StatisticalStatus::Inconclusive => {
+                                format!("INCONCLUSIVE ({})", st.reason)
+                            }
+                        }
+                    } else if !v.passed {
                         "FAIL".to_owned()
                     } else if !s.gate {
                         "not gated".to_owned()
@@ -324,10 +381,55 @@ impl View {
                     } else {
                         "pass".to_owned()
                     },
-                    note: v.note.clone().unwrap_or_default(),
+                    inconclusive: v
+                        .statistics
+                        .as_ref()
+                        .is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive),
+                    note: match (&v.statistics, &v.note) {
+                        (Some(st), note) => {
+                            let mut text = format!(
+                                "{}; {:.0}% interval{}",
+                                st.method,
+                                st.confidence * 100.0,
+                                st.cv.map(|cv| format!("; CV {:.1}%", cv * 100.0)).unwrap_or_default()
+                            );
+                            if let Some(m) = st.smallest_detectable {
+                                text.push_str(&format!("; detects changes of {:.1}%+", m * 100.0));
+                            }
+                            if let Some(n) = note {
+                                text = format!("{n}; {text}");
+                            }
+                            text
+                        }
+                        (None, note) => note.clone().unwrap_or_default(),
+                    },
                 })
             })
             .collect();
+        let spreads = r.scenarios.iter().filter(|s| s.repetitions.len() > 1).map(spread_view).collect();
+        let comparisons =
+            r.scenarios.iter().filter_map(|s| s.ab_baseline.as_ref().map(|a| comparison_view(a, s))).collect();
+        let gating = r.gating.as_ref().map(|g| {
+            let mut text = format!(
+                "{} repetition{} per gated instance{}, {:.0}% confidence per check (Holm across a scenario's checks); inconclusive {}",
+                g.repeat,
+                if g.repeat == 1 { "" } else { "s" },
+                if g.max_repeat > g.repeat { format!(" (up to {} while a verdict is inconclusive)", g.max_repeat) } else { String::new() },
+                g.confidence * 100.0,
+                match g.on_inconclusive.as_str() {
+                    "fail" => "counts as a failure (exit 1)",
+                    "pass" => "counts as a pass (exit 0)",
+                    _ => "exits 5",
+                }
+            );
+            if let Some(c) = &g.candidate {
+                text.push_str(&format!("; A/B against the candidate {c}, rounds in {} order", g.order.as_deref().unwrap_or("abba")));
+            }
+            if g.restart == "each_round" {
+                text.push_str("; the target restarts for each round");
+            }
+            text
+        });
 
         View {
             name: r.spec.name.clone(),
@@ -340,6 +442,9 @@ impl View {
             reasons: r.outcome.reasons.clone(),
             scenarios,
             slos,
+            spreads,
+            comparisons,
+            gating,
             sweeps: sweeps(r),
             knees: crate::run_sweeps(r)
                 .iter()
@@ -538,4 +643,58 @@ fn machine_rows(r: &RunResults) -> Vec<(String, String)> {
         ),
     ];
     rows.into_iter().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v))).collect()
+}
+
+/// A metric of a repetition: its name, how to read it, whether it is a latency.
+type RepetitionMetric = (&'static str, fn(&loadgate_results::Repetition) -> Option<f64>, bool);
+
+/// The metrics a spread or a comparison shows: throughput and the usual percentiles.
+fn metrics() -> [RepetitionMetric; 4] {
+    [
+        ("requests/s", |r| Some(r.throughput), false),
+        ("p50", |r| r.latency.percentiles.get("p50").map(|v| *v as f64), true),
+        ("p99", |r| r.latency.percentiles.get("p99").map(|v| *v as f64), true),
+        ("max", |r| Some(r.latency.max_us as f64), true),
+    ]
+}
+
+fn show(value: f64, latency: bool) -> String {
+    if latency {
+        format::latency(value.round() as u64)
+    } else {
+        format::rate(value)
+    }
+}
+
+fn spread_view(s: &ScenarioResult) -> SpreadView {
+    let rows = metrics()
+        .into_iter()
+        .filter_map(|(metric, get, latency)| {
+            let values: Vec<f64> = s.repetitions.iter().filter_map(get).collect();
+            let sum = loadgate_results::stats::summary(&values).ok()?;
+            Some(SpreadRow {
+                metric: metric.to_owned(),
+                median: show(sum.median, latency),
+                min: show(sum.min, latency),
+                max: show(sum.max, latency),
+                cv: sum.cv.map_or_else(|| "-".to_owned(), |cv| format!("{:.1}%", cv * 100.0)),
+            })
+        })
+        .collect();
+    SpreadView { name: s.name.clone(), repetitions: s.repetitions.len(), rows }
+}
+
+fn comparison_view(a: &ScenarioResult, b: &ScenarioResult) -> ComparisonView {
+    let rows = metrics()
+        .into_iter()
+        .filter_map(|(metric, get, latency)| {
+            let av: Vec<f64> = a.repetitions.iter().filter_map(get).collect();
+            let bv: Vec<f64> = b.repetitions.iter().filter_map(get).collect();
+            let am = loadgate_results::stats::median(&av).ok()?;
+            let bm = loadgate_results::stats::median(&bv).ok()?;
+            let ratio = if am > 0.0 { format!("{:.3}x", bm / am) } else { "-".to_owned() };
+            Some((metric.to_owned(), show(am, latency), show(bm, latency), ratio))
+        })
+        .collect();
+    ComparisonView { name: b.name.clone(), rounds: b.repetitions.len(), rows }
 }

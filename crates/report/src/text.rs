@@ -109,7 +109,11 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     if !s.verdicts.is_empty() {
         let _ = writeln!(out, "  SLOs{}:", if s.gate { "" } else { " (not gated)" });
         for v in &s.verdicts {
-            let mark = if !v.passed {
+            let inconclusive =
+                v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive);
+            let mark = if inconclusive {
+                "INCONCLUSIVE"
+            } else if !v.passed {
                 "FAIL"
             } else if !s.gate || !v.evaluated() {
                 "----"
@@ -117,6 +121,18 @@ pub fn text_summary(s: &ScenarioResult) -> String {
                 "PASS"
             };
             let _ = writeln!(out, "    {mark}  {}", v.explain());
+            if let Some(st) = &v.statistics {
+                let _ = writeln!(
+                    out,
+                    "          {}, {:.0}% interval{}{}",
+                    st.method,
+                    st.confidence * 100.0,
+                    st.cv.map(|cv| format!(", CV {:.1}%", cv * 100.0)).unwrap_or_default(),
+                    st.smallest_detectable
+                        .map(|m| format!(", detects changes of {:.1}% or more", m * 100.0))
+                        .unwrap_or_default()
+                );
+            }
         }
     }
     if !s.validity.valid {
@@ -163,7 +179,7 @@ pub(crate) fn outcome_tone(status: OutcomeStatus) -> Tone {
     match status {
         OutcomeStatus::Passed => Tone::Good,
         OutcomeStatus::SloFailed | OutcomeStatus::RunFailed => Tone::Bad,
-        OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete => Tone::Warn,
+        OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete | OutcomeStatus::Inconclusive => Tone::Warn,
     }
 }
 

@@ -188,6 +188,8 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         verdicts: Vec::new(),
         aborted: None,
         by_request: Vec::new(),
+        repetitions: Vec::new(),
+        ab_baseline: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);
@@ -385,6 +387,7 @@ pub fn sample_run() -> RunResults {
         scenarios,
         outcome: Outcome::in_progress(),
         sweeps: Vec::new(),
+        gating: None,
     };
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);

@@ -23,10 +23,14 @@
 //!   render, see [`mod@users`]);
 //! - [`merge_scenarios`] and [`Histograms::add`] combine measurements without averaging percentiles;
 //! - [`fixture::sample_run`] is a realistic hand-built run for tests of anything that reads results;
+//! - [`stats`]: verdicts over repetitions (one number per repetition): the median's order-statistic interval,
+//!   Hodges-Lehmann ratios with exact Wilcoxon / Mann-Whitney intervals, Holm, and PASS / FAIL / INCONCLUSIVE
+//!   ([`stats::verdicts`]`(checks, confidence) -> Vec<Result<CheckVerdict, StatsError>>`);
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
 pub mod fixture;
 pub mod format;
+pub mod gate;
 pub mod hgrm;
 pub mod json;
 pub mod knee;
@@ -34,6 +38,7 @@ pub mod merge;
 pub mod model;
 pub mod outcome;
 pub mod resources;
+pub mod stats;
 pub mod users;
 pub mod verdict;
 
@@ -44,6 +49,7 @@ pub use merge::merge_scenarios;
 pub use model::*;
 pub use outcome::{exit_codes, outcome};
 pub use resources::{phase_resources, PhaseResources};
+pub use stats::{Check, CheckVerdict, Design, Goal, Lean, StatsError, Verdict3};
 pub use users::{peak_users_active, response_time_buckets};
 pub use verdict::{baseline_for, error_rate, evaluate, measure};
 

@@ -50,6 +50,28 @@ pub struct RunResults {
     /// existed, in which case reports derive it themselves.
     #[serde(default)]
     pub sweeps: Vec<Sweep>,
+    /// How gated scenarios were repeated and judged; absent for a run of single repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gating: Option<GatingInfo>,
+}
+
+/// How a run repeated and judged its gated scenarios (the spec's `gating`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GatingInfo {
+    /// Repetitions planned per gated scenario instance (more may have run in sequential mode).
+    pub repeat: u32,
+    /// The most repetitions sequential mode may run.
+    pub max_repeat: u32,
+    /// The two-sided confidence asked of every interval, as a fraction; the family of a scenario's checks keeps
+    /// it jointly (Holm).
+    pub confidence: f64,
+    /// What an inconclusive verdict makes of the run: `inconclusive` (exit 5), `fail` (exit 1) or `pass`.
+    pub on_inconclusive: String,
+    /// `never` or `each_round`.
+    pub restart: String,
+    /// For an A/B run: the order of the sides in each round (`abba` or `shuffle`) and the candidate's URL.
+    pub order: Option<String>,
+    pub candidate: Option<String>,
 }
 
 /// Which spec ran, compiled into which plan.
@@ -207,6 +229,33 @@ pub struct ScenarioResult {
     /// For a request mix: the same measurements per named request, in the mix's order. Empty otherwise.
     #[serde(default)]
     pub by_request: Vec<RequestBreakdown>,
+    /// With repetitions: each repetition on its own (this result is their merge: histograms added, counts
+    /// summed). Empty for a single run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Repetition>,
+    /// In an A/B run: the same scenario instance measured on the baseline target (A), merged over its
+    /// repetitions, which it lists; this result is the candidate's (B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab_baseline: Option<Box<ScenarioResult>>,
+}
+
+/// One repetition of a scenario instance, with its own histograms: the sample that statistics compare.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Repetition {
+    /// The round it ran in, from 1.
+    pub round: u32,
+    /// Seconds from the run's start to this repetition's start.
+    pub started_at_offset: f64,
+    pub duration: f64,
+    /// Completed requests per second.
+    pub throughput: f64,
+    pub requests: RequestCounts,
+    pub status: StatusCounts,
+    pub errors: ErrorCounts,
+    pub latency: LatencySummary,
+    /// Whether the generator delivered what the plan asked in this repetition.
+    pub valid: bool,
+    pub histograms: Histograms,
 }
 
 /// One named request of a mix.
@@ -485,10 +534,55 @@ pub struct Verdict {
     pub passed: bool,
     /// Set when the SLO was not gated (`gate: false`) or could not be evaluated.
     pub note: Option<String>,
+    /// With repetitions or an A/B comparison: the statistical verdict behind `passed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<VerdictStatistics>,
+}
+
+/// A check judged over repetitions: an estimate with its confidence interval against the limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerdictStatistics {
+    /// `pass` (the whole interval on the good side), `fail` (the whole interval on the bad side) or
+    /// `inconclusive` (the interval straddles the limit).
+    pub status: StatisticalStatus,
+    /// Why, for people: `too noisy to tell`, `leans regression`, ...
+    pub reason: String,
+    /// How the estimate and interval were computed.
+    pub method: String,
+    /// The estimate in the metric's unit, or a ratio (candidate / baseline) for relative checks.
+    pub estimate: f64,
+    /// The confidence interval, same unit as `estimate`.
+    pub lower: f64,
+    pub upper: f64,
+    /// The limit it was compared with, same unit.
+    pub limit: f64,
+    /// The confidence the interval achieves (exact, so at or above the one asked where the sample allows).
+    pub confidence: f64,
+    /// Repetitions (pairs, for a paired comparison) the check used.
+    pub repetitions: u32,
+    /// Coefficient of variation of the metric over the repetitions (the candidate's, in A/B); `None` below two.
+    pub cv: Option<f64>,
+    /// The baseline's coefficient of variation, for a relative check.
+    pub baseline_cv: Option<f64>,
+    /// The smallest relative change this run could have told apart: the interval's half-width relative to the
+    /// estimate (`sqrt(upper / lower) - 1` for a ratio). `None` when the interval could not reach its
+    /// confidence with this many repetitions.
+    pub smallest_detectable: Option<f64>,
+    /// How many checks of the scenario shared the error rate (Holm).
+    pub family_size: u32,
+}
+
+/// The three verdicts of a statistical check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatisticalStatus {
+    Pass,
+    Fail,
+    Inconclusive,
 }
 
 /// The verdict on a run. Precedence, highest first: `run_failed`, `incomplete`, `invalid_measurement`,
-/// `slo_failed`, `passed`.
+/// `slo_failed`, `inconclusive`, `passed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeStatus {
@@ -502,6 +596,8 @@ pub enum OutcomeStatus {
     InvalidMeasurement,
     /// Still running, or interrupted (Ctrl-C).
     Incomplete,
+    /// No SLO failed, but some check over repetitions could not tell (its interval straddles the limit).
+    Inconclusive,
 }
 
 /// The verdict on a run and the exit code of `loadgate run`.

@@ -7,9 +7,10 @@
 //! | 2 | (none) | the spec or the command line is invalid: nothing ran, so there are no results |
 //! | 3 | [`OutcomeStatus::RunFailed`], [`OutcomeStatus::Incomplete`] | the run could not be carried out, or was interrupted (Ctrl-C) |
 //! | 4 | [`OutcomeStatus::InvalidMeasurement`] | a gated scenario's generator did not deliver what the plan asked |
+//! | 5 | [`OutcomeStatus::Inconclusive`] | no SLO failed, but a check over repetitions could not tell (`gating.on_inconclusive: inconclusive`, the default; `fail` makes it 1, `pass` 0) |
 //!
 //! Precedence, highest first: **run failed (3) > interrupted (3) > invalid measurement (4) > SLO failed (1) >
-//! passed (0)**. An invalid measurement outranks an SLO failure because its numbers describe loadgate, not the
+//! inconclusive (5) > passed (0)**. An invalid measurement outranks an SLO failure because its numbers describe loadgate, not the
 //! target: a p99 over its threshold may be the generator's fault. A run that did not finish outranks both, since
 //! the phases that did not run were gated too. An interrupted run exits 3, not 130: CI must not read a Ctrl-C'd
 //! run as a verdict on the target.
@@ -41,6 +42,8 @@ pub mod exit_codes {
     pub const RUN_FAILED: i32 = 3;
     /// The run is invalid as a measurement.
     pub const INVALID_MEASUREMENT: i32 = 4;
+    /// No SLO failed, but a check over repetitions could not tell.
+    pub const INCONCLUSIVE: i32 = 5;
 }
 
 impl OutcomeStatus {
@@ -51,6 +54,7 @@ impl OutcomeStatus {
             OutcomeStatus::SloFailed => exit_codes::SLO_FAILED,
             OutcomeStatus::RunFailed | OutcomeStatus::Incomplete => exit_codes::RUN_FAILED,
             OutcomeStatus::InvalidMeasurement => exit_codes::INVALID_MEASUREMENT,
+            OutcomeStatus::Inconclusive => exit_codes::INCONCLUSIVE,
         }
     }
 
@@ -62,6 +66,7 @@ impl OutcomeStatus {
             OutcomeStatus::RunFailed => "run failed",
             OutcomeStatus::InvalidMeasurement => "invalid measurement",
             OutcomeStatus::Incomplete => "incomplete",
+            OutcomeStatus::Inconclusive => "inconclusive",
         }
     }
 
@@ -69,10 +74,11 @@ impl OutcomeStatus {
     fn rank(self) -> u8 {
         match self {
             OutcomeStatus::Passed => 0,
-            OutcomeStatus::SloFailed => 1,
-            OutcomeStatus::InvalidMeasurement => 2,
-            OutcomeStatus::Incomplete => 3,
-            OutcomeStatus::RunFailed => 4,
+            OutcomeStatus::Inconclusive => 1,
+            OutcomeStatus::SloFailed => 2,
+            OutcomeStatus::InvalidMeasurement => 3,
+            OutcomeStatus::Incomplete => 4,
+            OutcomeStatus::RunFailed => 5,
         }
     }
 }
@@ -138,9 +144,18 @@ pub fn outcome(results: &RunResults) -> Outcome {
             }
         }
     }
+    // What an inconclusive check makes of the run: its own status, a failure or a pass (`gating.on_inconclusive`).
+    let inconclusive_as = match results.gating.as_ref().map(|g| g.on_inconclusive.as_str()) {
+        Some("fail") => OutcomeStatus::SloFailed,
+        Some("pass") => OutcomeStatus::Passed,
+        _ => OutcomeStatus::Inconclusive,
+    };
     for s in results.scenarios.iter().filter(|s| s.gate) {
         for v in s.verdicts.iter().filter(|v| !v.passed) {
-            findings.push((OutcomeStatus::SloFailed, format!("{}: {}", s.name, v.explain())));
+            let inconclusive =
+                v.statistics.as_ref().is_some_and(|st| st.status == crate::model::StatisticalStatus::Inconclusive);
+            let status = if inconclusive { inconclusive_as } else { OutcomeStatus::SloFailed };
+            findings.push((status, format!("{}: {}", s.name, v.explain())));
         }
     }
 

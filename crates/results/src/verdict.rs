@@ -147,6 +147,7 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
         observed_text: observed.map_or_else(|| "n/a".to_owned(), |v| format_value(kind, v)),
         passed: true,
         note: None,
+        statistics: None,
     };
 
     let threshold = match slo.threshold {

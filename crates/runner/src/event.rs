@@ -27,6 +27,9 @@ pub enum Event<'a> {
     PhaseStarted { phase: &'a Phase },
     /// Once a second while a phase runs: the interval's counts and latencies.
     Tick { phase: &'a Phase, elapsed: Duration, point: &'a TimelinePoint },
+    /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
+    /// or the candidate (B).
+    RepetitionFinished { phase: &'a Phase, round: u32, side: crate::rounds::Side, result: &'a ScenarioResult },
     /// A phase ended with a result (its SLOs evaluated); `results` is the run so far, with this phase in it.
     PhaseFinished { phase: &'a Phase, result: &'a ScenarioResult, results: &'a RunResults },
     /// The engine could not run a phase at all; the run stops.

@@ -41,6 +41,7 @@ mod error;
 mod event;
 pub mod interrupt;
 pub mod reports;
+pub mod rounds;
 pub mod run;
 mod session;
 mod target;

@@ -124,3 +124,14 @@ pub fn rerender(results: &mut RunResults, dir: &Path, template: Option<&str>) ->
     }
     Ok(written)
 }
+
+/// Writes a run's results as a baseline to commit (`--save-baseline FILE`): every repetition with its
+/// histograms, the plan hash, the machine fingerprint and loadgate's version, secrets replaced. Never written
+/// implicitly: a baseline changes only when someone saves it.
+pub fn save_baseline(results: &RunResults, path: &Path, secrets: &Redactor) -> Result<(), String> {
+    let json = loadgate_results::to_json(results).map_err(|e| format!("cannot serialize the baseline: {e}"))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    write_atomic(path, &secrets.scrub(&json)).map_err(|e| format!("cannot write the baseline {}: {e}", path.display()))
+}

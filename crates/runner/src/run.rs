@@ -5,14 +5,19 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use loadgate_machine::hardware::{self, AppliedPinning, PinningDecision};
-use loadgate_plan::{ExecutionPlan, WorkerPlan};
-use loadgate_results::{Outcome, OutcomeStatus, RunResults, SpecInfo, TargetInfo, RESULTS_SCHEMA_VERSION};
+use loadgate_plan::{ExecutionPlan, OnInconclusive, Phase, Restart, RoundOrder, WorkerPlan};
+use loadgate_results::gate::Baseline;
+use loadgate_results::{
+    GatingInfo, Outcome, OutcomeStatus, RunResults, ScenarioResult, SpecInfo, StatisticalStatus, TargetInfo,
+    RESULTS_SCHEMA_VERSION,
+};
 
 use crate::abort::aborted_by_slo;
 use crate::event::{Event, Observer};
 use crate::interrupt::Interrupt;
 use crate::reports::ReportWriter;
-use crate::session::{Session, SessionOptions};
+use crate::rounds::{Rounds, Side};
+use crate::session::{Session, SessionEnd, SessionOptions};
 use crate::target::{BuiltinServer, RunningTarget, TargetOptions};
 use crate::RunError;
 
@@ -111,6 +116,11 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         observer.event(&Event::Warning(w.clone()));
     }
     warn_about_file_limit(plan, observer);
+    if let Some(baseline) = &request.baseline {
+        for w in baseline_warnings(baseline, plan, &results_machine(request)) {
+            observer.event(&Event::Warning(w));
+        }
+    }
     let workers = worker_plans(plan, &pinning);
     let mut results = new_results(plan, request, &pinning, &workers);
     let mut reports = ReportWriter::new(&dir, request.template.clone(), request.secrets.clone());
@@ -122,65 +132,133 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         source_dir: request.source_dir.as_deref(),
         builtin: &request.builtin,
     };
-    let target = match RunningTarget::start(&plan.target, &target_opts, observer) {
-        Ok(t) => t,
+    let session_opts =
+        SessionOptions { saturation: plan.hardware.saturation, interrupt: request.interrupt.clone(), origin };
+    let mut rounds = Rounds::new(plan);
+    let sides: Vec<Side> =
+        if plan.candidate.is_some() { vec![Side::Target, Side::Candidate] } else { vec![Side::Target] };
+    let mut sessions = match start_sessions(plan, &sides, &target_opts, &workers, &session_opts, observer) {
+        Ok(s) => s,
         Err(message) => {
-            observer.event(&Event::TargetFailed { error: message.clone() });
             results.outcome = Outcome::run_failed(vec![format!("the target could not be started: {message}")]);
             results.outcome = loadgate_results::outcome(&results);
             write_reports(&mut reports, &mut results, &mut failures, observer);
             return Ok(finish(results, dir, failures, &reports, request, observer));
         }
     };
-    results.target = target.info();
-    let opts = SessionOptions { saturation: plan.hardware.saturation, interrupt: request.interrupt.clone(), origin };
-    let mut session = Session::new(target, workers, opts);
+    results.target = sessions[0].target().info();
+    if rounds.statistical() {
+        results.gating = Some(gating_info(plan, sessions.get(1).map(|s| s.target().base_url.as_str())));
+    }
 
+    // Every repetition of every instance, per side (0: the target, 1: the candidate), with its round.
+    let mut reps: Vec<[Vec<ScenarioResult>; 2]> = plan.phases.iter().map(|_| Default::default()).collect();
+    let mut rep_rounds: Vec<Vec<u32>> = plan.phases.iter().map(|_| Vec::new()).collect();
     let mut run_failed = Vec::new();
-    for phase in &plan.phases {
-        if session.halted().is_some() {
-            break;
-        }
-        match session.run_phase(phase, request.baseline.as_ref(), observer) {
-            Ok(result) => {
-                let aborted = aborted_by_slo(result.aborted.as_deref());
-                results.scenarios.push(result);
-                results.target.samples = session.samples().target;
-                results.outcome = loadgate_results::outcome(&results);
-                if let Some(last) = results.scenarios.last() {
-                    observer.event(&Event::PhaseFinished { phase, result: last, results: &results });
-                }
-                write_reports(&mut reports, &mut results, &mut failures, observer);
-                if aborted {
-                    observer.event(&Event::RunAborted {
-                        phase,
-                        reason: format!("{} breached an abort_on_fail SLO", phase.name),
-                    });
+    // The target's resource samples of sessions that ended (restarts), before the current one's.
+    let mut earlier_samples = Vec::new();
+    let mut stop = false;
+    let mut round = 1;
+    while !stop && round <= rounds.last() {
+        if round > 1 && plan.gating.restart == Restart::EachRound {
+            let ended: Vec<SessionEnd> = sessions.drain(..).map(Session::finish).collect();
+            earlier_samples.extend(note_session_ends(&mut results, ended, observer));
+            match start_sessions(plan, &sides, &target_opts, &workers, &session_opts, observer) {
+                Ok(s) => sessions = s,
+                Err(message) => {
+                    run_failed.push(format!("the target could not be restarted for round {round}: {message}"));
                     break;
                 }
             }
-            Err(e) => {
-                observer.event(&Event::PhaseFailed { phase, error: e.to_string() });
-                run_failed.push(format!("{} could not run: {e}", phase.name));
+        }
+        for phase in rounds.phases(plan, round) {
+            for side in rounds.sides(round) {
+                let last = sessions.len() - 1;
+                let session = &mut sessions[side.index().min(last)];
+                if session.halted().is_some() {
+                    stop = true;
+                    break;
+                }
+                let result = match session.run_phase(phase, request.baseline.as_ref(), observer) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        observer.event(&Event::PhaseFailed { phase, error: e.to_string() });
+                        run_failed.push(format!("{} could not run: {e}", phase.name));
+                        stop = true;
+                        break;
+                    }
+                };
+                let aborted = aborted_by_slo(result.aborted.as_deref());
+                if rounds.statistical() {
+                    observer.event(&Event::RepetitionFinished { phase, round, side, result: &result });
+                }
+                reps[phase.index][side.index()].push(result);
+                if side == Side::Candidate || sides.len() == 1 {
+                    rep_rounds[phase.index].push(round);
+                }
+                if aborted {
+                    stop = true;
+                    break;
+                }
+                if !phase.cooldown.as_std().is_zero() && !request.interrupt.is_interrupted() {
+                    std::thread::sleep(phase.cooldown.as_std());
+                }
+            }
+            // The instance's result so far: one run as it is, repetitions merged and judged.
+            let [a, b] = &reps[phase.index];
+            let judged = if rounds.statistical() {
+                let (mine, paired) = if sides.len() == 2 { (b, Some(a.as_slice())) } else { (a, None) };
+                judge(phase, mine, paired, &rep_rounds[phase.index], plan, request)
+            } else {
+                a.last().cloned()
+            };
+            if let Some(judged) = judged {
+                match results.scenarios.iter_mut().find(|s| s.index == phase.index) {
+                    Some(slot) => *slot = judged,
+                    None => results.scenarios.push(judged),
+                }
+                results.target.samples = [earlier_samples.clone(), sessions[0].samples().target].concat();
+                results.outcome = loadgate_results::outcome(&results);
+                let last = rounds.wanted(phase.index) == round;
+                if let Some(r) = results.scenarios.iter().find(|s| s.index == phase.index) {
+                    if last || stop {
+                        observer.event(&Event::PhaseFinished { phase, result: r, results: &results });
+                    }
+                }
+                write_reports(&mut reports, &mut results, &mut failures, observer);
+            }
+            if stop {
+                if let Some(r) = results.scenarios.iter().find(|s| s.index == phase.index) {
+                    if aborted_by_slo(r.aborted.as_deref()) {
+                        observer.event(&Event::RunAborted {
+                            phase,
+                            reason: format!("{} breached an abort_on_fail SLO", phase.name),
+                        });
+                    }
+                }
                 break;
             }
         }
-        if !phase.cooldown.as_std().is_zero() && !request.interrupt.is_interrupted() {
-            std::thread::sleep(phase.cooldown.as_std());
+        // Sequential mode: an instance whose verdict is still inconclusive after its planned rounds gets one more.
+        if !stop && round >= 1 {
+            for s in &results.scenarios {
+                let inconclusive = s.gate
+                    && s.verdicts
+                        .iter()
+                        .any(|v| v.statistics.as_ref().is_some_and(|st| st.status == StatisticalStatus::Inconclusive));
+                if inconclusive && rounds.wanted(s.index) == round {
+                    rounds.extend(s.index);
+                }
+            }
         }
+        round += 1;
     }
 
-    let end = session.finish();
-    results.target.samples = end.samples.target;
-    if let Some(exit) = end.target_exit {
-        observer.event(&Event::TargetExited { status: exit.status.clone() });
-        results.target.exited = Some(exit);
-    }
-    if let Some(e) = end.stop_error {
-        observer.event(&Event::Warning(format!("stopping the target: {e}")));
-    }
-    let completed_all = results.scenarios.len() == plan.phases.len()
-        || results.scenarios.last().is_some_and(|s| aborted_by_slo(s.aborted.as_deref()));
+    let ended: Vec<SessionEnd> = sessions.drain(..).map(Session::finish).collect();
+    earlier_samples.extend(note_session_ends(&mut results, ended, observer));
+    results.target.samples = earlier_samples;
+    let completed_all = (results.scenarios.len() == plan.phases.len() && !stop)
+        || results.scenarios.iter().any(|s| aborted_by_slo(s.aborted.as_deref()));
     if !run_failed.is_empty() {
         results.outcome = Outcome::run_failed(run_failed.clone());
     }
@@ -190,6 +268,127 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     results.outcome = loadgate_results::outcome(&results);
     write_reports(&mut reports, &mut results, &mut failures, observer);
     Ok(finish(results, dir, failures, &reports, request, observer))
+}
+
+/// Starts one session per side (the target, and the candidate of an A/B run).
+fn start_sessions(
+    plan: &ExecutionPlan,
+    sides: &[Side],
+    target_opts: &TargetOptions<'_>,
+    workers: &[WorkerPlan],
+    opts: &SessionOptions,
+    observer: &mut dyn Observer,
+) -> Result<Vec<Session>, String> {
+    let mut sessions = Vec::new();
+    for side in sides {
+        let target_plan = match side {
+            Side::Target => &plan.target,
+            Side::Candidate => plan.candidate.as_ref().unwrap_or(&plan.target),
+        };
+        let target = RunningTarget::start(target_plan, target_opts, observer).map_err(|message| {
+            let message =
+                if sides.len() > 1 { format!("{} ({}): {message}", side.letter(), side_name(*side)) } else { message };
+            observer.event(&Event::TargetFailed { error: message.clone() });
+            message
+        })?;
+        sessions.push(Session::new(target, workers.to_vec(), opts.clone()));
+    }
+    Ok(sessions)
+}
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Target => "the target",
+        Side::Candidate => "the candidate",
+    }
+}
+
+/// Records how the sessions' targets ended (a target that died, a failed stop) and returns the target's (side
+/// A's) resource samples.
+fn note_session_ends(
+    results: &mut RunResults,
+    ended: Vec<SessionEnd>,
+    observer: &mut dyn Observer,
+) -> Vec<loadgate_results::ResourceSample> {
+    let mut samples = Vec::new();
+    for (i, end) in ended.into_iter().enumerate() {
+        if i == 0 {
+            samples = end.samples.target;
+        }
+        if let Some(exit) = end.target_exit {
+            observer.event(&Event::TargetExited { status: exit.status.clone() });
+            results.target.exited.get_or_insert(exit);
+        }
+        if let Some(e) = end.stop_error {
+            observer.event(&Event::Warning(format!("stopping the target: {e}")));
+        }
+    }
+    samples
+}
+
+/// Merges an instance's repetitions and judges its SLOs over them (against the paired baseline side in an
+/// A/B run, or the stored baseline).
+fn judge(
+    phase: &Phase,
+    mine: &[ScenarioResult],
+    paired: Option<&[ScenarioResult]>,
+    rounds: &[u32],
+    plan: &ExecutionPlan,
+    request: &RunRequest,
+) -> Option<ScenarioResult> {
+    if mine.is_empty() {
+        return None;
+    }
+    let stored = request.baseline.as_ref().and_then(|b| loadgate_results::baseline_for(b, &mine[0]));
+    let baseline = match (paired, stored) {
+        (Some(a), _) => Baseline::Paired(a),
+        (None, Some(b)) => Baseline::Stored(b),
+        (None, None) => Baseline::None,
+    };
+    // Paired rounds: only rounds both sides finished.
+    let n = paired.map_or(mine.len(), |a| a.len().min(mine.len()));
+    let baseline = match baseline {
+        Baseline::Paired(a) => Baseline::Paired(&a[..n]),
+        other => other,
+    };
+    match loadgate_results::gate::judge(
+        &phase.slos,
+        &mine[..n.max(1).min(mine.len())],
+        rounds,
+        baseline,
+        plan.gating.confidence,
+    ) {
+        Ok(r) => Some(r),
+        Err(_) => mine.last().cloned(),
+    }
+}
+
+fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
+    let g = &plan.gating;
+    GatingInfo {
+        repeat: g.repeat,
+        max_repeat: g.max_repeat,
+        confidence: g.confidence,
+        on_inconclusive: match g.on_inconclusive {
+            OnInconclusive::Inconclusive => "inconclusive",
+            OnInconclusive::Fail => "fail",
+            OnInconclusive::Pass => "pass",
+        }
+        .to_owned(),
+        restart: match g.restart {
+            Restart::Never => "never",
+            Restart::EachRound => "each_round",
+        }
+        .to_owned(),
+        order: candidate.map(|_| {
+            match g.order {
+                RoundOrder::Abba => "abba",
+                RoundOrder::Shuffle => "shuffle",
+            }
+            .to_owned()
+        }),
+        candidate: candidate.map(str::to_owned),
+    }
 }
 
 /// Writes every report, telling the observer of each file that could not be written.
@@ -222,6 +421,43 @@ fn finish(
     }
     observer.event(&Event::RunFinished { results: &results, dir: &dir });
     RunOutcome { dir, results: Some(results), skipped: None, write_failures: failures }
+}
+
+/// The machine this run measures on, for comparing with a baseline's.
+fn results_machine(request: &RunRequest) -> loadgate_results::Machine {
+    hardware::fingerprint(request.source_dir.as_deref())
+}
+
+/// What a reader must know before trusting a comparison with a stored baseline: another plan, or another
+/// machine (whose noise and speed differ, so only a limit wider than the two runs' spread means anything).
+pub fn baseline_warnings(
+    baseline: &RunResults,
+    plan: &ExecutionPlan,
+    machine: &loadgate_results::Machine,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if baseline.spec.plan_hash != plan.hash {
+        warnings.push(format!(
+            "the baseline ran plan {} and this run is plan {}: the load differs, so relative SLOs compare different things",
+            baseline.spec.plan_hash, plan.hash
+        ));
+    }
+    let b = &baseline.machine;
+    if b.hostname != machine.hostname || b.cpu_model != machine.cpu_model || b.logical_cpus != machine.logical_cpus {
+        warnings.push(format!(
+            "the baseline comes from another machine ({} / {}; this one is {} / {}): its numbers carry that machine's speed and noise, so a relative limit tighter than the spread of both runs cannot be supported (see each check's smallest detectable change); an A/B run in one job (`candidate:`) avoids this",
+            b.hostname.as_deref().unwrap_or("?"),
+            b.cpu_model.as_deref().unwrap_or("?"),
+            machine.hostname.as_deref().unwrap_or("?"),
+            machine.cpu_model.as_deref().unwrap_or("?"),
+        ));
+    }
+    if baseline.scenarios.iter().all(|s| s.repetitions.is_empty()) {
+        warnings.push(
+            "the baseline has no repetitions: relative SLOs compare with one run of it, which cannot show its noise; save baselines from runs with `--repeat`".to_owned(),
+        );
+    }
+    warnings
 }
 
 /// A run owns its directory: the files of an earlier run there are moved aside to `<dir>.previous` (replacing
@@ -303,6 +539,7 @@ fn new_results(
         scenarios: Vec::new(),
         outcome: Outcome::in_progress(),
         sweeps: Vec::new(),
+        gating: None,
     }
 }
 

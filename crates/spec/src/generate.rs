@@ -6,25 +6,59 @@
 //! generator slots, compiled once. The engine fills the slots per request from a seeded random source, so a
 //! static request costs nothing and a dynamic one only the values it generates.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use loadgate_model::generate::{Generator, Segment};
 
+use crate::limits::{human_bytes, MAX_DATA_VALUES};
+
 /// The generator calls met while rendering, by marker index.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Registry(pub Arc<Mutex<Vec<Generator>>>);
+pub(crate) struct Registry {
+    list: Arc<Mutex<Vec<Generator>>>,
+    /// Whether the value being rendered is one where generators work (a request's path, query, headers, body).
+    dynamic: Arc<AtomicBool>,
+    /// A generator was called where it does not work.
+    refused: Arc<AtomicBool>,
+    /// The marker of each data file's generator, by file and column: a file is read once per spec.
+    files: Arc<Mutex<HashMap<(PathBuf, String), String>>>,
+}
 
 const MARK: char = '\u{1}';
 
 impl Registry {
     fn push(&self, g: Generator) -> String {
-        let mut list = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
         list.push(g);
         format!("{MARK}{}{MARK}", list.len() - 1)
     }
 
     pub fn get(&self, index: usize) -> Option<Generator> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(index).cloned()
+        self.list.lock().unwrap_or_else(|p| p.into_inner()).get(index).cloned()
+    }
+
+    /// Says whether the next rendering is of a value where generators work; clears the refusal flag.
+    pub fn set_dynamic(&self, dynamic: bool) {
+        self.dynamic.store(dynamic, Ordering::Relaxed);
+        self.refused.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the last rendering called a generator where generators do not work.
+    pub fn was_refused(&self) -> bool {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Generators make a value per request; anywhere else they are refused before they do anything (a data file
+    /// is not even opened).
+    fn allowed(&self, name: &str) -> Result<(), minijinja::Error> {
+        if self.dynamic.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.refused.store(true, Ordering::Relaxed);
+        Err(arg_err(format!("{name}() makes a value per request, which only works in a request")))
     }
 }
 
@@ -51,14 +85,25 @@ fn arg_err(msg: impl Into<String>) -> minijinja::Error {
     minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg.into())
 }
 
-/// Registers the generator functions on a template environment. `base_dir` resolves file names.
+/// Where data files come from and how large they may be.
+#[derive(Debug, Clone)]
+pub(crate) struct DataFiles {
+    /// The spec's directory; the current directory when `None`.
+    pub base: Option<PathBuf>,
+    pub allow_outside: bool,
+    pub max_bytes: u64,
+}
+
+/// Registers the generator functions on a template environment.
 pub(crate) fn register(
     env: &mut minijinja::Environment<'static>,
     reg: &Registry,
-    base_dir: Option<std::path::PathBuf>,
+    data: DataFiles,
+    meter: &Arc<crate::sandbox::Meter>,
 ) {
     let r = reg.clone();
     env.add_function("seq", move |start: Option<i64>, step: Option<i64>| -> Result<String, minijinja::Error> {
+        r.allowed("seq")?;
         let step = step.unwrap_or(1);
         if step == 0 {
             return Err(arg_err("seq(start, step): step cannot be 0"));
@@ -67,80 +112,180 @@ pub(crate) fn register(
     });
     let r = reg.clone();
     env.add_function("random_int", move |min: i64, max: i64| -> Result<String, minijinja::Error> {
+        r.allowed("random_int")?;
         if min > max {
             return Err(arg_err(format!("random_int({min}, {max}): the minimum is above the maximum")));
         }
         Ok(r.push(Generator::RandomInt { min, max }))
     });
+    for (name, hex) in [("random_string", false), ("random_bytes", false), ("random_hex", true)] {
+        let r = reg.clone();
+        env.add_function(name, move |len: u32| -> Result<String, minijinja::Error> {
+            r.allowed(name)?;
+            if len == 0 || len > 1 << 20 {
+                return Err(arg_err(format!("{name}({len}): the length must be between 1 and 1048576")));
+            }
+            // random_bytes makes printable characters, so the value is safe in a path, a header or a body.
+            Ok(r.push(if hex { Generator::RandomHex { len } } else { Generator::RandomString { len } }))
+        });
+    }
     let r = reg.clone();
-    env.add_function("random_string", move |len: u32| -> Result<String, minijinja::Error> {
-        if len == 0 || len > 1 << 20 {
-            return Err(arg_err(format!("random_string({len}): the length must be between 1 and 1048576")));
-        }
-        Ok(r.push(Generator::RandomString { len }))
+    env.add_function("uuid", move || -> Result<String, minijinja::Error> {
+        r.allowed("uuid")?;
+        Ok(r.push(Generator::Uuid))
     });
     let r = reg.clone();
-    env.add_function("random_hex", move |len: u32| -> Result<String, minijinja::Error> {
-        if len == 0 || len > 1 << 20 {
-            return Err(arg_err(format!("random_hex({len}): the length must be between 1 and 1048576")));
-        }
-        Ok(r.push(Generator::RandomHex { len }))
-    });
-    let r = reg.clone();
-    env.add_function("random_bytes", move |len: u32| -> Result<String, minijinja::Error> {
-        // Printable, so the value is safe in a path, a header or a body.
-        if len == 0 || len > 1 << 20 {
-            return Err(arg_err(format!("random_bytes({len}): the length must be between 1 and 1048576")));
-        }
-        Ok(r.push(Generator::RandomString { len }))
-    });
-    let r = reg.clone();
-    env.add_function("uuid", move || -> String { r.push(Generator::Uuid) });
-    let r = reg.clone();
+    let m = meter.clone();
     env.add_function("pick", move |values: Vec<minijinja::Value>| -> Result<String, minijinja::Error> {
+        r.allowed("pick")?;
         if values.is_empty() {
             return Err(arg_err("pick([...]): the list is empty"));
         }
+        let limit = crate::limits::MAX_VALUE_BYTES as u64;
+        m.produce(values.iter().fold(0u64, |sum, v| sum.saturating_add(crate::sandbox::weight(v, limit))))?;
         Ok(r.push(Generator::Pick { values: values.iter().map(|v| v.to_string()).collect() }))
     });
     let r = reg.clone();
-    let dir = base_dir.clone();
+    let d = data.clone();
+    let m = meter.clone();
     env.add_function("pick_line", move |file: String| -> Result<String, minijinja::Error> {
-        let text = read_data_file(dir.as_deref(), &file)?;
-        let values: Vec<String> =
-            text.lines().map(str::trim_end).filter(|l| !l.is_empty()).map(str::to_owned).collect();
-        if values.is_empty() {
-            return Err(arg_err(format!("pick_line('{file}'): the file has no lines")));
-        }
-        Ok(r.push(Generator::Pick { values }))
+        r.allowed("pick_line")?;
+        let what = format!("pick_line('{file}')");
+        r.data_file(&d, &m, &file, String::new(), |text| {
+            let values: Vec<String> = text
+                .lines()
+                .map(str::trim_end)
+                .filter(|l| !l.is_empty())
+                .take(MAX_DATA_VALUES + 1)
+                .map(str::to_owned)
+                .collect();
+            if values.is_empty() {
+                return Err(arg_err(format!("{what}: the file has no lines")));
+            }
+            if values.len() > MAX_DATA_VALUES {
+                return Err(arg_err(format!("{what}: the file has more than {MAX_DATA_VALUES} lines")));
+            }
+            Ok(Generator::Pick { values })
+        })
     });
     let r = reg.clone();
-    let dir = base_dir;
+    let m = meter.clone();
     env.add_function("pick_csv", move |file: String, column: String| -> Result<String, minijinja::Error> {
-        let text = read_data_file(dir.as_deref(), &file)?;
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let header: Vec<&str> = lines.next().map(|h| h.split(',').map(str::trim).collect()).unwrap_or_default();
-        let col = header.iter().position(|h| *h == column).ok_or_else(|| {
-            arg_err(format!(
-                "pick_csv('{file}', '{column}'): no column `{column}`; the header has: {}",
-                header.join(", ")
-            ))
-        })?;
-        let values: Vec<String> =
-            lines.filter_map(|l| l.split(',').nth(col).map(|v| v.trim().trim_matches('"').to_owned())).collect();
-        if values.is_empty() {
-            return Err(arg_err(format!("pick_csv('{file}', '{column}'): the file has no rows")));
-        }
-        Ok(r.push(Generator::Pick { values }))
+        r.allowed("pick_csv")?;
+        let what = format!("pick_csv('{file}', '{column}')");
+        r.data_file(&data, &m, &file, column.clone(), |text| {
+            let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+            let header: Vec<&str> = lines.next().map(|h| h.split(',').map(str::trim).collect()).unwrap_or_default();
+            let col = header.iter().position(|h| *h == column).ok_or_else(|| {
+                arg_err(format!("{what}: no column `{column}`; the header has: {}", header.join(", ")))
+            })?;
+            let values: Vec<String> = lines
+                .take(MAX_DATA_VALUES + 1)
+                .filter_map(|l| l.split(',').nth(col).map(|v| v.trim().trim_matches('"').to_owned()))
+                .collect();
+            if values.is_empty() {
+                return Err(arg_err(format!("{what}: the file has no rows")));
+            }
+            if values.len() > MAX_DATA_VALUES {
+                return Err(arg_err(format!("{what}: the file has more than {MAX_DATA_VALUES} rows")));
+            }
+            Ok(Generator::Pick { values })
+        })
     });
 }
 
-fn read_data_file(base: Option<&std::path::Path>, file: &str) -> Result<String, minijinja::Error> {
-    let path = match base {
-        Some(b) if std::path::Path::new(file).is_relative() => b.join(file),
-        _ => std::path::PathBuf::from(file),
+impl Registry {
+    /// The generator of a data file: read (once per file and column) and made by `make`.
+    fn data_file(
+        &self,
+        data: &DataFiles,
+        meter: &crate::sandbox::Meter,
+        file: &str,
+        column: String,
+        make: impl FnOnce(&str) -> Result<Generator, minijinja::Error>,
+    ) -> Result<String, minijinja::Error> {
+        let refused = |(message, help): Refusal| meter.fail(message, &help);
+        let path = resolve_data_file(data, file).map_err(refused)?;
+        let key = (path.clone(), column);
+        if let Some(mark) = self.files.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(mark.clone());
+        }
+        let text = read_data_file(&path, file, data.max_bytes).map_err(refused)?;
+        let mark = self.push(make(&text)?);
+        self.files.lock().unwrap_or_else(|p| p.into_inner()).insert(key, mark.clone());
+        Ok(mark)
+    }
+}
+
+/// Why a data file is not read: the message and the fix.
+type Refusal = (String, String);
+
+/// The file a data file name stands for: relative to the spec's directory and inside its tree (symbolic links
+/// followed), unless the options allow any file.
+fn resolve_data_file(data: &DataFiles, file: &str) -> Result<PathBuf, Refusal> {
+    let base = match &data.base {
+        Some(b) => b.clone(),
+        None => {
+            std::env::current_dir().map_err(|e| (format!("cannot find the current directory: {e}"), String::new()))?
+        }
     };
-    std::fs::read_to_string(&path).map_err(|e| arg_err(format!("cannot read {}: {e}", path.display())))
+    let root = base.canonicalize().map_err(|e| {
+        (format!("cannot read the spec's directory `{}`: {e}", base.display()), "check that it exists".to_owned())
+    })?;
+    let name = Path::new(file);
+    let outside = || {
+        (
+            format!("`{file}` is outside the spec's directory (`{}`)", base.display()),
+            "data files are read from the spec's directory and below; move the file there, or pass \
+             `--allow-data-outside-spec-dir` to read it where it is"
+                .to_owned(),
+        )
+    };
+    if !data.allow_outside && (name.is_absolute() || name.components().any(|c| c == std::path::Component::ParentDir)) {
+        return Err(outside());
+    }
+    let path = root.join(name).canonicalize().map_err(|e| {
+        (format!("cannot read `{file}`: {e}"), format!("data files are found relative to `{}`", base.display()))
+    })?;
+    // A symbolic link inside the tree may lead out of it.
+    if !data.allow_outside && !path.starts_with(&root) {
+        return Err(outside());
+    }
+    Ok(path)
+}
+
+/// Reads a data file: a regular file, at most `max_bytes` long, UTF-8. Never reads more than `max_bytes + 1`.
+fn read_data_file(path: &Path, file: &str, max_bytes: u64) -> Result<String, Refusal> {
+    use std::io::Read as _;
+    let cannot = |e: std::io::Error| (format!("cannot read `{file}`: {e}"), "check its permissions".to_owned());
+    let handle = std::fs::File::open(path).map_err(cannot)?;
+    let meta = handle.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err((
+            format!("`{file}` is not a regular file"),
+            "a data file is a text file: one value per line for `pick_line`, a CSV table for `pick_csv`".to_owned(),
+        ));
+    }
+    let too_large = |size: String| {
+        (
+            format!("`{file}` is {size}, more than the {} a data file may be", human_bytes(max_bytes)),
+            "raise the limit with `--max-data-file-bytes` (`LoadOptions::max_data_file_bytes`)".to_owned(),
+        )
+    };
+    if meta.len() > max_bytes {
+        return Err(too_large(human_bytes(meta.len())));
+    }
+    let mut bytes = Vec::new();
+    handle.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large("longer than that".to_owned()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        (
+            format!("`{file}` is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            "save the file as UTF-8".to_owned(),
+        )
+    })
 }
 
 /// The names of the generator functions, for documentation and messages.

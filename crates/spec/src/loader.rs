@@ -1,259 +1,477 @@
-//! The one module that knows YAML libraries.
+//! The one module that knows a YAML library.
 //!
-//! serde_yaml parses the document (it resolves scalars, rejects duplicate keys and caps alias expansion, which
-//! defuses alias bombs); a marked event stream from yaml-rust2 then locates every key and value so diagnostics
-//! can point at `line:column`. Both are turned into loadgate's own [`Node`] tree here, so replacing serde_yaml
-//! with a maintained fork touches this file only.
+//! yaml-rust2's event parser is driven one event at a time into loadgate's own located [`Node`] tree, so the
+//! document is read once, in time linear in its size, and every key and value keeps the `line:column` it came
+//! from. While reading, the document is held to the bounds of [`crate::limits`]: nesting depth, values and text
+//! once aliases are expanded (an absolute budget, so an alias bomb is refused after a bounded amount of work,
+//! whatever the size of the file). Duplicate keys are refused at the duplicate. Scalars are resolved as YAML 1.2's
+//! core schema says (`64` an integer, `true` a boolean, `1.5` a number, `~` null), with the tags `!!str`,
+//! `!!int`, `!!float`, `!!bool` and `!!null` honoured.
 
 use std::collections::HashMap;
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::Marker;
+use yaml_rust2::parser::{Event, Parser, Tag};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
 
+use crate::limits::{MAX_DEPTH, MAX_NODES, MAX_TEXT_BYTES};
 use crate::node::{Key, Node, NodeKind, Span};
 
-/// Why a document could not be read as YAML at all.
+/// Why a document could not be read: the message, where, and a fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyntaxError {
     pub message: String,
     pub span: Option<Span>,
-    pub help: &'static str,
+    pub help: String,
 }
+
+impl SyntaxError {
+    fn new(message: impl Into<String>, span: Span, help: impl Into<String>) -> Self {
+        SyntaxError { message: message.into(), span: Some(span), help: help.into() }
+    }
+}
+
+const NESTS_TOO_DEEPLY: &str = "a spec nests a few levels at most; look for a runaway bracket or alias";
 
 /// Parses `text` into a located node tree.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
-    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| {
-        let span = e.location().map(|l| Span { line: l.line(), col: l.column() });
-        let mut message = e.to_string();
-        // serde_yaml appends " at line X column Y"; the location is shown separately.
-        if let Some(pos) = message.find(" at line ") {
-            message.truncate(pos);
-        }
-        let mut help = "check indentation, quotes and brackets near this place";
-        if message == "repetition limit exceeded" {
-            message = "the document expands too many aliases (a YAML alias bomb?)".to_owned();
-            help = "a spec never needs aliases nested this deep; write the values out or use `vars` and templates";
-        } else if message == "recursion limit exceeded" {
-            message = "the document nests too deeply".to_owned();
-            help = "a spec nests a few levels at most; look for a runaway bracket or alias";
-        } else if message.contains("duplicate entry") {
-            help = "each key may appear once in a mapping; rename or remove one of them";
-        }
-        SyntaxError { message, span, help }
-    })?;
-    let spans = SpanIndex::build(text);
-    let mut path = Vec::new();
-    let mut root = convert(&value, &spans, &mut path, None);
-    anchor_block_mappings(&mut root, text);
-    Ok(root)
+    Builder::new(text).run()
 }
 
 /// Parses a single scalar as YAML would (`64` -> integer, `true` -> boolean, `1.5` -> float, anything else ->
 /// string). Used for template output and `--set` values.
 pub fn parse_scalar(text: &str) -> NodeKind {
-    match serde_yaml::from_str::<serde_yaml::Value>(text) {
-        Ok(serde_yaml::Value::Bool(b)) => NodeKind::Bool(b),
-        Ok(serde_yaml::Value::Number(n)) => number_kind(&n),
-        Ok(serde_yaml::Value::Null) if text.trim().is_empty() => NodeKind::Str(String::new()),
-        _ => NodeKind::Str(text.to_owned()),
-    }
-}
-
-fn number_kind(n: &serde_yaml::Number) -> NodeKind {
-    if let Some(i) = n.as_i64() {
-        NodeKind::Int(i)
-    } else if let Some(u) = n.as_u64() {
-        NodeKind::Float(u as f64)
+    // Most values are a word, a number or a path: a plain scalar that needs no YAML parser.
+    // (No `:`, `#`, quotes, brackets or other indicators; no space at either end, which YAML would trim.)
+    let simple = text.chars().all(|c| {
+        c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '+' | '-' | '<' | '>' | '=' | '(' | ')' | ' ')
+    }) && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && text
+            .chars()
+            .next()
+            .is_some_and(|c| c != '-' || text[1..].starts_with(|n: char| n.is_ascii_digit() || n == '.'));
+    let parsed = if simple {
+        resolve(text, TScalarStyle::Plain, None).map_err(|_| ())
     } else {
-        NodeKind::Float(n.as_f64().unwrap_or(f64::NAN))
-    }
-}
-
-/// A block mapping's start is reported where its first value begins; diagnostics about the mapping as a whole
-/// read better at its first key, which is where a reader looks.
-fn anchor_block_mappings(node: &mut Node, text: &str) {
-    match &mut node.kind {
-        NodeKind::Map(entries) => {
-            let is_flow = node.span.is_some_and(|sp| {
-                text.lines().nth(sp.line.saturating_sub(1)).and_then(|l| l.chars().nth(sp.col.saturating_sub(1)))
-                    == Some('{')
-            });
-            if !is_flow {
-                if let Some(first) = entries.first().and_then(|(k, _)| k.span) {
-                    node.span = Some(first);
-                }
-            }
-            for (_, v) in entries.iter_mut() {
-                anchor_block_mappings(v, text);
-            }
-        }
-        NodeKind::Seq(items) => items.iter_mut().for_each(|i| anchor_block_mappings(i, text)),
-        _ => {}
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-fn convert(value: &serde_yaml::Value, spans: &SpanIndex, path: &mut Vec<Seg>, inherited: Option<Span>) -> Node {
-    let span = spans.values.get(path.as_slice()).copied().or(inherited);
-    let kind = match value {
-        serde_yaml::Value::Null => NodeKind::Null,
-        serde_yaml::Value::Bool(b) => NodeKind::Bool(*b),
-        serde_yaml::Value::Number(n) => number_kind(n),
-        serde_yaml::Value::String(s) => NodeKind::Str(s.clone()),
-        serde_yaml::Value::Sequence(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                path.push(Seg::Index(i));
-                out.push(convert(item, spans, path, span));
-                path.pop();
-            }
-            NodeKind::Seq(out)
-        }
-        serde_yaml::Value::Mapping(map) => {
-            let mut out = Vec::with_capacity(map.len());
-            for (k, v) in map {
-                let name = match k {
-                    serde_yaml::Value::String(s) => s.clone(),
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    serde_yaml::Value::Bool(b) => b.to_string(),
-                    serde_yaml::Value::Null => "~".to_owned(),
-                    _ => "<complex key>".to_owned(),
-                };
-                path.push(Seg::Key(name.clone()));
-                let key_span = spans.keys.get(path.as_slice()).copied().or(span);
-                let node = convert(v, spans, path, key_span);
-                path.pop();
-                out.push((Key { name, span: key_span }, node));
-            }
-            NodeKind::Map(out)
-        }
-        serde_yaml::Value::Tagged(t) => return convert(&t.value, spans, path, span),
+        parse(text).map(|n| n.kind).map_err(|_| ())
     };
-    Node { kind, span, from_template: false }
-}
-
-/// Where each key and value of a document starts, by path.
-#[derive(Default)]
-struct SpanIndex {
-    keys: HashMap<Vec<Seg>, Span>,
-    values: HashMap<Vec<Seg>, Span>,
-}
-
-enum Frame {
-    Map { expecting_key: bool, current_key: Option<String> },
-    Seq { next: usize },
-}
-
-struct Builder {
-    index: SpanIndex,
-    path: Vec<Seg>,
-    stack: Vec<Frame>,
-}
-
-impl Builder {
-    /// Called when a node (scalar, alias, or collection start) begins; returns true when it was a mapping key.
-    fn begin_node(&mut self, mark: Span, key_text: Option<&str>) -> bool {
-        match self.stack.last_mut() {
-            Some(Frame::Map { expecting_key: true, current_key }) => {
-                let name = key_text.unwrap_or("<complex key>").to_owned();
-                *current_key = Some(name.clone());
-                self.path.push(Seg::Key(name));
-                self.index.keys.insert(self.path.clone(), mark);
-                self.path.pop();
-                if let Some(Frame::Map { expecting_key, .. }) = self.stack.last_mut() {
-                    *expecting_key = false;
-                }
-                true
-            }
-            Some(Frame::Map { expecting_key: false, current_key }) => {
-                let name = current_key.clone().unwrap_or_default();
-                self.path.push(Seg::Key(name));
-                if let Some(Frame::Map { expecting_key, .. }) = self.stack.last_mut() {
-                    *expecting_key = true;
-                }
-                false
-            }
-            Some(Frame::Seq { next }) => {
-                let i = *next;
-                *next += 1;
-                self.path.push(Seg::Index(i));
-                false
-            }
-            None => false,
-        }
-    }
-
-    fn record_value(&mut self, mark: Span) {
-        self.index.values.insert(self.path.clone(), mark);
-    }
-
-    fn end_value(&mut self) {
-        if !self.stack.is_empty() || !self.path.is_empty() {
-            self.path.pop();
-        }
-    }
-}
-
-impl MarkedEventReceiver for Builder {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
-        // yaml-rust2 counts lines from 1 and columns from 0; diagnostics count both from 1.
-        let span = Span { line: mark.line(), col: mark.col() + 1 };
-        match ev {
-            Event::Scalar(text, ..) => {
-                if self.begin_node(span, Some(&text)) {
-                    return;
-                }
-                self.record_value(span);
-                self.end_value();
-            }
-            Event::Alias(_) => {
-                if self.begin_node(span, None) {
-                    return;
-                }
-                self.record_value(span);
-                self.end_value();
-            }
-            Event::MappingStart(..) | Event::SequenceStart(..) => {
-                let is_map = matches!(ev, Event::MappingStart(..));
-                if self.begin_node(span, None) {
-                    // A complex key: index nothing inside it, but keep the stack balanced.
-                    self.path.push(Seg::Key("<complex key>".into()));
-                }
-                self.record_value(span);
-                self.stack.push(if is_map {
-                    Frame::Map { expecting_key: true, current_key: None }
-                } else {
-                    Frame::Seq { next: 0 }
-                });
-            }
-            Event::MappingEnd | Event::SequenceEnd => {
-                self.stack.pop();
-                self.end_value();
-            }
-            _ => {}
-        }
-    }
-}
-
-impl SpanIndex {
-    fn build(text: &str) -> SpanIndex {
-        let mut builder = Builder { index: SpanIndex::default(), path: Vec::new(), stack: Vec::new() };
-        let mut parser = Parser::new_from_str(text);
-        // Only the first document is a spec; locations are best-effort and never fail the load.
-        let _ = parser.load(&mut builder, false);
-        builder.index
+    match parsed {
+        Ok(kind @ (NodeKind::Bool(_) | NodeKind::Int(_) | NodeKind::Float(_))) => kind,
+        Ok(NodeKind::Null) if text.trim().is_empty() => NodeKind::Str(String::new()),
+        _ => NodeKind::Str(text.to_owned()),
     }
 }
 
 /// Converts a YAML document to JSON (for checking specs against the JSON Schema).
 pub fn yaml_to_json(text: &str) -> Result<serde_json::Value, String> {
-    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
-    serde_json::to_value(value).map_err(|e| e.to_string())
+    fn convert(node: &Node) -> serde_json::Value {
+        match &node.kind {
+            NodeKind::Null => serde_json::Value::Null,
+            NodeKind::Bool(b) => (*b).into(),
+            NodeKind::Int(i) => (*i).into(),
+            NodeKind::Float(f) => serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, Into::into),
+            NodeKind::Str(s) => s.clone().into(),
+            NodeKind::Seq(items) => items.iter().map(convert).collect(),
+            NodeKind::Map(entries) => entries.iter().map(|(k, v)| (k.name.clone(), convert(v))).collect(),
+        }
+    }
+    let root = parse(text).map_err(|e| e.message)?;
+    Ok(convert(&root))
+}
+
+/// A collection being read.
+enum Frame {
+    Seq {
+        items: Vec<Node>,
+        span: Span,
+        anchor: usize,
+    },
+    Map {
+        entries: Vec<(Key, Node)>,
+        span: Span,
+        anchor: usize,
+        /// Written as `{ ... }` rather than as indented lines.
+        flow: bool,
+        /// The key read, waiting for its value.
+        key: Option<Key>,
+        /// Where each key was first written, for reporting a duplicate.
+        seen: HashMap<String, Span>,
+    },
+}
+
+/// An anchored value, with what expanding one alias of it costs.
+struct Anchored {
+    node: Node,
+    nodes: usize,
+    bytes: usize,
+    height: usize,
+}
+
+struct Builder<'t> {
+    text: &'t str,
+    /// The characters of a text that is not ASCII, so a marker's character index can be looked up.
+    chars: Option<Vec<char>>,
+    stack: Vec<Frame>,
+    root: Option<Node>,
+    documents: usize,
+    anchors: HashMap<usize, Anchored>,
+    /// Values and text bytes so far, aliases expanded.
+    nodes: usize,
+    bytes: usize,
+    expanded_alias: bool,
+}
+
+impl<'t> Builder<'t> {
+    fn new(text: &'t str) -> Self {
+        Builder {
+            text,
+            chars: (!text.is_ascii()).then(|| text.chars().collect()),
+            stack: Vec::new(),
+            root: None,
+            documents: 0,
+            anchors: HashMap::new(),
+            nodes: 0,
+            bytes: 0,
+            expanded_alias: false,
+        }
+    }
+
+    fn run(mut self) -> Result<Node, SyntaxError> {
+        let mut parser = Parser::new_from_str(self.text);
+        loop {
+            let (event, mark) = parser.next_token().map_err(|e| self.scan_error(e.info(), *e.marker()))?;
+            let span = span_of(mark);
+            match event {
+                Event::StreamEnd => break,
+                Event::DocumentStart => {
+                    self.documents += 1;
+                    if self.documents > 1 {
+                        return Err(SyntaxError::new(
+                            "the file holds more than one YAML document",
+                            span,
+                            "a spec is one document: remove the `---` that starts another, or split the file",
+                        ));
+                    }
+                }
+                Event::Scalar(text, style, anchor, tag) => {
+                    self.charge(1, text.len(), span)?;
+                    let kind = resolve(&text, style, tag.as_ref()).map_err(|m| self.scalar_error(m, &text, span))?;
+                    let node = Node { kind, span: Some(span), from_template: false };
+                    self.finish(node, Some(text), anchor, span)?;
+                }
+                Event::Alias(id) => {
+                    let Some(anchored) = self.anchors.get(&id) else {
+                        return Err(SyntaxError::new(
+                            "an alias names an anchor that is not defined before it",
+                            span,
+                            "define the anchor (`&name`) before its aliases (`*name`), outside the value it names",
+                        ));
+                    };
+                    if self.stack.len() + anchored.height > MAX_DEPTH {
+                        return Err(SyntaxError::new("the document nests too deeply", span, NESTS_TOO_DEEPLY));
+                    }
+                    let (nodes, bytes) = (anchored.nodes, anchored.bytes);
+                    self.expanded_alias = true;
+                    self.charge(nodes, bytes, span)?;
+                    let mut node = self.anchors[&id].node.clone();
+                    node.span = Some(span);
+                    let key_text = node.scalar_text();
+                    self.finish(node, key_text, 0, span)?;
+                }
+                Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                    if self.stack.len() >= MAX_DEPTH {
+                        return Err(SyntaxError::new("the document nests too deeply", span, NESTS_TOO_DEEPLY));
+                    }
+                    self.charge(1, 0, span)?;
+                    self.stack.push(if matches!(event, Event::SequenceStart(..)) {
+                        Frame::Seq { items: Vec::new(), span, anchor }
+                    } else {
+                        let flow = self.char_at(mark.index()) == Some('{');
+                        Frame::Map { entries: Vec::new(), span, anchor, flow, key: None, seen: HashMap::new() }
+                    });
+                }
+                Event::SequenceEnd | Event::MappingEnd => {
+                    let (node, anchor) = match self.stack.pop() {
+                        Some(Frame::Seq { items, span, anchor }) => {
+                            (Node { kind: NodeKind::Seq(items), span: Some(span), from_template: false }, anchor)
+                        }
+                        Some(Frame::Map { entries, span, anchor, flow, .. }) => {
+                            // A block mapping is reported at its first key, which is where a reader looks.
+                            let first = if flow { None } else { entries.first().and_then(|(k, _)| k.span) };
+                            let span = first.unwrap_or(span);
+                            (Node { kind: NodeKind::Map(entries), span: Some(span), from_template: false }, anchor)
+                        }
+                        None => continue,
+                    };
+                    self.finish(node, None, anchor, span)?;
+                }
+                Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
+            }
+        }
+        Ok(self.root.unwrap_or(Node { kind: NodeKind::Null, span: None, from_template: false }))
+    }
+
+    /// Counts values and text against the document's budget.
+    fn charge(&mut self, nodes: usize, bytes: usize, span: Span) -> Result<(), SyntaxError> {
+        self.nodes = self.nodes.saturating_add(nodes);
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.nodes <= MAX_NODES && self.bytes <= MAX_TEXT_BYTES {
+            return Ok(());
+        }
+        let what = if self.nodes > MAX_NODES {
+            format!("more than {MAX_NODES} values")
+        } else {
+            format!("more than {} of text", crate::limits::human_bytes(MAX_TEXT_BYTES as u64))
+        };
+        Err(if self.expanded_alias {
+            SyntaxError::new(
+                format!("the document expands too many aliases (a YAML alias bomb?): {what}"),
+                span,
+                "a spec never needs aliases nested this deep; write the values out or use `vars` and templates",
+            )
+        } else {
+            SyntaxError::new(
+                format!("the document holds {what}"),
+                span,
+                "a spec holds a few hundred values; generate sweeps with a scenario's `matrix`",
+            )
+        })
+    }
+
+    /// A complete value: the root, an item of the list being read, or a key or value of the mapping being read.
+    fn finish(&mut self, node: Node, key_text: Option<String>, anchor: usize, span: Span) -> Result<(), SyntaxError> {
+        if anchor != 0 {
+            let (nodes, bytes, height) = measure(&node);
+            // Keeping a copy costs as much as expanding it once.
+            self.charge(nodes, bytes, span)?;
+            self.anchors.insert(anchor, Anchored { node: node.clone(), nodes, bytes, height });
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map { entries, key, seen, .. }) => match key.take() {
+                Some(k) => entries.push((k, node)),
+                None => {
+                    let name = match (&node.kind, key_text) {
+                        (NodeKind::Null, _) => "~".to_owned(),
+                        (NodeKind::Bool(b), _) => b.to_string(),
+                        (NodeKind::Int(i), _) => i.to_string(),
+                        (NodeKind::Str(s), _) => s.clone(),
+                        (NodeKind::Float(_), Some(text)) => text,
+                        (NodeKind::Float(f), None) => f.to_string(),
+                        (NodeKind::Seq(_) | NodeKind::Map(_), _) => "<complex key>".to_owned(),
+                    };
+                    let key_span = node.span.unwrap_or(span);
+                    if !matches!(node.kind, NodeKind::Seq(_) | NodeKind::Map(_)) {
+                        if let Some(first) = seen.get(&name) {
+                            return Err(SyntaxError::new(
+                                format!("the key `{name}` appears twice in this mapping"),
+                                key_span,
+                                format!(
+                                    "each key may appear once in a mapping; the first `{name}` is at line {}: rename \
+                                     or remove one of them",
+                                    first.line
+                                ),
+                            ));
+                        }
+                        seen.insert(name.clone(), key_span);
+                    }
+                    *key = Some(Key { name, span: Some(key_span) });
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn char_at(&self, index: usize) -> Option<char> {
+        match &self.chars {
+            Some(chars) => chars.get(index).copied(),
+            None => self.text.as_bytes().get(index).map(|b| *b as char),
+        }
+    }
+
+    fn scalar_error(&self, message: String, text: &str, span: Span) -> SyntaxError {
+        let short: String = text.chars().take(40).collect();
+        let help = if message.contains("too large") {
+            format!("whole numbers go up to {}; if it is text, quote it: `\"{short}\"`", i64::MAX)
+        } else {
+            "remove the tag, or write a value of the tagged type".to_owned()
+        };
+        SyntaxError::new(message, span, help)
+    }
+
+    /// A syntax error, told in words a spec author recognizes.
+    fn scan_error(&self, info: &str, mark: Marker) -> SyntaxError {
+        let mut span = span_of(mark);
+        // A tab in the indentation of the failing line or the line before it is the usual cause of an error there.
+        let tab = [span.line, span.line.saturating_sub(1)].into_iter().filter(|l| *l > 0).find_map(|l| {
+            let line = self.text.lines().nth(l - 1)?;
+            let indent: String = line.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+            indent.find('\t').map(|col| Span { line: l, col: col + 1 })
+        });
+        if info.contains("tab") || tab.is_some() {
+            return SyntaxError::new(
+                "the file is not valid YAML: a tab indents this line, and YAML indents with spaces only",
+                tab.unwrap_or(span),
+                "replace the tab with spaces",
+            );
+        }
+        if info.contains("recursion limit") {
+            return SyntaxError::new("the document nests too deeply", span, NESTS_TOO_DEEPLY);
+        }
+        // "while parsing a block mapping, did not find expected key" -> "did not find expected key".
+        let mut message = info.strip_prefix("while ").and_then(|r| r.split_once(", ")).map_or(info, |(_, m)| m);
+        if message.starts_with("did not find expected key") {
+            // Point at the key that is out of line, not past it.
+            if let Some(line) = self.text.lines().nth(span.line.saturating_sub(1)) {
+                let indent = line.chars().take_while(|c| c.is_whitespace()).count();
+                if indent < span.col {
+                    span.col = indent + 1;
+                }
+            }
+        }
+        if message.is_empty() {
+            message = info;
+        }
+        SyntaxError::new(
+            format!("the file is not valid YAML: {message}"),
+            span,
+            "check indentation, quotes and brackets near this place",
+        )
+    }
+}
+
+/// yaml-rust2 counts lines from 1 and columns from 0; diagnostics count both from 1.
+fn span_of(mark: Marker) -> Span {
+    Span { line: mark.line().max(1), col: mark.col() + 1 }
+}
+
+/// The values, text bytes and height of a tree.
+fn measure(node: &Node) -> (usize, usize, usize) {
+    match &node.kind {
+        NodeKind::Str(s) => (1, s.len(), 0),
+        NodeKind::Seq(items) => items.iter().fold((1, 0, 1), |(n, b, h), i| {
+            let (n2, b2, h2) = measure(i);
+            (n + n2, b + b2, h.max(h2 + 1))
+        }),
+        NodeKind::Map(entries) => entries.iter().fold((1, 0, 1), |(n, b, h), (k, v)| {
+            let (n2, b2, h2) = measure(v);
+            (n + n2 + 1, b + b2 + k.name.len(), h.max(h2 + 1))
+        }),
+        _ => (1, 0, 0),
+    }
+}
+
+/// A scalar's value: its tag when it has one of YAML's own, else the core schema for plain scalars.
+fn resolve(text: &str, style: TScalarStyle, tag: Option<&Tag>) -> Result<NodeKind, String> {
+    if let Some(tag) = tag {
+        if tag.handle == "tag:yaml.org,2002:" {
+            let typed = |kind: Option<NodeKind>, what: &str| {
+                kind.ok_or_else(|| format!("`{text}` is not {what}, although it is tagged `!!{}`", tag.suffix))
+            };
+            return match tag.suffix.as_str() {
+                "bool" => typed(parse_bool(text).map(NodeKind::Bool), "a boolean"),
+                "int" => match parse_int(text) {
+                    Some(Ok(kind)) => Ok(kind),
+                    Some(Err(e)) => Err(e),
+                    None => typed(None, "an integer"),
+                },
+                "float" => typed(parse_f64(text).map(NodeKind::Float), "a number"),
+                "null" => typed(is_null(text).then_some(NodeKind::Null), "null"),
+                _ => Ok(NodeKind::Str(text.to_owned())),
+            };
+        }
+    }
+    if style != TScalarStyle::Plain {
+        return Ok(NodeKind::Str(text.to_owned()));
+    }
+    if text.is_empty() || is_null(text) {
+        return Ok(NodeKind::Null);
+    }
+    if let Some(b) = parse_bool(text) {
+        return Ok(NodeKind::Bool(b));
+    }
+    if let Some(int) = parse_int(text) {
+        return int;
+    }
+    if !digits_but_not_number(text) {
+        if let Some(f) = parse_f64(text) {
+            return Ok(NodeKind::Float(f));
+        }
+    }
+    Ok(NodeKind::Str(text.to_owned()))
+}
+
+fn is_null(text: &str) -> bool {
+    matches!(text, "null" | "Null" | "NULL" | "~")
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => None,
+    }
+}
+
+/// An integer (decimal, `0x`, `0o` or `0b`, optionally signed): `None` when the text is not one, an error when it
+/// is one too large to hold. Integers above `i64::MAX` that fit in 64 bits unsigned become numbers.
+fn parse_int(text: &str) -> Option<Result<NodeKind, String>> {
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (radix, digits) = if let Some(d) = unsigned.strip_prefix("0x") {
+        (16, d)
+    } else if let Some(d) = unsigned.strip_prefix("0o") {
+        (8, d)
+    } else if let Some(d) = unsigned.strip_prefix("0b") {
+        (2, d)
+    } else {
+        (10, unsigned)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    // Leading zeros followed by digits make a string in YAML 1.2 (`0123`).
+    if radix == 10 && digits_but_not_number(text) {
+        return None;
+    }
+    let too_large = || Err(format!("the number `{}` is too large", text.chars().take(40).collect::<String>()));
+    Some(match u64::from_str_radix(digits, radix) {
+        Ok(u) if negative => match i64::try_from(u) {
+            Ok(i) => Ok(NodeKind::Int(-i)),
+            Err(_) if u == i64::MIN.unsigned_abs() => Ok(NodeKind::Int(i64::MIN)),
+            Err(_) => too_large(),
+        },
+        Ok(u) => Ok(i64::try_from(u).map_or(NodeKind::Float(u as f64), NodeKind::Int)),
+        Err(_) => too_large(),
+    })
+}
+
+fn parse_f64(text: &str) -> Option<f64> {
+    let unsigned = match text.strip_prefix('+') {
+        Some(rest) if rest.starts_with(['+', '-']) => return None,
+        Some(rest) => rest,
+        None => text,
+    };
+    match unsigned {
+        ".inf" | ".Inf" | ".INF" => return Some(f64::INFINITY),
+        _ => {}
+    }
+    match text {
+        "-.inf" | "-.Inf" | "-.INF" => return Some(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Some(f64::NAN),
+        _ => {}
+    }
+    unsigned.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
+/// Leading zeros followed by digits: a string according to YAML 1.2.
+fn digits_but_not_number(text: &str) -> bool {
+    let text = text.strip_prefix(['-', '+']).unwrap_or(text);
+    text.len() > 1 && text.starts_with('0') && text[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -281,12 +499,60 @@ mod tests {
         assert_eq!(e.span, Some(Span { line: 4, col: 10 }));
         let NodeKind::Map(entries) = &d.kind else { panic!() };
         assert_eq!(entries[0].0.span, Some(Span { line: 4, col: 7 }));
+        assert_eq!(b.span, Some(Span { line: 3, col: 3 }), "a block mapping is located at its first key");
     }
 
     #[test]
     fn syntax_errors_are_located() {
         let e = parse("a: [1, 2\nb: 3\n").unwrap_err();
         assert!(e.span.is_some(), "{e:?}");
+    }
+
+    #[test]
+    fn scalars_resolve_as_yaml_1_2_core() {
+        let kinds = |text: &str| parse(text).unwrap().kind;
+        assert_eq!(kinds("64"), NodeKind::Int(64));
+        assert_eq!(kinds("-64"), NodeKind::Int(-64));
+        assert_eq!(kinds("+64"), NodeKind::Int(64));
+        assert_eq!(kinds("0x10"), NodeKind::Int(16));
+        assert_eq!(kinds("0o10"), NodeKind::Int(8));
+        assert_eq!(kinds("0123"), NodeKind::Str("0123".into()));
+        assert_eq!(kinds("1.5"), NodeKind::Float(1.5));
+        assert_eq!(kinds("1e3"), NodeKind::Float(1000.0));
+        assert_eq!(kinds("1e400"), NodeKind::Str("1e400".into()));
+        assert_eq!(kinds("true"), NodeKind::Bool(true));
+        assert_eq!(kinds("yes"), NodeKind::Str("yes".into()));
+        assert_eq!(kinds("~"), NodeKind::Null);
+        assert_eq!(kinds("'64'"), NodeKind::Str("64".into()));
+        assert_eq!(kinds("!!str 64"), NodeKind::Str("64".into()));
+        assert_eq!(kinds("!!int '64'"), NodeKind::Int(64));
+        assert_eq!(kinds("!local 64"), NodeKind::Int(64));
+        assert_eq!(kinds("-9223372036854775808"), NodeKind::Int(i64::MIN));
+        assert_eq!(kinds("18446744073709551615"), NodeKind::Float(18446744073709551615.0));
+        assert_eq!(kinds(""), NodeKind::Null);
+    }
+
+    #[test]
+    fn numbers_too_large_are_named() {
+        let e = parse("a: 99999999999999999999999\n").unwrap_err();
+        assert_eq!(e.message, "the number `99999999999999999999999` is too large");
+        assert_eq!(e.span, Some(Span { line: 1, col: 4 }));
+        assert!(parse("a: !!int abc\n").unwrap_err().message.contains("not an integer"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_where_they_repeat() {
+        let e = parse("a: 1\nb:\n  c: 1\n  c: 2\n").unwrap_err();
+        assert_eq!(e.message, "the key `c` appears twice in this mapping");
+        assert_eq!(e.span, Some(Span { line: 4, col: 3 }));
+        assert!(e.help.contains("line 3"), "{e:?}");
+    }
+
+    #[test]
+    fn tabs_are_named() {
+        let e = parse("a:\n\tb: 1\n").unwrap_err();
+        assert!(e.message.contains("tab"), "{e:?}");
+        assert_eq!(e.span, Some(Span { line: 2, col: 1 }));
     }
 
     #[test]
@@ -300,5 +566,42 @@ mod tests {
         }
         let e = parse(&text).unwrap_err();
         assert!(e.message.contains("alias"), "{e:?}");
+    }
+
+    #[test]
+    fn aliases_expand_and_keep_their_use_site() {
+        let root = parse("a: &x {b: 1}\nc: *x\n").unwrap();
+        let c = find(&root, "c");
+        assert_eq!(c.span, Some(Span { line: 2, col: 4 }));
+        assert_eq!(find(c, "b").kind, NodeKind::Int(1));
+    }
+
+    #[test]
+    fn nesting_is_bounded_without_quadratic_work() {
+        for text in ["[".repeat(100_000), "{a: ".repeat(40_000), "- ".repeat(10_000)] {
+            let e = parse(&text).unwrap_err();
+            assert!(e.message.contains("nests too deeply"), "{e:?}");
+        }
+        let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_ok());
+        let deep = format!("{}1{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn a_second_document_is_refused() {
+        let e = parse("a: 1\n---\nb: 2\n").unwrap_err();
+        assert!(e.message.contains("more than one YAML document"), "{e:?}");
+        assert!(parse("---\na: 1\n").is_ok());
+    }
+
+    #[test]
+    fn template_output_and_set_values_read_as_scalars() {
+        assert_eq!(parse_scalar("64"), NodeKind::Int(64));
+        assert_eq!(parse_scalar(" 64 "), NodeKind::Int(64));
+        assert_eq!(parse_scalar("a: b"), NodeKind::Str("a: b".into()));
+        assert_eq!(parse_scalar(""), NodeKind::Str(String::new()));
+        assert_eq!(parse_scalar("null"), NodeKind::Str("null".into()));
+        assert_eq!(parse_scalar("99999999999999999999999"), NodeKind::Str("99999999999999999999999".into()));
     }
 }

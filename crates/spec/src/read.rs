@@ -46,35 +46,45 @@ impl Cx<'_> {
     /// Renders a templated string node; other nodes come back unchanged.
     pub fn render(&mut self, node: &Node, path: &Path) -> Option<Node> {
         match &node.kind {
-            NodeKind::Str(s) if Templates::is_template(s) => match self.templates.render(s, self.bindings) {
-                Ok(text) if crate::generate::has_marks(&text) => {
-                    if self.dynamic {
+            NodeKind::Str(s) if Templates::is_template(s) => {
+                match self.templates.render(s, self.bindings, self.dynamic) {
+                    Ok(text) if crate::generate::has_marks(&text) && self.dynamic => {
                         Some(Node { kind: NodeKind::Str(text), span: node.span, from_template: true })
-                    } else {
+                    }
+                    Ok(text) if crate::generate::has_marks(&text) => {
+                        self.outside_request(node, path);
+                        None
+                    }
+                    Ok(text) => {
+                        Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true })
+                    }
+                    Err(e) if e.outside_request => {
+                        self.outside_request(node, path);
+                        None
+                    }
+                    Err(e) => {
                         self.diags.push(
-                            Diagnostic::error(path, node.span, "per-request generators only work in a request")
-                                .found(node.describe())
-                                .expected("a value fixed for the whole phase")
-                                .help(format!(
-                                    "{}() make a value per request in `path`, `query`, `headers` and `body`; use a \
-                                     variable or a matrix here",
-                                    crate::generate::GENERATORS.join("(), ")
-                                )),
+                            Diagnostic::error(path, node.span, e.message).found(node.describe()).help_opt(e.help),
                         );
                         None
                     }
                 }
-                Ok(text) => {
-                    Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true })
-                }
-                Err(e) => {
-                    self.diags
-                        .push(Diagnostic::error(path, node.span, e.message).found(node.describe()).help_opt(e.help));
-                    None
-                }
-            },
+            }
             _ => Some(node.clone()),
         }
+    }
+
+    fn outside_request(&mut self, node: &Node, path: &Path) {
+        self.diags.push(
+            Diagnostic::error(path, node.span, "per-request generators only work in a request")
+                .found(node.describe())
+                .expected("a value fixed for the whole phase")
+                .help(format!(
+                    "{}() make a value per request in `path`, `query`, `headers` and `body`; use a variable or a \
+                     matrix here",
+                    crate::generate::GENERATORS.join("(), ")
+                )),
+        );
     }
 
     /// A mapping with only `allowed` keys; unknown keys are reported with a suggestion.

@@ -27,6 +27,11 @@ pub struct SpecDoc {
     pub secrets: Option<SecretsDoc>,
     pub hardware: Option<HardwareDoc>,
     pub target: TargetDoc,
+    /// A second target to compare with `target` in the same run (A/B): every gated scenario runs on both, in
+    /// alternating rounds, and `baseline` in an SLO (`p99 <= baseline * 1.10`) is the target's measurement of
+    /// the same round. The same keys as `target`.
+    pub candidate: Option<TargetDoc>,
+    pub gating: Option<GatingDoc>,
     pub defaults: Option<DefaultsDoc>,
     /// Scenarios by name, run in the order written.
     pub scenarios: BTreeMap<String, ScenarioDoc>,
@@ -64,6 +69,50 @@ pub struct HardwareDoc {
     pub on_mismatch: Option<OnMismatchDoc>,
     /// Whether a generator worker at 90% CPU or more invalidates a phase (exit 4).
     pub saturation: Option<SaturationDoc>,
+}
+
+/// How gated scenario instances are repeated and judged: over repetitions, each SLO is PASS (its whole
+/// confidence interval meets the limit), FAIL (the whole interval misses it) or INCONCLUSIVE.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct GatingDoc {
+    /// Repetitions (rounds) of every gated scenario instance (1 to 1000; `--repeat N` overrides).
+    pub repeat: Option<Count>,
+    /// Add rounds while a verdict is inconclusive, up to this many (at least `repeat`).
+    pub max_repeat: Option<Count>,
+    /// `each_round` starts the target afresh for every round.
+    pub restart: Option<RestartDoc>,
+    /// The two-sided confidence of every interval, 50% to 99.9% (default 90%).
+    pub confidence: Option<String>,
+    /// What an inconclusive verdict makes of the run: `inconclusive` (exit 5, the default), `fail` (exit 1),
+    /// `pass` (exit 0).
+    pub on_inconclusive: Option<OnInconclusiveDoc>,
+    /// The order of the two sides in each round of an A/B run.
+    pub order: Option<OrderDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum RestartDoc {
+    Never,
+    EachRound,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum OnInconclusiveDoc {
+    Inconclusive,
+    Fail,
+    Pass,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum OrderDoc {
+    /// A B, B A, A B, ...
+    Abba,
+    /// A seeded random order per round.
+    Shuffle,
 }
 
 #[derive(JsonSchema)]
@@ -201,6 +250,8 @@ pub struct ScenarioDoc {
     pub gate: Option<BoolDoc>,
     /// A pause after the scenario before the next starts.
     pub cooldown: Option<DurationText>,
+    /// This scenario's repetitions, overriding `gating.repeat`.
+    pub repeat: Option<Count>,
     pub request: Option<RequestDoc>,
     /// A weighted mix of named requests, chosen per request (`p99{request=NAME}` gates one of them).
     pub requests: Option<BTreeMap<String, MixRequestDoc>>,
@@ -564,6 +615,7 @@ mod tests {
         assert_eq!(props(&schema, "BuiltinDetailDoc"), sorted(BUILTIN_KEYS));
         assert_eq!(props(&schema, "DefaultsDoc"), sorted(DEFAULTS_KEYS));
         assert_eq!(props(&schema, "ScenarioDoc"), sorted(SCENARIO_KEYS));
+        assert_eq!(props(&schema, "GatingDoc"), sorted(GATING_KEYS));
         assert_eq!(props(&schema, "RequestDoc"), sorted(REQUEST_KEYS));
         assert_eq!(props(&schema, "MixRequestDoc"), sorted(MIX_REQUEST_KEYS));
         assert_eq!(props(&schema, "SessionStepDoc"), sorted(SESSION_STEP_KEYS));

@@ -401,6 +401,7 @@ impl PhaseBuilder {
             name: "truth".into(),
             matrix: vec![],
             gate: true,
+            repeat: None,
             start_offset: None,
             duration: match self.stop {
                 StopCondition::Duration { duration } => Some(duration),

@@ -1,6 +1,7 @@
 //! From a located node tree to a validated [`Spec`]: variables resolved, templates rendered, units parsed,
 //! matrix cells expanded, every problem reported at once.
 
+mod gating;
 mod hardware;
 mod load;
 mod request;
@@ -12,6 +13,7 @@ mod vars;
 use std::collections::BTreeMap;
 
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::limits::MAX_NAME_CHARS;
 use crate::model::*;
 use crate::node::{Node, NodeKind, Path, Span};
 use crate::read::{list, Cx};
@@ -26,8 +28,21 @@ use target::read_target;
 use vars::read_vars;
 
 // The keys each mapping of the spec accepts, in one table: a test in `schema.rs` compares it with the schema.
-pub(crate) const TOP_KEYS: &[&str] =
-    &["version", "name", "description", "seed", "vars", "secrets", "hardware", "target", "defaults", "scenarios"];
+pub(crate) const TOP_KEYS: &[&str] = &[
+    "version",
+    "name",
+    "description",
+    "seed",
+    "vars",
+    "secrets",
+    "hardware",
+    "target",
+    "candidate",
+    "gating",
+    "defaults",
+    "scenarios",
+];
+pub(crate) const GATING_KEYS: &[&str] = &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
@@ -40,6 +55,7 @@ pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
 pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "description",
     "gate",
+    "repeat",
     "cooldown",
     "request",
     "requests",
@@ -71,16 +87,37 @@ pub const DEFAULT_TIMEOUT: Duration = Duration(std::time::Duration::from_secs(10
 pub const DEFAULT_MAX_USER_CONNECTIONS: u64 = 10_000;
 
 /// What the command line and the environment add to a spec.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// `--set name=value`, in order; later ones win.
     pub sets: Vec<(String, String)>,
     /// The process environment (for `{{ env.X }}` and `LOADGATE_VAR_<NAME>`).
     pub env: BTreeMap<String, String>,
-    /// Where data files named by `pick_line` and `pick_csv` are found (the spec's directory).
+    /// Where data files named by `pick_line` and `pick_csv` are found: the spec's directory ([`crate::load_file`]
+    /// sets it), or the current directory when unset.
     pub base_dir: Option<std::path::PathBuf>,
+    /// Let `pick_line` and `pick_csv` read files outside `base_dir`'s tree (absolute paths, `..`, symbolic links
+    /// that lead out). Off by default, so a spec cannot read `/etc/shadow` into a request
+    /// (`--allow-data-outside-spec-dir`).
+    pub allow_data_outside_spec_dir: bool,
+    /// The largest data file `pick_line` and `pick_csv` read, in bytes
+    /// ([`DEFAULT_MAX_DATA_FILE_BYTES`](crate::limits::DEFAULT_MAX_DATA_FILE_BYTES) by default).
+    pub max_data_file_bytes: u64,
     /// Variables whose values are secret (`--secret NAME=VALUE`), besides the spec's `secrets.vars`.
     pub secret_vars: std::collections::BTreeSet<String>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            sets: Vec::new(),
+            env: BTreeMap::new(),
+            base_dir: None,
+            allow_data_outside_spec_dir: false,
+            max_data_file_bytes: crate::limits::DEFAULT_MAX_DATA_FILE_BYTES,
+            secret_vars: std::collections::BTreeSet::new(),
+        }
+    }
 }
 
 impl LoadOptions {
@@ -101,7 +138,12 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
     }
     // Variables come first: everything else may be templated with them.
     let (vars, var_values, env_read_by_vars) = read_vars(root, opts, diags);
-    let templates = Templates::new(var_values, opts.env.clone(), opts.base_dir.clone());
+    let data = crate::generate::DataFiles {
+        base: opts.base_dir.clone(),
+        allow_outside: opts.allow_data_outside_spec_dir,
+        max_bytes: opts.max_data_file_bytes,
+    };
+    let templates = Templates::new(var_values, opts.env.clone(), data);
     let mut cx = Cx { diags, templates: &templates, bindings: &[], dynamic: false };
     let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
 
@@ -135,6 +177,20 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
             );
             return None;
         }
+        let chars = s.chars().count();
+        if chars > MAX_NAME_CHARS {
+            let short: String = s.chars().take(40).collect();
+            cx.error(
+                Diagnostic::error(&p, n.span, format!("`name` is {chars} characters long"))
+                    .expected(format!(
+                        "at most {MAX_NAME_CHARS} characters: the name names the output directory, and a file name \
+                         holds at most 255 bytes"
+                    ))
+                    .found(n.describe())
+                    .help(format!("shorten it, for example `name: {short}`")),
+            );
+            return None;
+        }
         Some(s)
     });
     let description = top.get("description").and_then(|(n, p)| cx.string(n, &p, "`description`"));
@@ -150,6 +206,14 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
     let target = match cx.required(&top, "target", "the spec") {
         Some((n, p)) => read_target(&mut cx, n, &p),
         None => None,
+    };
+    let candidate = match top.get("candidate") {
+        Some((n, p)) => read_target(&mut cx, n, &p).map(Some),
+        None => Some(None),
+    };
+    let gating = match top.get("gating") {
+        Some((n, p)) => gating::read_gating(&mut cx, n, &p),
+        None => Some(crate::Gating::default()),
     };
     let defaults = match top.get("defaults") {
         Some((n, p)) => read_defaults(&mut cx, n, &p),
@@ -177,6 +241,13 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
                                 .width(key.name.chars().count())
                                 .expected("letters, digits, `-` and `_`"),
                         );
+                    } else if key.name.chars().count() > MAX_NAME_CHARS {
+                        cx.error(
+                            Diagnostic::error(&sp, key.span, format!("scenario name `{}...` is {} characters long", key.name.chars().take(40).collect::<String>(), key.name.chars().count()))
+                                .expected(format!("at most {MAX_NAME_CHARS} characters: the name names the scenario's report files"))
+                                .help("shorten it"),
+                        );
+                        continue;
                     }
                     if let Some(s) = read_scenario(&mut cx, &key.name, body, &sp, &defaults, &prefix) {
                         scenarios.push(s);
@@ -203,6 +274,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         }
     }
     let (name, hardware, target, secret_names) = (name?, hardware?, target?, secret_names?);
+    let (candidate, gating) = (candidate?, gating?);
     if cx.diags.has_errors() {
         return None;
     }
@@ -213,6 +285,8 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         vars,
         hardware,
         target,
+        candidate,
+        gating,
         scenarios,
         warnings: Vec::new(),
         secrets: Default::default(),

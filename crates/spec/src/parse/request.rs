@@ -455,6 +455,24 @@ fn assemble_request(
     let path = display(&merge_text(path_segments.clone()), &generators);
     let shown_headers = header_segments.iter().map(|(k, v)| (k.clone(), display(v, &generators))).collect();
     let shown_body = body_segments.as_ref().map(|b| display(b, &generators));
+    // Each request carries its own copy of its generators' data (a data file's lines): count the copies.
+    let data: u64 = generators
+        .iter()
+        .map(|g| match g {
+            Generator::Pick { values } => values.iter().map(|v| v.len() as u64 + 24).sum(),
+            _ => 0,
+        })
+        .sum();
+    if data > 0 && !cx.templates.meter.expand(0, data) {
+        cx.error(
+            Diagnostic::error(&Path::root(), None, format!(
+                "the requests' data take the spec past {} of expanded copies",
+                crate::limits::human_bytes(crate::limits::MAX_EXPANDED_BYTES)
+            ))
+            .help("each matrix cell and each request using `pick_line`/`pick_csv` copies the file's values: use a smaller file or fewer cells"),
+        );
+        return None;
+    }
     let dynamic = dynamic.then(|| crate::model::DynamicRequest {
         path: merge_text(path_segments),
         headers: header_segments.into_iter().map(|(k, v)| (k, merge_text(v))).collect(),

@@ -1,10 +1,11 @@
 //! A scenario: its matrix of cells, each cell's requests, load and timeout, and its `slo` list.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use minijinja::Value;
 
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::limits::{human_bytes, MAX_CELLS, MAX_EXPANDED_BYTES};
 use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx, Fields};
@@ -17,6 +18,27 @@ use super::load::read_load;
 use super::request::{read_mix, read_request, read_session, read_timeout, Defaults};
 use super::vars::{to_value, valid_var_name};
 use super::{enum_error, ABORT_KEYS, DEFAULT_TIMEOUT, SCENARIO_KEYS, SLO_KEYS};
+
+/// Roughly how many bytes a copy of a subtree takes: its text and a few words per value.
+fn node_size(node: &Node) -> u64 {
+    let mut size = 0u64;
+    let mut pending = vec![node];
+    while let Some(n) = pending.pop() {
+        size += 64;
+        match &n.kind {
+            NodeKind::Str(s) => size += s.len() as u64,
+            NodeKind::Seq(items) => pending.extend(items),
+            NodeKind::Map(entries) => {
+                for (k, v) in entries {
+                    size += 64 + k.name.len() as u64;
+                    pending.push(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    size
+}
 
 /// Every string in a subtree, for finding which variables its templates use.
 fn collect_strings<'n>(node: &'n Node, out: &mut Vec<&'n str>) {
@@ -41,6 +63,10 @@ pub(super) fn read_scenario(
     let gate = match f.get("gate") {
         Some((n, p)) => cx.boolean(n, &p, "`gate`"),
         None => Some(true),
+    };
+    let repeat = match f.get("repeat") {
+        Some((n, p)) => super::gating::read_repeat(cx, n, &p, "`repeat`").map(Some),
+        None => Some(None),
     };
     let cooldown = match f.get("cooldown") {
         Some((n, p)) => cx.unit::<Duration>(n, &p, "`cooldown`"),
@@ -189,16 +215,39 @@ pub(super) fn read_scenario(
             return None;
         }
     }
+    // A matrix with errors says nothing reliable about its cells: reading them would report its variables as
+    // undefined. Its own errors come first.
+    if !matrix_ok {
+        return None;
+    }
     let cell_count: usize = if zip {
         matrix.first().map(|(_, v)| v.len()).unwrap_or(1)
     } else {
-        matrix.iter().map(|(_, v)| v.len().max(1)).product()
+        matrix.iter().fold(1usize, |n, (_, v)| n.saturating_mul(v.len().max(1)))
     };
-    if cell_count > 10_000 {
-        let (_, mpath) = f.get("matrix")?;
+    // Each cell copies the scenario, but not its matrix.
+    let matrix_size = f.get("matrix").map_or(0, |(m, _)| node_size(m));
+    let expanded = (cell_count as u64).saturating_mul(node_size(node).saturating_sub(matrix_size));
+    if cell_count > MAX_CELLS || !cx.templates.meter.expand(cell_count, expanded) {
+        let (_, mpath) = f.get("matrix").unwrap_or((node, path.key("matrix")));
+        let counts: Vec<String> = matrix.iter().map(|(k, v)| format!("`{k}` {}", v.len())).collect();
+        let d = if cell_count > MAX_CELLS {
+            Diagnostic::error(&mpath, f.key_span("matrix").or(node.span), format!("the matrix has {cell_count} cells"))
+                .expected(format!("at most {MAX_CELLS} cells in the whole spec"))
+        } else {
+            Diagnostic::error(
+                &mpath,
+                f.key_span("matrix").or(node.span),
+                format!(
+                    "scenario `{name}` takes the spec past {MAX_CELLS} scenario instances or {} of expanded copies",
+                    human_bytes(MAX_EXPANDED_BYTES)
+                ),
+            )
+            .expected(format!("at most {MAX_CELLS} cells and {} in the whole spec", human_bytes(MAX_EXPANDED_BYTES)))
+        };
         cx.error(
-            Diagnostic::error(&mpath, f.key_span("matrix"), format!("the matrix has {cell_count} cells"))
-                .expected("at most 10000 cells"),
+            d.found(format!("{cell_count} cells ({})", counts.join(" x ")))
+                .help("sweep fewer values, or split the sweep into several specs"),
         );
         return None;
     }
@@ -208,6 +257,7 @@ pub(super) fn read_scenario(
     let mut cells = Vec::new();
     let mut all_ok = matrix_ok;
     let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
+    let mut index: HashMap<Diagnostic, usize> = HashMap::new();
     for idx in 0..cell_count {
         let mut rem = idx;
         let mut bindings_text = Vec::new();
@@ -235,9 +285,12 @@ pub(super) fn read_scenario(
             None => all_ok = false,
         }
         for d in cell_diags.into_items() {
-            match found.iter_mut().find(|(known, _)| *known == d) {
-                Some((_, in_cells)) => in_cells.push(cell_name.clone()),
-                None => found.push((d, vec![cell_name.clone()])),
+            match index.get(&d) {
+                Some(&i) => found[i].1.push(cell_name.clone()),
+                None => {
+                    index.insert(d.clone(), found.len());
+                    found.push((d, vec![cell_name.clone()]));
+                }
             }
         }
     }
@@ -255,6 +308,7 @@ pub(super) fn read_scenario(
         description,
         gate: gate?,
         cooldown: cooldown?,
+        repeat: repeat?,
         matrix: matrix.into_iter().map(|(k, v)| (k, v.into_iter().map(|(t, _)| t).collect())).collect(),
         cells,
     })

@@ -11,6 +11,15 @@ use crate::BuiltinKind;
 
 use super::{enum_error, read_string_map, BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS};
 
+/// The scheme of a URL-like text and what follows its colon: `htp:/x` -> (`htp`, `/x`). `localhost:8080` has
+/// none (a port follows the colon).
+fn scheme_of(text: &str) -> Option<(&str, &str)> {
+    let (scheme, after) = text.split_once(':')?;
+    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    (is_scheme && !after.is_empty() && !after.starts_with(|c: char| c.is_ascii_digit())).then_some((scheme, after))
+}
+
 fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
     let text = cx.string(node, path, "`base_url`")?;
     let fail = |cx: &mut Cx<'_>, msg: &str, help: Option<String>| {
@@ -26,8 +35,14 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         r
     } else if text.starts_with("https://") {
         return fail(cx, "https targets are not supported by the engine yet", Some("use an http:// URL".to_owned()));
-    } else if text.contains("://") {
-        return fail(cx, "`base_url` must use http://", None);
+    } else if let Some((scheme, after)) = scheme_of(&text) {
+        // `htp:/nowhere`, `ftp://host`, `http:/host`: a scheme that is not `http://`; suggest the host with one.
+        let host = after.trim_start_matches('/');
+        return fail(
+            cx,
+            &format!("`base_url` starts with `{scheme}:{}`, not `http://`", &after[..after.len() - host.len()]),
+            Some(format!("write `http://{host}`")),
+        );
     } else {
         return fail(cx, "`base_url` has no scheme", Some(format!("write `http://{text}`")));
     };

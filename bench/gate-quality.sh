@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# How trustworthy is the gate on a noisy machine? Many A/A trials (the same server twice) and A/B trials (the
+# candidate 10% slower: the built-in delay server at 2.0 ms against 2.2 ms), each judged by loadgate's gate
+# (A/B in one run, paired rounds, PASS / FAIL / INCONCLUSIVE) and by the naive gate (one run each, fail when the
+# candidate's p99 exceeds 1.10x the baseline's; it is read from the first round of the same trial).
+#
+#   bench/gate-quality.sh                    # 50 A/A and 50 A/B trials
+#   TRIALS=10 bench/gate-quality.sh          # quicker
+#   NOISE=0 bench/gate-quality.sh            # without the noise injector
+#
+# The noise injector burns the target's CPU (TARGET_CPU, default 0) in bursts of 20-300 ms at random times
+# (1-10 bursts a second), as a shared CI runner's neighbours do. The server is pinned to TARGET_CPU and the
+# generator to GEN_CPU (default 1). Prints a table: false alarms (FAIL on A/A), detection (FAIL on A/B),
+# inconclusive rates, and the load time per verdict, for both gates.
+set -euo pipefail
+
+TRIALS=${TRIALS:-50}
+NOISE=${NOISE:-1}
+TARGET_CPU=${TARGET_CPU:-0}
+GEN_CPU=${GEN_CPU:-1}
+HERE=$(cd "$(dirname "$0")" && pwd)
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "missing python3" >&2; exit 2; }
+
+work=$(mktemp -d)
+noise_pid=""
+cleanup() {
+  [ -n "$noise_pid" ] && kill "$noise_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ "$NOISE" = 1 ]; then
+  taskset -c "$TARGET_CPU" python3 - <<'PY' &
+import random, time
+rng = random.Random(1234)
+while True:
+    time.sleep(rng.uniform(0.1, 1.0))
+    end = time.perf_counter() + rng.uniform(0.02, 0.3)
+    while time.perf_counter() < end:
+        pass
+PY
+  noise_pid=$!
+fi
+
+spec() { # $1 = candidate delay
+  cat > "$work/spec.yaml" <<YAML
+version: 1
+name: gate
+hardware:
+  generator: { cpus: "$GEN_CPU" }
+  target: { cpus: "$TARGET_CPU" }
+  on_mismatch: warn
+target: { builtin: { kind: delay, delay: 2ms } }
+candidate: { builtin: { kind: delay, delay: $1 } }
+gating: { repeat: 6, max_repeat: 12 }
+scenarios:
+  main:
+    request: { path: / }
+    load: { open: { rate: 1000/s, connections: 16, duration: 1s } }
+    slo: ["p99 <= baseline * 1.05"]
+YAML
+}
+
+results="$work/trials.tsv"
+: > "$results"
+for kind in AA AB; do
+  if [ "$kind" = AA ]; then delay=2ms; else delay=2200us; fi
+  spec "$delay"
+  for t in $(seq 1 "$TRIALS"); do
+    "$LOADGATE" run "$work/spec.yaml" --out "$work/out" -q >/dev/null 2>&1 || true
+    python3 - "$work/out/gate/results.json" "$kind" >> "$results" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["scenarios"][0]
+st = s["verdicts"][0].get("statistics") or {}
+b, a = s["repetitions"], s["ab_baseline"]["repetitions"]
+naive = "fail" if b[0]["latency"]["percentiles"]["p99"] > 1.10 * a[0]["latency"]["percentiles"]["p99"] else "pass"
+load = sum(x["duration"] for x in b) + sum(x["duration"] for x in a)
+print("\t".join([sys.argv[2], st.get("status", "error"), naive, str(len(b)), f"{load:.1f}", f"{st.get('estimate', 0):.3f}"]))
+PY
+    printf '.' >&2
+  done
+  echo >&2
+done
+
+python3 - "$results" "$TRIALS" "$NOISE" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+def rate(kind, col, value):
+    sel = [r for r in rows if r[0] == kind]
+    return 100.0 * sum(1 for r in sel if r[col] == value) / max(1, len(sel)), len(sel)
+def mean(kind, col):
+    sel = [float(r[col]) for r in rows if r[0] == kind]
+    return sum(sel) / max(1, len(sel))
+aa_fail, n_aa = rate("AA", 1, "fail"); ab_fail, n_ab = rate("AB", 1, "fail")
+aa_inc, _ = rate("AA", 1, "inconclusive"); ab_inc, _ = rate("AB", 1, "inconclusive")
+aa_naive, _ = rate("AA", 2, "fail"); ab_naive, _ = rate("AB", 2, "fail")
+print(f"{n_aa} A/A and {n_ab} A/B trials, noise injector {'on' if sys.argv[3] == '1' else 'off'}")
+print()
+print("| gate | false alarms (A/A FAIL) | detection (A/B FAIL) | inconclusive A/A | inconclusive A/B | load per verdict |")
+print("| --- | --- | --- | --- | --- | --- |")
+print(f"| loadgate (A/B paired rounds, `p99 <= baseline * 1.05`, 6-12 rounds of 1 s per side) | {aa_fail:.1f}% | {ab_fail:.1f}% | {aa_inc:.1f}% | {ab_inc:.1f}% | {mean('AA', 4):.0f} s (A/A), {mean('AB', 4):.0f} s (A/B) |")
+print(f"| naive (one run each, fail above 1.10x) | {aa_naive:.1f}% | {ab_naive:.1f}% | - | - | 2 s |")
+print()
+print(f"mean rounds: A/A {mean('AA', 3):.1f}, A/B {mean('AB', 3):.1f}; mean estimated p99 ratio: A/A {mean('AA', 5):.3f}, A/B {mean('AB', 5):.3f}")
+PY

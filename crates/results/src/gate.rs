@@ -1,0 +1,234 @@
+//! Judging a scenario instance over its repetitions: the composition of [`crate::merge_scenarios`] (the merged
+//! numbers people read) and [`crate::stats`] (the verdicts CI trusts).
+//!
+//! - Latency and throughput SLOs are judged on one value per repetition (each repetition's p99, read from its
+//!   own histogram): an absolute limit by the median's order-statistic interval, a relative limit
+//!   (`p99 <= baseline * 1.10`) by the Hodges-Lehmann ratio candidate / baseline, paired per round in an A/B
+//!   run, unpaired against a stored baseline. The checks of one instance form a family: Holm keeps their
+//!   joint rate of false FAILs at the confidence asked; a PASS is decided per check.
+//! - Count and rate SLOs (`errors == 0`, `error_rate < 1%`, `non_2xx`, `timeouts`), `==` comparisons and
+//!   per-request SLOs are judged on the merge, as in a single run: an error is an error in any repetition.
+
+use crate::json::ResultsError;
+use crate::model::{Repetition, ScenarioResult, StatisticalStatus, Verdict, VerdictStatistics};
+use crate::stats::{self, Check, CheckVerdict, Design, Goal, Lean, Method, Verdict3};
+use loadgate_model::{Metric, Slo, Threshold};
+
+/// Where a relative SLO's baseline comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Baseline<'a> {
+    /// No baseline: relative SLOs are not evaluated.
+    None,
+    /// The same instance on the baseline target in this run, one result per round (A/B, paired).
+    Paired(&'a [ScenarioResult]),
+    /// A stored baseline (`--baseline FILE`): its repetitions, or its one result.
+    Stored(&'a ScenarioResult),
+}
+
+/// Merges the repetitions of one instance and judges its SLOs over them. `repetitions` are this instance's
+/// results in round order (the candidate's, in A/B); `rounds` numbers them.
+pub fn judge(
+    slos: &[Slo],
+    repetitions: &[ScenarioResult],
+    rounds: &[u32],
+    baseline: Baseline<'_>,
+    confidence: f64,
+) -> Result<ScenarioResult, ResultsError> {
+    let mut merged = merged_with_repetitions(repetitions, rounds)?;
+    let paired_merge = match baseline {
+        Baseline::Paired(a) if !a.is_empty() => Some(merged_with_repetitions(a, rounds)?),
+        _ => None,
+    };
+    let stored = match baseline {
+        Baseline::Stored(b) => Some(b),
+        _ => None,
+    };
+    // The classic evaluation of every SLO on the merge: the verdict of counts and rates, and the text fields
+    // of all.
+    let mut verdicts = crate::evaluate(slos, &merged, paired_merge.as_ref().or(stored));
+    if merged.gate {
+        let values = |m: Metric, parts: &[ScenarioResult]| -> Option<Vec<f64>> {
+            parts.iter().map(|p| crate::measure(m, p)).collect()
+        };
+        let stored_values: Option<Vec<ScenarioResult>> = stored.map(stored_parts);
+        let mut checks: Vec<Planned> = Vec::new();
+        for (i, slo) in slos.iter().enumerate() {
+            if !statistical(slo) {
+                continue;
+            }
+            let Some(goal) = Goal::from_comparison(slo.comparison) else { continue };
+            let Some(candidate) = values(slo.metric, repetitions) else { continue };
+            match slo.threshold {
+                Threshold::Baseline { factor } => {
+                    let (base, design) = match (baseline, &stored_values) {
+                        (Baseline::Paired(a), _) => (values(slo.metric, a), Design::Paired),
+                        (Baseline::Stored(_), Some(parts)) => (values(slo.metric, parts), Design::Unpaired),
+                        _ => (None, Design::Unpaired),
+                    };
+                    if let Some(base) = base {
+                        checks.push((i, candidate, Some(base), design, goal, factor));
+                    }
+                }
+                _ if repetitions.len() > 1 => {
+                    if let Some(limit) = verdicts[i].observed.map(|_| verdicts[i].threshold_value) {
+                        checks.push((i, candidate, None, Design::Unpaired, goal, limit));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let family: Vec<Check<'_>> = checks
+            .iter()
+            .map(|(_, cand, base, design, goal, limit)| match base {
+                Some(b) => {
+                    Check::Relative { baseline: b, candidate: cand, design: *design, goal: *goal, limit: *limit }
+                }
+                None => Check::Absolute { values: cand, goal: *goal, limit: *limit },
+            })
+            .collect();
+        // Holm keeps the family's false FAILs (false alarms, what makes a team switch a gate off) at the
+        // confidence asked; a PASS is decided per check at that confidence, so that one passing check does not
+        // need more repetitions because the scenario has others.
+        let family_verdicts = stats::verdicts(&family, confidence);
+        for (((i, ..), decided), check) in checks.iter().zip(family_verdicts).zip(&family) {
+            let v = &mut verdicts[*i];
+            let decided = match decided {
+                Ok(cv) if cv.verdict != Verdict3::Fail => match stats::verdict(check, confidence) {
+                    Ok(single) if single.verdict == Verdict3::Pass => Ok(single),
+                    _ => Ok(cv),
+                },
+                other => other,
+            };
+            match decided {
+                Ok(cv) => apply(v, slos[*i].metric, &cv),
+                Err(e) => {
+                    v.note = Some(format!("not evaluated: {e}"));
+                    v.passed = true;
+                }
+            }
+        }
+    }
+    merged.verdicts = verdicts;
+    merged.ab_baseline = paired_merge.map(Box::new);
+    Ok(merged)
+}
+
+/// A check to make: the SLO's index, the candidate's values, the baseline's (for a relative check), the design,
+/// the goal and the limit.
+type Planned = (usize, Vec<f64>, Option<Vec<f64>>, Design, Goal, f64);
+
+/// Whether an SLO is judged over repetitions (latency and throughput on the whole instance).
+fn statistical(slo: &Slo) -> bool {
+    slo.request.is_none()
+        && matches!(slo.metric, Metric::Percentile(_) | Metric::Max | Metric::Mean | Metric::Throughput)
+}
+
+/// A stored baseline's repetitions as results to measure, or the baseline itself when it has none.
+fn stored_parts(b: &ScenarioResult) -> Vec<ScenarioResult> {
+    if b.repetitions.is_empty() {
+        return vec![b.clone()];
+    }
+    b.repetitions
+        .iter()
+        .map(|r| {
+            let mut s = b.clone();
+            s.repetitions.clear();
+            s.histograms = r.histograms.clone();
+            s.throughput = r.throughput;
+            s.requests = r.requests.clone();
+            s.status = r.status.clone();
+            s.errors = r.errors.clone();
+            s.duration = r.duration;
+            s
+        })
+        .collect()
+}
+
+fn merged_with_repetitions(parts: &[ScenarioResult], rounds: &[u32]) -> Result<ScenarioResult, ResultsError> {
+    let mut merged = crate::merge_scenarios(parts)?;
+    merged.started_at_offset = parts.first().map_or(0.0, |p| p.started_at_offset);
+    merged.aborted = parts.iter().find_map(|p| p.aborted.clone());
+    merged.repetitions = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Repetition {
+            round: rounds.get(i).copied().unwrap_or(i as u32 + 1),
+            started_at_offset: p.started_at_offset,
+            duration: p.duration,
+            throughput: p.throughput,
+            requests: p.requests.clone(),
+            status: p.status.clone(),
+            errors: p.errors.clone(),
+            latency: p.latency.clone(),
+            valid: p.validity.valid,
+            histograms: p.histograms.clone(),
+        })
+        .collect();
+    Ok(merged)
+}
+
+/// Writes a statistical verdict into the SLO's verdict.
+fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
+    let relative = cv.method != Method::Median;
+    let format = |x: f64| {
+        if relative {
+            format!("{x:.3}x")
+        } else {
+            crate::verdict::format_value(metric.kind(), x)
+        }
+    };
+    let (status, reason) = match cv.verdict {
+        Verdict3::Pass => (StatisticalStatus::Pass, "the whole interval meets the limit".to_owned()),
+        Verdict3::Fail => (StatisticalStatus::Fail, "the whole interval misses the limit".to_owned()),
+        Verdict3::Inconclusive { leaning: Some(Lean::Fail) } => {
+            (StatisticalStatus::Inconclusive, if relative { "leans regression" } else { "leans fail" }.to_owned())
+        }
+        Verdict3::Inconclusive { leaning: Some(Lean::Pass) } => {
+            (StatisticalStatus::Inconclusive, "leans pass".to_owned())
+        }
+        Verdict3::Inconclusive { leaning: None } => (StatisticalStatus::Inconclusive, "too noisy to tell".to_owned()),
+    };
+    let method = match cv.method {
+        Method::Median => format!("median of {} repetitions, order-statistic interval", cv.sample.n),
+        Method::Paired => format!("Hodges-Lehmann ratio of {} paired rounds, Wilcoxon signed-rank", cv.sample.n),
+        Method::Unpaired => format!(
+            "Hodges-Lehmann ratio of {} vs {} repetitions, Mann-Whitney",
+            cv.sample.n,
+            cv.baseline.map_or(0, |b| b.n)
+        ),
+    };
+    v.observed = Some(cv.estimate);
+    v.observed_text = format!("{} [{}, {}]", format(cv.estimate), format(cv.interval.lo), format(cv.interval.hi));
+    // In the metric's unit: for a relative check, the limit times the baseline's median.
+    v.threshold_value = match (relative, cv.baseline) {
+        (true, Some(b)) => cv.limit * b.median,
+        (true, None) => 0.0,
+        (false, _) => cv.limit,
+    };
+    v.passed = status == StatisticalStatus::Pass;
+    v.note = match status {
+        StatisticalStatus::Inconclusive => Some(format!(
+            "INCONCLUSIVE, {reason}: the {:.0}% interval straddles the limit{}",
+            cv.interval.confidence * 100.0,
+            cv.min_detectable_change
+                .map(|m| format!("; this run could tell apart a change of {:.1}% or more", m * 100.0))
+                .unwrap_or_else(|| "; too few repetitions for the confidence asked".to_owned())
+        )),
+        _ => None,
+    };
+    v.statistics = Some(VerdictStatistics {
+        status,
+        reason,
+        method,
+        estimate: cv.estimate,
+        lower: cv.interval.lo,
+        upper: cv.interval.hi,
+        limit: cv.limit,
+        confidence: cv.interval.confidence,
+        repetitions: cv.sample.n as u32,
+        cv: cv.sample.cv,
+        baseline_cv: cv.baseline.and_then(|b| b.cv),
+        smallest_detectable: cv.min_detectable_change,
+        family_size: cv.family_size as u32,
+    });
+}

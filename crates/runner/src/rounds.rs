@@ -1,0 +1,150 @@
+//! The order in which repetitions run: rounds interleaved across scenario instances (round 1 runs every
+//! instance once, then round 2, ...), and in an A/B run both sides in each round, in ABBA or a seeded shuffled
+//! order, so that the noise of a given minute hits both sides alike.
+
+use loadgate_plan::{ExecutionPlan, Phase, RoundOrder};
+
+/// One side of a run: the spec's `target` (A, the baseline) or its `candidate` (B).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    Target,
+    Candidate,
+}
+
+impl Side {
+    /// `A` or `B`, as reports name them.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Side::Target => "A",
+            Side::Candidate => "B",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Side::Target => 0,
+            Side::Candidate => 1,
+        }
+    }
+}
+
+/// How often each phase runs and in which order the sides go.
+#[derive(Debug, Clone)]
+pub struct Rounds {
+    /// Rounds wanted per phase (index = phase index); grows in sequential mode.
+    wanted: Vec<u32>,
+    /// The most rounds per phase.
+    max: Vec<u32>,
+    ab: bool,
+    order: RoundOrder,
+    seed: u64,
+}
+
+impl Rounds {
+    /// The plan's rounds: a gated phase runs `repeat` times (its own or `gating.repeat`); a phase that is not
+    /// gated (a warmup) runs in the first round only.
+    pub fn new(plan: &ExecutionPlan) -> Rounds {
+        let g = &plan.gating;
+        let wanted: Vec<u32> =
+            plan.phases.iter().map(|p| if p.gate { p.repeat.unwrap_or(g.repeat).max(1) } else { 1 }).collect();
+        let max = plan
+            .phases
+            .iter()
+            .zip(&wanted)
+            .map(|(p, w)| if p.gate && p.repeat.is_none() { g.max_repeat.max(*w) } else { *w })
+            .collect();
+        Rounds { wanted, max, ab: plan.candidate.is_some(), order: g.order, seed: plan.seed }
+    }
+
+    /// Whether any phase runs more than once or on two sides: verdicts then come from statistics.
+    pub fn statistical(&self) -> bool {
+        self.ab || self.max.iter().any(|m| *m > 1)
+    }
+
+    /// The phases of round `round` (from 1), in plan order.
+    pub fn phases<'p>(&self, plan: &'p ExecutionPlan, round: u32) -> Vec<&'p Phase> {
+        plan.phases.iter().filter(|p| self.wanted[p.index] >= round).collect()
+    }
+
+    /// The sides in round `round`, in the order they run.
+    pub fn sides(&self, round: u32) -> Vec<Side> {
+        if !self.ab {
+            return vec![Side::Target];
+        }
+        let b_first = match self.order {
+            RoundOrder::Abba => round % 2 == 0,
+            RoundOrder::Shuffle => splitmix(self.seed ^ u64::from(round)) & 1 == 1,
+        };
+        if b_first {
+            vec![Side::Candidate, Side::Target]
+        } else {
+            vec![Side::Target, Side::Candidate]
+        }
+    }
+
+    /// Sequential mode: one more round for `phase` if it may have one. Returns whether it got it.
+    pub fn extend(&mut self, phase: usize) -> bool {
+        if self.wanted[phase] < self.max[phase] {
+            self.wanted[phase] += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The rounds planned for a phase so far.
+    pub fn wanted(&self, phase: usize) -> u32 {
+        self.wanted[phase]
+    }
+
+    /// The last round any phase wants.
+    pub fn last(&self) -> u32 {
+        self.wanted.iter().copied().max().unwrap_or(0)
+    }
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(yaml_gating: &str, candidate: bool) -> ExecutionPlan {
+        let yaml = format!(
+            "version: 1\nname: r\ntarget: {{ builtin: plaintext }}\n{}{yaml_gating}\nscenarios:\n  warm:\n    gate: false\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  once:\n    repeat: 1\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n",
+            if candidate { "candidate: { builtin: plaintext }\n" } else { "" }
+        );
+        let spec = loadgate_spec::load_str("r.yaml", &yaml, &loadgate_spec::LoadOptions::default()).unwrap();
+        loadgate_plan::compile(&spec)
+    }
+
+    #[test]
+    fn rounds_interleave_instances_and_warmups_run_once() {
+        let p = plan("gating: { repeat: 3, max_repeat: 5 }", false);
+        let mut r = Rounds::new(&p);
+        let names = |round| r.phases(&p, round).iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(1), ["warm", "main", "once"]);
+        assert_eq!(names(2), ["main"]);
+        assert_eq!(names(3), ["main"]);
+        assert!(names(4).is_empty());
+        assert!(r.extend(1) && r.extend(1) && !r.extend(1), "sequential mode stops at max_repeat");
+        assert!(!r.extend(2), "a scenario with its own repeat is not extended");
+        assert_eq!(r.last(), 5);
+        assert_eq!(r.sides(1), [Side::Target]);
+    }
+
+    #[test]
+    fn ab_rounds_alternate_abba() {
+        let p = plan("gating: { repeat: 4 }", true);
+        let r = Rounds::new(&p);
+        assert!(r.statistical());
+        let order: Vec<String> =
+            (1..=4).map(|round| r.sides(round).iter().map(|s| s.letter()).collect::<String>()).collect();
+        assert_eq!(order, ["AB", "BA", "AB", "BA"]);
+    }
+}

@@ -1,0 +1,103 @@
+//! `gating`: how gated scenario instances are repeated and judged.
+
+use crate::diag::Diagnostic;
+use crate::node::{Node, Path};
+use crate::read::Cx;
+use crate::units::Percent;
+use crate::{Gating, OnInconclusive, Restart, RoundOrder};
+
+use super::{enum_error, GATING_KEYS};
+
+/// The most repetitions a spec may ask for: a bound on what a pull request can make a CI runner do.
+pub(crate) const MAX_REPEAT: u64 = 1000;
+
+/// Reads `gating: { repeat, max_repeat, restart, confidence, on_inconclusive, order }`.
+pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Gating> {
+    let f = cx.map(node, path, GATING_KEYS, "`gating`")?;
+    let mut g = Gating::default();
+    let mut ok = true;
+    if let Some((n, p)) = f.get("repeat") {
+        match read_repeat(cx, n, &p, "`gating.repeat`") {
+            Some(r) => g.repeat = r,
+            None => ok = false,
+        }
+    }
+    g.max_repeat = g.repeat;
+    if let Some((n, p)) = f.get("max_repeat") {
+        match read_repeat(cx, n, &p, "`gating.max_repeat`") {
+            Some(m) if m < g.repeat => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, format!("`max_repeat` ({m}) is below `repeat` ({})", g.repeat))
+                        .expected("at least as many rounds as `repeat`")
+                        .help("`max_repeat` is where adding rounds to an inconclusive verdict stops"),
+                );
+                ok = false;
+            }
+            Some(m) => g.max_repeat = m,
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("restart") {
+        match cx.string(n, &p, "`restart`").as_deref() {
+            Some("never") => g.restart = Restart::Never,
+            Some("each_round") => g.restart = Restart::EachRound,
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`restart`", other, &["never", "each_round"]));
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("confidence") {
+        match cx.unit::<Percent>(n, &p, "`confidence`") {
+            Some(c) if (0.5..1.0).contains(&c.0) => g.confidence = c.0,
+            Some(c) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, format!("a confidence of {c} cannot make an interval"))
+                        .expected("a percentage from 50% up to (not including) 100%")
+                        .help("90% (the default) decides with 5 repetitions; 95% needs 7, 99% needs 9"),
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("on_inconclusive") {
+        match cx.string(n, &p, "`on_inconclusive`").as_deref() {
+            Some("inconclusive") => g.on_inconclusive = OnInconclusive::Inconclusive,
+            Some("fail") => g.on_inconclusive = OnInconclusive::Fail,
+            Some("pass") => g.on_inconclusive = OnInconclusive::Pass,
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`on_inconclusive`", other, &["inconclusive", "fail", "pass"]));
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("order") {
+        match cx.string(n, &p, "`order`").as_deref() {
+            Some("abba") => g.order = RoundOrder::Abba,
+            Some("shuffle") => g.order = RoundOrder::Shuffle,
+            Some(other) => {
+                cx.error(enum_error(&p, n, "`order`", other, &["abba", "shuffle"]));
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(g)
+}
+
+/// A repetition count: 1 to [`MAX_REPEAT`].
+pub(super) fn read_repeat(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str) -> Option<u32> {
+    let n = cx.uint(node, path, what, 1)?;
+    if n > MAX_REPEAT {
+        cx.error(
+            Diagnostic::error(path, node.span, format!("{what} of {n} is more than loadgate runs"))
+                .expected(format!("at most {MAX_REPEAT} repetitions"))
+                .help("5 to 10 repetitions usually tell a 10% change apart on a noisy runner"),
+        );
+        return None;
+    }
+    u32::try_from(n).ok()
+}
