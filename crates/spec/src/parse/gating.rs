@@ -6,7 +6,7 @@ use crate::read::Cx;
 use crate::units::Percent;
 use crate::{Gating, OnInconclusive, Restart, RoundOrder};
 
-use super::{enum_error, GATING_KEYS};
+use super::{read_choice, GATING_KEYS};
 
 /// The most repetitions a spec may ask for: a bound on what a pull request can make a CI runner do.
 pub(crate) const MAX_REPEAT: u64 = 1000;
@@ -38,13 +38,8 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
         }
     }
     if let Some((n, p)) = f.get("restart") {
-        match cx.string(n, &p, "`restart`").as_deref() {
-            Some("never") => g.restart = Restart::Never,
-            Some("each_round") => g.restart = Restart::EachRound,
-            Some(other) => {
-                cx.error(enum_error(&p, n, "`restart`", other, &["never", "each_round"]));
-                ok = false;
-            }
+        match read_choice(cx, n, &p, "`restart`", &[("never", Restart::Never), ("each_round", Restart::EachRound)]) {
+            Some(v) => g.restart = v,
             None => ok = false,
         }
     }
@@ -55,7 +50,7 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
                 cx.error(
                     Diagnostic::error(&p, n.span, format!("a confidence of {c} cannot make an interval"))
                         .expected("a percentage from 50% up to (not including) 100%")
-                        .help("90% (the default) decides with 5 repetitions; 95% needs 7, 99% needs 9"),
+                        .help("90% (the default) decides with 5 repetitions; 95% needs 6, 99% needs 8"),
                 );
                 ok = false;
             }
@@ -63,25 +58,24 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
         }
     }
     if let Some((n, p)) = f.get("on_inconclusive") {
-        match cx.string(n, &p, "`on_inconclusive`").as_deref() {
-            Some("inconclusive") => g.on_inconclusive = OnInconclusive::Inconclusive,
-            Some("fail") => g.on_inconclusive = OnInconclusive::Fail,
-            Some("pass") => g.on_inconclusive = OnInconclusive::Pass,
-            Some(other) => {
-                cx.error(enum_error(&p, n, "`on_inconclusive`", other, &["inconclusive", "fail", "pass"]));
-                ok = false;
-            }
+        match read_choice(
+            cx,
+            n,
+            &p,
+            "`on_inconclusive`",
+            &[
+                ("inconclusive", OnInconclusive::Inconclusive),
+                ("fail", OnInconclusive::Fail),
+                ("pass", OnInconclusive::Pass),
+            ],
+        ) {
+            Some(v) => g.on_inconclusive = v,
             None => ok = false,
         }
     }
     if let Some((n, p)) = f.get("order") {
-        match cx.string(n, &p, "`order`").as_deref() {
-            Some("abba") => g.order = RoundOrder::Abba,
-            Some("shuffle") => g.order = RoundOrder::Shuffle,
-            Some(other) => {
-                cx.error(enum_error(&p, n, "`order`", other, &["abba", "shuffle"]));
-                ok = false;
-            }
+        match read_choice(cx, n, &p, "`order`", &[("abba", RoundOrder::Abba), ("shuffle", RoundOrder::Shuffle)]) {
+            Some(v) => g.order = v,
             None => ok = false,
         }
     }

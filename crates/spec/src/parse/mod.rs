@@ -306,6 +306,20 @@ fn valid_scenario_name(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
 }
 
+/// Reads one of a fixed set of words (`never`, `each_round`) into its value; an unknown word is an error that
+/// lists the options and suggests the nearest.
+fn read_choice<T: Copy>(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str, options: &[(&str, T)]) -> Option<T> {
+    let word = cx.string(node, path, what)?;
+    match options.iter().find(|(w, _)| *w == word) {
+        Some((_, v)) => Some(*v),
+        None => {
+            let names: Vec<&str> = options.iter().map(|(w, _)| *w).collect();
+            cx.error(enum_error(path, node, what, &word, &names));
+            None
+        }
+    }
+}
+
 fn enum_error(path: &Path, node: &Node, what: &str, found: &str, options: &[&str]) -> Diagnostic {
     let d = Diagnostic::error(path, node.span, format!("{what} has no option `{found}`"))
         .expected(format!("one of {}", list(options)))
