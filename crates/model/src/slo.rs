@@ -391,7 +391,10 @@ mod tests {
         assert_eq!(Slo::parse("p99 <= baseline * 1.10").unwrap().to_string(), "p99 <= baseline * 1.1");
         assert_eq!(Slo::parse("p99{request=put} < 60ms").unwrap().request.as_deref(), Some("put"));
         assert_eq!(Slo::parse("non_2xx == 0").unwrap().to_string(), "non_2xx == 0");
-        assert_eq!(Slo::parse("p99 => 5ms").unwrap_err().help.as_deref(), Some("use <, <=, >, >= or =="));
+        assert_eq!(
+            Slo::parse("p99 => 5ms").unwrap_err().help.as_deref(),
+            Some("the comparisons are <, <=, >, >= and == (did you mean `>=`?)")
+        );
     }
 
     #[test]
