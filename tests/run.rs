@@ -866,3 +866,22 @@ fn a_saved_baseline_gates_a_later_run_over_repetitions() {
     assert!(st["method"].as_str().unwrap().contains("Mann-Whitney"), "unpaired against a stored baseline: {st}");
     assert_ne!(st["status"], "fail");
 }
+
+#[test]
+fn data_files_outside_the_spec_need_the_flag_the_error_names() {
+    let outside = tempfile::tempdir().unwrap();
+    let keys = outside.path().join("keys.txt");
+    std::fs::write(&keys, "a\nb\n").unwrap();
+    let (_dir, path) = spec(&format!(
+        "version: 1\nname: e2e-data\ntarget: {{ builtin: plaintext }}\nscenarios:\n  main:\n    request: {{ path: \"/{{{{ pick_line('{}') }}}}\" }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n",
+        keys.display()
+    ));
+    let refused = run(&["validate", path.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr).contains("--allow-data-outside-spec-dir"), "{}", text(&refused.stderr));
+    let allowed = run(&["validate", path.to_str().unwrap(), "--allow-data-outside-spec-dir"]);
+    assert_eq!(allowed.status.code(), Some(0), "{}", text(&allowed.stderr));
+    let too_small =
+        run(&["validate", path.to_str().unwrap(), "--allow-data-outside-spec-dir", "--max-data-file-bytes", "1"]);
+    assert_eq!(too_small.status.code(), Some(2), "{}", text(&too_small.stderr));
+}

@@ -79,6 +79,13 @@ pub struct VarArgs {
     /// Like `--set`, and the value is secret: it is replaced by `***` in every report and printout.
     #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub secrets: Vec<(String, String)>,
+    /// Let `pick_line` and `pick_csv` read files outside the spec's directory tree (refused by default: a spec
+    /// from a pull request must not read the runner's files).
+    #[arg(long)]
+    pub allow_data_outside_spec_dir: bool,
+    /// The largest data file `pick_line` and `pick_csv` read, in bytes (default 16 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_data_file_bytes: Option<u64>,
 }
 
 impl VarArgs {
@@ -88,6 +95,10 @@ impl VarArgs {
         sets.extend(self.secrets.iter().cloned());
         let mut opts = loadgate_spec::LoadOptions::from_process_env(sets);
         opts.secret_vars = self.secrets.iter().map(|(k, _)| k.clone()).collect();
+        opts.allow_data_outside_spec_dir = self.allow_data_outside_spec_dir;
+        if let Some(max) = self.max_data_file_bytes {
+            opts.max_data_file_bytes = max;
+        }
         opts
     }
 }
