@@ -94,9 +94,23 @@ pub fn file_stem(name: &str) -> String {
     let trimmed = out.trim_matches(['-', '.']);
     if trimmed.is_empty() {
         "scenario".to_owned()
+    } else if trimmed.len() > MAX_STEM_BYTES {
+        // A long matrix cell: keep a readable prefix and tell instances apart by a hash of the whole name, so
+        // `latency-<stem>.hgrm` stays under the 255 bytes a file name may have.
+        let cut = &trimmed[..MAX_STEM_BYTES - 17];
+        format!("{}-{:016x}", cut.trim_end_matches(['-', '.']), fnv1a(name))
     } else {
         trimmed.to_owned()
     }
+}
+
+/// The longest stem [`file_stem`] returns, in bytes (ASCII): room for a prefix and a suffix such as `.hgrm`,
+/// `latency-` or `-spectrum.svg` within the 255 bytes of a file name.
+pub const MAX_STEM_BYTES: usize = 160;
+
+/// FNV-1a, 64 bits: a stable hash (the same in every build and on every machine) for names in file names.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The verdict headline of a run in one line: `tfb-plaintext: SLO failed (exit 1)`.

@@ -204,6 +204,14 @@ fn file_stems_are_safe() {
     assert_eq!(file_stem("put-constant-rate"), "put-constant-rate");
     assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
     assert_eq!(file_stem("../.."), "scenario");
+    // A long matrix cell fits a file name (255 bytes) with room for a prefix and suffix, and two cells that
+    // differ only at the end stay apart.
+    let long = |v: &str| format!("scenario[path={}{v}]", "/segment".repeat(60));
+    let (a, b) = (file_stem(&long("a")), file_stem(&long("b")));
+    assert!(a.len() <= loadgate_report::MAX_STEM_BYTES && b.len() <= loadgate_report::MAX_STEM_BYTES, "{a}");
+    assert_ne!(a, b);
+    assert!(a.starts_with("scenario-path-segment-segment"), "{a}");
+    assert_eq!(a, file_stem(&long("a")), "stable");
 }
 
 /// Seed 000: wrk -t16 against a server that collapses past 31 connections. The cells are the fixture's
