@@ -303,12 +303,23 @@ impl View {
         };
         let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
         let verdicts = gated.iter().flat_map(|s| &s.verdicts);
-        let failed = verdicts.clone().filter(|v| !v.passed).count();
+        let is_inconclusive = |v: &&loadgate_results::Verdict| {
+            v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
+        };
+        let failed = verdicts.clone().filter(|v| !v.passed && !is_inconclusive(v)).count();
+        let undecided = verdicts.clone().filter(is_inconclusive).count();
         let evaluated = verdicts.filter(|v| v.evaluated()).count();
         let invalid = gated.iter().filter(|s| !s.validity.valid).count();
         let headline = match status {
             OutcomeStatus::Passed => format!("All {evaluated} gated SLOs held across {} scenario instances.", r.scenarios.len()),
-            OutcomeStatus::SloFailed => format!("{failed} of {evaluated} gated SLOs failed."),
+            OutcomeStatus::SloFailed => format!(
+                "{failed} of {evaluated} gated SLOs failed.{}",
+                match undecided {
+                    0 => String::new(),
+                    1 => " 1 more could not tell (INCONCLUSIVE).".to_owned(),
+                    n => format!(" {n} more could not tell (INCONCLUSIVE)."),
+                }
+            ),
             OutcomeStatus::InvalidMeasurement => format!(
                 "{invalid} scenario instance{} invalid as a measurement: the generator did not deliver what the plan asked, so those numbers describe loadgate, not the target.{}",
                 if invalid == 1 { " is" } else { "s are" },

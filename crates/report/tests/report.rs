@@ -268,3 +268,17 @@ fn seed_000_collapse_stands_out_in_every_report() {
     older.sweeps.clear();
     assert_eq!(markdown(&older, None).unwrap(), md);
 }
+
+/// What a pull request's reviewer reads of an A/B run: the side-by-side table, the spread over rounds and a
+/// verdict with its interval per check (FAIL, INCONCLUSIVE, PASS), in Markdown, JUnit and the terminal.
+#[test]
+fn ab_run_snapshots() {
+    let r = loadgate_results::fixture::sample_ab_run();
+    let statuses: Vec<_> = r.scenarios[0].verdicts.iter().map(|v| v.statistics.as_ref().map(|s| s.status)).collect();
+    use loadgate_results::StatisticalStatus::*;
+    assert_eq!(statuses, [Some(Fail), Some(Inconclusive), None], "the fixture shows all three verdicts");
+    insta::assert_snapshot!("ab_markdown", markdown(&r, None).unwrap());
+    insta::assert_snapshot!("ab_junit", junit(&r).unwrap());
+    let text = r.scenarios.iter().map(text_summary).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!("ab_text", text);
+}
