@@ -194,9 +194,10 @@ fn import_turns_a_seed_command_line_into_a_spec_that_validates() {
     assert!(text(&bad.stderr).contains("`-c`"), "{}", text(&bad.stderr));
 }
 
-/// Runs `loadgate validate FILE` in `dir` under a 256 MiB address-space limit (the issue's bound, on virtual memory, which is stricter than resident) and a 20 s CPU-time limit, so a
-/// blow-up fails the test instead of the machine. There is no wall-clock assertion: a loaded CI machine is slow,
-/// not wrong; the CPU limit only stops a hang.
+/// Runs `loadgate validate FILE` in `dir` under a 256 MiB address-space limit (issue 16's bound, on virtual
+/// memory, which is stricter than resident) and a 20 s CPU-time limit, so a blow-up fails the test instead of the
+/// machine. There is no wall-clock assertion: a loaded CI machine is slow, not wrong; the CPU limit only stops a
+/// hang.
 fn validate_bounded(dir: &Path, file: &str) -> Output {
     Command::new("sh")
         .arg("-c")
