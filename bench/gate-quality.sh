@@ -19,8 +19,10 @@ NOISE=${NOISE:-1}
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
-[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
+# PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
+PROFILE=${PROFILE:-release}
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --profile $PROFILE -p loadgate)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "missing python3" >&2; exit 2; }
 
 work=$(mktemp -d)

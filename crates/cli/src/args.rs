@@ -262,13 +262,15 @@ pub struct ServeArgs {
     /// The address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
-    /// For `delay`: how long each response waits (`20ms`).
+    /// With `--kind delay` only (and required there): how long each response waits (`20ms`). Other kinds refuse
+    /// it; every kind answers the `/delay/{ms}` route.
     #[arg(long)]
     pub delay: Option<String>,
     /// The status of every response.
     #[arg(long, default_value_t = 200)]
     pub status: u16,
-    /// The response body size in bytes (default: `Hello, World!`).
+    /// With `--kind plaintext` or `delay`: the response body size in bytes (default: `Hello, World!`). `echo`
+    /// refuses it (it sends the request's body back).
     #[arg(long)]
     pub body_size: Option<u64>,
     /// Send bodies chunked.
