@@ -254,9 +254,6 @@ pub struct FlagArgs {
     /// A new connection per request (ab without `-k`).
     #[arg(long)]
     pub no_keepalive: bool,
-    /// Accepted for wrk compatibility: loadgate always reports the latency distribution.
-    #[arg(long)]
-    pub latency: bool,
     /// An SLO to gate on, such as `p99 < 50ms`; repeatable.
     #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,

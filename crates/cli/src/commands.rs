@@ -273,6 +273,16 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
     let annotate = annotations_wanted(args.annotations);
     let template = read_template(out, args.template.as_deref())?;
+    let baseline = args
+        .baseline
+        .as_ref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
+        })
+        .transpose()?;
     let specs = run_specs(out, &args)?;
     let interrupt = Interrupt::from_signals();
     let exe = std::env::current_exe().map_err(|e| {
@@ -386,8 +396,15 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
     argv.extend(args.chunked.then(|| "--chunked".to_owned()));
     let cfg =
         loadgate_server::ServeConfig::from_args(&argv).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr)))
-        .map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr))).map_err(|e| {
+        // A configuration the server refuses (a flag for another kind) is a wrong command line.
+        let exit = if matches!(e, loadgate_server::ServerError::InvalidServer(_)) {
+            Exit::InvalidInput
+        } else {
+            Exit::RunFailed
+        };
+        fail(out, exit)(e.to_string())
+    })?;
     Ok(Exit::Pass)
 }
 
@@ -412,8 +429,10 @@ fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
     let mut pages = vec![("loadgate.1".to_owned(), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         // The page's NAME and SYNOPSIS read `loadgate-run` / `loadgate run`, as git's pages do.
-        let name = format!("loadgate-{}", sub.get_name());
-        pages.push((format!("{name}.1"), sub.clone().name(name.clone()).bin_name(format!("loadgate {}", sub.get_name()))));
+        // clap names commands with 'static strings: a few bytes per page, for a process that ends right after.
+        let name: &'static str = format!("loadgate-{}", sub.get_name()).leak();
+        let page = sub.clone().name(name).bin_name(format!("loadgate {}", sub.get_name()));
+        pages.push((format!("{name}.1"), page));
     }
     for (file, page) in pages {
         let path = dir.join(&file);

@@ -815,6 +815,9 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
         match transport::connect(&ctx.rt, cfg.addr, cfg.timeout).await {
             Ok(mut stream) => {
                 let connected = Instant::now();
+                // A new connection: nothing answered on it yet (a failure mid-way resets the buffers, not these).
+                io.answered = false;
+                io.peer_closed = false;
                 {
                     let mut s = ctx.stats.borrow_mut();
                     s.connect_time.saturating_record(micros(connected.saturating_duration_since(began)));
@@ -1002,8 +1005,6 @@ impl SlotIo {
     }
 
     fn reset(&mut self) {
-        self.answered = false;
-        self.peer_closed = false;
         self.in_flight.clear();
         self.unwritten = 0;
         self.write_off = 0;
