@@ -34,8 +34,10 @@ REPEAT=${REPEAT:-12}
 MAX_REPEAT=${MAX_REPEAT:-48}
 LIMIT=${LIMIT:-1.05}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
-[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
+# PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
+PROFILE=${PROFILE:-release}
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --profile $PROFILE -p loadgate)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "missing python3" >&2; exit 2; }
 
 work=$(mktemp -d)

@@ -19,6 +19,7 @@
 //! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
 //!   [`file_stem`] to name a file per scenario instance.
 
+mod annotations;
 pub mod junit;
 mod lines;
 pub mod markdown;
@@ -27,7 +28,10 @@ pub mod text;
 pub use junit::{junit, junit_many};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
-pub use text::{summary_table, text_summary};
+pub use text::{
+    summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
+};
+pub use annotations::github_annotations;
 
 use std::borrow::Cow;
 

@@ -74,6 +74,8 @@ pub struct View {
     pub reasons: Vec<String>,
     /// A row per scenario instance.
     pub scenarios: Vec<ScenarioRow>,
+    /// The instances the run never reached (it stopped before them), with the reason.
+    pub not_run: Vec<loadgate_results::NotRun>,
     /// A row per SLO verdict.
     pub slos: Vec<SloRow>,
     /// One entry per instance that ran more than once: the spread of its repetitions.
@@ -494,6 +496,7 @@ impl View {
                         .collect(),
                 })
                 .collect(),
+            not_run: r.not_run.clone(),
             warnings: warnings(r),
             resources: r
                 .scenarios
