@@ -978,7 +978,13 @@ fn a_failed_slo_on_github_actions_is_an_error_annotation() {
     let errors: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::error ")).collect();
     assert_eq!(errors.len(), 1, "one failed SLO, one annotation:\n{stdout}");
     let file = path.display().to_string();
-    assert!(errors[0].starts_with(&format!("::error file={file},title=loadgate e2e-annotate%3A main%3A SLO p50 < 1us failed::p50 was ")), "{}", errors[0]);
+    assert!(
+        errors[0].starts_with(&format!(
+            "::error file={file},title=loadgate e2e-annotate%3A main%3A SLO p50 < 1us failed::p50 was "
+        )),
+        "{}",
+        errors[0]
+    );
     // Off when asked, and off outside GitHub Actions.
     let out = command(&args).env("GITHUB_ACTIONS", "true").env("LOADGATE_ANNOTATIONS", "never").output().unwrap();
     assert!(!text(&out.stdout).contains("::error"), "{}", text(&out.stdout));
@@ -1030,7 +1036,11 @@ fn pick_csv_sends_quoted_fields_whole() {
     let (dir, path) = spec(&format!(
         "version: 1\nname: e2e-csv\ntarget: {{ base_url: \"http://127.0.0.1:{port}\" }}\nscenarios:\n  main:\n    request: {{ method: POST, path: /u, body: \"{{{{ pick_csv('users.csv', 'city') }}}}\" }}\n    load: {{ closed: {{ connections: 1, requests: 60 }} }}\n"
     ));
-    std::fs::write(dir.path().join("users.csv"), "id,name,city\n1,\"Smith, John\",Oslo\n2,Ann,\"Bergen, Norway\"\n3,\"Lee\",\"two\nlines\"\n").unwrap();
+    std::fs::write(
+        dir.path().join("users.csv"),
+        "id,name,city\n1,\"Smith, John\",Oslo\n2,Ann,\"Bergen, Norway\"\n3,\"Lee\",\"two\nlines\"\n",
+    )
+    .unwrap();
     let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let bodies: Vec<String> =
