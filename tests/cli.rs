@@ -352,7 +352,7 @@ fn completions_are_printed_for_every_shell() {
         let script = text(&out.stdout);
         assert!(script.contains(marker), "{shell}: no `{marker}` in\n{script}");
         // The script knows the commands and the run flags.
-        for word in ["validate", "completions", "--latency", "--json"] {
+        for word in ["validate", "completions", "latency", "u_latency", "json"] {
             assert!(script.contains(word), "{shell}: no `{word}`");
         }
     }

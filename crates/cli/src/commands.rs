@@ -262,13 +262,14 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     let to_stdout = args.out.as_os_str() == "-";
     let out = &if to_stdout || args.json { out.reserving_stdout() } else { *out };
     let color = out.use_color(color);
-    let scratch = if to_stdout {
-        Some(ScratchDir::new().map_err(|e| {
-            fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the run: {e}"))
-        })?)
-    } else {
-        None
-    };
+    let scratch =
+        if to_stdout {
+            Some(ScratchDir::new().map_err(|e| {
+                fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the run: {e}"))
+            })?)
+        } else {
+            None
+        };
     let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone());
     let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
     let annotate = annotations_wanted(args.annotations);

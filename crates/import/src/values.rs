@@ -146,7 +146,7 @@ pub(crate) fn go_duration(s: &str) -> Option<Dur> {
 pub(crate) fn humantime(s: &str) -> Option<Dur> {
     let d = humantime::parse_duration(s.trim()).ok()?;
     let nanos = d.as_nanos();
-    (nanos <= MAX_NANOS).then(|| Dur(nanos as u64))
+    (nanos <= MAX_NANOS).then_some(Dur(nanos as u64))
 }
 
 /// A taskset/numactl CPU list (`0-7,16-23`, with util-linux's strides `0-31:2`), as sorted CPU ids: read by the

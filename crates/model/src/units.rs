@@ -331,7 +331,9 @@ impl FromStr for CpuList {
                     let n: u32 = stride.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                         UnitError::with_help(
                             CPUS_EXPECTED,
-                            format!("`{part}`: the stride after `:` must be a whole number of at least 1, as in `0-31:2`"),
+                            format!(
+                                "`{part}`: the stride after `:` must be a whole number of at least 1, as in `0-31:2`"
+                            ),
                         )
                     })?;
                     (range.trim(), n)

@@ -22,8 +22,7 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
     let mut lines = Vec::new();
     for s in results.scenarios.iter().filter(|s| s.gate) {
         for v in &s.verdicts {
-            let inconclusive =
-                v.statistics.as_ref().filter(|st| st.status == StatisticalStatus::Inconclusive);
+            let inconclusive = v.statistics.as_ref().filter(|st| st.status == StatisticalStatus::Inconclusive);
             if let Some(st) = inconclusive {
                 lines.push(command(
                     "warning",

@@ -25,13 +25,13 @@ mod lines;
 pub mod markdown;
 pub mod text;
 
+pub use annotations::github_annotations;
 pub use junit::{junit, junit_many};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
 pub use text::{
     summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
 };
-pub use annotations::github_annotations;
 
 use std::borrow::Cow;
 

@@ -330,10 +330,7 @@ pub fn wrk2_latency_spectrum(s: &ScenarioResult) -> String {
 
 /// wrk2's `-U` output: the same for the uncorrected latency (the service time, from the actual send).
 pub fn wrk2_uncorrected_spectrum(s: &ScenarioResult) -> String {
-    wrk2_block(
-        &s.histograms.service_time,
-        "Uncorrected Latency (measured without taking delayed starts into account)",
-    )
+    wrk2_block(&s.histograms.service_time, "Uncorrected Latency (measured without taking delayed starts into account)")
 }
 
 #[cfg(test)]

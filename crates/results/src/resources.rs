@@ -30,7 +30,12 @@ pub struct PhaseResources {
 pub fn phase_resources(results: &RunResults, s: &ScenarioResult) -> PhaseResources {
     match &s.resources {
         Some(r) => r.clone(),
-        None => PhaseResources::over(&results.target.samples, s.started_at_offset, s.started_at_offset + s.duration, &s.workers),
+        None => PhaseResources::over(
+            &results.target.samples,
+            s.started_at_offset,
+            s.started_at_offset + s.duration,
+            &s.workers,
+        ),
     }
 }
 
@@ -127,7 +132,16 @@ mod tests {
         // Stored figures win over the samples.
         s.resources = Some(PhaseResources { samples: 9, ..PhaseResources::default() });
         assert_eq!(phase_resources(&r, &s).samples, 9);
-        let both = PhaseResources::combine([&p, &PhaseResources { samples: 2, target_cpu_mean: Some(0.0), target_cpu_peak: Some(0.1), ..PhaseResources::default() }]).unwrap();
+        let both = PhaseResources::combine([
+            &p,
+            &PhaseResources {
+                samples: 2,
+                target_cpu_mean: Some(0.0),
+                target_cpu_peak: Some(0.1),
+                ..PhaseResources::default()
+            },
+        ])
+        .unwrap();
         assert_eq!(both.samples, 4);
         assert!((both.target_cpu_mean.unwrap() - 0.3).abs() < 1e-9);
         assert_eq!(both.target_cpu_peak, Some(0.8));

@@ -204,8 +204,9 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                     rep_rounds[phase.index].push(round);
                 }
                 if aborted {
-                    stop_reason
-                        .get_or_insert_with(|| format!("the run stopped after {} breached an abort_on_fail SLO", phase.name));
+                    stop_reason.get_or_insert_with(|| {
+                        format!("the run stopped after {} breached an abort_on_fail SLO", phase.name)
+                    });
                     stop = true;
                     break;
                 }
