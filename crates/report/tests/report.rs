@@ -204,6 +204,8 @@ fn file_stems_are_safe() {
     assert_eq!(file_stem("put-constant-rate"), "put-constant-rate");
     assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
     assert_eq!(file_stem("../.."), "scenario");
+    let long = format!("sweep[body={}]", "b".repeat(500));
+    assert!(file_stem(&long).len() <= 200, "{}", file_stem(&long));
 }
 
 /// Seed 000: wrk -t16 against a server that collapses past 31 connections. The cells are the fixture's
@@ -259,4 +261,96 @@ fn seed_000_collapse_stands_out_in_every_report() {
     let mut older = r.clone();
     older.sweeps.clear();
     assert_eq!(markdown(&older, None).unwrap(), md);
+}
+
+/// The HTML report of a run with every plot drawn, as the runner writes it.
+fn page(r: &RunResults) -> String {
+    let plots: Vec<(Figure, String)> = loadgate_plot::figures(r)
+        .into_iter()
+        .map(|f| {
+            let svg = loadgate_plot::render(r, &f).unwrap();
+            (f, svg)
+        })
+        .collect();
+    html(r, &plots).unwrap()
+}
+
+#[test]
+fn the_html_report_is_self_contained_well_formed_and_embeds_every_plot() {
+    let r = run();
+    let text = page(&r);
+    // Nothing fetched: no script, stylesheet link, image source, import or URL other than the SVG namespace.
+    for needle in ["<script", "<link", "src=", "@import", "url(", "href=\"http", "<iframe", "<object"] {
+        assert!(!text.contains(needle), "{needle} in report.html");
+    }
+    let without_ns = text.replace("http://www.w3.org/2000/svg", "");
+    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"), "an absolute URL in report.html");
+
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("report.html is not well-formed: {e}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "html");
+    let svgs: Vec<_> = root.descendants().filter(|n| n.has_tag_name("svg")).collect();
+    let figures = loadgate_plot::figures(&r);
+    assert_eq!(svgs.len(), figures.len());
+    for f in &figures {
+        let embedded = svgs.iter().any(|s| {
+            s.children().any(|c| c.has_tag_name("title") && c.text() == Some(f.title.as_str()))
+        });
+        assert!(embedded, "{} is not inline", f.title);
+        // And linked, for a reader who wants the file.
+        assert!(text.contains(&format!("href=\"{}\"", f.file)), "{} not linked", f.file);
+    }
+    let cells = |tag: &str| root.descendants().filter(|n| n.has_tag_name(tag)).count();
+    // Scenario table rows + SLO rows + sweep rows + resources rows, and more.
+    assert!(cells("tr") >= 6 + 17 + 3 + 6, "{}", cells("tr"));
+    let style = root.descendants().find(|n| n.has_tag_name("style")).and_then(|n| n.text()).unwrap();
+    assert!(style.contains("prefers-color-scheme: dark") && style.contains("#theme-dark:checked"), "{style}");
+    assert!(text.contains("invalid measurement"));
+    assert!(text.contains(&r.sweeps[0].knee.as_ref().unwrap().explanation.replace('\'', "&#x27;")));
+}
+
+#[test]
+fn the_html_report_escapes_names_and_renders_without_plots() {
+    let mut r = run();
+    r.spec.name = "a<b>&\"c\"".to_owned();
+    r.scenarios[0].name = "<script>alert(1)</script>".to_owned();
+    let text = html(&r, &[]).unwrap();
+    assert!(!text.contains("<script>"), "{text}");
+    roxmltree::Document::parse(&text).unwrap();
+    let text = page(&r);
+    assert!(!text.contains("<script>"));
+    roxmltree::Document::parse(&text).unwrap();
+}
+
+#[test]
+fn markdown_links_every_plot_and_carries_the_timeline_table() {
+    let r = run();
+    let md = markdown(&r, None).unwrap();
+    for f in loadgate_plot::figures(&r) {
+        assert!(md.contains(&format!("]({})", f.file)), "{} not linked:\n{md}", f.file);
+    }
+    assert!(md.contains("### Per-second timeline"), "{md}");
+    assert!(md.contains("| t (s) | requests/s | p50 | p99 | max | errors | non-2xx | connections | users |"), "{md}");
+}
+
+#[test]
+fn a_long_phase_is_grouped_into_at_most_thirty_rows() {
+    let mut r = run();
+    let s = &mut r.scenarios[1];
+    let point = s.timeline[0].clone();
+    s.timeline = (1..=95)
+        .map(|t| {
+            let mut p = point.clone();
+            p.t = f64::from(t);
+            p.p99_us = if t == 50 { 900_000 } else { 1_000 };
+            p
+        })
+        .collect();
+    let tables = loadgate_report::plots::timeline_tables(&r);
+    let t = tables.iter().find(|t| t.name == r.scenarios[1].name).unwrap();
+    assert_eq!(t.seconds_per_row, 4);
+    assert_eq!(t.rows.len(), 24);
+    assert_eq!(t.rows[0].t, "1-4");
+    // The stall stays visible: a group shows its worst second.
+    assert!(t.rows.iter().any(|row| row.p99 == "900.0ms"), "{:?}", t.rows);
 }
