@@ -470,7 +470,8 @@ fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again()
     }
 
     let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
-    let doc = roxmltree::Document::parse(&html).expect("report.html is well-formed");
+    let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let doc = roxmltree::Document::parse_with_options(&html, options).expect("report.html is well-formed");
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("svg")).count(), files.len());
     assert!(!html.contains("<script") && !html.contains("<link"), "self-contained");
     let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
