@@ -457,7 +457,10 @@ fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again()
     for file in files {
         let svg = std::fs::read_to_string(run_dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let texts = svg_texts(&svg);
-        assert!(texts.iter().any(|t| t.starts_with("latency (") || t == "throughput (requests/s)"), "{file}: {texts:?}");
+        assert!(
+            texts.iter().any(|t| t.starts_with("latency (") || t == "throughput (requests/s)"),
+            "{file}: {texts:?}"
+        );
     }
     // The open load's spectrum has service time and send lag beside latency.
     let open = svg_texts(&std::fs::read_to_string(run_dir.join("spectrum-open.svg")).unwrap());
@@ -487,7 +490,10 @@ fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again()
     for file in files.iter().chain(&["report.html"]) {
         assert!(again.join(file).exists(), "{file} re-rendered");
     }
-    assert_eq!(std::fs::read_to_string(again.join("timeline.svg")).unwrap(), std::fs::read_to_string(run_dir.join("timeline.svg")).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(again.join("timeline.svg")).unwrap(),
+        std::fs::read_to_string(run_dir.join("timeline.svg")).unwrap()
+    );
 }
 
 /// A server on loopback that answers 200 to everything and records `METHOD target body` per request.

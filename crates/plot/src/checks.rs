@@ -185,7 +185,9 @@ fn draw_row(
     let fails_above = v.comparison.starts_with('<');
     let (b0, b1) = if fails_above { (limit, x1) } else { (x0, limit) };
     if b1 > b0 {
-        chart.draw_series(std::iter::once(Rectangle::new([(b0, 0.0), (b1, 1.0)], RED.mix(0.08).filled()))).or_draw(PLOT)?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new([(b0, 0.0), (b1, 1.0)], RED.mix(0.08).filled())))
+            .or_draw(PLOT)?;
     }
     chart.draw_series(LineSeries::new([(limit, 0.0), (limit, 1.0)], FG.stroke_width(2))).or_draw(PLOT)?;
     let limit_text = match scale {

@@ -187,8 +187,7 @@ pub fn sweep(r: &RunResults, sweep: &Sweep) -> Result<String, PlotError> {
             } else {
                 "no knee: throughput kept scaling"
             };
-            root.draw(&Text::new(note.to_owned(), (86, 44), (FONT, 14).into_font().color(&MUTED)))
-                .or_draw(PLOT)?;
+            root.draw(&Text::new(note.to_owned(), (86, 44), (FONT, 14).into_font().color(&MUTED))).or_draw(PLOT)?;
         }
         root.present().or_draw(PLOT)?;
     }

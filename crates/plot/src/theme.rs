@@ -41,8 +41,10 @@ pub const RED: RGBColor = RGBColor(0xCF, 0x22, 0x2E);
 pub const AMBER: RGBColor = RGBColor(0x9A, 0x67, 0x00);
 /// The baseline (A) of an A/B run; a target rate.
 pub const SLATE: RGBColor = RGBColor(0x6E, 0x77, 0x81);
+/// Users active.
+pub const TEAL: RGBColor = RGBColor(0x1B, 0x7C, 0x83);
 
-const PALETTE: [Swatch; 12] = [
+const PALETTE: [Swatch; 13] = [
     Swatch { light: BG, property: "--lg-bg", dark: "#0D1117" },
     Swatch { light: FG, property: "--lg-fg", dark: "#E6EDF3" },
     Swatch { light: MUTED, property: "--lg-muted", dark: "#9198A1" },
@@ -55,6 +57,7 @@ const PALETTE: [Swatch; 12] = [
     Swatch { light: RED, property: "--lg-red", dark: "#F85149" },
     Swatch { light: AMBER, property: "--lg-amber", dark: "#D29922" },
     Swatch { light: SLATE, property: "--lg-slate", dark: "#8B949E" },
+    Swatch { light: TEAL, property: "--lg-teal", dark: "#39C5CF" },
 ];
 
 /// The font family of every text.
@@ -66,10 +69,7 @@ fn hex(c: RGBColor) -> String {
 
 /// The custom properties of one theme: `--lg-bg:#FFFFFF;--lg-fg:...;`.
 fn properties(dark: bool) -> String {
-    PALETTE
-        .iter()
-        .map(|s| format!("{}:{};", s.property, if dark { s.dark.to_owned() } else { hex(s.light) }))
-        .collect()
+    PALETTE.iter().map(|s| format!("{}:{};", s.property, if dark { s.dark.to_owned() } else { hex(s.light) })).collect()
 }
 
 /// The CSS that makes a page force the light theme on the plots it embeds inline, for `selector`.
@@ -85,11 +85,8 @@ pub fn dark_properties() -> String {
 /// The stylesheet inside every SVG: the properties of both themes, and each colour attribute mapped to its
 /// property.
 fn stylesheet() -> String {
-    let mut css = format!(
-        ":root{{{}}}@media (prefers-color-scheme: dark){{:root{{{}}}}}",
-        properties(false),
-        properties(true)
-    );
+    let mut css =
+        format!(":root{{{}}}@media (prefers-color-scheme: dark){{:root{{{}}}}}", properties(false), properties(true));
     for s in &PALETTE {
         let h = hex(s.light);
         css.push_str(&format!("[fill=\"{h}\"]{{fill:var({p})}}[stroke=\"{h}\"]{{stroke:var({p})}}", p = s.property));

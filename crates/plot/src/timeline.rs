@@ -11,19 +11,21 @@ use loadgate_results::{RunResults, ScenarioResult, TimelinePoint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::theme::{self, AMBER, BG, BLUE, FG, FONT, GRID, MUTED, ORANGE, PURPLE, RED, SLATE};
+use crate::theme::{self, AMBER, BG, BLUE, FG, FONT, GREEN, GRID, MUTED, ORANGE, PURPLE, RED, SLATE, TEAL};
 use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the timeline";
 const WIDTH: u32 = 960;
 const PANEL_HEIGHT: u32 = 190;
-/// Intervals shorter than this (a phase's last, partial second) give no rate: a few requests over a few
-/// milliseconds would read as a spike.
+/// Intervals shorter than this (a phase's drain, after its last full second) give no rate and no percentiles:
+/// a few requests over a few milliseconds would read as a spike (the spectrum has them).
 const MIN_INTERVAL: f64 = 0.2;
 
 /// One phase (or one repetition of it) on the run's clock.
 struct Segment {
     name: String,
+    /// Shorter names for a narrow band: the matrix cell (`connections=8`), its values (`8`).
+    short: Vec<String>,
     start: f64,
     end: f64,
     gated: bool,
@@ -46,11 +48,19 @@ fn segments_of(s: &ScenarioResult, suffix: &str, out: &mut Vec<Segment>) {
         cumulative += d;
         bounds.push(cumulative);
     }
+    let mut short = Vec::new();
+    if !s.matrix.is_empty() {
+        let cell: Vec<String> = s.matrix.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        short.push(format!("{}{suffix}", cell.join(",")));
+        let values: Vec<&str> = s.matrix.iter().map(|(_, v)| v.as_str()).collect();
+        short.push(values.join(","));
+    }
     let mut segs: Vec<Segment> = spans
         .iter()
         .enumerate()
         .map(|(i, (start, d))| Segment {
             name: if spans.len() > 1 { format!("{name} #{}", i + 1) } else { name.clone() },
+            short: short.clone(),
             start: *start,
             end: start + d,
             gated: s.gate,
@@ -108,26 +118,29 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
     let segs = segments(r);
     let end = segs.iter().map(|s| s.end.max(s.points.last().map_or(0.0, |p| p.0))).fold(1.0f64, f64::max);
     let all = || segs.iter().flat_map(|s| s.points.iter());
-    let max_p99 = all().filter(|p| p.2.completed > 0).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
+    let max_p99 =
+        all().filter(|p| p.2.completed > 0 && p.1 >= MIN_INTERVAL).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
     let unit = time_unit(max_p99);
     let open = all().any(|p| p.2.target_rate.is_some());
     let users = all().any(|p| p.2.users_active.is_some());
 
-    let mut throughput: Vec<Series> = vec![("completed/s", BLUE, |dt, p| rate(p.completed, dt))];
+    // The target rate first, so that the achieved rate is drawn over it.
+    let mut throughput: Vec<Series> = Vec::new();
     if open {
         throughput.push(("target rate", SLATE, |_, p| p.target_rate));
     }
+    throughput.push(("completed/s", BLUE, |dt, p| rate(p.completed, dt)));
     let mut active: Vec<Series> = vec![("connections open", PURPLE, |_, p| Some(p.connections_open as f64))];
     if users {
-        active.push(("users active", ORANGE, |_, p| p.users_active.map(|u| u as f64)));
+        active.push(("users active", TEAL, |_, p| p.users_active.map(|u| u as f64)));
     }
     let panels = [
         Panel { y_desc: "throughput (requests/s)".to_owned(), series: throughput, scale: 1.0 },
         Panel {
             y_desc: format!("latency ({})", unit.name),
             series: vec![
-                ("p50", BLUE, |_, p| (p.completed > 0).then_some(p.p50_us as f64)),
-                ("p99", ORANGE, |_, p| (p.completed > 0).then_some(p.p99_us as f64)),
+                ("p50", GREEN, |dt, p| (p.completed > 0 && dt >= MIN_INTERVAL).then_some(p.p50_us as f64)),
+                ("p99", ORANGE, |dt, p| (p.completed > 0 && dt >= MIN_INTERVAL).then_some(p.p99_us as f64)),
             ],
             scale: unit.us,
         },
@@ -227,11 +240,12 @@ fn draw_panel(
     if names {
         let px_per_s = f64::from(WIDTH - 120) / end.max(1e-9);
         for s in segs {
-            let room = ((s.end - s.start) * px_per_s / 7.0).floor() as usize;
-            if room >= 4 {
-                let label = crate::shorten(&s.name, room);
-                let text = EmptyElement::at((s.start, top))
-                    + Text::new(label, (4, 3), (FONT, 13).into_font().color(&MUTED));
+            let room = ((s.end - s.start) * px_per_s / 6.5).floor() as usize;
+            let fits = std::iter::once(&s.name).chain(&s.short).find(|l| l.chars().count() <= room);
+            let label = fits.cloned().or_else(|| (room >= 4).then(|| crate::shorten(&s.name, room)));
+            if let Some(label) = label {
+                let text =
+                    EmptyElement::at((s.start, top)) + Text::new(label, (4, 3), (FONT, 13).into_font().color(&MUTED));
                 chart.draw_series(std::iter::once(text)).or_draw(PLOT)?;
             }
         }
@@ -242,9 +256,7 @@ fn draw_panel(
             let pts: Vec<(f64, f64)> =
                 seg.points.iter().filter_map(|(t, dt, p)| f(*dt, p).map(|v| (*t, v / panel.scale))).collect();
             if pts.len() < 3 {
-                chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled())))
-                    .or_draw(PLOT)?;
+                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled()))).or_draw(PLOT)?;
             }
             chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))).or_draw(PLOT)?;
         }

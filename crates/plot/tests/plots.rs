@@ -26,14 +26,10 @@ impl Svg {
         let style = root.children().find(|n| n.has_tag_name("style")).expect("a stylesheet").text().unwrap_or("");
         assert!(style.contains("prefers-color-scheme: dark"), "{style}");
         let all: Vec<_> = root.descendants().collect();
-        let texts = all
-            .iter()
-            .filter(|n| n.has_tag_name("text"))
-            .map(|n| n.text().unwrap_or("").trim().to_owned())
-            .collect();
-        let attr = |name: &str| -> Vec<String> {
-            all.iter().filter_map(|n| n.attribute(name)).map(str::to_owned).collect()
-        };
+        let texts =
+            all.iter().filter(|n| n.has_tag_name("text")).map(|n| n.text().unwrap_or("").trim().to_owned()).collect();
+        let attr =
+            |name: &str| -> Vec<String> { all.iter().filter_map(|n| n.attribute(name)).map(str::to_owned).collect() };
         Svg {
             texts,
             strokes: attr("stroke"),
@@ -127,7 +123,9 @@ fn the_timeline_has_four_panels_with_units_and_shades_the_warmup() {
     ] {
         svg.assert_text(label);
     }
-    for series in ["completed/s", "target rate", "p50", "p99", "failed requests/s", "non-2xx responses/s", "users active"] {
+    for series in
+        ["completed/s", "target rate", "p50", "p99", "failed requests/s", "non-2xx responses/s", "users active"]
+    {
         assert!(svg.texts.iter().any(|t| t == series), "no legend entry {series:?}");
     }
     svg.assert_text("warmup (not gated)");

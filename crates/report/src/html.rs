@@ -56,9 +56,10 @@ pub fn html(results: &RunResults, plots: &[(Figure, String)]) -> Result<String, 
             file: &f.file,
             kind: f.kind.label(),
             subject: f.subject(),
-            svg: svg.trim_start_matches(|c: char| c != '<').strip_prefix("<?xml").map_or(svg.as_str(), |rest| {
-                rest.find("?>").map_or(svg.as_str(), |end| rest[end + 2..].trim_start())
-            }),
+            svg: svg
+                .trim_start_matches(|c: char| c != '<')
+                .strip_prefix("<?xml")
+                .map_or(svg.as_str(), |rest| rest.find("?>").map_or(svg.as_str(), |end| rest[end + 2..].trim_start())),
         })
         .collect();
     let view = View::new(results);

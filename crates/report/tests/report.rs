@@ -299,9 +299,8 @@ fn the_html_report_is_self_contained_well_formed_and_embeds_every_plot() {
     let figures = loadgate_plot::figures(&r);
     assert_eq!(svgs.len(), figures.len());
     for f in &figures {
-        let embedded = svgs.iter().any(|s| {
-            s.children().any(|c| c.has_tag_name("title") && c.text() == Some(f.title.as_str()))
-        });
+        let embedded =
+            svgs.iter().any(|s| s.children().any(|c| c.has_tag_name("title") && c.text() == Some(f.title.as_str())));
         assert!(embedded, "{} is not inline", f.title);
         // And linked, for a reader who wants the file.
         assert!(text.contains(&format!("href=\"{}\"", f.file)), "{} not linked", f.file);

@@ -159,7 +159,8 @@ pub fn rerender(results: &mut RunResults, dir: &Path, template: Option<&str>) ->
         return Err(output(f.to_string()));
     }
     let page = loadgate_report::html(results, &plots).map_err(|e| output(format!("cannot render report.html: {e}")))?;
-    let mut files = vec![("junit.xml".to_owned(), junit), ("report.md".to_owned(), md), ("report.html".to_owned(), page)];
+    let mut files =
+        vec![("junit.xml".to_owned(), junit), ("report.md".to_owned(), md), ("report.html".to_owned(), page)];
     files.extend(plots.into_iter().map(|(f, svg)| (f.file, svg)));
     let mut written = Vec::new();
     for (name, content) in files {
