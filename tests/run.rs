@@ -352,7 +352,7 @@ fn every_spec_in_specs_runs_at_its_smallest_scale_against_the_builtin_target() {
         assert_eq!(r["scenarios"].as_array().unwrap().len(), plan["phases"].as_array().unwrap().len(), "{name}");
         assert!(r["finished_at"].is_string(), "{name} finished");
         assert_eq!(r["target"]["kind"], "builtin", "{name} runs against the built-in target by default");
-        for file in ["junit.xml", "report.md"] {
+        for file in ["junit.xml", "report.md", "report.html", "timeline.svg"] {
             assert!(dir.path().join("out").join(name).join(file).exists(), "{name}/{file}");
         }
     }
@@ -445,6 +445,70 @@ fn a_sweep_against_a_server_that_collapses_names_the_knee() {
     assert_eq!(knee["kind"], "collapse");
     let md = std::fs::read_to_string(dir.path().join("out/e2e-knee/report.md")).unwrap();
     assert!(md.contains("Knee") && md.contains("connections=8"), "{md}");
+    // The sweep's plot marks the knee, and report.html shows it inline.
+    let svg = std::fs::read_to_string(dir.path().join("out/e2e-knee/sweep-sweep.svg")).expect("sweep-sweep.svg");
+    let texts = svg_texts(&svg);
+    assert!(texts.iter().any(|t| t.contains("knee (collapse): connections=8")), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "throughput (requests/s)"), "{texts:?}");
+    let html = std::fs::read_to_string(dir.path().join("out/e2e-knee/report.html")).unwrap();
+    assert!(html.contains("knee (collapse): connections=8"));
+}
+
+/// The texts of an SVG, which must be well-formed XML with an `<svg>` root.
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants().filter(|n| n.has_tag_name("text")).map(|n| n.text().unwrap_or("").trim().to_owned()).collect()
+}
+
+#[test]
+fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run(&["-q", "run", "specs/quickstart.yaml", "--set", "scale=0.3", "--out", out_dir.to_str().unwrap()]);
+    assert!(matches!(out.status.code(), Some(0 | 1 | 4)), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let run_dir = out_dir.join("quickstart");
+    let files = ["timeline.svg", "spectrum-warmup.svg", "spectrum-closed.svg", "spectrum-open.svg"];
+    for file in files {
+        let svg = std::fs::read_to_string(run_dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let texts = svg_texts(&svg);
+        assert!(
+            texts.iter().any(|t| t.starts_with("latency (") || t == "throughput (requests/s)"),
+            "{file}: {texts:?}"
+        );
+    }
+    // The open load's spectrum has service time and send lag beside latency.
+    let open = svg_texts(&std::fs::read_to_string(run_dir.join("spectrum-open.svg")).unwrap());
+    for series in ["latency from intended send", "service time", "send lag"] {
+        assert!(open.iter().any(|t| t.starts_with(series)), "{series}: {open:?}");
+    }
+    let timeline = svg_texts(&std::fs::read_to_string(run_dir.join("timeline.svg")).unwrap());
+    for label in ["warmup", "closed", "open", "target rate", "seconds since the run started"] {
+        assert!(timeline.iter().any(|t| t == label), "{label}: {timeline:?}");
+    }
+
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let doc = roxmltree::Document::parse_with_options(&html, options).expect("report.html is well-formed");
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("svg")).count(), files.len());
+    assert!(!html.contains("<script") && !html.contains("<link"), "self-contained");
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    for file in files {
+        assert!(md.contains(&format!("]({file})")), "report.md links {file}");
+    }
+    assert!(md.contains("### Per-second timeline"));
+
+    // `loadgate report` draws them again from results.json alone.
+    let again = dir.path().join("again");
+    let out = run(&["report", run_dir.join("results.json").to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    assert!(matches!(out.status.code(), Some(0 | 1 | 4)), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    for file in files.iter().chain(&["report.html"]) {
+        assert!(again.join(file).exists(), "{file} re-rendered");
+    }
+    assert_eq!(
+        std::fs::read_to_string(again.join("timeline.svg")).unwrap(),
+        std::fs::read_to_string(run_dir.join("timeline.svg")).unwrap()
+    );
 }
 
 /// A server on loopback that answers 200 to everything and records `METHOD target body` per request.

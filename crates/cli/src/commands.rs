@@ -374,7 +374,7 @@ fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
         fail(out, exit)(e.to_string())
     })?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    out.info(&format!("wrote {}", names.join(" and ")));
+    out.info(&format!("wrote {}", names.join(", ")));
     out.data(&loadgate_report::summary_table(&results, false));
     Ok(Exit::of(results.outcome.status))
 }

@@ -6,7 +6,8 @@
 //! - `results`: the whole [`RunResults`] as in `results.json` (raw numbers, microseconds);
 //! - `report`: the same run prepared for people ([`View`]): numbers formatted (`1.25ms`, `94,737/s`), a headline,
 //!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario with its knee, the user
-//!   injection instances with Gatling's response-time buckets, the warnings, the machine and the pinning;
+//!   injection instances with Gatling's response-time buckets, the plots (SVG files beside the report), each
+//!   instance's per-second timeline, the warnings, the machine and the pinning;
 //! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
 
 use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
@@ -92,6 +93,10 @@ pub struct View {
     pub users: Vec<UsersView>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
+    /// The plots written beside the report (SVG files), in order.
+    pub plots: Vec<crate::plots::PlotLink>,
+    /// Per scenario instance: its per-second timeline as a compact table.
+    pub timelines: Vec<crate::plots::TimelineTable>,
     /// Everything a reader must see before trusting the numbers.
     pub warnings: Vec<String>,
     /// Per scenario instance: generator and target CPU, target memory.
@@ -497,6 +502,8 @@ impl View {
                 })
                 .collect(),
             not_run: r.not_run.clone(),
+            plots: crate::plots::plot_links(r),
+            timelines: crate::plots::timeline_tables(r),
             warnings: warnings(r),
             resources: r
                 .scenarios
