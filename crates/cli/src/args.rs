@@ -61,7 +61,7 @@ pub enum Command {
     /// With a URL instead of SPEC, wrk/wrk2-style flags describe a one-scenario run: `loadgate run -c 64 -d 10s
     /// [-R 20000] http://host:8080/` (or `--url URL`).
     Run(Box<RunArgs>),
-    /// Re-render junit.xml and report.md from a saved results.json; runs nothing.
+    /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
@@ -312,7 +312,7 @@ pub struct ReportArgs {
     /// A results.json written by `loadgate run`.
     #[arg(value_name = "RESULTS")]
     pub results: PathBuf,
-    /// Where to write junit.xml and report.md (default: beside RESULTS).
+    /// Where to write junit.xml, report.md, report.html and the SVG plots (default: beside RESULTS).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// A minijinja template that replaces the built-in Markdown report.
