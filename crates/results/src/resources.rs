@@ -44,8 +44,7 @@ impl PhaseResources {
     /// taken in `(start, end]`, and the busiest of `workers`.
     pub fn over(samples: &[ResourceSample], start: f64, end: f64, workers: &[WorkerStats]) -> PhaseResources {
         let samples: Vec<_> = samples.iter().filter(|x| x.t > start && x.t <= end).collect();
-        let generator_peak =
-            workers.iter().map(|w| w.utilization).fold(None, |m: Option<f64>, u| Some(m.map_or(u, |m| m.max(u))));
+        let generator_peak = workers.iter().map(|w| w.utilization).reduce(f64::max);
         if samples.is_empty() {
             return PhaseResources { generator_peak, ..PhaseResources::default() };
         }
@@ -53,10 +52,7 @@ impl PhaseResources {
         PhaseResources {
             generator_peak,
             target_cpu_mean: Some(samples.iter().map(|x| x.cpu).sum::<f64>() / n),
-            target_cpu_peak: samples
-                .iter()
-                .map(|x| x.cpu)
-                .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c)))),
+            target_cpu_peak: samples.iter().map(|x| x.cpu).reduce(f64::max),
             target_rss_peak: samples.iter().map(|x| x.rss_bytes).max(),
             samples: samples.len(),
         }
@@ -69,9 +65,7 @@ impl PhaseResources {
         if parts.is_empty() {
             return None;
         }
-        let max = |f: &dyn Fn(&PhaseResources) -> Option<f64>| {
-            parts.iter().filter_map(|p| f(p)).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
-        };
+        let max = |f: &dyn Fn(&PhaseResources) -> Option<f64>| parts.iter().filter_map(|p| f(p)).reduce(f64::max);
         let samples: usize = parts.iter().map(|p| p.samples).sum();
         let weighted: f64 = parts.iter().filter_map(|p| p.target_cpu_mean.map(|m| m * p.samples as f64)).sum();
         Some(PhaseResources {
@@ -82,6 +76,7 @@ impl PhaseResources {
             samples,
         })
     }
+
     /// One line for the terminal: `generator CPU 96% (busiest worker); target CPU 71% mean, 88% peak, RSS 12.0MiB`.
     pub fn line(&self) -> Option<String> {
         let pct = |f: f64| format!("{:.0}%", f * 100.0);
