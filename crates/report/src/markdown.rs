@@ -143,6 +143,8 @@ pub struct ScenarioRow {
     pub errors: String,
     /// `timeout 3` or `none`.
     pub errors_by_kind: String,
+    /// Connect time: `p50 41us, p99 180us, max 1.20ms`, or `-` when no connection was timed.
+    pub connect: String,
     /// Non-2xx responses.
     pub non_2xx: String,
     /// `2xx 959,692, 5xx 12`.
@@ -302,7 +304,8 @@ impl View {
             OutcomeStatus::Inconclusive => "❔",
         };
         let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
-        let verdicts = gated.iter().flat_map(|s| &s.verdicts);
+        let run_sweeps = crate::run_sweeps(r);
+        let verdicts = gated.iter().flat_map(|s| &s.verdicts).chain(run_sweeps.iter().flat_map(|s| &s.verdicts));
         let failed = verdicts.clone().filter(|v| !v.passed).count();
         let evaluated = verdicts.filter(|v| v.evaluated()).count();
         let invalid = gated.iter().filter(|s| !s.validity.valid).count();
@@ -348,6 +351,7 @@ impl View {
                 max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 errors: format::count(s.errors.total()),
                 errors_by_kind: errors_line(s),
+                connect: crate::lines::connect_line(s).unwrap_or_else(|| "-".to_owned()),
                 non_2xx: format::count(s.status.non_2xx()),
                 status: status_line(s),
                 verdict: scenario_verdict(s).0,
@@ -405,6 +409,27 @@ impl View {
                     },
                 })
             })
+            .chain(crate::run_sweeps(r).iter().flat_map(|sweep| {
+                let over = sweep.over.clone().unwrap_or_default();
+                let scenario = format!("sweep {} over {over}", sweep.scenario);
+                sweep.verdicts.iter().map(move |v| SloRow {
+                    scenario: scenario.clone(),
+                    slo: v.slo.clone(),
+                    observed: v.observed_text.clone(),
+                    threshold: v.threshold_text(),
+                    result: if !v.passed {
+                        "FAIL".to_owned()
+                    } else if v.note.as_deref().is_some_and(|n| n.starts_with("not gated")) {
+                        "not gated".to_owned()
+                    } else if !v.evaluated() {
+                        "not evaluated".to_owned()
+                    } else {
+                        "pass".to_owned()
+                    },
+                    inconclusive: false,
+                    note: v.note.clone().unwrap_or_default(),
+                })
+            }))
             .collect();
         let spreads = r.scenarios.iter().filter(|s| s.repetitions.len() > 1).map(spread_view).collect();
         let comparisons =
