@@ -127,7 +127,7 @@ pub struct ScenarioRow {
     pub throughput: String,
     /// Target rate, open loads.
     pub target_rate: Option<String>,
-    /// Achieved rate, open loads.
+    /// Achieved rate, open loads, with who limited it when it fell short: `193/s (limited by the plan)`.
     pub achieved_rate: Option<String>,
     /// Latency percentiles.
     pub p50: String,
@@ -343,7 +343,10 @@ impl View {
                 requests: format::count(s.requests.completed),
                 throughput: format::rate(s.throughput),
                 target_rate: s.load.target_rate.map(format::rate),
-                achieved_rate: s.load.achieved_rate.map(format::rate),
+                achieved_rate: s.load.achieved_rate.map(|a| match &s.limited_by {
+                    Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
+                    None => format::rate(a),
+                }),
                 p50: percentile(s, "p50"),
                 p90: percentile(s, "p90"),
                 p99: percentile(s, "p99"),

@@ -102,7 +102,9 @@ impl Group<'_> {
 }
 
 fn groups<'a>(results: &'a RunResults, scenario: &str, over: &str) -> Vec<Group<'a>> {
-    let mut groups: Vec<(Vec<(String, String)>, Vec<(AxisValue, &ScenarioResult)>)> = Vec::new();
+    // (the other variables' values, the cells with their swept value)
+    type Cells<'a> = Vec<(AxisValue, &'a ScenarioResult)>;
+    let mut groups: Vec<(Vec<(String, String)>, Cells<'a>)> = Vec::new();
     for s in results.scenarios.iter().filter(|s| s.scenario == scenario) {
         let Some(value) = s.matrix.iter().find(|(k, _)| k == over).and_then(|(_, v)| AxisValue::parse(v)) else {
             continue;

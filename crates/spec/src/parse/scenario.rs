@@ -412,9 +412,7 @@ fn read_sweep(
         );
         return None;
     }
-    let Some((slo_node, slo_path)) = cx.required(&f, "slo", "`sweep`") else {
-        return None;
-    };
+    let (slo_node, slo_path) = cx.required(&f, "slo", "`sweep`")?;
     let single = [slo_node.clone()];
     let items: &[Node] = match &slo_node.kind {
         NodeKind::Seq(items) => items,
