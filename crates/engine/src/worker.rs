@@ -128,6 +128,8 @@ pub(crate) struct Snapshot {
     /// Service times of the interval's completions (open loads; empty otherwise).
     pub service_time: Histogram<u64>,
     pub connections_open: u64,
+    /// The most requests in flight (or users active: in flight, waiting for their connection or thinking) at any
+    /// moment of the interval, counted at each change, not sampled.
     pub in_flight: u64,
     /// A whole second (the worker ran through it), not the worker's final partial one.
     pub full: bool,
@@ -142,6 +144,8 @@ pub(crate) struct WorkerFinal {
     pub send_lag: Histogram<u64>,
     pub connect_time: Histogram<u64>,
     pub peak_open: u64,
+    /// The most users active at once on this worker (in flight, waiting for their connection or thinking).
+    pub peak_active: u64,
     /// Slots that opened a connection at least once.
     pub slots_connected: u64,
     /// Slots that had anything to do.
@@ -188,6 +192,8 @@ pub(crate) struct Counters {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub opened: u64,
+    /// Connections that failed: the connect failed, or the server closed or reset the connection before
+    /// answering anything on it.
     pub connect_failed: u64,
     pub reconnects: u64,
     pub address_unavailable: u64,
@@ -301,12 +307,27 @@ struct Stats {
     thinking: u64,
     conns_open: u64,
     peak_open: u64,
+    /// The most users active at once (in flight + waiting for a connection + thinking): over the phase, and over
+    /// the current snapshot interval. Active users only grow when one is acquired, so that is where they count.
+    peak_active: u64,
+    interval_peak_active: u64,
     slots_connected: u64,
     /// Per mix entry (empty without a mix).
     by_entry: Vec<EntryStats>,
 }
 
 impl Stats {
+    fn active(&self) -> u64 {
+        self.in_flight + self.acquired_unsent + self.thinking
+    }
+
+    /// A user (or a request of a connection-per-request load) was taken: the active count may peak here.
+    fn note_active(&mut self) {
+        let active = self.active();
+        self.peak_active = self.peak_active.max(active);
+        self.interval_peak_active = self.interval_peak_active.max(active);
+    }
+
     /// The entry's measurements, when the phase has a mix.
     fn entry(&mut self, entry: u32) -> Option<&mut EntryStats> {
         self.by_entry.get_mut(entry as usize)
@@ -435,6 +456,8 @@ impl Ctx {
             thinking: 0,
             conns_open: 0,
             peak_open: 0,
+            peak_active: 0,
+            interval_peak_active: 0,
             slots_connected: 0,
             by_entry: (0..cfg.mix_entries).map(|_| EntryStats::new()).collect(),
         };
@@ -627,9 +650,10 @@ impl Ctx {
             non_2xx: c.non_2xx() - last.non_2xx(),
             latency,
             connections_open: stats.conns_open,
-            in_flight: stats.in_flight + stats.acquired_unsent + stats.thinking,
+            in_flight: stats.interval_peak_active.max(stats.active()),
             full,
         };
+        stats.interval_peak_active = stats.active();
         *last = c;
         snap
     }
@@ -661,6 +685,7 @@ impl Ctx {
             send_lag: std::mem::replace(&mut stats.send_lag, new_histogram()),
             connect_time: std::mem::replace(&mut stats.connect_time, new_histogram()),
             peak_open: stats.peak_open,
+            peak_active: stats.peak_active,
             slots_connected: stats.slots_connected,
             slots_expected,
             incomplete: stats.in_flight,
@@ -766,7 +791,9 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 let mut got = None;
                 match ctx.acquire(&mut quota, 1, Instant::now(), |t| got = Some(t)) {
                     Acquired::Got(_) => {
-                        ctx.stats.borrow_mut().acquired_unsent += 1;
+                        let mut s = ctx.stats.borrow_mut();
+                        s.acquired_unsent += 1;
+                        s.note_active();
                         Poll::Ready(got)
                     }
                     Acquired::Wait => {
@@ -799,6 +826,9 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
         match transport::connect(&ctx.rt, cfg.addr, cfg.timeout).await {
             Ok(mut stream) => {
                 let connected = Instant::now();
+                // A new connection: nothing answered on it yet (a failure mid-way resets the buffers, not these).
+                io.answered = false;
+                io.peer_closed = false;
                 {
                     let mut s = ctx.stats.borrow_mut();
                     s.connect_time.saturating_record(micros(connected.saturating_duration_since(began)));
@@ -848,9 +878,14 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     io.push(now, now, entry, 0);
                 };
                 drop(stream);
+                let refused = io.peer_closed && !io.answered;
                 io.reset();
                 let mut s = ctx.stats.borrow_mut();
                 s.conns_open -= 1;
+                if refused {
+                    // Accepted and then closed or reset without a single response: a failed connection.
+                    s.c.connect_failed += 1;
+                }
                 if !cfg.session.is_empty() {
                     s.c.users_finished += 1;
                 }
@@ -950,6 +985,10 @@ struct SlotIo {
     /// The lazy timeout timer: when it fires (if armed).
     timer_at: Instant,
     armed: bool,
+    /// A response completed on the current connection.
+    answered: bool,
+    /// The server closed or reset the current connection (EOF, a failed read or write).
+    peer_closed: bool,
 }
 
 impl SlotIo {
@@ -965,6 +1004,8 @@ impl SlotIo {
             parser: ResponseParser::new(),
             timer_at: Instant::now(),
             armed: false,
+            answered: false,
+            peer_closed: false,
         }
     }
 
@@ -1083,6 +1124,7 @@ impl SlotIo {
                     }
                     Ok(None) => break,
                     Ok(Some(_)) | Err(_) => {
+                        self.peer_closed = true;
                         self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Write);
                         return Poll::Ready(End::Reconnect { server_closed: false });
                     }
@@ -1094,6 +1136,7 @@ impl SlotIo {
             match stream.try_read(&ctx.rt, &mut scratch[..]) {
                 Ok(None) => {}
                 Err(_) => {
+                    self.peer_closed = true;
                     self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Read);
                     return Poll::Ready(End::Reconnect { server_closed: false });
                 }
@@ -1185,6 +1228,7 @@ impl SlotIo {
         }
         stats.c.completed += 1;
         stats.in_flight -= 1;
+        self.answered = true;
         count_status(&mut stats.c.status, done.status);
         if let Some(e) = stats.entry(entry) {
             e.completed += 1;
@@ -1228,6 +1272,7 @@ impl SlotIo {
     }
 
     fn on_eof(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) -> End {
+        self.peer_closed = true;
         match self.parser.eof() {
             Eof::Completed(done) => {
                 let now = Instant::now();

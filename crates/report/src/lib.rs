@@ -17,17 +17,29 @@
 //!   Gatling's response-time buckets ([`loadgate_results::response_time_buckets`]) beside the percentiles, in
 //!   the Markdown and the text summary;
 //! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
-//!   [`file_stem`] to name a file per scenario instance.
+//!   [`file_stem`] (from `loadgate-plot`) to name a file per scenario instance;
+//! - [`html()`]`(results, plots) -> Result<String, ReportError>`: the self-contained `report.html` (inline CSS,
+//!   the SVGs inline, no script, nothing fetched), given the plots drawn by `loadgate-plot`; the Markdown links
+//!   the same SVG files ([`plots::plot_links`]) and carries each instance's per-second timeline as a table
+//!   ([`plots::timeline_tables`]).
 
+mod annotations;
+pub mod html;
 pub mod junit;
 mod lines;
 pub mod markdown;
+pub mod plots;
 pub mod text;
 
+pub use annotations::github_annotations;
+pub use html::html;
 pub use junit::{junit, junit_many};
+pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
-pub use text::{summary_table, text_summary};
+pub use text::{
+    summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
+};
 
 use std::borrow::Cow;
 
@@ -52,6 +64,9 @@ pub enum ReportError {
     /// The JUnit XML could not be written.
     #[error("JUnit XML: {0}")]
     Junit(String),
+    /// The HTML report could not be rendered.
+    #[error("HTML report: {0}")]
+    Html(String),
 }
 
 /// One line describing the machine: `bench-01: AMD Ryzen 9 7950X 16-Core Processor, 32 CPUs, 64.00GiB, Linux 6.8.0`.
@@ -76,26 +91,6 @@ pub fn machine_summary(m: &Machine) -> String {
     match &m.hostname {
         Some(h) => format!("{h}: {body}"),
         None => body,
-    }
-}
-
-/// A file name for a scenario instance, safe on every file system: `plaintext[connections=256]` becomes
-/// `plaintext-connections-256` (for `latency-<stem>.hgrm` and the like). Distinct instance names of one spec stay
-/// distinct unless they differ only in punctuation.
-pub fn file_stem(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
-            out.push(c);
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed = out.trim_matches(['-', '.']);
-    if trimmed.is_empty() {
-        "scenario".to_owned()
-    } else {
-        trimmed.to_owned()
     }
 }
 

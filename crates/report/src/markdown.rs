@@ -6,7 +6,8 @@
 //! - `results`: the whole [`RunResults`] as in `results.json` (raw numbers, microseconds);
 //! - `report`: the same run prepared for people ([`View`]): numbers formatted (`1.25ms`, `94,737/s`), a headline,
 //!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario with its knee, the user
-//!   injection instances with Gatling's response-time buckets, the warnings, the machine and the pinning;
+//!   injection instances with Gatling's response-time buckets, the plots (SVG files beside the report), each
+//!   instance's per-second timeline, the warnings, the machine and the pinning;
 //! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
 
 use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
@@ -74,6 +75,8 @@ pub struct View {
     pub reasons: Vec<String>,
     /// A row per scenario instance.
     pub scenarios: Vec<ScenarioRow>,
+    /// The instances the run never reached (it stopped before them), with the reason.
+    pub not_run: Vec<loadgate_results::NotRun>,
     /// A row per SLO verdict.
     pub slos: Vec<SloRow>,
     /// One entry per instance that ran more than once: the spread of its repetitions.
@@ -90,6 +93,10 @@ pub struct View {
     pub users: Vec<UsersView>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
+    /// The plots written beside the report (SVG files), in order.
+    pub plots: Vec<crate::plots::PlotLink>,
+    /// Per scenario instance: its per-second timeline as a compact table.
+    pub timelines: Vec<crate::plots::TimelineTable>,
     /// Everything a reader must see before trusting the numbers.
     pub warnings: Vec<String>,
     /// Per scenario instance: generator and target CPU, target memory.
@@ -306,12 +313,23 @@ impl View {
         let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
         let run_sweeps = crate::run_sweeps(r);
         let verdicts = gated.iter().flat_map(|s| &s.verdicts).chain(run_sweeps.iter().flat_map(|s| &s.verdicts));
-        let failed = verdicts.clone().filter(|v| !v.passed).count();
+        let is_inconclusive = |v: &&loadgate_results::Verdict| {
+            v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
+        };
+        let failed = verdicts.clone().filter(|v| !v.passed && !is_inconclusive(v)).count();
+        let undecided = verdicts.clone().filter(is_inconclusive).count();
         let evaluated = verdicts.filter(|v| v.evaluated()).count();
         let invalid = gated.iter().filter(|s| !s.validity.valid).count();
         let headline = match status {
             OutcomeStatus::Passed => format!("All {evaluated} gated SLOs held across {} scenario instances.", r.scenarios.len()),
-            OutcomeStatus::SloFailed => format!("{failed} of {evaluated} gated SLOs failed."),
+            OutcomeStatus::SloFailed => format!(
+                "{failed} of {evaluated} gated SLOs failed.{}",
+                match undecided {
+                    0 => String::new(),
+                    1 => " 1 more could not tell (INCONCLUSIVE).".to_owned(),
+                    n => format!(" {n} more could not tell (INCONCLUSIVE)."),
+                }
+            ),
             OutcomeStatus::InvalidMeasurement => format!(
                 "{invalid} scenario instance{} invalid as a measurement: the generator did not deliver what the plan asked, so those numbers describe loadgate, not the target.{}",
                 if invalid == 1 { " is" } else { "s are" },
@@ -511,6 +529,9 @@ impl View {
                         .collect(),
                 })
                 .collect(),
+            not_run: r.not_run.clone(),
+            plots: crate::plots::plot_links(r),
+            timelines: crate::plots::timeline_tables(r),
             warnings: warnings(r),
             resources: r
                 .scenarios

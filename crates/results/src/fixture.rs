@@ -151,6 +151,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             keep_alive: shape.users.is_none(),
             users_started: shape.users.map(|(started, _, _)| started),
             users_finished: shape.users.map(|(_, finished, _)| finished),
+            users_peak_active: None,
         },
         requests: RequestCounts {
             sent: shape.completed + shape.timeouts + shape.read_errors,
@@ -194,6 +195,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         by_request: Vec::new(),
         repetitions: Vec::new(),
         ab_baseline: None,
+        resources: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);
@@ -392,7 +394,74 @@ pub fn sample_run() -> RunResults {
         outcome: Outcome::in_progress(),
         sweeps: Vec::new(),
         gating: None,
+        not_run: Vec::new(),
     };
+    run.outcome = outcome(&run);
+    run.sweeps = sweeps(&run);
+    run
+}
+
+/// An A/B run in one job: the scenario `api` at 1,000 requests/s, 6 paired rounds in ABBA order, the candidate
+/// (B) about 25% slower in its tail and about 5% in its median. Judged by [`crate::gate::judge`] at 90% confidence:
+/// `p99 <= baseline * 1.05` FAILs (the whole interval of the ratio is above 1.05), `p50 <= baseline * 1.05`
+/// is INCONCLUSIVE (its interval straddles 1.05) and `error_rate < 0.1%` passes on the merge. Times are fixed.
+pub fn sample_ab_run() -> RunResults {
+    let side = |round: usize, slow: f64, tail: f64| {
+        // The noise of round `round`, shared by both sides of it as on a runner whose neighbours come and go.
+        let noise = [1.00, 1.07, 0.96, 1.12, 1.03, 0.98][round];
+        let shape = Shape {
+            name: "api",
+            scenario: "api",
+            matrix: vec![],
+            gate: true,
+            duration: 2.0,
+            offset: 2.0 + 4.0 * round as f64 + if slow > 1.0 { 2.0 } else { 0.0 },
+            model: "constant",
+            connections: 16,
+            opened: 16,
+            pipeline: 1,
+            rates: Some((1_000.0, 999.5)),
+            completed: 1_999,
+            latency: (2_000.0 * noise * slow, 150.0 * noise * tail),
+            server_errors: 0,
+            timeouts: 0,
+            read_errors: 0,
+            response_bytes: 67,
+            slos: vec!["p99 <= baseline * 1.05", "p50 <= baseline * 1.05", "error_rate < 0.1%"],
+            problems: vec![],
+            warnings: vec![],
+            utilization: 0.08,
+            users: None,
+        };
+        scenario(0, &shape)
+    };
+    let slows = [1.00, 1.01, 0.99, 1.00, 1.01, 0.995];
+    let a: Vec<ScenarioResult> = (0..6).map(|r| side(r, 1.0, 1.0)).collect();
+    let b: Vec<ScenarioResult> = (0..6).map(|r| side(r, slows[r], 2.0)).collect();
+    let rounds: Vec<u32> = (1..=6).collect();
+    let slos: Vec<Slo> = ["p99 <= baseline * 1.05", "p50 <= baseline * 1.05", "error_rate < 0.1%"]
+        .iter()
+        .filter_map(|t| parse_slo(t))
+        .collect();
+    let api = crate::gate::judge(&slos, &b, &rounds, crate::gate::Baseline::Paired(&a), 0.90)
+        .expect("the fixture's repetitions merge");
+    let mut run = sample_run();
+    run.spec.name = "pr-ab".to_owned();
+    run.spec.description = Some("The pull request's build against main's, in paired rounds.".to_owned());
+    run.spec.file = "specs/pr-ab.yaml".to_owned();
+    run.spec.vars = BTreeMap::new();
+    run.pinning.warnings.clear();
+    run.target.samples.clear();
+    run.scenarios = vec![api];
+    run.gating = Some(GatingInfo {
+        repeat: 6,
+        max_repeat: 6,
+        confidence: 0.90,
+        on_inconclusive: "inconclusive".to_owned(),
+        restart: "never".to_owned(),
+        order: Some("abba".to_owned()),
+        candidate: Some("http://127.0.0.1:8081".to_owned()),
+    });
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);
     run

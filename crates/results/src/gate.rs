@@ -176,6 +176,10 @@ fn merged_with_repetitions(parts: &[ScenarioResult], rounds: &[u32]) -> Result<S
     Ok(merged)
 }
 
+/// An INCONCLUSIVE verdict that leans neither way is "at the limit" rather than "too noisy to tell" when the run
+/// could tell apart changes this small (relative).
+const AT_LIMIT: f64 = 0.02;
+
 /// Writes a statistical verdict into the SLO's verdict.
 fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
     let relative = cv.method != Method::Median;
@@ -194,6 +198,11 @@ fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
         }
         Verdict3::Inconclusive { leaning: Some(Lean::Pass) } => {
             (StatisticalStatus::Inconclusive, "leans pass".to_owned())
+        }
+        // The central interval holds the limit. With a precise run (it tells apart changes of 2% or less) that
+        // is not noise: the change is about as large as the limit.
+        Verdict3::Inconclusive { leaning: None } if cv.min_detectable_change.is_some_and(|m| m <= AT_LIMIT) => {
+            (StatisticalStatus::Inconclusive, "at the limit".to_owned())
         }
         Verdict3::Inconclusive { leaning: None } => (StatisticalStatus::Inconclusive, "too noisy to tell".to_owned()),
     };

@@ -171,6 +171,10 @@ impl Session {
             abort.check(tick)
         })?;
         result.started_at_offset = offset;
+        // The phase's resource figures, fixed now from the samples taken while it ran: every report shows these.
+        let end = self.opts.origin.elapsed().as_secs_f64();
+        result.resources =
+            Some(loadgate_results::PhaseResources::over(&self.samples().target, offset, end, &result.workers));
         apply_saturation_policy(&mut result, phase, self.opts.saturation);
         let context = loadgate_results::LimitContext {
             timeout_secs: phase.timeout.as_secs_f64(),
