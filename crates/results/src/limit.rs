@@ -90,21 +90,21 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
     let service_mean_s = s.service_time.mean_us / 1e6;
     let busy_seconds = s.timeline.iter().filter(|p| p.in_flight.is_some_and(|n| n as f64 >= connections)).count();
     let seconds = s.timeline.iter().filter(|p| p.in_flight.is_some()).count();
-    let busy_text = format!(
-        "the {} connections were busy {:.0}% of the time (completed requests x mean service time {}){}",
-        format::count(s.connections.planned),
-        100.0 * busy.min(1.0),
-        format::latency_us(s.service_time.mean_us),
-        if seconds > 0 {
-            format!(", all of them at {busy_seconds} of {seconds} one-second marks")
-        } else {
-            String::new()
-        }
-    );
+    let busy_text = |only: &str| {
+        format!(
+            "the {} connections were busy {only}{:.0}% of the time (completed requests x mean service time {})",
+            format::count(s.connections.planned),
+            100.0 * busy.min(1.0),
+            format::latency_us(s.service_time.mean_us),
+        )
+    };
     if busy < CONNECTIONS_BUSY {
+        // The one-second marks are left out here: they count a request in flight from the moment the worker takes
+        // it until the worker reads its answer, so a worker that falls behind (building requests, descheduled)
+        // shows every connection in flight while the target is long done with them.
         evidence.push(format!(
             "connections were free: {} (below {:.0}%)",
-            busy_text.replacen("were busy", "were busy only", 1),
+            busy_text("only "),
             100.0 * CONNECTIONS_BUSY
         ));
         if let Some(w) = busiest {
@@ -113,7 +113,15 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
         evidence.push(send_lag(s));
         return Some(limited(LimitCause::Generator, s, target, achieved, &shortfall, evidence, None));
     }
-    evidence.push(busy_text);
+    evidence.push(format!(
+        "{}{}",
+        busy_text(""),
+        if seconds > 0 {
+            format!(", all of them at {busy_seconds} of {seconds} one-second marks")
+        } else {
+            String::new()
+        }
+    ));
     let mut target_evidence = Vec::new();
     if let Some((first, later)) = service_trend(s) {
         if later as f64 > SERVICE_RISE * first as f64 && later.saturating_sub(first) >= 200 {
@@ -316,7 +324,12 @@ mod tests {
         let s = open(1_000_000.0, 30_000.0, 256, 0.2, 0.6);
         let l = who_limited(&s, &LimitContext::default()).unwrap();
         assert_eq!(l.cause, LimitCause::Generator, "{l:#?}");
-        assert!(l.message.contains("connections were free"), "{}", l.message);
+        assert!(
+            l.message.contains("connections were free: the 256 connections were busy only 2% of the time"),
+            "{}",
+            l.message
+        );
+        assert!(!l.message.contains("one-second marks"), "{}", l.message);
         assert!(l.message.contains("The numbers describe loadgate"), "{}", l.message);
 
         // A saturated worker is the generator's limit even with busy connections.
