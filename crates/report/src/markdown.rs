@@ -460,7 +460,15 @@ impl View {
                 "{} repetition{} per gated instance{}, {:.0}% confidence per check (Holm across a scenario's checks); inconclusive {}",
                 g.repeat,
                 if g.repeat == 1 { "" } else { "s" },
-                if g.max_repeat > g.repeat { format!(" (up to {} while a verdict is inconclusive)", g.max_repeat) } else { String::new() },
+                if g.max_repeat > g.repeat {
+                    format!(
+                        " (up to {} while a verdict is inconclusive, looking after {} rounds, each look at its share of the confidence)",
+                        g.max_repeat,
+                        looks_text(&g.looks)
+                    )
+                } else {
+                    String::new()
+                },
                 g.confidence * 100.0,
                 match g.on_inconclusive.as_str() {
                     "fail" => "counts as a failure (exit 1)",
@@ -705,6 +713,19 @@ fn metrics() -> [RepetitionMetric; 4] {
         ("p99", |r| r.latency.percentiles.get("p99").map(|v| *v as f64), true),
         ("max", |r| Some(r.latency.max_us as f64), true),
     ]
+}
+
+/// `6, 9 and 16`.
+fn looks_text(looks: &[u32]) -> String {
+    let mut words: Vec<String> = looks.iter().map(u32::to_string).collect();
+    match words.len() {
+        0 => String::new(),
+        1 => words.remove(0),
+        _ => {
+            let last = words.pop().unwrap_or_default();
+            format!("{} and {last}", words.join(", "))
+        }
+    }
 }
 
 fn show(value: f64, latency: bool) -> String {

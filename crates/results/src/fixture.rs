@@ -456,6 +456,7 @@ pub fn sample_ab_run() -> RunResults {
     run.gating = Some(GatingInfo {
         repeat: 6,
         max_repeat: 6,
+        looks: vec![6],
         confidence: 0.90,
         on_inconclusive: "inconclusive".to_owned(),
         restart: "never".to_owned(),

@@ -82,6 +82,11 @@ pub struct GatingInfo {
     pub repeat: u32,
     /// The most repetitions sequential mode may run.
     pub max_repeat: u32,
+    /// Sequential mode's looks: the repetition counts after which the verdicts were judged (and the run could
+    /// stop), each at its share of `confidence` so that all looks together keep it. One entry without
+    /// sequential mode.
+    #[serde(default)]
+    pub looks: Vec<u32>,
     /// The two-sided confidence asked of every interval, as a fraction; the family of a scenario's checks keeps
     /// it jointly (Holm).
     pub confidence: f64,

@@ -253,7 +253,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                 break;
             }
         }
-        // Sequential mode: an instance whose verdict is still inconclusive after its planned rounds gets one more.
+        // Sequential mode: an instance whose verdict is still inconclusive at a look gets the rounds up to the next.
         if !stop && round >= 1 {
             for s in &results.scenarios {
                 let inconclusive = s.gate
@@ -388,13 +388,15 @@ fn judge(
         Baseline::Paired(a) => Baseline::Paired(&a[..n]),
         other => other,
     };
-    match loadgate_results::gate::judge(
-        &phase.slos,
-        &mine[..n.max(1).min(mine.len())],
-        rounds,
-        baseline,
-        plan.gating.confidence,
-    ) {
+    // In sequential mode each look is judged at its share of the confidence, so that the run keeps it over all
+    // its looks; an instance with its own `repeat` has one look.
+    let g = &plan.gating;
+    let confidence = if phase.repeat.is_none() && g.sequential() {
+        g.look_confidence(g.look_at(u32::try_from(n).unwrap_or(u32::MAX)))
+    } else {
+        g.confidence
+    };
+    match loadgate_results::gate::judge(&phase.slos, &mine[..n.max(1).min(mine.len())], rounds, baseline, confidence) {
         Ok(r) => Some(r),
         Err(_) => mine.last().cloned(),
     }
@@ -405,6 +407,7 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
     GatingInfo {
         repeat: g.repeat,
         max_repeat: g.max_repeat,
+        looks: g.looks(),
         confidence: g.confidence,
         on_inconclusive: match g.on_inconclusive {
             OnInconclusive::Inconclusive => "inconclusive",
