@@ -24,12 +24,13 @@
 set -euo pipefail
 
 TRIALS=${TRIALS:-50}
+TRIALS_AB=${TRIALS_AB:-$TRIALS}  # fewer A/B trials than A/A ones: the A/B trials stop after this many
 NOISE=${NOISE:-1}
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 DELAY_A=${DELAY_A:-50ms}
 DELAY_B=${DELAY_B:-55ms}
-RATE=${RATE:-2000/s}
+RATE=${RATE:-1000/s}
 CONNS=${CONNS:-512}
 REP=${REP:-500ms}
 REPEAT=${REPEAT:-12}
@@ -91,6 +92,7 @@ stream() { # $1 = stream number
   for n in $(seq 1 $((TRIALS / STREAMS))); do
     t=$(( (n - 1) * STREAMS + $1 ))
     for kind in AA AB; do
+      if [ "$kind" = AB ] && [ "$t" -gt "$TRIALS_AB" ]; then continue; fi
       if [ "$kind" = AA ]; then delay=$DELAY_A; else delay=$DELAY_B; fi
       spec "$dir/spec.yaml" "$delay"
       rm -rf "$dir/out"

@@ -124,7 +124,11 @@ impl ExecutionPlan {
                 g.repeat,
                 if g.repeat == 1 { "" } else { "s" },
                 if g.max_repeat > g.repeat {
-                    format!(" (up to {} while inconclusive)", g.max_repeat)
+                    format!(
+                        " (up to {} while inconclusive, looking after {} rounds)",
+                        g.max_repeat,
+                        g.looks().iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                    )
                 } else {
                     String::new()
                 },
