@@ -313,6 +313,9 @@ impl Aggregator {
                 if m.latency.add(&snap.latency).is_err() {
                     merge_by_values(&mut m.latency, &snap.latency);
                 }
+                if m.service_time.add(&snap.service_time).is_err() {
+                    merge_by_values(&mut m.service_time, &snap.service_time);
+                }
             }
             None => {
                 self.pending.insert(snap.interval, snap);
@@ -373,6 +376,8 @@ fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64,
         max_us: max,
         connections_open: s.connections_open,
         users_active: users.then_some(s.in_flight),
+        in_flight: (!users).then_some(s.in_flight),
+        service_p50_us: (!s.service_time.is_empty()).then(|| s.service_time.value_at_quantile(0.5)),
     }
 }
 
@@ -565,10 +570,12 @@ fn assemble(
         latency: LatencySummary::from_histogram(&hist.latency),
         service_time: LatencySummary::from_histogram(&hist.service_time),
         send_lag: LatencySummary::from_histogram(&hist.send_lag),
+        connect_time: LatencySummary::from_histogram(&hist.connect_time),
         histograms: hist,
         timeline,
         workers: worker_stats,
         validity,
+        limited_by: None,
         verdicts: Vec::new(),
         aborted,
         by_request: by_request(phase, finals, duration),

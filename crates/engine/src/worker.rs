@@ -125,6 +125,8 @@ pub(crate) struct Snapshot {
     pub errors: u64,
     pub non_2xx: u64,
     pub latency: Histogram<u64>,
+    /// Service times of the interval's completions (open loads; empty otherwise).
+    pub service_time: Histogram<u64>,
     pub connections_open: u64,
     /// The most requests in flight (or users active: in flight, waiting for their connection or thinking) at any
     /// moment of the interval, counted at each change, not sampled.
@@ -295,6 +297,8 @@ struct Stats {
     send_lag: Histogram<u64>,
     connect_time: Histogram<u64>,
     interval: Histogram<u64>,
+    /// The interval's service times (open loads), for the timeline.
+    interval_service: Histogram<u64>,
     /// Requests written whose outcome is not known yet.
     in_flight: u64,
     /// Requests taken from the source that wait for their connection (keep-alive off).
@@ -446,6 +450,7 @@ impl Ctx {
             send_lag: new_histogram(),
             connect_time: new_histogram(),
             interval: new_histogram(),
+            interval_service: new_histogram(),
             in_flight: 0,
             acquired_unsent: 0,
             thinking: 0,
@@ -631,8 +636,14 @@ impl Ctx {
         let mut stats = self.stats.borrow_mut();
         let c = stats.c.clone();
         let latency = std::mem::replace(&mut stats.interval, new_histogram());
+        let service_time = if stats.interval_service.is_empty() {
+            new_histogram()
+        } else {
+            std::mem::replace(&mut stats.interval_service, new_histogram())
+        };
         let snap = Snapshot {
             interval,
+            service_time,
             sent: c.sent.saturating_sub(last.sent),
             completed: c.completed - last.completed,
             errors: c.errors.total() - last.errors.total(),
@@ -1212,6 +1223,7 @@ impl SlotIo {
             stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
         }
         if ctx.open_loop {
+            stats.interval_service.saturating_record(micros(now.saturating_duration_since(sent)));
             stats.send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
         }
         stats.c.completed += 1;

@@ -281,6 +281,20 @@ impl ExecutionPlan {
                 let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);
             }
         }
+        for sweep in &self.sweeps {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "  sweep {} over {} ({} cells, judged after the last){}",
+                sweep.scenario,
+                sweep.over,
+                sweep.cells.len(),
+                if sweep.gate { "" } else { ", not gated" }
+            );
+            for slo in &sweep.slos {
+                let _ = writeln!(out, "    slo      {slo}");
+            }
+        }
         out
     }
 }

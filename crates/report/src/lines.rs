@@ -124,3 +124,25 @@ pub(crate) enum Tone {
     Warn,
     Dim,
 }
+
+/// `p50 41us, p99 180us, max 1.20ms (12 connects)`; `None` when no connection was timed. Read from the summary,
+/// or from the histogram in files written before the summary existed.
+pub(crate) fn connect_line(s: &ScenarioResult) -> Option<String> {
+    let derived;
+    let c = if s.connect_time.count > 0 {
+        &s.connect_time
+    } else if !s.histograms.connect_time.is_empty() {
+        derived = loadgate_results::LatencySummary::from_histogram(&s.histograms.connect_time);
+        &derived
+    } else {
+        return None;
+    };
+    let p = |key: &str| c.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
+    Some(format!(
+        "p50 {}, p99 {}, max {} ({} connects)",
+        p("p50"),
+        p("p99"),
+        format::latency(c.max_us),
+        format::count(c.count)
+    ))
+}

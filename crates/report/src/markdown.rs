@@ -134,7 +134,7 @@ pub struct ScenarioRow {
     pub throughput: String,
     /// Target rate, open loads.
     pub target_rate: Option<String>,
-    /// Achieved rate, open loads.
+    /// Achieved rate, open loads, with who limited it when it fell short: `193/s (limited by the plan)`.
     pub achieved_rate: Option<String>,
     /// Latency percentiles.
     pub p50: String,
@@ -150,6 +150,8 @@ pub struct ScenarioRow {
     pub errors: String,
     /// `timeout 3` or `none`.
     pub errors_by_kind: String,
+    /// Connect time: `p50 41us, p99 180us, max 1.20ms`, or `-` when no connection was timed.
+    pub connect: String,
     /// Non-2xx responses.
     pub non_2xx: String,
     /// `2xx 959,692, 5xx 12`.
@@ -309,7 +311,8 @@ impl View {
             OutcomeStatus::Inconclusive => "❔",
         };
         let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
-        let verdicts = gated.iter().flat_map(|s| &s.verdicts);
+        let run_sweeps = crate::run_sweeps(r);
+        let verdicts = gated.iter().flat_map(|s| &s.verdicts).chain(run_sweeps.iter().flat_map(|s| &s.verdicts));
         let is_inconclusive = |v: &&loadgate_results::Verdict| {
             v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
         };
@@ -358,7 +361,10 @@ impl View {
                 requests: format::count(s.requests.completed),
                 throughput: format::rate(s.throughput),
                 target_rate: s.load.target_rate.map(format::rate),
-                achieved_rate: s.load.achieved_rate.map(format::rate),
+                achieved_rate: s.load.achieved_rate.map(|a| match &s.limited_by {
+                    Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
+                    None => format::rate(a),
+                }),
                 p50: percentile(s, "p50"),
                 p90: percentile(s, "p90"),
                 p99: percentile(s, "p99"),
@@ -366,6 +372,7 @@ impl View {
                 max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 errors: format::count(s.errors.total()),
                 errors_by_kind: errors_line(s),
+                connect: crate::lines::connect_line(s).unwrap_or_else(|| "-".to_owned()),
                 non_2xx: format::count(s.status.non_2xx()),
                 status: status_line(s),
                 verdict: scenario_verdict(s).0,
@@ -423,6 +430,27 @@ impl View {
                     },
                 })
             })
+            .chain(crate::run_sweeps(r).iter().flat_map(|sweep| {
+                let over = sweep.over.clone().unwrap_or_default();
+                let scenario = format!("sweep {} over {over}", sweep.scenario);
+                sweep.verdicts.iter().map(move |v| SloRow {
+                    scenario: scenario.clone(),
+                    slo: v.slo.clone(),
+                    observed: v.observed_text.clone(),
+                    threshold: v.threshold_text(),
+                    result: if !v.passed {
+                        "FAIL".to_owned()
+                    } else if v.note.as_deref().is_some_and(|n| n.starts_with("not gated")) {
+                        "not gated".to_owned()
+                    } else if !v.evaluated() {
+                        "not evaluated".to_owned()
+                    } else {
+                        "pass".to_owned()
+                    },
+                    inconclusive: false,
+                    note: v.note.clone().unwrap_or_default(),
+                })
+            }))
             .collect();
         let spreads = r.scenarios.iter().filter(|s| s.repetitions.len() > 1).map(spread_view).collect();
         let comparisons =

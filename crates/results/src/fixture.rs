@@ -121,6 +121,8 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
                 max_us: latency.max(),
                 connections_open: shape.opened.min(shape.connections),
                 users_active: shape.users.map(|(_, _, peak)| peak * t / seconds.max(1)),
+                in_flight: None,
+                service_p50_us: None,
             }
         })
         .collect();
@@ -178,6 +180,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         latency: LatencySummary::from_histogram(&latency),
         service_time: LatencySummary::from_histogram(&service_time),
         send_lag: LatencySummary::from_histogram(&send_lag),
+        connect_time: LatencySummary::from_histogram(&connect_time),
         histograms: Histograms { latency, service_time, send_lag, connect_time },
         timeline,
         workers,
@@ -186,6 +189,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             problems: shape.problems.iter().map(problem).collect(),
             warnings: shape.warnings.iter().map(problem).collect(),
         },
+        limited_by: None,
         verdicts: Vec::new(),
         aborted: None,
         by_request: Vec::new(),
