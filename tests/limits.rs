@@ -4,7 +4,7 @@
 //! and a rate no single generator worker can send, each request carrying a fresh random body (an invalid,
 //! generator-limited one).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,30 +46,7 @@ fn server(delay: impl Fn(usize) -> Duration + Send + Sync + 'static) -> u16 {
                 let _ = stream.set_nodelay(true);
                 let Ok(mut out) = stream.try_clone() else { return };
                 let mut r = BufReader::new(stream);
-                loop {
-                    let mut length = 0usize;
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        let mut h = String::new();
-                        if r.read_line(&mut h).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if h == "\r\n" {
-                            break;
-                        }
-                        if let Some((k, v)) = h.split_once(':') {
-                            if k.eq_ignore_ascii_case("content-length") {
-                                length = v.trim().parse().unwrap_or(0);
-                            }
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if r.read_exact(&mut body).is_err() {
-                        return;
-                    }
+                while common::read_request(&mut r).is_some() {
                     let now = in_service.fetch_add(1, Ordering::SeqCst) + 1;
                     std::thread::sleep(delay(now));
                     in_service.fetch_sub(1, Ordering::SeqCst);

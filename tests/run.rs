@@ -6,30 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
-}
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_loadgate")
-}
-
-fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .current_dir(root())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1");
-    cmd
-}
+mod common;
+use common::{command, root, text};
 
 fn run(args: &[&str]) -> Output {
-    command(args).output().expect("run loadgate")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    common::loadgate(args)
 }
 
 /// Writes a spec into a fresh directory and returns (dir, spec path).
@@ -515,7 +496,7 @@ fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again()
 
 /// A server on loopback that answers 200 to everything and records `METHOD target body` per request.
 fn recording_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -527,30 +508,7 @@ fn recording_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
             std::thread::spawn(move || {
                 let mut out = stream.try_clone().expect("clone");
                 let mut r = BufReader::new(stream);
-                loop {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let mut length = 0;
-                    loop {
-                        let mut h = String::new();
-                        if r.read_line(&mut h).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if h == "\r\n" {
-                            break;
-                        }
-                        if let Some((k, v)) = h.split_once(':') {
-                            if k.eq_ignore_ascii_case("content-length") {
-                                length = v.trim().parse().unwrap_or(0);
-                            }
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if r.read_exact(&mut body).is_err() {
-                        return;
-                    }
+                while let Some((line, body)) = common::read_request(&mut r) {
                     let mut parts = line.split_whitespace();
                     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
                     log.lock().unwrap().push(format!("{method} {target} {}", String::from_utf8_lossy(&body)));

@@ -18,6 +18,21 @@ use crate::model::*;
 use crate::outcome::outcome;
 use crate::verdict::evaluate;
 
+/// A cell of a `connections` sweep named `sweep[connections=N]`, cut from the sample run's plaintext scenario,
+/// with this throughput and a latency distribution of this mean (ms): 90% of the mean as a floor, 10% as the
+/// exponential tail, like wrk's tight closed-loop distributions.
+pub fn sweep_cell(connections: u32, throughput: f64, mean_ms: f64) -> ScenarioResult {
+    let mut s = sample_run().scenarios[1].clone();
+    s.name = format!("sweep[connections={connections}]");
+    s.scenario = "sweep".to_owned();
+    s.matrix = vec![("connections".to_owned(), connections.to_string())];
+    s.throughput = throughput;
+    s.requests.completed = (throughput * 10.0) as u64;
+    s.histograms.latency = exponential_histogram(10_000, mean_ms * 900.0, mean_ms * 100.0);
+    s.latency = LatencySummary::from_histogram(&s.histograms.latency);
+    s
+}
+
 /// The fixed start of the sample run.
 pub const STARTED_AT: &str = "2025-01-01T12:00:00Z";
 /// The fixed end of the sample run.

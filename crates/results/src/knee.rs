@@ -242,25 +242,10 @@ pub(crate) fn collapse_knee(cells: &[&ScenarioResult], at: usize, best: usize, s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::{exponential_histogram, sample_run};
-    use crate::model::LatencySummary;
-
-    /// A cell of a `connections` sweep with this throughput and a latency distribution of this mean (ms).
-    fn cell(connections: u32, throughput: f64, mean_ms: f64) -> ScenarioResult {
-        let mut s = sample_run().scenarios[1].clone();
-        s.name = format!("sweep[connections={connections}]");
-        s.scenario = "sweep".to_owned();
-        s.matrix = vec![("connections".to_owned(), connections.to_string())];
-        s.throughput = throughput;
-        s.requests.completed = (throughput * 10.0) as u64;
-        // 90% of the mean as a floor, 10% as the exponential tail: wrk's tight closed-loop distributions.
-        s.histograms.latency = exponential_histogram(10_000, mean_ms * 900.0, mean_ms * 100.0);
-        s.latency = LatencySummary::from_histogram(&s.histograms.latency);
-        s
-    }
+    use crate::fixture::{sample_run, sweep_cell};
 
     fn sweep(points: &[(u32, f64, f64)]) -> Vec<ScenarioResult> {
-        points.iter().map(|&(c, t, m)| cell(c, t, m)).collect()
+        points.iter().map(|&(c, t, m)| sweep_cell(c, t, m)).collect()
     }
 
     fn knee_of(cells: &[ScenarioResult]) -> Option<Knee> {

@@ -29,7 +29,7 @@ use loadgate_model::{AxisValue, CellRef, CellThreshold, Comparison, KneeWhich, M
 use crate::format;
 use crate::knee::{collapse_knee, first_collapse, first_saturation, label, saturation_knee};
 use crate::model::{RunResults, ScenarioResult, Sweep, Verdict};
-use crate::verdict::{format_value, measure, threshold_number, NOTE_NOT_GATED};
+use crate::verdict::{format_value, measure, threshold_number};
 
 /// A matrix scenario's sweep SLOs, as the plan gives them.
 #[derive(Debug, Clone, Copy)]
@@ -175,17 +175,7 @@ pub fn judge_sweep(results: &RunResults, o: &SweepObjectives<'_>) -> Vec<Verdict
                 });
             }
             if !o.gate {
-                let would_fail = !v.passed;
-                v.passed = true;
-                let mut note = NOTE_NOT_GATED.to_owned();
-                if would_fail {
-                    note.push_str("; would have failed");
-                }
-                if let Some(previous) = v.note.take() {
-                    note.push_str("; ");
-                    note.push_str(&previous);
-                }
-                v.note = Some(note);
+                v.ungate();
             }
             v
         })
@@ -374,27 +364,18 @@ fn cell_check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::{exponential_histogram, sample_run};
-    use crate::model::LatencySummary;
+    use crate::fixture::{sample_run, sweep_cell};
 
     /// A run with one `sweep` scenario of these cells: (connections, throughput, mean latency ms).
     fn run(points: &[(u32, f64, f64)]) -> RunResults {
         let mut r = sample_run();
-        let template = r.scenarios[1].clone();
         r.scenarios = points
             .iter()
             .enumerate()
             .map(|(i, &(c, t, mean_ms))| {
-                let mut s = template.clone();
+                let mut s = sweep_cell(c, t, mean_ms);
                 s.index = i;
                 s.gate = true;
-                s.name = format!("sweep[connections={c}]");
-                s.scenario = "sweep".to_owned();
-                s.matrix = vec![("connections".to_owned(), c.to_string())];
-                s.throughput = t;
-                s.requests.completed = (t * 10.0) as u64;
-                s.histograms.latency = exponential_histogram(10_000, mean_ms * 900.0, mean_ms * 100.0);
-                s.latency = LatencySummary::from_histogram(&s.histograms.latency);
                 s
             })
             .collect();

@@ -218,22 +218,27 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
     }
 
     if !result.gate {
-        let would_fail = !verdict.passed;
-        verdict.passed = true;
-        let mut note = NOTE_NOT_GATED.to_owned();
-        if would_fail {
-            note.push_str("; would have failed");
-        }
-        if let Some(previous) = verdict.note.take() {
-            note.push_str("; ");
-            note.push_str(&previous);
-        }
-        verdict.note = Some(note);
+        verdict.ungate();
     }
     verdict
 }
 
 impl Verdict {
+    /// Makes this a verdict of something not gated (`gate: false`): it passes, and its note says so, whether it
+    /// would have failed, and what it said before.
+    pub fn ungate(&mut self) {
+        let mut note = NOTE_NOT_GATED.to_owned();
+        if !self.passed {
+            note.push_str("; would have failed");
+        }
+        if let Some(previous) = self.note.take() {
+            note.push_str("; ");
+            note.push_str(&previous);
+        }
+        self.passed = true;
+        self.note = Some(note);
+    }
+
     /// Whether the SLO was compared at all (it is not for a request the run did not measure, nor without a
     /// baseline to compare with).
     pub fn evaluated(&self) -> bool {
