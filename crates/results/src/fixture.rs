@@ -196,6 +196,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         repetitions: Vec::new(),
         ab_baseline: None,
         resources: None,
+        capacity: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);

@@ -37,6 +37,7 @@
 //! ```
 
 pub mod abort;
+pub mod capacity;
 mod error;
 mod event;
 pub mod interrupt;
