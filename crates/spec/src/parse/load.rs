@@ -457,3 +457,51 @@ fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     }
     Some(Load::Users { steps, max_connections: max_conns })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{load_str, Load, LoadOptions};
+
+    fn capacity(load: &str, slo: &str) -> Result<crate::Spec, crate::SpecError> {
+        let yaml = format!(
+            "version: 1\nname: c\nvars: {{ step: 3 }}\ntarget: {{ builtin: plaintext }}\nscenarios:\n  s:\n    request: {{ path: / }}\n    load: {{ capacity: {load} }}\n    slo: {slo}\n"
+        );
+        load_str("c.yaml", &yaml, &LoadOptions::default())
+    }
+
+    #[test]
+    fn a_capacity_search_reads_with_its_defaults() {
+        let spec = capacity("{ from: 1k/s, to: 64k/s, duration: 5s, connections: 16 }", "[p99 < 10ms]").unwrap();
+        let Load::Capacity { search, connections } = spec.scenarios[0].cells[0].load else { panic!("a capacity load") };
+        assert_eq!(connections, 16);
+        assert_eq!((search.from.per_sec(), search.to.per_sec()), (1000.0, 64000.0));
+        assert_eq!((search.step, search.precision.0, search.confirm), (2.0, 0.05, 1));
+        assert_eq!((search.max_duration.to_string(), search.pause.to_string()), ("10m".to_owned(), "0s".to_owned()));
+        // 1k, 2k, ..., 64k: 7 steps up; halving 100% down to 5%: 5 more; 1 confirmation.
+        assert_eq!(search.worst_case_steps(), 13);
+        assert_eq!(search.worst_case_duration().to_string(), "1m5s");
+        assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
+        assert_eq!(spec.scenarios[0].cells[0].load.duration().map(|d| d.to_string()).as_deref(), Some("10m"));
+    }
+
+    #[test]
+    fn factors_are_written_with_or_without_x_and_may_be_templated() {
+        for (step, factor) in [("1.5x", 1.5), ("2", 2.0), ("\"{{ step }}x\"", 3.0), ("\"{{ step }}\"", 3.0)] {
+            let spec = capacity(&format!("{{ from: 1k/s, to: 9k/s, step: {step}, duration: 1s, connections: 1 }}"), "[p99 < 1s]")
+                .unwrap_or_else(|e| panic!("{step}: {e:?}"));
+            let Load::Capacity { search, .. } = spec.scenarios[0].cells[0].load else { panic!() };
+            assert_eq!(search.step, factor, "{step}");
+        }
+    }
+
+    #[test]
+    fn a_search_longer_than_its_budget_or_without_step_slos_warns() {
+        let spec =
+            capacity("{ from: 1k/s, to: 1000k/s, step: 1.1x, duration: 30s, connections: 8 }", "[capacity >= 5k/s]")
+                .unwrap();
+        let warnings: Vec<&str> = spec.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert!(warnings[0].starts_with("the search may need "), "{warnings:?}");
+        assert!(warnings[0].ends_with("more than `max_duration` (10m)"), "{warnings:?}");
+        assert_eq!(warnings[1], "the capacity search has no SLO for its steps");
+    }
+}
