@@ -84,17 +84,17 @@ pub fn describe_load(load: &LoadPlan) -> String {
     }
 }
 
-/// One line describing a capacity search: `capacity search 1000/s to 200000/s over 16 connections: steps of 5s
-/// up x2, then bisection to 2%, confirmed once; at most 10m (16 steps, 1m20s, at worst)`.
+/// One line describing a capacity search: `capacity search 1000/s to 200000/s over 16 connections: steps of 5s,
+/// x2 up, then bisection to 2%, confirmed once; at most 10m (16 steps, 1m20s, at worst)`.
 pub fn describe_capacity(c: &CapacitySearch, load: &LoadPlan) -> String {
     let confirm = match c.confirm {
         0 => "not confirmed".to_owned(),
         1 => "confirmed once".to_owned(),
         n => format!("confirmed {n} times"),
     };
-    let pause = if c.pause == Duration::ZERO { String::new() } else { format!(" {} apart", c.pause) };
+    let pause = if c.pause == Duration::ZERO { String::new() } else { format!(" ({} apart)", c.pause) };
     format!(
-        "capacity search {} to {} over {} connections: steps of {}{pause} up x{}, then bisection to {}, {confirm}; \
+        "capacity search {} to {} over {} connections: steps of {}{pause}, x{} up, then bisection to {}, {confirm}; \
          at most {} ({} steps, {}, at worst)",
         c.from,
         c.to,

@@ -319,9 +319,6 @@ fn assemble(
     let mut result = runs.swap_remove(decided).1;
     result.name.clone_from(&phase.name);
     result.gate = phase.gate;
-    if let Some(first) = steps.first() {
-        result.started_at_offset = first.started_at_offset;
-    }
     // An `abort_on_fail` SLO ends a failing step, not the run; only an interruption stops the run here.
     if stop != CapacityStop::Interrupted {
         result.aborted = None;
