@@ -239,8 +239,11 @@ impl CapacitySearch {
         let ups = if to > from { (to / from).ln() / self.step.ln() } else { 0.0 };
         let ups = ups.ceil().max(0.0) as u32 + 1;
         let width = (self.step - 1.0).max(0.0);
-        let halvings =
-            if self.precision.0 > 0.0 && width > self.precision.0 { (width / self.precision.0).log2().ceil() as u32 } else { 0 };
+        let halvings = if self.precision.0 > 0.0 && width > self.precision.0 {
+            (width / self.precision.0).log2().ceil() as u32
+        } else {
+            0
+        };
         ups + halvings + self.confirm
     }
 

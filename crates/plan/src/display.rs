@@ -298,7 +298,9 @@ impl ExecutionPlan {
             let _ = writeln!(out, "  {pad}split    {}", split.join(", "));
             for s in &p.slos {
                 let abort = match s.abort_on_fail {
-                    Some(a) if p.capacity.is_some() && a.delay == Duration::ZERO => " (ends a step when breached)".to_owned(),
+                    Some(a) if p.capacity.is_some() && a.delay == Duration::ZERO => {
+                        " (ends a step when breached)".to_owned()
+                    }
                     Some(a) if p.capacity.is_some() => format!(" (ends a step when breached after {})", a.delay),
                     Some(a) if a.delay == Duration::ZERO => " (aborts the run when breached)".to_owned(),
                     Some(a) => format!(" (aborts the run when breached after {})", a.delay),

@@ -241,9 +241,9 @@ pub enum Arrival {
 /// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
-    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind, OnInconclusive,
-    OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo, Threshold,
-    UserStep,
+    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind,
+    OnInconclusive, OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo,
+    Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

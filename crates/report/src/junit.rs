@@ -153,9 +153,11 @@ fn properties(run: &RunResults) -> Vec<Property> {
     ];
     props.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| Property::new(k, v))));
     props.extend(run.spec.vars.iter().map(|(k, v)| Property::new(format!("var.{k}"), v.as_str())));
-    props.extend(run.scenarios.iter().filter_map(|s| {
-        s.capacity.as_ref().map(|c| Property::new(format!("capacity.{}", s.name), c.summary()))
-    }));
+    props.extend(
+        run.scenarios
+            .iter()
+            .filter_map(|s| s.capacity.as_ref().map(|c| Property::new(format!("capacity.{}", s.name), c.summary()))),
+    );
     props.extend(crate::run_sweeps(run).iter().filter_map(|sweep| {
         sweep.knee.as_ref().map(|k| Property::new(format!("sweep.{}.knee", sweep.scenario), k.explanation.as_str()))
     }));

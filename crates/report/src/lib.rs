@@ -38,10 +38,10 @@ pub mod text;
 pub use annotations::github_annotations;
 pub use html::html;
 pub use junit::{junit, junit_many};
+pub use lines::capacity_step_line;
 pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
-pub use lines::capacity_step_line;
 pub use text::{
     summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
 };

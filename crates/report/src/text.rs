@@ -113,7 +113,10 @@ pub fn text_summary(s: &ScenarioResult) -> String {
 
     if let Some(c) = &s.capacity {
         let _ = writeln!(out, "  Capacity: {}", c.summary());
-        let _ = writeln!(out, "  Measurements above: the last step at the capacity (or the first step, when no rate held).");
+        let _ = writeln!(
+            out,
+            "  Measurements above: the last step at the capacity (or the first step, when no rate held)."
+        );
         out.push_str(&aligned_table(&crate::lines::CAPACITY_HEADERS, &crate::lines::capacity_rows(c), "    "));
     }
     if !s.verdicts.is_empty() {

@@ -17,6 +17,7 @@
 //!    - **plan** otherwise: the target kept its service time, the spec's connection count was too small for the
 //!      rate. The verdict names the connection count that would carry it: target rate x mean service time
 //!      (Little's law), and half again for variation.
+//!
 //!    The connections also count as busy when they were busy over the phase's later half (each second's
 //!    completed requests x its median service time, at least 80% of the connections' time) while the service
 //!    time rose as above: a target whose queue grew within the phase (a rate a little above its capacity) fills
@@ -106,9 +107,8 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
     // A target whose queue grew within the phase fills the connections only in its later part: busy there (by
     // Little's law on the later half's seconds), with the service time risen, it is the target's limit even when
     // the whole phase's share is low.
-    let rising = service_trend(s).filter(|(first, later)| {
-        *later as f64 > SERVICE_RISE * *first as f64 && later.saturating_sub(*first) >= 200
-    });
+    let rising = service_trend(s)
+        .filter(|(first, later)| *later as f64 > SERVICE_RISE * *first as f64 && later.saturating_sub(*first) >= 200);
     let later_busy = later_busy_share(s);
     if busy < CONNECTIONS_BUSY && !(rising.is_some() && later_busy >= CONNECTIONS_BUSY) {
         // The one-second marks are left out here: they count a request in flight from the moment the worker takes
@@ -370,8 +370,7 @@ mod tests {
         let mut s = open(280.0, 271.0, 64, 160.0, 0.07);
         s.duration = 4.0;
         s.requests.completed = 1000;
-        s.service_time =
-            LatencySummary::from_histogram(&exponential_histogram(1000, 100_000.0, 10_000.0));
+        s.service_time = LatencySummary::from_histogram(&exponential_histogram(1000, 100_000.0, 10_000.0));
         s.timeline = [(1.0, 30_000), (2.0, 120_000), (3.0, 240_000), (4.0, 256_000)]
             .into_iter()
             .map(|(t, service)| TimelinePoint {

@@ -230,7 +230,8 @@ pub fn search(
     let step_slos: Vec<Slo> = phase.slos.iter().filter(|s| s.metric != Metric::Capacity).cloned().collect();
     let mut runs: Vec<(CapacityStep, ScenarioResult)> = Vec::new();
     let mut error = None;
-    let budget = Budget { max: c.max_duration.as_secs_f64(), step: c.duration.as_secs_f64(), pause: c.pause.as_secs_f64() };
+    let budget =
+        Budget { max: c.max_duration.as_secs_f64(), step: c.duration.as_secs_f64(), pause: c.pause.as_secs_f64() };
     let search = drive(
         SearchParams::of(c),
         budget,

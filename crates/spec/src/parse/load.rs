@@ -242,10 +242,14 @@ fn read_capacity(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     }
     if max_duration < duration {
         cx.error(
-            Diagnostic::error(&path.key("max_duration"), f.key_span("max_duration"), "`max_duration` cannot hold one step")
-                .expected(format!("at least the step's `duration` ({duration})"))
-                .found(max_duration.to_string())
-                .help("the budget bounds the whole search; give it room for several steps"),
+            Diagnostic::error(
+                &path.key("max_duration"),
+                f.key_span("max_duration"),
+                "`max_duration` cannot hold one step",
+            )
+            .expected(format!("at least the step's `duration` ({duration})"))
+            .found(max_duration.to_string())
+            .help("the budget bounds the whole search; give it room for several steps"),
         );
         return None;
     }
@@ -487,8 +491,11 @@ mod tests {
     #[test]
     fn factors_are_written_with_or_without_x_and_may_be_templated() {
         for (step, factor) in [("1.5x", 1.5), ("2", 2.0), ("\"{{ step }}x\"", 3.0), ("\"{{ step }}\"", 3.0)] {
-            let spec = capacity(&format!("{{ from: 1k/s, to: 9k/s, step: {step}, duration: 1s, connections: 1 }}"), "[p99 < 1s]")
-                .unwrap_or_else(|e| panic!("{step}: {e:?}"));
+            let spec = capacity(
+                &format!("{{ from: 1k/s, to: 9k/s, step: {step}, duration: 1s, connections: 1 }}"),
+                "[p99 < 1s]",
+            )
+            .unwrap_or_else(|e| panic!("{step}: {e:?}"));
             let Load::Capacity { search, .. } = spec.scenarios[0].cells[0].load else { panic!() };
             assert_eq!(search.step, factor, "{step}");
         }

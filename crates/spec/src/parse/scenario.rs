@@ -549,13 +549,10 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             Some((n, p)) => (f.key_span("slo").or(n.span), p),
             None => (f.key_span("load"), f.path.key("load")),
         };
-        cx.error(
-            Diagnostic::warning(&p, span, "the capacity search has no SLO for its steps")
-                .help(
-                    "a step then holds when its rate is sent in full; add the objectives the capacity must keep, \
+        cx.error(Diagnostic::warning(&p, span, "the capacity search has no SLO for its steps").help(
+            "a step then holds when its rate is sent in full; add the objectives the capacity must keep, \
                      such as `slo: [p99 < 100ms, error_rate < 0.1%]`",
-                ),
-        );
+        ));
     }
     let names: Vec<&str> = mix
         .iter()
