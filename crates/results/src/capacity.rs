@@ -246,6 +246,65 @@ mod tests {
     }
 
     #[test]
+    fn the_capacity_gates_against_a_value_a_baseline_or_another_cell() {
+        let run = crate::fixture::sample_capacity_run();
+        let get = &run.scenarios[0];
+        let slo = |t: &str| loadgate_model::Slo::parse(t).unwrap();
+        let v = crate::evaluate(&[slo("capacity >= 2000/s"), slo("capacity >= 3k/s")], get, None);
+        assert!(v[0].passed && !v[1].passed, "{v:#?}");
+        assert_eq!(v[1].explain(), "capacity was 2,375/s, threshold >= 3000/s");
+
+        // A stored baseline that found 2,800/s: 2,375/s is 15% below it.
+        let mut base = get.clone();
+        if let Some(c) = &mut base.capacity {
+            c.capacity = Some(2_800.0);
+        }
+        let v = crate::evaluate(&[slo("capacity >= baseline * 0.9"), slo("capacity >= baseline * 0.8")], get, Some(&base));
+        assert!(!v[0].passed && v[1].passed, "{v:#?}");
+        assert_eq!(v[0].threshold_value, 2_520.0);
+        let v = crate::evaluate(&[slo("capacity >= baseline * 0.9")], get, None);
+        assert!(v[0].passed && !v[0].evaluated(), "no baseline: not evaluated");
+
+        // No rate held, or past the upper bound: the observed text says so.
+        let mut none = get.clone();
+        if let Some(c) = &mut none.capacity {
+            c.capacity = None;
+            c.stop = CapacityStop::LowerBoundFailed;
+        }
+        let v = &crate::evaluate(&[slo("capacity >= 100/s")], &none, None)[0];
+        assert!(!v.passed, "{v:#?}");
+        assert_eq!(v.observed_text, "below 500/s");
+        let mut above = get.clone();
+        if let Some(c) = &mut above.capacity {
+            c.stop = CapacityStop::UpperBoundPassed;
+        }
+        assert_eq!(crate::evaluate(&[slo("capacity >= 100/s")], &above, None)[0].observed_text, "at least 2,375/s");
+
+        // In a matrix, each cell searches, and sweep SLOs compare the cells' capacities.
+        let mut run = run.clone();
+        let mut cells = Vec::new();
+        for (i, (connections, capacity)) in [("16", 2_375.0), ("64", 3_100.0)].into_iter().enumerate() {
+            let mut s = get.clone();
+            s.index = i;
+            s.name = format!("get[connections={connections}]");
+            s.matrix = vec![("connections".to_owned(), connections.to_owned())];
+            if let Some(c) = &mut s.capacity {
+                c.capacity = Some(capacity);
+            }
+            cells.push(s);
+        }
+        run.scenarios = cells;
+        let names: Vec<String> = run.scenarios.iter().map(|s| s.name.clone()).collect();
+        let slos = [
+            loadgate_model::SweepSlo::parse("capacity@largest >= 1.2 * capacity@smallest").unwrap(),
+            loadgate_model::SweepSlo::parse("capacity@64 >= 1.5 * capacity@16").unwrap(),
+        ];
+        let o = crate::SweepObjectives { scenario: "get", over: "connections", slos: &slos, cells: &names, gate: true };
+        let v = crate::judge_sweep(&run, &o);
+        assert!(v[0].passed && !v[1].passed, "{v:#?}");
+    }
+
+    #[test]
     fn stop_reasons_name_the_rates() {
         assert_eq!(
             stop_reason(CapacityStop::PrecisionReached, Some(4000.0), Some(4080.0), 0.02, 60.0, None),

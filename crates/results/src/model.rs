@@ -296,14 +296,20 @@ pub struct Capacity {
     pub stop: CapacityStop,
     /// One sentence for people: why the search stopped, with the rates.
     pub stop_reason: String,
-    /// The search as the spec asked it: the lowest and highest rates, the precision (a fraction), the factor
-    /// between steps up, the confirmations, the time budget and each step's duration (seconds).
+    /// The lowest rate the search tries (`from`), requests per second.
     pub from: f64,
+    /// The highest rate the search tries (`to`), requests per second.
     pub to: f64,
+    /// How close the highest rate that held and the lowest that failed had to get, relative to the former, as a
+    /// fraction (`precision`).
     pub precision: f64,
+    /// The factor between two steps up (`step`).
     pub step_factor: f64,
+    /// The runs of the rate found asked, each of which had to hold (`confirm`).
     pub confirm: u32,
+    /// The search's time budget in seconds (`max_duration`).
     pub max_duration: f64,
+    /// Each step's load, in seconds (`duration`).
     pub step_duration: f64,
     /// Seconds from the first step's start to the last step's end.
     pub elapsed: f64,
@@ -395,6 +401,7 @@ impl StepVerdict {
 pub struct CapacityStep {
     /// The step's number, from 1.
     pub step: u32,
+    /// Stepping up, bisecting or confirming.
     pub stage: CapacityStage,
     /// The rate asked, requests per second.
     pub rate: f64,
@@ -402,11 +409,13 @@ pub struct CapacityStep {
     pub achieved_rate: f64,
     /// Completed requests per second.
     pub throughput: f64,
-    /// Latency percentiles from the intended send time, microseconds; `None` without completed requests.
+    /// The median latency from the intended send time, microseconds; `None` without completed requests.
     pub p50_us: Option<u64>,
+    /// The 99th percentile latency from the intended send time, microseconds.
     pub p99_us: Option<u64>,
     /// Failed requests and non-2xx responses.
     pub errors: u64,
+    /// Whether the step held.
     pub verdict: StepVerdict,
     /// Why it failed or is invalid, one sentence each (the SLOs that failed with what was observed, who held the
     /// rate back, the validity problems); empty for a pass.
@@ -414,8 +423,9 @@ pub struct CapacityStep {
     /// Who held the rate back, when it fell short.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limited_by: Option<LimitCause>,
-    /// Seconds from the run's start to the step's start, and how long its load ran.
+    /// Seconds from the run's start to the step's start.
     pub started_at_offset: f64,
+    /// Seconds the step's load ran (with its drain).
     pub duration: f64,
 }
 

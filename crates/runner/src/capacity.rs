@@ -317,13 +317,21 @@ fn assemble(
     if decided >= runs.len() {
         return None;
     }
+    // What stopped the last step (Ctrl-C, the target's death), for an interrupted search.
+    let last_stop = runs.last().and_then(|(_, r)| r.aborted.clone());
     let mut result = runs.swap_remove(decided).1;
     result.name.clone_from(&phase.name);
     result.gate = phase.gate;
     // An `abort_on_fail` SLO ends a failing step, not the run; only an interruption stops the run here.
-    if stop != CapacityStop::Interrupted {
-        result.aborted = None;
-    }
+    result.aborted = match stop {
+        CapacityStop::Interrupted => Some(format!(
+            "the capacity search stopped after {} step{}: {}",
+            steps.len(),
+            if steps.len() == 1 { "" } else { "s" },
+            last_stop.unwrap_or_else(|| "interrupted".to_owned())
+        )),
+        _ => None,
+    };
     match stop {
         CapacityStop::InvalidStep => {
             result.validity.valid = false;
