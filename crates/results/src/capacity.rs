@@ -259,7 +259,8 @@ mod tests {
         if let Some(c) = &mut base.capacity {
             c.capacity = Some(2_800.0);
         }
-        let v = crate::evaluate(&[slo("capacity >= baseline * 0.9"), slo("capacity >= baseline * 0.8")], get, Some(&base));
+        let v =
+            crate::evaluate(&[slo("capacity >= baseline * 0.9"), slo("capacity >= baseline * 0.8")], get, Some(&base));
         assert!(!v[0].passed && v[1].passed, "{v:#?}");
         assert_eq!(v[0].threshold_value, 2_520.0);
         let v = crate::evaluate(&[slo("capacity >= baseline * 0.9")], get, None);
