@@ -356,17 +356,24 @@ target: {{ base_url: "http://127.0.0.1:{port}" }}
 scenarios:
   entity:
     request: {{ path: / }}
-    load: {{ capacity: {{ from: 100/s, to: 1000/s, duration: 2s, connections: 8 }} }}
-    slo: [p99 < 50ms, capacity >= 10/s]
+    load: {{ capacity: {{ from: 100/s, to: 1000/s, duration: 5s, connections: 8 }} }}
+    slo: [{{ expr: "p99 < 50ms", abort_on_fail: {{ delay: 1s }} }}, capacity >= 10/s]
 "#
     );
     let (_dir, out, r) = run_spec(&yaml, "e2e-capacity-below");
     let stdout = text(&out.stdout);
+    // An SLO failed (exit 1): the run finished, `abort_on_fail` ended the failing step, not the run (exit 3).
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", text(&out.stderr));
+    assert!(r["finished_at"].is_string(), "{:#}", r["outcome"]);
+    assert!(r["scenarios"][0]["aborted"].is_null(), "{:#}", r["scenarios"][0]["aborted"]);
     let c = &r["scenarios"][0]["capacity"];
     assert_eq!(c["stop"], "lower_bound_failed", "{c:#}");
     assert!(c["capacity"].is_null(), "{c:#}");
-    assert_eq!(c["steps"].as_array().unwrap().len(), 1, "{c:#}");
+    let steps = c["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{c:#}");
+    assert!(steps[0]["duration"].as_f64().unwrap() < 5.0, "the breached SLO ended the step early: {c:#}");
+    let reasons = steps[0]["reasons"].as_array().unwrap();
+    assert!(reasons.iter().any(|r| r.as_str().unwrap().starts_with("stopped early: ")), "{reasons:#?}");
     let v = &r["scenarios"][0]["verdicts"][1];
     assert_eq!((v["passed"].as_bool(), v["observed_text"].as_str()), (Some(false), Some("below 100/s")), "{v:#}");
     assert!(stdout.contains("lower bound failed: no rate held, down to 100/s (`from`)"), "{stdout}");
