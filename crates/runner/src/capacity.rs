@@ -107,7 +107,7 @@ impl Search {
             (None, None) => Next::Run { rate: p.from, stage: CapacityStage::StepUp },
             (None, Some(_)) => Next::Stop(CapacityStop::LowerBoundFailed),
             (Some(c), None) if c >= p.to => self.confirm_or(c, CapacityStop::UpperBoundPassed),
-            (Some(c), None) => Next::Run { rate: (c * p.step).min(p.to), stage: CapacityStage::StepUp },
+            (Some(c), None) => Next::Run { rate: step_up(c, p.step).min(p.to), stage: CapacityStage::StepUp },
             (Some(c), Some(f)) => match midpoint(c, f) {
                 Some(mid) if f > c * (1.0 + p.precision) => Next::Run { rate: mid, stage: CapacityStage::Bisect },
                 _ => self.confirm_or(c, CapacityStop::PrecisionReached),
@@ -159,6 +159,17 @@ impl Search {
             Next::Stop(s) => Some(s),
             Next::Run { .. } => None,
         }
+    }
+}
+
+/// The next rate up: `step` times `rate`, in whole requests per second from 10/s up (`1.5x` from 1,000/s gives
+/// 1,500, 2,250, 3,375, 5,063, ...).
+fn step_up(rate: f64, step: f64) -> f64 {
+    let next = rate * step;
+    if next >= 10.0 {
+        next.round().max(rate.floor() + 1.0)
+    } else {
+        next
     }
 }
 
@@ -515,6 +526,16 @@ mod tests {
         );
         assert_eq!(s.stopped(), Some(CapacityStop::Interrupted));
         assert_eq!(s.capacity(), Some(200.0));
+    }
+
+    #[test]
+    fn steps_up_are_whole_rates_from_ten_a_second() {
+        let p = SearchParams { from: 1000.0, to: 1e6, precision: 0.05, step: 1.5, confirm: 0 };
+        let (_, ran) = against(p, limit(6_000.0));
+        let ups: Vec<f64> = ran.iter().filter(|(_, st)| *st == CapacityStage::StepUp).map(|(r, _)| *r).collect();
+        assert_eq!(ups, [1000.0, 1500.0, 2250.0, 3375.0, 5063.0, 7595.0]);
+        assert_eq!(step_up(2.0, 1.5), 3.0);
+        assert_eq!((step_up(9.6, 1.05), step_up(10.0, 1.05)), (10.0, 11.0));
     }
 
     #[test]
