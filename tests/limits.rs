@@ -269,8 +269,8 @@ scenarios:
 #[test]
 fn a_capacity_search_finds_a_fixed_capacity_within_its_precision() {
     // The server answers 250 requests a second at most. Below that a request waits at most for its own slot
-    // (4 ms); above it the queue grows until the 64 connections are busy, so p99 passes 60 ms within a step or
-    // the rate falls short. The search steps up from 40/s (80, 160, 320), bisects between 160/s and 320/s down
+    // (4 ms); above it the queue grows until the 64 connections are busy, so p99 passes 100 ms within a step or
+    // the rate falls short (100 ms leaves room for a busy machine's scheduling stalls below the capacity). The search steps up from 40/s (80, 160, 320), bisects between 160/s and 320/s down
     // to 5%, and confirms.
     const CAPACITY: f64 = 250.0;
     let port = fixed_capacity_server(CAPACITY as u32);
@@ -284,7 +284,7 @@ scenarios:
     request: {{ path: /v0/entity }}
     load:
       capacity: {{ from: 40/s, to: 2000/s, step: 2x, precision: 5%, duration: 3s, pause: 500ms, connections: 64, confirm: 1, max_duration: 5m }}
-    slo: [p99 < 60ms, error_rate < 1%, capacity >= 100/s]
+    slo: [p99 < 100ms, error_rate < 1%, capacity >= 100/s]
 "#
     );
     let (dir, out, r) = run_spec(&yaml, "e2e-capacity");
@@ -297,7 +297,7 @@ scenarios:
     let (found, failed) = (c["capacity"].as_f64().unwrap(), c["failed_at"].as_f64().unwrap());
     assert!(failed <= found * 1.05 + 1.0, "the search stops within its precision: {found} .. {failed}");
     // The capacity the SLOs allow is the server's, give or take the precision (a step a little above it still
-    // holds 60 ms for its 3 seconds, and a busy machine's scheduling shifts the edge a little).
+    // holds 100 ms for its 3 seconds, and a busy machine's scheduling shifts the edge a little).
     assert!(
         (CAPACITY * 0.9..=CAPACITY * 1.1).contains(&found),
         "found {found}/s for a server of {CAPACITY}/s:\n{stdout}\n{c:#}"
@@ -319,7 +319,7 @@ scenarios:
         assert!(held == (rate <= found) || (held && refuted), "{step:#}\n{c:#}");
         if held {
             assert!(step["achieved_rate"].as_f64().unwrap() >= 0.99 * rate, "{step:#}");
-            assert!(step["p99_us"].as_u64().unwrap() < 60_000, "{step:#}");
+            assert!(step["p99_us"].as_u64().unwrap() < 100_000, "{step:#}");
         } else {
             assert!(!step["reasons"].as_array().unwrap().is_empty(), "a failed step says why: {step:#}");
         }
