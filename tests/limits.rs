@@ -339,6 +339,7 @@ scenarios:
     let md = std::fs::read_to_string(dir.path().join("out/e2e-capacity/report.md")).unwrap();
     assert!(md.contains("### Capacity: entity"), "{md}");
     assert!(md.contains("| 4 | step up | 320/s | "), "{md}");
+    assert!(dir.path().join("out/e2e-capacity/capacity-entity.svg").is_file(), "the search's plot");
     let junit = std::fs::read_to_string(dir.path().join("out/e2e-capacity/junit.xml")).unwrap();
     assert!(junit.contains(r#"testcase name="entity: capacity &gt;= 100/s""#), "{junit}");
     assert!(junit.contains(r#"<property name="capacity.entity" value=""#), "{junit}");

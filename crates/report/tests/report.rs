@@ -412,4 +412,6 @@ fn capacity_run_snapshots() {
     assert_eq!(section.text(), Some("Capacity"));
     let rows = doc.descendants().filter(|n| n.has_tag_name("tr") && n.attribute("class") == Some("knee-row")).count();
     assert_eq!(rows, 4, "the steps that failed stand out");
+    let plot = doc.descendants().find(|n| n.has_tag_name("svg") && n.attribute("data-plot") == Some("capacity"));
+    assert!(plot.is_some(), "the capacity plot is inline");
 }
