@@ -1,15 +1,15 @@
 //! End-to-end runs of the real binary against purpose-built servers on loopback that hit a limit on purpose:
 //! a server that collapses beyond a number of concurrent requests (a sweep SLO fails and names the knee), a
 //! server whose latency makes a rate unreachable with the spec's connections (a valid, plan-limited result),
-//! and a rate no single generator worker can send, each request carrying a fresh random body (an invalid,
-//! generator-limited one).
+//! a rate no single generator worker can send, each request carrying a fresh random body (an invalid,
+//! generator-limited one), and a server of fixed capacity whose capacity a search finds within its precision.
 
 use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 mod common;
 use common::text;
@@ -34,22 +34,47 @@ fn run_spec(yaml: &str, name: &str) -> (tempfile::TempDir, Output, serde_json::V
 /// An HTTP/1.1 keep-alive server, a thread per connection, that answers every request after `delay(in_service)`,
 /// where `in_service` counts the requests being served at once (this one included). Returns its port.
 fn server(delay: impl Fn(usize) -> Duration + Send + Sync + 'static) -> u16 {
+    let in_service = Arc::new(AtomicUsize::new(0));
+    serve(move || {
+        let now = in_service.fetch_add(1, Ordering::SeqCst) + 1;
+        std::thread::sleep(delay(now));
+        in_service.fetch_sub(1, Ordering::SeqCst);
+    })
+}
+
+/// A server of fixed capacity: it answers at most `per_second` requests a second, one every `1 / per_second`,
+/// in the order they arrive (a request waits for the next free slot, so beyond the capacity the queue and the
+/// latency grow). Returns its port.
+fn fixed_capacity_server(per_second: u32) -> u16 {
+    let interval = Duration::from_secs(1) / per_second;
+    let next = Arc::new(Mutex::new(Instant::now()));
+    serve(move || {
+        let slot = {
+            let mut next = next.lock().unwrap();
+            let slot = (*next).max(Instant::now());
+            *next = slot + interval;
+            slot
+        };
+        std::thread::sleep(slot.saturating_duration_since(Instant::now()));
+    })
+}
+
+/// An HTTP/1.1 keep-alive server, a thread per connection, that calls `handle` for every request before it
+/// answers `200 ok`. Returns its port.
+fn serve(handle: impl Fn() + Send + Sync + 'static) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let delay = Arc::new(delay);
-    let in_service = Arc::new(AtomicUsize::new(0));
+    let handle = Arc::new(handle);
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            let (delay, in_service) = (Arc::clone(&delay), Arc::clone(&in_service));
+            let handle = Arc::clone(&handle);
             std::thread::spawn(move || {
                 let _ = stream.set_nodelay(true);
                 let Ok(mut out) = stream.try_clone() else { return };
                 let mut r = BufReader::new(stream);
                 while common::read_request(&mut r).is_some() {
-                    let now = in_service.fetch_add(1, Ordering::SeqCst) + 1;
-                    std::thread::sleep(delay(now));
-                    in_service.fetch_sub(1, Ordering::SeqCst);
+                    handle();
                     if out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
                         return;
                     }
@@ -203,4 +228,118 @@ scenarios:
     let problem = problem.expect("rate_not_reached stays a problem");
     assert!(problem["message"].as_str().unwrap().starts_with("the generator limited the rate: sent "), "{problem:#}");
     assert!(stdout.contains("the generator limited the rate"), "{stdout}");
+}
+
+#[test]
+fn a_capacity_search_finds_a_fixed_capacity_within_its_precision() {
+    // The server answers 250 requests a second at most. Below that a request waits at most for its own slot
+    // (4 ms); above it the queue grows until the 64 connections are busy, so p99 passes 100 ms within a step or
+    // the rate falls short (100 ms leaves room for a busy machine's scheduling stalls below the capacity). The search steps up from 40/s (80, 160, 320), bisects between 160/s and 320/s down
+    // to 5%, and confirms.
+    const CAPACITY: f64 = 250.0;
+    let port = fixed_capacity_server(CAPACITY as u32);
+    let yaml = format!(
+        r#"
+version: 1
+name: e2e-capacity
+target: {{ base_url: "http://127.0.0.1:{port}" }}
+scenarios:
+  entity:
+    request: {{ path: /v0/entity }}
+    load:
+      capacity: {{ from: 40/s, to: 2000/s, step: 2x, precision: 5%, duration: 3s, pause: 500ms, connections: 64, confirm: 1, max_duration: 5m }}
+    slo: [p99 < 100ms, error_rate < 1%, capacity >= 100/s]
+"#
+    );
+    let (dir, out, r) = run_spec(&yaml, "e2e-capacity");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let s = &r["scenarios"][0];
+    let c = &s["capacity"];
+    assert_eq!(c["stop"], "precision_reached", "{c:#}");
+    assert_eq!(c["confirmed"], true, "{c:#}");
+    let (found, failed) = (c["capacity"].as_f64().unwrap(), c["failed_at"].as_f64().unwrap());
+    assert!(failed <= found * 1.05 + 1.0, "the search stops within its precision: {found} .. {failed}");
+    // The capacity the SLOs allow is the server's, give or take the precision (a step a little above it still
+    // holds 100 ms for its 3 seconds, and a busy machine's scheduling shifts the edge a little).
+    assert!(
+        (CAPACITY * 0.9..=CAPACITY * 1.1).contains(&found),
+        "found {found}/s for a server of {CAPACITY}/s:\n{stdout}\n{c:#}"
+    );
+    let steps = c["steps"].as_array().unwrap();
+    let stages: Vec<&str> = steps.iter().map(|s| s["stage"].as_str().unwrap()).collect();
+    assert_eq!(&stages[..4], ["step_up"; 4], "{stages:?}");
+    let rates: Vec<f64> = steps.iter().map(|s| s["rate"].as_f64().unwrap()).collect();
+    assert_eq!(&rates[..4], [40.0, 80.0, 160.0, 320.0], "{rates:?}");
+    assert_eq!(steps[3]["verdict"], "fail", "320/s is beyond the server: {:#}", steps[3]);
+    assert!(stages.contains(&"bisect"), "{stages:?}");
+    assert_eq!(stages.last(), Some(&"confirm"), "{stages:?}");
+    for (i, step) in steps.iter().enumerate() {
+        let rate = step["rate"].as_f64().unwrap();
+        let held = step["verdict"] == "pass";
+        assert_ne!(step["verdict"], "invalid", "{step:#}");
+        // Every rate up to the capacity held; one above it held only if a confirmation refuted it later.
+        let refuted = steps[i + 1..].iter().any(|later| later["rate"] == step["rate"] && later["verdict"] == "fail");
+        assert!(held == (rate <= found) || (held && refuted), "{step:#}\n{c:#}");
+        if held {
+            assert!(step["achieved_rate"].as_f64().unwrap() >= 0.99 * rate, "{step:#}");
+            assert!(step["p99_us"].as_u64().unwrap() < 100_000, "{step:#}");
+        } else {
+            assert!(!step["reasons"].as_array().unwrap().is_empty(), "a failed step says why: {step:#}");
+        }
+    }
+    // The scenario's measurements are the confirmed step's; the capacity SLO is judged on the search.
+    assert_eq!(s["load"]["target_rate"].as_f64().map(f64::round), Some(found.round()), "{:#}", s["load"]);
+    let v = s["verdicts"].as_array().unwrap();
+    assert_eq!((v[2]["metric"].as_str(), v[2]["passed"].as_bool()), (Some("capacity"), Some(true)), "{v:#?}");
+    assert_eq!(v[2]["observed"].as_f64(), Some(found));
+    assert_eq!(r["outcome"]["status"], "passed");
+
+    // Each step shows as it ends, the summary gives the capacity and the curve, and so do the reports.
+    assert!(stdout.contains("entity step 4 (step up) 320/s: achieved "), "{stdout}");
+    assert!(stdout.contains("  Capacity: "), "{stdout}");
+    assert!(stdout.contains("stopped: precision reached: "), "{stdout}");
+    assert!(stdout.contains("Capacity of entity: "), "{stdout}");
+    let md = std::fs::read_to_string(dir.path().join("out/e2e-capacity/report.md")).unwrap();
+    assert!(md.contains("### Capacity: entity"), "{md}");
+    assert!(md.contains("| 4 | step up | 320/s | "), "{md}");
+    assert!(dir.path().join("out/e2e-capacity/capacity-entity.svg").is_file(), "the search's plot");
+    let junit = std::fs::read_to_string(dir.path().join("out/e2e-capacity/junit.xml")).unwrap();
+    assert!(junit.contains(r#"testcase name="entity: capacity &gt;= 100/s""#), "{junit}");
+    assert!(junit.contains(r#"<property name="capacity.entity" value=""#), "{junit}");
+}
+
+#[test]
+fn a_capacity_search_below_its_lower_bound_fails_and_says_so() {
+    // 20 requests a second at most, and the search starts at 100/s: no rate holds.
+    let port = fixed_capacity_server(20);
+    let yaml = format!(
+        r#"
+version: 1
+name: e2e-capacity-below
+target: {{ base_url: "http://127.0.0.1:{port}" }}
+scenarios:
+  entity:
+    request: {{ path: / }}
+    load: {{ capacity: {{ from: 100/s, to: 1000/s, duration: 5s, connections: 8 }} }}
+    slo: [{{ expr: "p99 < 50ms", abort_on_fail: {{ delay: 1s }} }}, capacity >= 10/s]
+"#
+    );
+    let (_dir, out, r) = run_spec(&yaml, "e2e-capacity-below");
+    let stdout = text(&out.stdout);
+    // An SLO failed (exit 1): the run finished, `abort_on_fail` ended the failing step, not the run (exit 3).
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", text(&out.stderr));
+    assert!(r["finished_at"].is_string(), "{:#}", r["outcome"]);
+    assert!(r["scenarios"][0]["aborted"].is_null(), "{:#}", r["scenarios"][0]["aborted"]);
+    let c = &r["scenarios"][0]["capacity"];
+    assert_eq!(c["stop"], "lower_bound_failed", "{c:#}");
+    assert!(c["capacity"].is_null(), "{c:#}");
+    let steps = c["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{c:#}");
+    assert!(steps[0]["duration"].as_f64().unwrap() < 5.0, "the breached SLO ended the step early: {c:#}");
+    let reasons = steps[0]["reasons"].as_array().unwrap();
+    assert!(reasons.iter().any(|r| r.as_str().unwrap().starts_with("stopped early: ")), "{reasons:#?}");
+    let v = &r["scenarios"][0]["verdicts"][1];
+    assert_eq!((v["passed"].as_bool(), v["observed_text"].as_str()), (Some(false), Some("below 100/s")), "{v:#}");
+    assert!(stdout.contains("lower bound failed: no rate held, down to 100/s (`from`)"), "{stdout}");
 }

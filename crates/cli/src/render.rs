@@ -86,6 +86,10 @@ impl Observer for Renderer<'_> {
                     p.tick(phase, *elapsed, point);
                 }
             }
+            Event::CapacityStep { phase, step } => {
+                self.end_progress();
+                out.info(&format!("{} {}", phase.name, loadgate_report::capacity_step_line(step)));
+            }
             Event::RepetitionFinished { phase, round, side, result } => {
                 self.end_progress();
                 let p99 = result.latency.percentiles.get("p99").copied().unwrap_or_default();

@@ -136,6 +136,7 @@ fn main() -> ExitCode {
             .collect(),
         slos: vec![],
         session: Vec::new(),
+        capacity: None,
         seed: 0,
     };
     let workers: Vec<WorkerPlan> =

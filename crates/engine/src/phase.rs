@@ -582,6 +582,7 @@ fn assemble(
         repetitions: Vec::new(),
         ab_baseline: None,
         resources: None,
+        capacity: None,
     }
 }
 

@@ -35,11 +35,13 @@ pub enum Metric {
     Non2xx,
     /// Requests that timed out.
     Timeouts,
+    /// The highest rate at which a capacity search's steps held their SLOs (`load: capacity` only).
+    Capacity,
 }
 
 /// The percentiles every summary carries; an SLO may name any other (`p98`, `p99.95`).
 pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
-const METRIC_NAMES: [&str; 20] = [
+const METRIC_NAMES: [&str; 21] = [
     "p50",
     "p75",
     "p90",
@@ -60,6 +62,7 @@ const METRIC_NAMES: [&str; 20] = [
     "errors",
     "non_2xx",
     "timeouts",
+    "capacity",
 ];
 
 /// What kind of threshold a metric takes.
@@ -80,7 +83,7 @@ impl Metric {
             | Metric::ConnectPercentile(_)
             | Metric::ConnectMax
             | Metric::ConnectMean => MetricKind::Latency,
-            Metric::Throughput => MetricKind::Rate,
+            Metric::Throughput | Metric::Capacity => MetricKind::Rate,
             Metric::ErrorRate => MetricKind::Ratio,
             Metric::Errors | Metric::Non2xx | Metric::Timeouts => MetricKind::Count,
         }
@@ -134,6 +137,7 @@ impl fmt::Display for Metric {
             Metric::Errors => f.write_str("errors"),
             Metric::Non2xx => f.write_str("non_2xx"),
             Metric::Timeouts => f.write_str("timeouts"),
+            Metric::Capacity => f.write_str("capacity"),
         }
     }
 }
@@ -149,6 +153,7 @@ impl FromStr for Metric {
             "errors" => Metric::Errors,
             "non_2xx" => Metric::Non2xx,
             "timeouts" => Metric::Timeouts,
+            "capacity" => Metric::Capacity,
             "connect_max" => Metric::ConnectMax,
             "connect_mean" | "connect_avg" => Metric::ConnectMean,
             _ => match s.strip_prefix("connect_p") {
@@ -364,6 +369,12 @@ impl Slo {
                 Some(format!("a connection is opened for every request of a mix alike: write `{name}`")),
             ));
         }
+        if metric == Metric::Capacity && request.is_some() {
+            return Err(err(
+                format!("`{lhs}` filters the capacity by request"),
+                Some("a capacity search finds one rate for the whole scenario: write `capacity`".into()),
+            ));
+        }
         if rhs.is_empty() {
             return Err(err(format!("`{s}` has no threshold"), None));
         }
@@ -399,7 +410,8 @@ impl Slo {
                 })?),
                 MetricKind::Rate => Threshold::Rate(rhs.parse::<Rate>().map_err(|e| {
                     let help = if rhs.parse::<f64>().is_ok() {
-                        Some(format!("a throughput needs a unit: `{name} {} {rhs}/s`", comparison.as_str()))
+                        let what = if metric == Metric::Capacity { "a capacity" } else { "a throughput" };
+                        Some(format!("{what} needs a unit: `{name} {} {rhs}/s`", comparison.as_str()))
                     } else {
                         e.help
                     };
@@ -480,6 +492,21 @@ mod tests {
         assert_eq!(e.help.as_deref(), Some("a latency needs a unit: `p99 < 100ms`"));
         let e = Slo::parse("p99x < 100ms").unwrap_err();
         assert!(e.help.unwrap().starts_with("did you mean `p9"));
+    }
+
+    #[test]
+    fn capacity_is_a_rate_for_the_whole_scenario() {
+        let c = Slo::parse("capacity >= 50k/s").unwrap();
+        assert_eq!(c.metric, Metric::Capacity);
+        assert_eq!(c.metric.kind(), MetricKind::Rate);
+        assert_eq!(c.threshold, Threshold::Rate(Rate::from_per_sec(50_000)));
+        assert_eq!(c.to_string(), "capacity >= 50000/s");
+        assert_eq!(Slo::parse("capacity >= baseline * 0.9").unwrap().to_string(), "capacity >= baseline * 0.9");
+        assert_eq!(
+            Slo::parse("capacity >= 500").unwrap_err().help.as_deref(),
+            Some("a capacity needs a unit: `capacity >= 500/s`")
+        );
+        assert!(Slo::parse("capacity{request=put} >= 1/s").unwrap_err().message.contains("by request"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::diag::Diagnostic;
-use crate::units::{ByteSize, CpuList, Duration, Rate};
+use crate::units::{ByteSize, CpuList, Duration, Percent, Rate};
 use crate::{BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy, Slo};
 
 /// The only spec format version this loadgate reads.
@@ -199,6 +199,59 @@ pub enum Load {
         /// The most users (connections) active at once.
         max_connections: u64,
     },
+    /// A capacity search: open-loop steps at rising rates, then bisection, for the highest rate at which the
+    /// scenario's SLOs hold.
+    Capacity {
+        search: CapacitySearch,
+        connections: u64,
+    },
+}
+
+/// How a capacity search steps (`load: { capacity: ... }`): each step is an open-loop run of `duration` at one
+/// rate; the rate grows `step` times from `from` until a step fails (or `to` passes), then the search halves the
+/// interval between the highest rate that held and the lowest that failed until they are `precision` apart, and
+/// runs the rate found `confirm` more times. No step starts that could not end within `max_duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct CapacitySearch {
+    /// The first step's rate.
+    pub from: Rate,
+    /// The highest rate the search asks.
+    pub to: Rate,
+    /// How close the highest rate that held and the lowest that failed must be, relative to the former.
+    pub precision: Percent,
+    /// The factor from one rate to the next while every step holds (above 1).
+    pub step: f64,
+    /// How long each step's load runs.
+    pub duration: Duration,
+    /// How many more times the rate found runs, each of which must hold.
+    pub confirm: u32,
+    /// The most the whole search may take.
+    pub max_duration: Duration,
+    /// A pause before every step after the first.
+    pub pause: Duration,
+}
+
+impl CapacitySearch {
+    /// The most steps the search can take when no confirmation fails: every step up from `from` to `to`, the
+    /// bisection of the widest interval a step up leaves down to the precision, and the confirmations.
+    pub fn worst_case_steps(&self) -> u32 {
+        let (from, to) = (self.from.per_sec().max(1e-3), self.to.per_sec());
+        let ups = if to > from { (to / from).ln() / self.step.ln() } else { 0.0 };
+        let ups = ups.ceil().max(0.0) as u32 + 1;
+        let width = (self.step - 1.0).max(0.0);
+        let halvings = if self.precision.0 > 0.0 && width > self.precision.0 {
+            (width / self.precision.0).log2().ceil() as u32
+        } else {
+            0
+        };
+        ups + halvings + self.confirm
+    }
+
+    /// How long the worst-case search takes: its steps, with a pause before each after the first.
+    pub fn worst_case_duration(&self) -> Duration {
+        let n = self.worst_case_steps();
+        Duration(self.duration.0 * n + self.pause.0 * n.saturating_sub(1))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -244,6 +297,7 @@ impl Load {
             Load::Closed { stop: Stop::Requests(_), .. } => None,
             Load::Ramp { stages, .. } => Some(Duration(stages.iter().map(|s| s.over.0).sum())),
             Load::Users { steps, .. } => Some(Duration(steps.iter().map(|s| s.duration().0).sum())),
+            Load::Capacity { search, .. } => Some(search.max_duration),
         }
     }
 }

@@ -61,6 +61,10 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 timeout: cell.timeout,
                 load,
                 workers,
+                capacity: match &cell.load {
+                    Load::Capacity { search, .. } => Some(*search),
+                    _ => None,
+                },
                 slos: cell.slos.clone(),
                 seed: seed ^ mix64(phases.len() as u64),
                 session: cell
@@ -233,6 +237,12 @@ fn load_plan(load: &Load) -> LoadPlan {
         Load::Ramp { connections, start_rate, stages } => LoadPlan {
             arrival: Arrival::Ramp { start: *start_rate, stages: stages.clone() },
             stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
+            connections: open_connections(*connections),
+        },
+        // A capacity search's load is its first step; the runner runs the others at their rates.
+        Load::Capacity { search, connections } => LoadPlan {
+            arrival: Arrival::Constant { rate: search.from },
+            stop: StopCondition::Duration { duration: search.duration },
             connections: open_connections(*connections),
         },
         Load::Users { steps, max_connections } => LoadPlan {

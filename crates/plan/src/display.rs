@@ -84,6 +84,30 @@ pub fn describe_load(load: &LoadPlan) -> String {
     }
 }
 
+/// One line describing a capacity search: `capacity search 1000/s to 200000/s over 16 connections: steps of 5s,
+/// x2 up, then bisection to 2%, confirmed once; at most 10m (16 steps, 1m20s, at worst)`.
+pub fn describe_capacity(c: &CapacitySearch, load: &LoadPlan) -> String {
+    let confirm = match c.confirm {
+        0 => "not confirmed".to_owned(),
+        1 => "confirmed once".to_owned(),
+        n => format!("confirmed {n} times"),
+    };
+    let pause = if c.pause == Duration::ZERO { String::new() } else { format!(" ({} apart)", c.pause) };
+    format!(
+        "capacity search {} to {} over {} connections: steps of {}{pause}, x{} up, then bisection to {}, {confirm}; \
+         at most {} ({} steps, {}, at worst)",
+        c.from,
+        c.to,
+        load.connections.connections,
+        c.duration,
+        loadgate_model::units::trim_float(c.step),
+        c.precision,
+        c.max_duration,
+        c.worst_case_steps(),
+        c.worst_case_duration()
+    )
+}
+
 fn body_text(body: &str, r: &RequestPlan) -> String {
     match r.dynamic.as_ref().and_then(|d| d.body.as_ref()) {
         Some(_) => format!("body {body}"),
@@ -213,7 +237,10 @@ impl ExecutionPlan {
                 p.name,
                 opt_duration(p.start_offset),
                 opt_duration(p.duration),
-                describe_load(&p.load)
+                match &p.capacity {
+                    Some(c) => describe_capacity(c, &p.load),
+                    None => describe_load(&p.load),
+                }
             );
             let mut req = format!("{} {}", p.request.method, p.request.path);
             if let Some(b) = &p.request.body {
@@ -271,11 +298,20 @@ impl ExecutionPlan {
             let _ = writeln!(out, "  {pad}split    {}", split.join(", "));
             for s in &p.slos {
                 let abort = match s.abort_on_fail {
+                    Some(a) if p.capacity.is_some() && a.delay == Duration::ZERO => {
+                        " (ends a step when breached)".to_owned()
+                    }
+                    Some(a) if p.capacity.is_some() => format!(" (ends a step when breached after {})", a.delay),
                     Some(a) if a.delay == Duration::ZERO => " (aborts the run when breached)".to_owned(),
                     Some(a) => format!(" (aborts the run when breached after {})", a.delay),
                     None => String::new(),
                 };
-                let _ = writeln!(out, "  {pad}slo      {s}{abort}");
+                let judged = match (&p.capacity, s.metric) {
+                    (Some(_), crate::Metric::Capacity) => " (judged on the rate the search finds)",
+                    (Some(_), _) => " (each step)",
+                    (None, _) => "",
+                };
+                let _ = writeln!(out, "  {pad}slo      {s}{abort}{judged}");
             }
             if p.cooldown != Duration::ZERO {
                 let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);

@@ -170,6 +170,11 @@ pub struct Phase {
     /// worker's index.
     #[serde(default)]
     pub seed: u64,
+    /// A capacity search (`load: capacity` in the spec): `load` is then its first step (a constant rate of
+    /// `from` for the step's duration) and the runner runs the steps, each the same load at another rate, and
+    /// `duration` is the search's time budget. `None` for every other load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacitySearch>,
     /// What each user does from connect to close (`session:` in the spec, user injection only): named requests,
     /// each waiting for its response, and think times, in order, on the user's one connection. Empty otherwise;
     /// when set, `request` is the first request step, for display, and results are broken down per request step.
@@ -236,9 +241,9 @@ pub enum Arrival {
 /// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
-    AbortOnFail, BuiltinKind, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind, OnInconclusive,
-    OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo, Threshold,
-    UserStep,
+    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind,
+    OnInconclusive, OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo,
+    Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,8 @@
 //! - [`figures`]`(results) -> Vec<Figure>`: which plots a run has and the file each goes to, in the order a
 //!   report shows them: the [timeline](timeline()) of the whole run, then per scenario instance its latency
 //!   [spectrum](spectrum()) and, when its SLOs were judged over repetitions or against an A/B baseline, its
-//!   [checks](checks()), then one [sweep](sweep()) per matrix scenario. Cheap: it renders nothing.
+//!   [checks](checks()) and, for a capacity search, the [curve of its steps](capacity()), then one
+//!   [sweep](sweep()) per matrix scenario. Cheap: it renders nothing.
 //! - [`render`]`(results, figure) -> Result<String, PlotError>` draws one of them.
 //! - [`file_stem`]`(name)`: a scenario instance's name made safe as part of a file name, at most
 //!   [`MAX_STEM_BYTES`] long.
@@ -12,12 +13,14 @@
 //! Every SVG reads in a light and a dark theme: see [`theme`]. Axes say their units; latencies are shown in
 //! us, ms or s, whichever suits the largest value plotted.
 
+mod capacity;
 mod checks;
 mod spectrum;
 mod sweep;
 pub mod theme;
 mod timeline;
 
+pub use capacity::capacity;
 pub use checks::checks;
 pub use spectrum::spectrum;
 pub use sweep::sweep;
@@ -64,16 +67,19 @@ pub enum FigureKind {
     Checks { instance: String },
     /// Throughput and p99 across the cells of one matrix scenario (by key), with the knee.
     Sweep { scenario: String },
+    /// The steps of one instance's capacity search: p99 and achieved rate against the rate asked.
+    Capacity { instance: String },
 }
 
 impl FigureKind {
-    /// `timeline`, `spectrum`, `checks` or `sweep`.
+    /// `timeline`, `spectrum`, `checks`, `sweep` or `capacity`.
     pub fn label(&self) -> &'static str {
         match self {
             FigureKind::Timeline => "timeline",
             FigureKind::Spectrum { .. } => "spectrum",
             FigureKind::Checks { .. } => "checks",
             FigureKind::Sweep { .. } => "sweep",
+            FigureKind::Capacity { .. } => "capacity",
         }
     }
 }
@@ -93,7 +99,9 @@ impl Figure {
     pub fn subject(&self) -> Option<&str> {
         match &self.kind {
             FigureKind::Timeline => None,
-            FigureKind::Spectrum { instance } | FigureKind::Checks { instance } => Some(instance),
+            FigureKind::Spectrum { instance } | FigureKind::Checks { instance } | FigureKind::Capacity { instance } => {
+                Some(instance)
+            }
             FigureKind::Sweep { scenario } => Some(scenario),
         }
     }
@@ -139,6 +147,13 @@ pub fn figures(r: &RunResults) -> Vec<Figure> {
                 title: format!("{title}: {}", s.name),
             });
         }
+        if s.capacity.as_ref().is_some_and(|c| !c.steps.is_empty()) {
+            out.push(Figure {
+                kind: FigureKind::Capacity { instance: s.name.clone() },
+                file: format!("capacity-{}.svg", file_stem(&s.name)),
+                title: format!("Capacity search: {}", s.name),
+            });
+        }
     }
     for sw in run_sweeps(r) {
         out.push(Figure {
@@ -172,6 +187,7 @@ pub fn render(r: &RunResults, figure: &Figure) -> Result<String, PlotError> {
         FigureKind::Timeline => timeline(r),
         FigureKind::Spectrum { instance: name } => spectrum(instance(name)?),
         FigureKind::Checks { instance: name } => checks(instance(name)?),
+        FigureKind::Capacity { instance: name } => capacity(instance(name)?),
         FigureKind::Sweep { scenario } => {
             let sweeps = run_sweeps(r);
             let sw = sweeps

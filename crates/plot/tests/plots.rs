@@ -245,3 +245,39 @@ fn hostile_names_are_escaped_and_files_stay_short() {
     let svg = Svg::parse(&render(&r, f).unwrap());
     assert!(svg.title.contains("x<&\"'>"), "{}", svg.title);
 }
+
+#[test]
+fn a_capacity_search_plots_its_steps_against_the_rate_asked_with_the_capacity_marked() {
+    let r = loadgate_results::fixture::sample_capacity_run();
+    let figs = figures(&r);
+    let f =
+        figs.iter().find(|f| f.kind == FigureKind::Capacity { instance: "get".to_owned() }).expect("a capacity plot");
+    assert_eq!((f.file.as_str(), f.title.as_str()), ("capacity-get.svg", "Capacity search: get"));
+    let svg = svg_of(&r, "capacity", Some("get"));
+    svg.assert_text("rate asked (requests/s)");
+    svg.assert_text("p99 latency (ms, log scale)");
+    svg.assert_text("achieved rate (requests/s)");
+    svg.assert_text("capacity 2,375/s");
+    svg.assert_text("failed at 2,438/s");
+    svg.assert_text("p99 < 10ms (each step, left)");
+    svg.assert_text("p99 of a step that held (left; numbered in run order)");
+    svg.assert_text("p99 of a step that failed (left; numbered in run order)");
+    assert!(!svg.has_text("invalid"), "no step was invalid: {:?}", svg.texts);
+    // Every step is numbered beside its point.
+    for n in 1..=10 {
+        assert!(svg.texts.iter().any(|t| t == &n.to_string()), "step {n}: {:?}", svg.texts);
+    }
+    for colour in [theme::GREEN, theme::RED, theme::BLUE, theme::ORANGE] {
+        svg.assert_series(colour);
+    }
+    assert!(svg.title.starts_with("Capacity search: get"), "{}", svg.title);
+
+    // Results without a search have no capacity plot; one without steps cannot be drawn.
+    assert!(figures(&sample_run()).iter().all(|f| f.kind.label() != "capacity"));
+    let mut empty = r.clone();
+    if let Some(c) = &mut empty.scenarios[0].capacity {
+        c.steps.clear();
+    }
+    assert!(figures(&empty).iter().all(|f| f.kind.label() != "capacity"));
+    assert!(loadgate_plot::capacity(&empty.scenarios[0]).is_err());
+}

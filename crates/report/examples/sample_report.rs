@@ -1,14 +1,18 @@
 //! Writes the reports of the hand-built sample run (`loadgate_results::fixture::sample_run`) into a directory:
-//! report.md, report.html and the SVG plots, to look at them in a browser without running a load.
+//! report.md, report.html and the SVG plots, to look at them in a browser without running a load. `capacity`
+//! after the directory writes those of the sample capacity search (`fixture::sample_capacity_run`) instead.
 //!
-//! `cargo run -p loadgate-report --example sample_report -- DIR`
+//! `cargo run -p loadgate-report --example sample_report -- DIR [capacity]`
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(std::env::args().nth(1).ok_or("usage: sample_report DIR")?);
     std::fs::create_dir_all(&dir)?;
-    let r = loadgate_results::fixture::sample_run();
+    let r = match std::env::args().nth(2).as_deref() {
+        Some("capacity") => loadgate_results::fixture::sample_capacity_run(),
+        _ => loadgate_results::fixture::sample_run(),
+    };
     let mut plots = Vec::new();
     for f in loadgate_plot::figures(&r) {
         let svg = loadgate_plot::render(&r, &f)?;

@@ -22,8 +22,9 @@
 //!   (`type="slo"`) with observed against threshold and the knee's explanation; its time is 0 (the time of the
 //!   load is on the cells' own testcases).
 //!
-//! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning, the outcome
-//! and the knee of each sweep (`sweep.<scenario>.knee`). The `system-out` of every cell of a sweep with a knee
+//! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning, the outcome,
+//! the knee of each sweep (`sweep.<scenario>.knee`) and the capacity each search found (`capacity.<instance>`).
+//! A capacity search's testcases carry the time of all its steps, and its `system-out` the curve of every step. The `system-out` of every cell of a sweep with a knee
 //! ends with the knee, so it shows next to whichever of its testcases a CI system displays.
 
 use std::time::Duration;
@@ -65,7 +66,9 @@ fn suite(run: &RunResults) -> TestSuite {
     }
     let sweeps = crate::run_sweeps(run);
     for s in &run.scenarios {
-        time += seconds(s.duration);
+        // A capacity search ran its load for all its steps, not only the one its measurements come from.
+        let ran = s.capacity.as_ref().map_or(s.duration, |c| c.steps.iter().map(|st| st.duration).sum());
+        time += seconds(ran);
         let mut summary = text_summary(s);
         for sweep in sweeps.iter().filter(|sw| sw.cells.contains(&s.name)) {
             if let Some(k) = &sweep.knee {
@@ -75,7 +78,7 @@ fn suite(run: &RunResults) -> TestSuite {
         }
         for (i, mut case) in cases(s).into_iter().enumerate() {
             case.set_classname(run.spec.name.as_str());
-            case.set_time(if i == 0 { seconds(s.duration) } else { Duration::ZERO });
+            case.set_time(if i == 0 { seconds(ran) } else { Duration::ZERO });
             case.set_system_out(summary.as_str());
             suite.add_test_case(case);
         }
@@ -150,6 +153,11 @@ fn properties(run: &RunResults) -> Vec<Property> {
     ];
     props.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| Property::new(k, v))));
     props.extend(run.spec.vars.iter().map(|(k, v)| Property::new(format!("var.{k}"), v.as_str())));
+    props.extend(
+        run.scenarios
+            .iter()
+            .filter_map(|s| s.capacity.as_ref().map(|c| Property::new(format!("capacity.{}", s.name), c.summary()))),
+    );
     props.extend(crate::run_sweeps(run).iter().filter_map(|sweep| {
         sweep.knee.as_ref().map(|k| Property::new(format!("sweep.{}.knee", sweep.scenario), k.explanation.as_str()))
     }));

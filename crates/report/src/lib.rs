@@ -13,6 +13,10 @@
 //! - sweeps name their knee ([`loadgate_results::knee()`]) in the Markdown (a line at the top, a sentence above
 //!   the sweep table, the knee row in bold), under the summary table and in JUnit (`system-out` of the sweep's
 //!   cells, a `sweep.<scenario>.knee` property); [`run_sweeps`] takes them from `results.sweeps` or derives them;
+//! - capacity searches (`load: capacity`) show the capacity, why the search stopped and the curve of every step
+//!   (rate, achieved, p50/p99, errors, verdict) in the text summary, under the summary table, in the Markdown (a
+//!   line at the top and a section per search) and in `report.html`; JUnit carries the search's time and a
+//!   `capacity.<instance>` property ([`capacity_step_line`] is the terminal's line per step);
 //! - user injection (`load.model == "users"`) instances show users started, finished and active at peak, and
 //!   Gatling's response-time buckets ([`loadgate_results::response_time_buckets`]) beside the percentiles, in
 //!   the Markdown and the text summary;
@@ -34,6 +38,7 @@ pub mod text;
 pub use annotations::github_annotations;
 pub use html::html;
 pub use junit::{junit, junit_many};
+pub use lines::capacity_step_line;
 pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};

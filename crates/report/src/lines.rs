@@ -146,3 +146,39 @@ pub(crate) fn connect_line(s: &ScenarioResult) -> Option<String> {
         format::count(c.count)
     ))
 }
+
+/// The columns of a capacity search's curve, one row per step: `#`, stage, rate, achieved, p50, p99, errors,
+/// verdict (with why it failed).
+pub(crate) const CAPACITY_HEADERS: [&str; 8] = ["step", "stage", "rate", "achieved", "p50", "p99", "errors", "verdict"];
+
+/// A capacity search's steps as table rows (see [`CAPACITY_HEADERS`]); the verdict of a step that failed or was
+/// invalid carries its reasons.
+pub(crate) fn capacity_rows(c: &loadgate_results::Capacity) -> Vec<[String; 8]> {
+    c.steps.iter().map(capacity_row).collect()
+}
+
+fn capacity_row(s: &loadgate_results::CapacityStep) -> [String; 8] {
+    let lat = |us: Option<u64>| us.map_or_else(|| "-".to_owned(), format::latency);
+    let mut verdict = s.verdict.as_str().to_owned();
+    if !s.reasons.is_empty() {
+        verdict.push_str(": ");
+        verdict.push_str(&s.reasons.join("; "));
+    }
+    [
+        s.step.to_string(),
+        s.stage.as_str().to_owned(),
+        format::rate(s.rate),
+        format::rate(s.achieved_rate),
+        lat(s.p50_us),
+        lat(s.p99_us),
+        format::count(s.errors),
+        verdict,
+    ]
+}
+
+/// One step of a capacity search on one line, as the terminal shows it while the search runs:
+/// `step 3 (bisect) 2,400/s: achieved 2,400/s, p50 1.20ms, p99 4.50ms, 0 errors: PASS`.
+pub fn capacity_step_line(s: &loadgate_results::CapacityStep) -> String {
+    let [step, stage, rate, achieved, p50, p99, errors, verdict] = capacity_row(s);
+    format!("step {step} ({stage}) {rate}: achieved {achieved}, p50 {p50}, p99 {p99}, {errors} errors: {verdict}")
+}

@@ -5,7 +5,8 @@
 //!
 //! - `results`: the whole [`RunResults`] as in `results.json` (raw numbers, microseconds);
 //! - `report`: the same run prepared for people ([`View`]): numbers formatted (`1.25ms`, `94,737/s`), a headline,
-//!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario with its knee, the user
+//!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario with its knee, each capacity
+//!   search with the curve of its steps, the user
 //!   injection instances with Gatling's response-time buckets, the plots (SVG files beside the report), each
 //!   instance's per-second timeline, the warnings, the machine and the pinning;
 //! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
@@ -89,6 +90,8 @@ pub struct View {
     pub sweeps: Vec<Sweep>,
     /// One sentence per sweep that has a knee: `Sweep plaintext: throughput collapsed at connections=32: ...`.
     pub knees: Vec<String>,
+    /// One entry per capacity search (`load: capacity`): the capacity, why the search stopped, every step.
+    pub capacities: Vec<CapacityView>,
     /// One entry per user injection instance (`load.model == "users"`).
     pub users: Vec<UsersView>,
     /// One entry per instance that sent a mix of named requests.
@@ -191,6 +194,28 @@ pub struct ResourceRow {
     pub target_cpu_mean: String,
     pub target_cpu_peak: String,
     pub target_rss_peak: String,
+}
+
+/// A capacity search: what it found and the curve of its steps.
+#[derive(Debug, Serialize)]
+pub struct CapacityView {
+    /// The scenario instance.
+    pub name: String,
+    /// `3,000/s (3,050/s failed, 1.7% above, precision 2%, confirmed once); 11 steps in 11.20s, stopped: ...`.
+    pub summary: String,
+    /// Whether a rate held.
+    pub found: bool,
+    /// A row per step.
+    pub rows: Vec<CapacityRow>,
+}
+
+/// One step of a capacity search.
+#[derive(Debug, Serialize)]
+pub struct CapacityRow {
+    /// Step, stage, rate, achieved, p50, p99, errors, verdict (with why it failed).
+    pub cells: [String; 8],
+    /// Whether the step held (a step that did not stands out).
+    pub held: bool,
 }
 
 /// A user injection instance: its users and Gatling's response-time distribution.
@@ -503,6 +528,25 @@ impl View {
             knees: crate::run_sweeps(r)
                 .iter()
                 .filter_map(|s| s.knee.as_ref().map(|k| format!("Sweep {}: {}", s.scenario, k.explanation)))
+                .collect(),
+            capacities: r
+                .scenarios
+                .iter()
+                .filter_map(|s| {
+                    s.capacity.as_ref().map(|c| CapacityView {
+                        name: s.name.clone(),
+                        summary: c.summary(),
+                        found: c.capacity.is_some(),
+                        rows: crate::lines::capacity_rows(c)
+                            .into_iter()
+                            .zip(&c.steps)
+                            .map(|(cells, step)| CapacityRow {
+                                cells,
+                                held: step.verdict == loadgate_results::StepVerdict::Pass,
+                            })
+                            .collect(),
+                    })
+                })
                 .collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
             mixes: r

@@ -111,6 +111,14 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         let _ = writeln!(out, "  Connect time: {connect}");
     }
 
+    if let Some(c) = &s.capacity {
+        let _ = writeln!(out, "  Capacity: {}", c.summary());
+        let _ = writeln!(
+            out,
+            "  Measurements above: the last step at the capacity (or the first step, when no rate held)."
+        );
+        out.push_str(&aligned_table(&crate::lines::CAPACITY_HEADERS, &crate::lines::capacity_rows(c), "    "));
+    }
     if !s.verdicts.is_empty() {
         let _ = writeln!(out, "  SLOs{}:", if s.gate { "" } else { " (not gated)" });
         for v in &s.verdicts {
@@ -151,6 +159,35 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     if let Some(why) = &s.aborted {
         let _ = writeln!(out, "  stopped early: {why}");
+    }
+    out
+}
+
+/// A plain table with its columns aligned (text left in the first two and the last column, numbers right
+/// elsewhere), each line indented.
+fn aligned_table<const N: usize>(headers: &[&str; N], rows: &[[String; N]], indent: &str) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
+    for cells in std::iter::once(header.as_slice()).chain(rows.iter().map(|r| r.as_slice())) {
+        let mut line = indent.to_owned();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            if i == 1 || i + 1 == N {
+                let _ = write!(line, "{cell:<w$}");
+            } else {
+                let _ = write!(line, "{cell:>w$}");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }
@@ -248,6 +285,12 @@ pub fn summary_table(r: &RunResults, color: bool) -> String {
     line(&header, Tone::Plain, &mut out);
     for (cells, tone) in &rows {
         line(cells, *tone, &mut out);
+    }
+    for s in r.scenarios.iter() {
+        if let Some(c) = &s.capacity {
+            let tone = if c.capacity.is_some() { Tone::Good } else { Tone::Bad };
+            let _ = writeln!(out, "\nCapacity of {}: {}.", s.name, tone.paint(&c.summary(), color));
+        }
     }
     for sweep in sweeps.iter() {
         if let Some(k) = &sweep.knee {

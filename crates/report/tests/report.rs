@@ -386,3 +386,32 @@ fn a_long_phase_is_grouped_into_at_most_thirty_rows() {
     // The stall stays visible: a group shows its worst second.
     assert!(t.rows.iter().any(|row| row.p99 == "900.0ms"), "{:?}", t.rows);
 }
+
+/// A capacity search: the capacity, why the search stopped and the curve of every step, in the terminal, the
+/// Markdown, JUnit and the HTML report.
+#[test]
+fn capacity_run_snapshots() {
+    let r = loadgate_results::fixture::sample_capacity_run();
+    assert_eq!(r.outcome.status, loadgate_results::OutcomeStatus::Passed, "{:?}", r.outcome);
+    let text = r.scenarios.iter().map(text_summary).collect::<Vec<_>>().join("\n");
+    insta::assert_snapshot!("capacity_text", text);
+    insta::assert_snapshot!("capacity_summary_table", summary_table(&r, false));
+    insta::assert_snapshot!("capacity_markdown", markdown(&r, None).unwrap());
+    insta::assert_snapshot!("capacity_junit", junit(&r).unwrap());
+    let step = &r.scenarios[0].capacity.as_ref().unwrap().steps[3];
+    assert_eq!(
+        capacity_step_line(step),
+        format!(
+            "step 4 (step up) 4,000/s: achieved 2,702/s, p50 4.20ms, p99 61.00ms, 3 errors: FAIL: {}",
+            step.reasons.join("; ")
+        )
+    );
+    let html = page(&r);
+    let doc = parse_html(&html).unwrap_or_else(|e| panic!("{e}\n{html}"));
+    let section = doc.descendants().find(|n| n.attribute("id") == Some("capacity")).expect("a capacity section");
+    assert_eq!(section.text(), Some("Capacity"));
+    let rows = doc.descendants().filter(|n| n.has_tag_name("tr") && n.attribute("class") == Some("knee-row")).count();
+    assert_eq!(rows, 4, "the steps that failed stand out");
+    let plot = doc.descendants().find(|n| n.has_tag_name("svg") && n.attribute("data-plot") == Some("capacity"));
+    assert!(plot.is_some(), "the capacity plot is inline");
+}

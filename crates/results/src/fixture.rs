@@ -211,6 +211,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         repetitions: Vec::new(),
         ab_baseline: None,
         resources: None,
+        capacity: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);
@@ -478,6 +479,118 @@ pub fn sample_ab_run() -> RunResults {
         order: Some("abba".to_owned()),
         candidate: Some("http://127.0.0.1:8081".to_owned()),
     });
+    run.outcome = outcome(&run);
+    run.sweeps = sweeps(&run);
+    run
+}
+
+/// A capacity search of a key-value service (`get`, 16 connections, 2 s steps, 5% precision, one confirmation):
+/// steps up from 500/s to 4,000/s (which fails, the target holding the rate back), bisects down to 2,375/s (held)
+/// and 2,438/s (failed), and confirms 2,375/s. The instance's measurements are the confirmation's; its SLOs are
+/// `p99 < 10ms` (each step) and `capacity >= 2000/s` (the search). Times are fixed.
+pub fn sample_capacity_run() -> RunResults {
+    use crate::model::{CapacityStage::*, StepVerdict::*};
+    let shape = Shape {
+        name: "get",
+        scenario: "get",
+        matrix: vec![],
+        gate: true,
+        duration: 2.0,
+        offset: 33.0,
+        model: "constant",
+        connections: 16,
+        opened: 16,
+        pipeline: 1,
+        rates: Some((2_375.0, 2_374.0)),
+        completed: 4_748,
+        latency: (1_200.0, 700.0),
+        server_errors: 0,
+        timeouts: 0,
+        read_errors: 0,
+        response_bytes: 80,
+        slos: vec!["p99 < 10ms", "capacity >= 2000/s"],
+        problems: vec![],
+        warnings: vec![],
+        utilization: 0.21,
+        users: None,
+    };
+    let mut get = scenario(0, &shape);
+    let target_limited = "the target limited the rate: sent 2,702/s of the 4,000/s asked (67.5%); the 16 connections \
+                          were busy 96% of the time; the target's median service time rose from 2.10ms in the first \
+                          second to 5.80ms in the later half. A valid result: the target carried 2,690/s at these \
+                          latencies";
+    let steps = [
+        (StepUp, 500.0, 500.0, 900, 2_100, 0, Pass, vec![]),
+        (StepUp, 1_000.0, 1_000.0, 950, 2_400, 0, Pass, vec![]),
+        (StepUp, 2_000.0, 1_999.0, 1_100, 4_900, 0, Pass, vec![]),
+        (
+            StepUp,
+            4_000.0,
+            2_702.0,
+            4_200,
+            61_000,
+            3,
+            Fail,
+            vec!["p99 was 61.00ms, threshold < 10ms".to_owned(), target_limited.to_owned()],
+        ),
+        (Bisect, 3_000.0, 2_988.0, 3_800, 42_000, 0, Fail, vec!["p99 was 42.00ms, threshold < 10ms".to_owned()]),
+        (Bisect, 2_500.0, 2_499.0, 2_100, 15_300, 0, Fail, vec!["p99 was 15.30ms, threshold < 10ms".to_owned()]),
+        (Bisect, 2_250.0, 2_250.0, 1_200, 6_100, 0, Pass, vec![]),
+        (Bisect, 2_375.0, 2_374.0, 1_300, 8_700, 0, Pass, vec![]),
+        (Bisect, 2_438.0, 2_437.0, 1_700, 11_900, 0, Fail, vec!["p99 was 11.90ms, threshold < 10ms".to_owned()]),
+        (Confirm, 2_375.0, 2_374.0, 1_250, 8_100, 0, Pass, vec![]),
+    ];
+    let steps: Vec<CapacityStep> = steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, (stage, rate, achieved, p50, p99, errors, verdict, reasons))| CapacityStep {
+            step: i as u32 + 1,
+            stage,
+            rate,
+            achieved_rate: achieved,
+            throughput: achieved,
+            p50_us: Some(p50),
+            p99_us: Some(p99),
+            errors,
+            verdict,
+            reasons,
+            limited_by: (rate == 4_000.0).then_some(LimitCause::Target),
+            started_at_offset: 13.0 + 2.0 * i as f64,
+            duration: 2.0,
+        })
+        .collect();
+    get.capacity = Some(Capacity {
+        capacity: Some(2_375.0),
+        failed_at: Some(2_438.0),
+        confirmed: true,
+        stop: CapacityStop::PrecisionReached,
+        stop_reason: crate::capacity::stop_reason(
+            CapacityStop::PrecisionReached,
+            Some(2_375.0),
+            Some(2_438.0),
+            0.05,
+            600.0,
+            None,
+        ),
+        from: 500.0,
+        to: 100_000.0,
+        precision: 0.05,
+        step_factor: 2.0,
+        confirm: 1,
+        max_duration: 600.0,
+        step_duration: 2.0,
+        elapsed: 20.4,
+        steps,
+    });
+    let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
+    get.verdicts = evaluate(&slos, &get, None);
+    let mut run = sample_run();
+    run.spec.name = "wrk2-entity".to_owned();
+    run.spec.description = Some("The GET capacity of a key-value service, found by a search.".to_owned());
+    run.spec.file = "specs/wrk2-entity.yaml".to_owned();
+    run.spec.vars = BTreeMap::new();
+    run.target.samples.clear();
+    run.scenarios = vec![get];
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);
     run

@@ -129,6 +129,7 @@ fn statistical(slo: &Slo) -> bool {
                 | Metric::ConnectMax
                 | Metric::ConnectMean
                 | Metric::Throughput
+                | Metric::Capacity
         )
 }
 
@@ -148,6 +149,9 @@ fn stored_parts(b: &ScenarioResult) -> Vec<ScenarioResult> {
             s.status = r.status.clone();
             s.errors = r.errors.clone();
             s.duration = r.duration;
+            if let Some(c) = &mut s.capacity {
+                c.capacity = r.capacity;
+            }
             s
         })
         .collect()
@@ -171,6 +175,7 @@ fn merged_with_repetitions(parts: &[ScenarioResult], rounds: &[u32]) -> Result<S
             latency: p.latency.clone(),
             valid: p.validity.valid,
             histograms: p.histograms.clone(),
+            capacity: p.capacity.as_ref().and_then(|c| c.capacity),
         })
         .collect();
     Ok(merged)

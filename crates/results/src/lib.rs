@@ -25,6 +25,9 @@
 //! - [`response_time_buckets`]`(scenario) -> ResponseTimeBuckets`: Gatling's `t < 800 ms` / `800 ms <= t < 1200
 //!   ms` / `t >= 1200 ms` / `failed` distribution, and [`peak_users_active`], for user injection (computed on
 //!   render, see [`mod@users`]);
+//! - [`capacity::judge_step`]`(step) -> (StepVerdict, reasons)`: how one step of a capacity search fared (pass,
+//!   fail, or invalid as a measurement), and the search's outcome in [`Capacity`] (the rate found, every step,
+//!   why it stopped); the `capacity` SLO metric reads it (rules in [`mod@capacity`]);
 //! - [`merge_scenarios`] and [`Histograms::add`] combine measurements without averaging percentiles;
 //! - [`fixture::sample_run`] is a realistic hand-built run for tests of anything that reads results;
 //! - [`stats`]: verdicts over repetitions (one number per repetition): the median's order-statistic interval,
@@ -32,6 +35,7 @@
 //!   ([`stats::verdicts`]`(checks, confidence) -> Vec<Result<CheckVerdict, StatsError>>`);
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
+pub mod capacity;
 pub mod fixture;
 pub mod format;
 pub mod gate;

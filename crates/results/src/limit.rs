@@ -17,6 +17,12 @@
 //!    - **plan** otherwise: the target kept its service time, the spec's connection count was too small for the
 //!      rate. The verdict names the connection count that would carry it: target rate x mean service time
 //!      (Little's law), and half again for variation.
+//!
+//!    The connections also count as busy when they were busy over the phase's later half (each second's
+//!    completed requests x its median service time, at least 80% of the connections' time) while the service
+//!    time rose as above: a target whose queue grew within the phase (a rate a little above its capacity) fills
+//!    the connections only in the phase's later part, so the whole phase's share stays low; that is the
+//!    **target**'s limit.
 //! 3. **generator** otherwise: connections were free, the target answered in time, and still the requests were
 //!    not sent (the generator was descheduled, or lagged): the send lag says by how much.
 //!
@@ -98,7 +104,13 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
             format::latency_us(s.service_time.mean_us),
         )
     };
-    if busy < CONNECTIONS_BUSY {
+    // A target whose queue grew within the phase fills the connections only in its later part: busy there (by
+    // Little's law on the later half's seconds), with the service time risen, it is the target's limit even when
+    // the whole phase's share is low.
+    let rising = service_trend(s)
+        .filter(|(first, later)| *later as f64 > SERVICE_RISE * *first as f64 && later.saturating_sub(*first) >= 200);
+    let later_busy = later_busy_share(s);
+    if busy < CONNECTIONS_BUSY && !(rising.is_some() && later_busy >= CONNECTIONS_BUSY) {
         // The one-second marks are left out here: they count a request in flight from the moment the worker takes
         // it until the worker reads its answer, so a worker that falls behind (building requests, descheduled)
         // shows every connection in flight while the target is long done with them.
@@ -113,6 +125,14 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
         evidence.push(send_lag(s));
         return Some(limited(LimitCause::Generator, s, target, achieved, &shortfall, evidence, None));
     }
+    if busy < CONNECTIONS_BUSY {
+        evidence.push(format!(
+            "the {} connections were busy {:.0}% of the phase's later half (its completed requests x their median \
+             service time), as the target's queue grew",
+            format::count(s.connections.planned),
+            100.0 * later_busy.min(1.0)
+        ));
+    }
     evidence.push(format!(
         "{}{}",
         busy_text(""),
@@ -123,14 +143,12 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
         }
     ));
     let mut target_evidence = Vec::new();
-    if let Some((first, later)) = service_trend(s) {
-        if later as f64 > SERVICE_RISE * first as f64 && later.saturating_sub(first) >= 200 {
-            target_evidence.push(format!(
-                "the target's median service time rose from {} in the first second to {} in the later half",
-                format::latency(first),
-                format::latency(later)
-            ));
-        }
+    if let Some((first, later)) = rising {
+        target_evidence.push(format!(
+            "the target's median service time rose from {} in the first second to {} in the later half",
+            format::latency(first),
+            format::latency(later)
+        ));
     }
     if let Some(text) = errors_rising(s) {
         target_evidence.push(text);
@@ -205,6 +223,33 @@ fn busy_share(s: &ScenarioResult, cx: &LimitContext) -> f64 {
         busy += s.connect_time.count as f64 * s.connect_time.mean_us / 1e6;
     }
     busy / capacity
+}
+
+/// The share of the connections' time that requests spent at the target over the later half of the phase's
+/// seconds: each second's completed requests x its median service time.
+fn later_busy_share(s: &ScenarioResult) -> f64 {
+    // (seconds the interval covered, completed, median service time); the last interval may be the drain's
+    // fraction of a second.
+    let mut previous = 0.0;
+    let points: Vec<(f64, u64, u64)> = s
+        .timeline
+        .iter()
+        .filter_map(|p| {
+            let span = p.t - previous;
+            previous = p.t;
+            p.service_p50_us.map(|service| (span, p.completed, service))
+        })
+        .collect();
+    if points.len() < 2 || s.connections.planned == 0 {
+        return 0.0;
+    }
+    let later = &points[points.len() / 2..];
+    let busy: f64 = later.iter().map(|(_, completed, service)| *completed as f64 * *service as f64 / 1e6).sum();
+    let seconds: f64 = later.iter().map(|(span, ..)| span).sum();
+    if seconds <= 0.0 {
+        return 0.0;
+    }
+    busy / (s.connections.planned as f64 * seconds)
 }
 
 /// The first full second's median service time and the median of the later half's seconds.
@@ -316,6 +361,36 @@ mod tests {
         let l = who_limited(&s, &cx).unwrap();
         assert_eq!(l.cause, LimitCause::Target, "{l:#?}");
         assert!(l.message.contains("98% busy on average (2.0 of its 2 CPUs)"), "{}", l.message);
+    }
+
+    #[test]
+    fn a_queue_that_grows_within_the_phase_is_the_targets_limit() {
+        // 280/s asked of a target that serves 250/s on 64 connections for 4 seconds: its queue grows, its service
+        // time with it, and the connections fill only in the later seconds.
+        let mut s = open(280.0, 271.0, 64, 160.0, 0.07);
+        s.duration = 4.0;
+        s.requests.completed = 1000;
+        s.service_time = LatencySummary::from_histogram(&exponential_histogram(1000, 100_000.0, 10_000.0));
+        s.timeline = [(1.0, 30_000), (2.0, 120_000), (3.0, 240_000), (4.0, 256_000)]
+            .into_iter()
+            .map(|(t, service)| TimelinePoint {
+                t,
+                completed: 250,
+                in_flight: Some(64),
+                service_p50_us: Some(service),
+                ..Default::default()
+            })
+            .collect();
+        let l = who_limited(&s, &LimitContext::default()).unwrap();
+        assert_eq!(l.cause, LimitCause::Target, "{l:#?}");
+        assert!(l.message.contains("busy 97% of the phase's later half"), "{}", l.message);
+        assert!(l.message.contains("rose from 30.00ms in the first second to 256.0ms"), "{}", l.message);
+
+        // The same shortfall at a steady service time, free connections: the generator's.
+        for p in &mut s.timeline {
+            p.service_p50_us = Some(30_000);
+        }
+        assert_eq!(who_limited(&s, &LimitContext::default()).unwrap().cause, LimitCause::Generator);
     }
 
     #[test]

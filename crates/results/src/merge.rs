@@ -90,6 +90,13 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         merged.load.target_rate = target_weighted.map(|w| w / merged.duration);
         merged.load.achieved_rate = achieved_weighted.map(|w| w / merged.duration);
     }
+    // Repeated capacity searches: the merge reads as the median search (the lower one of an even count), whose
+    // capacity is the repetitions' median.
+    if parts.iter().any(|p| p.capacity.is_some()) {
+        let mut searches: Vec<&crate::model::Capacity> = parts.iter().filter_map(|p| p.capacity.as_ref()).collect();
+        searches.sort_by(|a, b| a.capacity.unwrap_or(-1.0).total_cmp(&b.capacity.unwrap_or(-1.0)));
+        merged.capacity = searches.get((searches.len() - 1) / 2).map(|c| (*c).clone());
+    }
     merged.latency = LatencySummary::from_histogram(&merged.histograms.latency);
     merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
     merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);

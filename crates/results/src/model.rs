@@ -274,6 +274,159 @@ pub struct ScenarioResult {
     /// figures the terminal and report.md show. Absent in results of an older loadgate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<crate::resources::PhaseResources>,
+    /// For a capacity search (`load: capacity`): the rate found, every step and why the search stopped. The
+    /// measurements above are then those of the step that decided the capacity (the last run at the rate found,
+    /// or the first step when no rate held). See [`crate::capacity`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Capacity>,
+}
+
+/// What a capacity search found: the highest rate at which the scenario's SLOs held, between which rates, how
+/// sure, every step on the way and why it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Capacity {
+    /// The capacity: the highest rate (requests per second asked) whose steps held, confirmed unless
+    /// `confirmed` says otherwise; `None` when no rate held, not even `from`.
+    pub capacity: Option<f64>,
+    /// The lowest rate above the capacity that failed; `None` when none failed (the search passed `to`).
+    pub failed_at: Option<f64>,
+    /// Whether the capacity held its confirmations (`confirm` more runs at that rate).
+    pub confirmed: bool,
+    /// Why the search stopped.
+    pub stop: CapacityStop,
+    /// One sentence for people: why the search stopped, with the rates.
+    pub stop_reason: String,
+    /// The lowest rate the search tries (`from`), requests per second.
+    pub from: f64,
+    /// The highest rate the search tries (`to`), requests per second.
+    pub to: f64,
+    /// How close the highest rate that held and the lowest that failed had to get, relative to the former, as a
+    /// fraction (`precision`).
+    pub precision: f64,
+    /// The factor between two steps up (`step`).
+    pub step_factor: f64,
+    /// The runs of the rate found asked, each of which had to hold (`confirm`).
+    pub confirm: u32,
+    /// The search's time budget in seconds (`max_duration`).
+    pub max_duration: f64,
+    /// Each step's load, in seconds (`duration`).
+    pub step_duration: f64,
+    /// Seconds from the first step's start to the last step's end.
+    pub elapsed: f64,
+    /// Every step, in the order it ran.
+    pub steps: Vec<CapacityStep>,
+}
+
+/// Why a capacity search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityStop {
+    /// The highest rate that held and the lowest that failed are within the precision, and the former held its
+    /// confirmations.
+    PrecisionReached,
+    /// `to` held (and its confirmations): the capacity is at least the upper bound, which the search does not
+    /// go past.
+    UpperBoundPassed,
+    /// `from` failed: the capacity is below the lowest rate the search tries.
+    LowerBoundFailed,
+    /// The next step could not have ended within `max_duration`.
+    TimeBudget,
+    /// A step was invalid as a measurement (the generator could not send its rate): the search cannot tell
+    /// what lies above.
+    InvalidStep,
+    /// The run was interrupted (Ctrl-C) or the target exited.
+    Interrupted,
+}
+
+impl CapacityStop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityStop::PrecisionReached => "precision reached",
+            CapacityStop::UpperBoundPassed => "upper bound passed",
+            CapacityStop::LowerBoundFailed => "lower bound failed",
+            CapacityStop::TimeBudget => "time budget spent",
+            CapacityStop::InvalidStep => "invalid step",
+            CapacityStop::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Where a step stands in a capacity search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityStage {
+    /// From `from`, `step` times faster while the steps hold.
+    StepUp,
+    /// Halfway between the highest rate that held and the lowest that failed.
+    Bisect,
+    /// The rate found, once more.
+    Confirm,
+}
+
+impl CapacityStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityStage::StepUp => "step up",
+            CapacityStage::Bisect => "bisect",
+            CapacityStage::Confirm => "confirm",
+        }
+    }
+}
+
+/// How one step of a capacity search fared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepVerdict {
+    /// Every SLO of the scenario held and the rate was sent in full.
+    Pass,
+    /// An SLO failed, or the target or the plan's connections held the rate back.
+    Fail,
+    /// The step is invalid as a measurement (the generator could not send the rate): it says nothing of the
+    /// target.
+    Invalid,
+}
+
+impl StepVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepVerdict::Pass => "PASS",
+            StepVerdict::Fail => "FAIL",
+            StepVerdict::Invalid => "INVALID",
+        }
+    }
+}
+
+/// One step of a capacity search: an open-loop run at one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CapacityStep {
+    /// The step's number, from 1.
+    pub step: u32,
+    /// Stepping up, bisecting or confirming.
+    pub stage: CapacityStage,
+    /// The rate asked, requests per second.
+    pub rate: f64,
+    /// The rate requests were sent at.
+    pub achieved_rate: f64,
+    /// Completed requests per second.
+    pub throughput: f64,
+    /// The median latency from the intended send time, microseconds; `None` without completed requests.
+    pub p50_us: Option<u64>,
+    /// The 99th percentile latency from the intended send time, microseconds.
+    pub p99_us: Option<u64>,
+    /// Failed requests and non-2xx responses.
+    pub errors: u64,
+    /// Whether the step held.
+    pub verdict: StepVerdict,
+    /// Why it failed or is invalid, one sentence each (the SLOs that failed with what was observed, who held the
+    /// rate back, the validity problems); empty for a pass.
+    pub reasons: Vec<String>,
+    /// Who held the rate back, when it fell short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<LimitCause>,
+    /// Seconds from the run's start to the step's start.
+    pub started_at_offset: f64,
+    /// Seconds the step's load ran (with its drain).
+    pub duration: f64,
 }
 
 /// One repetition of a scenario instance, with its own histograms: the sample that statistics compare.
@@ -293,6 +446,9 @@ pub struct Repetition {
     /// Whether the generator delivered what the plan asked in this repetition.
     pub valid: bool,
     pub histograms: Histograms,
+    /// For a capacity search: the capacity this repetition's search found (`None` when no rate held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<f64>,
 }
 
 /// One named request of a mix.

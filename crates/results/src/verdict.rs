@@ -56,6 +56,9 @@ pub fn baseline_for<'a>(baseline: &'a RunResults, result: &ScenarioResult) -> Op
 /// The value of a metric in a scenario, in the metric's unit: microseconds for latencies, requests per second,
 /// a fraction for `error_rate`, a count otherwise. `None` when there is nothing to measure it on.
 pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
+    if metric == Metric::Capacity {
+        return s.capacity.as_ref().and_then(|c| c.capacity);
+    }
     measure_parts(
         metric,
         &s.histograms.latency,
@@ -96,6 +99,8 @@ fn measure_parts(
         Metric::Errors => Some(errors.total() as f64),
         Metric::Non2xx => Some(status.non_2xx() as f64),
         Metric::Timeouts => Some(errors.timeout as f64),
+        // A capacity belongs to a search, never to a request or its parts.
+        Metric::Capacity => None,
     }
 }
 
@@ -206,7 +211,12 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
                     Some(v) => verdict.passed = slo.comparison.holds(v, t),
                     None => {
                         verdict.passed = false;
-                        verdict.note = Some(if slo.metric.is_connect() {
+                        verdict.note = Some(if slo.metric == Metric::Capacity {
+                            match &result.capacity {
+                                Some(c) => format!("no rate held: {}", c.stop_reason),
+                                None => "nothing measured: the scenario ran no capacity search".to_owned(),
+                            }
+                        } else if slo.metric.is_connect() {
                             format!("nothing measured: {} needs connections that opened", slo.metric)
                         } else {
                             format!("nothing measured: {} needs completed requests", slo.metric)
@@ -217,6 +227,10 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
         }
     }
 
+    // A capacity reads as the search found it: `at least 200,000/s` past the upper bound, `below 1,000/s`.
+    if let (Metric::Capacity, None, Some(c)) = (slo.metric, &slo.request, &result.capacity) {
+        verdict.observed_text = c.describe();
+    }
     if !result.gate {
         verdict.ungate();
     }

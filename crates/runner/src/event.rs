@@ -30,6 +30,9 @@ pub enum Event<'a> {
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
     /// or the candidate (B).
     RepetitionFinished { phase: &'a Phase, round: u32, side: crate::rounds::Side, result: &'a ScenarioResult },
+    /// One step of a capacity search ended (`phase` is the scenario instance searched): its rate, what it
+    /// measured and its verdict.
+    CapacityStep { phase: &'a Phase, step: &'a loadgate_results::CapacityStep },
     /// A phase ended with a result (its SLOs evaluated); `results` is the run so far, with this phase in it.
     PhaseFinished { phase: &'a Phase, result: &'a ScenarioResult, results: &'a RunResults },
     /// The engine could not run a phase at all; the run stops.

@@ -10,6 +10,7 @@
 //! | the phases in order on the engine, `abort_on_fail`, saturation policy, SLO evaluation | [`Session::run_phase`] |
 //! | reports rewritten atomically after every phase, the step summary | [`reports::ReportWriter`] |
 //! | interruption (Ctrl-C, SIGTERM, a library caller) | [`Interrupt`] |
+//! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
 //!
 //! # Composing runs
 //!
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod abort;
+pub mod capacity;
 mod error;
 mod event;
 pub mod interrupt;

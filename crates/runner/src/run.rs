@@ -185,7 +185,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                     stop = true;
                     break;
                 }
-                let result = match session.run_phase(phase, request.baseline.as_ref(), observer) {
+                let result = match crate::capacity::run_instance(session, phase, request.baseline.as_ref(), observer) {
                     Ok(r) => r,
                     Err(e) => {
                         observer.event(&Event::PhaseFailed { phase, error: e.to_string() });

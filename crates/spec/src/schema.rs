@@ -366,6 +366,34 @@ pub enum LoadDoc {
     /// Gatling-style user injection: each user opens a connection, sends its request (or runs its `session`),
     /// closes.
     Users(UsersDoc),
+    /// A capacity search: open-loop steps from `from`, `step` times faster while the scenario's SLOs hold, then
+    /// bisection until the highest rate that held and the lowest that failed are `precision` apart, confirmed
+    /// `confirm` more times; at most `max_duration` in all. A `capacity >= RATE` SLO gates the rate found.
+    Capacity(CapacityDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CapacityDoc {
+    /// The first step's rate, the lowest the search tries.
+    pub from: RateText,
+    /// The highest rate the search tries (above `from`).
+    pub to: RateText,
+    /// How long each step's load runs.
+    pub duration: DurationText,
+    /// The connections each step's requests are spread over (wrk2 `-c`).
+    pub connections: Count,
+    /// How close the highest rate that held and the lowest that failed must be, relative to the former
+    /// (default 5%; 0.1% to below 100%).
+    pub precision: Option<String>,
+    /// The factor from one rate to the next while the steps hold: `2x` (the default), `1.5x`.
+    pub step: Option<FactorDoc>,
+    /// How many more times the rate found runs; each must hold (default 1, at most 10).
+    pub confirm: Option<CountOrZero>,
+    /// The most the whole search may take (default 10m): no step starts that could not end within it.
+    pub max_duration: Option<DurationText>,
+    /// A pause before every step after the first (default 0s).
+    pub pause: Option<DurationText>,
 }
 
 #[derive(JsonSchema)]
@@ -547,6 +575,38 @@ impl JsonSchema for Count {
     }
 }
 
+/// A whole number, 0 or more, or a template that renders to one.
+pub struct CountOrZero;
+impl JsonSchema for CountOrZero {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CountOrZero".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A whole number of at least 0, or a template.",
+            "anyOf": [ { "type": "integer", "minimum": 0 }, { "type": "string", "pattern": TEMPLATE } ]
+        })
+    }
+}
+
+/// A factor above 1: `2x`, `1.5x`, or a number.
+pub struct FactorDoc;
+impl JsonSchema for FactorDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Factor".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A factor above 1: `2x`, `1.5x`, or a number such as 2.",
+            "anyOf": [
+                { "type": "number", "exclusiveMinimum": 1 },
+                { "type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[x×]\s*$" },
+                { "type": "string", "pattern": TEMPLATE }
+            ]
+        })
+    }
+}
+
 /// Users per second: a number or a rate.
 pub struct UserRateDoc;
 impl JsonSchema for UserRateDoc {
@@ -639,6 +699,7 @@ mod tests {
         assert_eq!(props(&schema, "OpenDoc"), sorted(OPEN_KEYS));
         assert_eq!(props(&schema, "RampDoc"), sorted(RAMP_KEYS));
         assert_eq!(props(&schema, "RampStageDoc"), sorted(STAGE_KEYS));
+        assert_eq!(props(&schema, "CapacityDoc"), sorted(CAPACITY_KEYS));
         assert_eq!(props(&schema, "UsersDetailDoc"), sorted(USERS_KEYS));
         assert_eq!(props(&schema, "UserStepDoc"), sorted(USER_STEP_KEYS));
         assert_eq!(props(&schema, "SloDetailDoc"), sorted(SLO_KEYS));

@@ -433,6 +433,7 @@ impl PhaseBuilder {
             slos: vec![],
             seed: self.seed,
             session: self.session.clone(),
+            capacity: None,
         };
         let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
         (phase, workers)

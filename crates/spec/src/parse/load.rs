@@ -4,11 +4,12 @@ use crate::diag::Diagnostic;
 use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx};
-use crate::units::Rate;
+use crate::units::{Duration, Percent, Rate};
 use crate::PipelineMode;
 
 use super::{
-    enum_error, positive_duration, CLOSED_KEYS, DEFAULT_MAX_USER_CONNECTIONS, LOAD_KEYS, OPEN_KEYS, RAMP_KEYS,
+    enum_error, positive_duration, CAPACITY_KEYS, CLOSED_KEYS, DEFAULT_CAPACITY_CONFIRM, DEFAULT_CAPACITY_MAX_DURATION,
+    DEFAULT_CAPACITY_PRECISION, DEFAULT_CAPACITY_STEP, DEFAULT_MAX_USER_CONNECTIONS, LOAD_KEYS, OPEN_KEYS, RAMP_KEYS,
     STAGE_KEYS, USERS_KEYS, USER_STEP_KEYS,
 };
 
@@ -20,6 +21,7 @@ pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Loa
         "closed" => read_closed(cx, n, &p),
         "open" => read_open(cx, n, &p),
         "ramp" => read_ramp(cx, n, &p),
+        "capacity" => read_capacity(cx, n, &p),
         _ => read_users(cx, n, &p),
     }
 }
@@ -125,6 +127,152 @@ fn read_open(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         cx.required(&f, "duration", "`load.open`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
     let conns = cx.required(&f, "connections", "`load.open`").and_then(|(n, p)| connections(cx, n, &p));
     Some(Load::Open { rate: rate?, duration: duration?, connections: conns? })
+}
+
+/// The most confirmations a capacity search runs.
+const MAX_CONFIRM: u64 = 10;
+/// The smallest precision a capacity search may ask: finer than the noise of any one step.
+const MIN_PRECISION: f64 = 0.001;
+/// The smallest factor between two steps up.
+const MIN_STEP: f64 = 1.05;
+/// The largest factor between two steps up.
+const MAX_STEP: f64 = 100.0;
+
+/// `step: 2x`, `step: 1.5x` or `step: 2`: the factor from one rate to the next.
+fn step_factor(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<f64> {
+    let r = cx.render(n, p)?;
+    let value = match &r.kind {
+        NodeKind::Int(i) => Some(*i as f64),
+        NodeKind::Float(f) => Some(*f),
+        NodeKind::Str(s) => s.trim().strip_suffix(['x', '×']).and_then(|d| d.trim().parse::<f64>().ok()),
+        _ => None,
+    };
+    match value {
+        Some(v) if v.is_finite() && (MIN_STEP..=MAX_STEP).contains(&v) => Some(v),
+        Some(v) if v.is_finite() && v <= 1.0 => {
+            cx.error(
+                Diagnostic::error(p, n.span, "`step` must grow the rate")
+                    .expected(format!("a factor above 1, such as `2x` (at least {MIN_STEP}x)"))
+                    .found(r.describe())
+                    .help("the search steps up by this factor until a step fails, then bisects"),
+            );
+            None
+        }
+        Some(_) => {
+            cx.error(
+                Diagnostic::error(p, n.span, "`step` is out of range")
+                    .expected(format!("a factor from {MIN_STEP}x to {MAX_STEP}x, such as `2x`"))
+                    .found(r.describe()),
+            );
+            None
+        }
+        None => {
+            cx.error(
+                Diagnostic::error(p, n.span, "`step` is not a factor")
+                    .expected("a factor such as `2x` or `1.5x`")
+                    .found(r.describe())
+                    .help("write the factor the rate grows by from step to step, followed by `x`"),
+            );
+            None
+        }
+    }
+}
+
+fn read_capacity(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    let f = cx.map(node, path, CAPACITY_KEYS, "`load.capacity`")?;
+    let from = cx.required(&f, "from", "`load.capacity`").and_then(|(n, p)| positive_rate(cx, n, &p, "`from`"));
+    let to = cx.required(&f, "to", "`load.capacity`").and_then(|(n, p)| positive_rate(cx, n, &p, "`to`"));
+    let duration =
+        cx.required(&f, "duration", "`load.capacity`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
+    let conns = cx.required(&f, "connections", "`load.capacity`").and_then(|(n, p)| connections(cx, n, &p));
+    let precision = match f.get("precision") {
+        Some((n, p)) => cx.unit::<Percent>(n, &p, "`precision`").and_then(|v| {
+            if v.0 < MIN_PRECISION || v.0 >= 1.0 {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`precision` is out of range")
+                        .expected(format!("a percentage from {}% to below 100%, such as `2%`", MIN_PRECISION * 100.0))
+                        .found(n.describe())
+                        .help("the search stops when the highest rate that held and the lowest that failed are this close"),
+                );
+                None
+            } else {
+                Some(v)
+            }
+        }),
+        None => Some(Percent(DEFAULT_CAPACITY_PRECISION)),
+    };
+    let step = match f.get("step") {
+        Some((n, p)) => step_factor(cx, n, &p),
+        None => Some(DEFAULT_CAPACITY_STEP),
+    };
+    let confirm = match f.get("confirm") {
+        Some((n, p)) => cx.uint(n, &p, "`confirm`", 0).and_then(|c| {
+            if c > MAX_CONFIRM {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`confirm` asks too many repeats")
+                        .expected(format!("at most {MAX_CONFIRM} confirmations"))
+                        .found(n.describe())
+                        .help("to judge the capacity over repetitions, use `gating.repeat`"),
+                );
+                None
+            } else {
+                Some(c as u32)
+            }
+        }),
+        None => Some(DEFAULT_CAPACITY_CONFIRM),
+    };
+    let max_duration = match f.get("max_duration") {
+        Some((n, p)) => positive_duration(cx, n, &p, "`max_duration`"),
+        None => Some(DEFAULT_CAPACITY_MAX_DURATION),
+    };
+    let pause = match f.get("pause") {
+        Some((n, p)) => cx.unit::<Duration>(n, &p, "`pause`"),
+        None => Some(Duration::ZERO),
+    };
+    let (from, to, duration, conns) = (from?, to?, duration?, conns?);
+    let (precision, step, confirm, max_duration, pause) = (precision?, step?, confirm?, max_duration?, pause?);
+    if to.millis_per_sec <= from.millis_per_sec {
+        cx.error(
+            Diagnostic::error(&path.key("to"), f.key_span("to"), "`to` must be above `from`")
+                .expected(format!("a rate above {from}"))
+                .found(to.to_string())
+                .help("the search runs from `from` up to `to`: `from` is the lowest rate it tries, `to` the highest"),
+        );
+        return None;
+    }
+    if max_duration < duration {
+        cx.error(
+            Diagnostic::error(
+                &path.key("max_duration"),
+                f.key_span("max_duration"),
+                "`max_duration` cannot hold one step",
+            )
+            .expected(format!("at least the step's `duration` ({duration})"))
+            .found(max_duration.to_string())
+            .help("the budget bounds the whole search; give it room for several steps"),
+        );
+        return None;
+    }
+    let search = CapacitySearch { from, to, precision, step, duration, confirm, max_duration, pause };
+    let worst = search.worst_case_duration();
+    if worst > max_duration {
+        let (span, p) = match f.get("max_duration") {
+            Some(_) => (f.key_span("max_duration"), path.key("max_duration")),
+            None => (node.span, path.clone()),
+        };
+        cx.error(
+            Diagnostic::warning(
+                &p,
+                span,
+                format!(
+                    "the search may need {} steps ({worst}), more than `max_duration` ({max_duration})",
+                    search.worst_case_steps()
+                ),
+            )
+            .help("when the time runs out the search stops and reports the rates it bracketed; raise `max_duration`, shorten `duration`, narrow `from`..`to` or widen `precision`"),
+        );
+    }
+    Some(Load::Capacity { search, connections: conns })
 }
 
 fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
@@ -312,4 +460,55 @@ fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         return None;
     }
     Some(Load::Users { steps, max_connections: max_conns })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{load_str, Load, LoadOptions};
+
+    fn capacity(load: &str, slo: &str) -> Result<crate::Spec, crate::SpecError> {
+        let yaml = format!(
+            "version: 1\nname: c\nvars: {{ step: 3 }}\ntarget: {{ builtin: plaintext }}\nscenarios:\n  s:\n    request: {{ path: / }}\n    load: {{ capacity: {load} }}\n    slo: {slo}\n"
+        );
+        load_str("c.yaml", &yaml, &LoadOptions::default())
+    }
+
+    #[test]
+    fn a_capacity_search_reads_with_its_defaults() {
+        let spec = capacity("{ from: 1k/s, to: 64k/s, duration: 5s, connections: 16 }", "[p99 < 10ms]").unwrap();
+        let Load::Capacity { search, connections } = spec.scenarios[0].cells[0].load else { panic!("a capacity load") };
+        assert_eq!(connections, 16);
+        assert_eq!((search.from.per_sec(), search.to.per_sec()), (1000.0, 64000.0));
+        assert_eq!((search.step, search.precision.0, search.confirm), (2.0, 0.05, 1));
+        assert_eq!((search.max_duration.to_string(), search.pause.to_string()), ("10m".to_owned(), "0s".to_owned()));
+        // 1k, 2k, ..., 64k: 7 steps up; halving 100% down to 5%: 5 more; 1 confirmation.
+        assert_eq!(search.worst_case_steps(), 13);
+        assert_eq!(search.worst_case_duration().to_string(), "1m5s");
+        assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
+        assert_eq!(spec.scenarios[0].cells[0].load.duration().map(|d| d.to_string()).as_deref(), Some("10m"));
+    }
+
+    #[test]
+    fn factors_are_written_with_or_without_x_and_may_be_templated() {
+        for (step, factor) in [("1.5x", 1.5), ("2", 2.0), ("\"{{ step }}x\"", 3.0), ("\"{{ step }}\"", 3.0)] {
+            let spec = capacity(
+                &format!("{{ from: 1k/s, to: 9k/s, step: {step}, duration: 1s, connections: 1 }}"),
+                "[p99 < 1s]",
+            )
+            .unwrap_or_else(|e| panic!("{step}: {e:?}"));
+            let Load::Capacity { search, .. } = spec.scenarios[0].cells[0].load else { panic!() };
+            assert_eq!(search.step, factor, "{step}");
+        }
+    }
+
+    #[test]
+    fn a_search_longer_than_its_budget_or_without_step_slos_warns() {
+        let spec =
+            capacity("{ from: 1k/s, to: 1000k/s, step: 1.1x, duration: 30s, connections: 8 }", "[capacity >= 5k/s]")
+                .unwrap();
+        let warnings: Vec<&str> = spec.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert!(warnings[0].starts_with("the search may need "), "{warnings:?}");
+        assert!(warnings[0].ends_with("more than `max_duration` (10m)"), "{warnings:?}");
+        assert_eq!(warnings[1], "the capacity search has no SLO for its steps");
+    }
 }

@@ -70,10 +70,12 @@ pub(crate) const SCENARIO_KEYS: &[&str] = &[
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
 pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
 pub(crate) const SESSION_STEP_KEYS: &[&str] = &["name", "think", "method", "path", "query", "headers", "body"];
-pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users"];
+pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity"];
 pub(crate) const CLOSED_KEYS: &[&str] =
     &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive"];
 pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections"];
+pub(crate) const CAPACITY_KEYS: &[&str] =
+    &["from", "to", "precision", "step", "duration", "connections", "confirm", "max_duration", "pause"];
 pub(crate) const RAMP_KEYS: &[&str] = &["connections", "start_rate", "stages"];
 pub(crate) const STAGE_KEYS: &[&str] = &["to", "over"];
 pub(crate) const USERS_KEYS: &[&str] = &["steps", "max_connections"];
@@ -82,6 +84,13 @@ pub(crate) const USER_STEP_KEYS: &[&str] =
 pub(crate) const SLO_KEYS: &[&str] = &["expr", "abort_on_fail"];
 pub(crate) const ABORT_KEYS: &[&str] = &["delay"];
 pub(crate) const SWEEP_KEYS: &[&str] = &["over", "slo"];
+
+/// A capacity search's defaults: how close it brackets the capacity, its factor from step to step, its
+/// confirmations and its time budget.
+pub const DEFAULT_CAPACITY_PRECISION: f64 = 0.05;
+pub const DEFAULT_CAPACITY_STEP: f64 = 2.0;
+pub const DEFAULT_CAPACITY_CONFIRM: u32 = 1;
+pub const DEFAULT_CAPACITY_MAX_DURATION: Duration = Duration(std::time::Duration::from_secs(600));
 
 /// The default per-request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration(std::time::Duration::from_secs(10));

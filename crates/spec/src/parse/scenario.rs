@@ -12,7 +12,7 @@ use crate::read::{list, Cx, Fields};
 use crate::suggest::did_you_mean;
 use crate::template::Templates;
 use crate::units::Duration;
-use crate::{AbortOnFail, Slo};
+use crate::{AbortOnFail, Metric, Slo};
 use loadgate_model::SweepSpec;
 
 use super::load::read_load;
@@ -538,11 +538,22 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             return None;
         }
     }
+    let capacity = load.as_ref().map(|l| matches!(l, Load::Capacity { .. }));
     let slos = match f.get("slo") {
-        Some((n, p)) => read_slos(cx, n, &p),
+        Some((n, p)) => read_slos(cx, n, &p, capacity),
         None => Some(Vec::new()),
     };
     let slos = slos?;
+    if capacity == Some(true) && slos.iter().all(|s| s.metric == Metric::Capacity) {
+        let (span, p) = match f.get("slo") {
+            Some((n, p)) => (f.key_span("slo").or(n.span), p),
+            None => (f.key_span("load"), f.path.key("load")),
+        };
+        cx.error(Diagnostic::warning(&p, span, "the capacity search has no SLO for its steps").help(
+            "a step then holds when its rate is sent in full; add the objectives the capacity must keep, \
+                     such as `slo: [p99 < 100ms, error_rate < 0.1%]`",
+        ));
+    }
     let names: Vec<&str> = mix
         .iter()
         .map(|m| m.name.as_str())
@@ -574,7 +585,9 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
     Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, slos, session })
 }
 
-fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<Slo>> {
+/// A scenario's `slo` list. `capacity` says whether the scenario's load is a capacity search (`None` when the load
+/// could not be read): `capacity` SLOs belong there only, and judge the search, never cut a step short.
+fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path, capacity: Option<bool>) -> Option<Vec<Slo>> {
     let single = [node.clone()];
     let items: &[Node] = match &node.kind {
         NodeKind::Seq(items) => items,
@@ -631,6 +644,27 @@ fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<Slo>> {
             continue;
         };
         match Slo::parse(&text) {
+            Ok(slo) if slo.metric == Metric::Capacity && capacity == Some(false) => {
+                cx.error(
+                    Diagnostic::error(&expr_path, expr_node.span, "`capacity` is measured by a capacity search only")
+                        .expected("`load: { capacity: { from, to, ... } }` beside a `capacity` SLO")
+                        .found(expr_node.describe())
+                        .help(
+                            "a capacity search finds the highest rate at which the scenario's other SLOs hold; for a \
+                             rate this load sends, gate `throughput`",
+                        ),
+                );
+                ok = false;
+            }
+            Ok(slo) if slo.metric == Metric::Capacity && abort.is_some() => {
+                cx.error(
+                    Diagnostic::error(&p, item.span, "`capacity` cannot abort the run")
+                        .expected("`capacity >= RATE` without `abort_on_fail`")
+                        .found(item.describe())
+                        .help("the capacity is known once the search has ended; `abort_on_fail` on a step's SLO (`p99 < 100ms`) ends a failing step early"),
+                );
+                ok = false;
+            }
             Ok(mut slo) => {
                 slo.abort_on_fail = abort;
                 out.push(slo);
