@@ -173,7 +173,7 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Spec-less run (wrk/wrk2 flags)")]
 pub struct FlagArgs {
-    /// The URL to load: `http://host:port/path?query`.
+    /// The URL to load: `http://host:port/path?query` or `https://...` (also as a bare argument, as wrk takes it).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// Connections to keep open.
@@ -209,6 +209,9 @@ pub struct FlagArgs {
     /// A new connection per request (ab without `-k`).
     #[arg(long, requires = "url")]
     pub no_keepalive: bool,
+    /// For an https URL: do not check the server's certificate (curl, oha `-k`/`--insecure`); reported loudly.
+    #[arg(short = 'k', long, requires = "url")]
+    pub insecure: bool,
     /// Accepted for wrk compatibility: loadgate always reports the latency distribution.
     #[arg(long, requires = "url")]
     pub latency: bool,
@@ -237,6 +240,7 @@ impl FlagArgs {
             pipeline: self.pipeline,
             no_keepalive: self.no_keepalive,
             slos: self.slos.clone(),
+            insecure: self.insecure,
         }
     }
 }
@@ -277,4 +281,69 @@ pub struct ServeArgs {
     /// Server threads (0: one per CPU loadgate may use).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Serve HTTPS with a self-signed certificate made at start (for localhost, 127.0.0.1 and ::1).
+    #[arg(long)]
+    pub tls: bool,
+    /// Serve HTTPS with this PEM certificate chain (with `--tls-key`).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<String>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<String>,
+}
+
+/// `loadgate run [FLAGS] https://host/path`: a bare URL after `run` stands for `--url URL`, as wrk, oha and ab take
+/// it. An argument that is the value of a preceding option (`--body http://...`) is left alone.
+pub fn url_as_flag(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const BOOLEAN: &[&str] = &[
+        "--no-keepalive",
+        "--latency",
+        "--print-spec",
+        "-k",
+        "--insecure",
+        "-q",
+        "--quiet",
+        "-v",
+        "-vv",
+        "--verbose",
+        "--allow-data-outside-spec-dir",
+    ];
+    let Some(run) = args.iter().position(|a| a == "run") else { return args };
+    if args[..run].iter().skip(1).any(|a| a.to_str().is_none_or(|s| !s.starts_with('-'))) {
+        // `run` is not the subcommand (it is some option's value).
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 1);
+    let mut done = false;
+    for (i, a) in args.iter().enumerate() {
+        let url = a.to_str().is_some_and(|s| s.starts_with("http://") || s.starts_with("https://"));
+        let prev = if i > run { args[i - 1].to_str().unwrap_or("") } else { "" };
+        let is_value = prev.starts_with('-') && !prev.contains('=') && !BOOLEAN.contains(&prev);
+        if i > run && url && !done && !is_value && !args.iter().any(|x| x == "--url") {
+            out.push("--url".into());
+            done = true;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::url_as_flag;
+
+    fn rewrite(line: &str) -> String {
+        let args = line.split(' ').map(Into::into).collect();
+        url_as_flag(args).iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn a_bare_url_after_run_is_the_url() {
+        assert_eq!(rewrite("loadgate run -c 8 -d 2s https://h/x"), "loadgate run -c 8 -d 2s --url https://h/x");
+        assert_eq!(rewrite("loadgate run -k https://h/"), "loadgate run -k --url https://h/");
+        assert_eq!(rewrite("loadgate run --url https://h/ -c 1"), "loadgate run --url https://h/ -c 1");
+        assert_eq!(rewrite("loadgate run --body http://x --url http://h/"), "loadgate run --body http://x --url http://h/");
+        assert_eq!(rewrite("loadgate run spec.yaml"), "loadgate run spec.yaml");
+        assert_eq!(rewrite("loadgate validate http://x"), "loadgate validate http://x");
+    }
 }

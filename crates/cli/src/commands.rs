@@ -15,7 +15,7 @@ use crate::output::Output;
 use crate::render::Renderer;
 
 pub fn main_impl() -> Exit {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(crate::args::url_as_flag(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -263,9 +263,15 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
     argv.extend(args.delay.map(|d| ["--delay".into(), d]).into_iter().flatten());
     argv.extend(args.body_size.map(|b| ["--body-size".into(), b.to_string()]).into_iter().flatten());
     argv.extend(args.chunked.then(|| "--chunked".to_owned()));
+    argv.extend(args.tls.then(|| "--tls".to_owned()));
+    argv.extend(args.tls_cert.map(|c| ["--tls-cert".into(), c]).into_iter().flatten());
+    argv.extend(args.tls_key.map(|k| ["--tls-key".into(), k]).into_iter().flatten());
     let cfg =
         loadgate_server::ServeConfig::from_args(&argv).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr)))
+    if cfg.tls == Some(loadgate_server::ServeTls::SelfSigned) {
+        out.error("note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)");
+    }
+    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, cfg.tls.is_some())))
         .map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
     Ok(Exit::Pass)
 }

@@ -54,6 +54,8 @@ pub(crate) struct Draft {
     pub load: Load,
     /// A warmup phase before the measured one (apib `-w`).
     pub warmup: Option<Dur>,
+    /// `https://` without certificate checks (oha `--insecure`).
+    pub insecure: bool,
     pub notes: Vec<String>,
 }
 
@@ -125,11 +127,10 @@ impl Draft {
             }
         }
         let _ = writeln!(y, "target:");
-        if self.url.https {
-            let _ =
-                writeln!(y, "  # loadgate's engine speaks plain HTTP only for now: `loadgate validate` rejects https.");
-        }
         let _ = writeln!(y, "  base_url: {}", quote(&self.url.base));
+        if self.url.https && self.insecure {
+            let _ = writeln!(y, "  tls: {{ insecure: true }}  # from `--insecure`: the certificate is not checked");
+        }
         let _ = writeln!(y, "scenarios:");
         if let Some(w) = self.warmup {
             let _ = writeln!(y, "  warmup:  # {tool}'s warmup: measured and reported, never gated");

@@ -41,8 +41,8 @@
 //! proxies, HTTP/2, output options, `--latency`) is listed in [`Imported::notes`] and as `#` comments at the
 //! top of the YAML. The spec gets one default SLO, `error_rate < 1%`, commented as added by the import.
 //!
-//! The result validates with `loadgate_spec::load_str` for every `http://` URL. An `https://` URL is kept
-//! as written with a comment: the engine speaks plain HTTP only for now, so validation rejects it.
+//! The result validates with `loadgate_spec::load_str` for every `http://` and `https://` URL; oha's
+//! `--insecure` becomes `target.tls: { insecure: true }`.
 //!
 //! Every problem is an [`ImportError`] naming the flag and what was expected; no input makes [`import`]
 //! panic.

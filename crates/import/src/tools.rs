@@ -103,11 +103,9 @@ fn start(tool: Tool, url: TargetUrl, command_line: &str, load: Load) -> Draft {
         timeout: None,
         load,
         warmup: None,
+        insecure: false,
         notes: Vec::new(),
     };
-    if d.url.https {
-        d.note("the URL is https: the spec keeps it, but loadgate's engine speaks plain HTTP only for now");
-    }
     if let Some(f) = d.url.fragment.take() {
         d.note(format!("the URL fragment `#{f}` is dropped (clients never send it)"));
     }
@@ -800,7 +798,17 @@ fn oha(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
     if p.has("burst-delay") || p.has("burst-rate") {
         d.note("bursts (`--burst-delay`, `--burst-rate`) are not carried over");
     }
+    if p.has("insecure") {
+        if d.url.https {
+            d.insecure = true;
+        } else {
+            d.note("`--insecure` is not carried over: the URL is plain http");
+        }
+    }
     for (key, what) in [
+        ("cacert", "a CA file: copy it next to the spec and set `target.tls.ca`"),
+        ("cert", "a client certificate: copy it next to the spec and set `target.tls.client_cert`"),
+        ("key", "a client key: copy it next to the spec and set `target.tls.client_key`"),
         ("connect-timeout", "the connect timeout"),
         ("x", "a proxy"),
         ("connect-to", "a DNS override"),

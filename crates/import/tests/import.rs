@@ -294,15 +294,17 @@ fn more_forms_of_the_seed_tools() {
 }
 
 #[test]
-fn https_is_kept_with_a_comment_and_refused_by_validation() {
+fn https_is_kept_and_validates() {
     let imported = import("wrk -t1 -c1 https://example.org/x").unwrap();
     assert!(imported.yaml.contains("base_url: \"https://example.org\""));
-    assert!(imported.yaml.contains("# loadgate's engine speaks plain HTTP only"));
-    assert!(imported.notes.iter().any(|n| n.contains("https")));
-    let err = load_str("x.yaml", &imported.yaml, &LoadOptions::default()).unwrap_err();
-    let text = format!("{err:?}");
-    assert!(text.contains("https targets are not supported"), "{text}");
-    assert_eq!(err.diagnostics.error_count(), 1, "only the https URL is wrong: {text}");
+    assert!(!imported.notes.iter().any(|n| n.contains("https")), "{:?}", imported.notes);
+    let spec = load_str("x.yaml", &imported.yaml, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(format!("{:?}", spec.target).contains("port: 443"), "{:?}", spec.target);
+
+    // oha's --insecure is carried over as `tls: { insecure: true }`, and validates (with its warning).
+    let imported = import("oha -z 2s --insecure https://127.0.0.1:8443/").unwrap();
+    assert!(imported.yaml.contains("tls: { insecure: true }"), "{}", imported.yaml);
+    load_str("x.yaml", &imported.yaml, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
 }
 
 #[test]
@@ -441,9 +443,6 @@ mod properties {
             let line = format!("{tool} {} {url}", words.join(" "));
             let Ok(imported) = import(&line) else { continue };
             ok += 1;
-            if imported.yaml.contains("base_url: \"https://") {
-                continue;
-            }
             if let Err(e) = load_str("p.yaml", &imported.yaml, &LoadOptions::default()) {
                 panic!("{line}\n{}\n{e:?}", imported.yaml);
             }

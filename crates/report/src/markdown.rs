@@ -13,7 +13,7 @@ use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, R
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use crate::lines::{errors_line, load_line, scenario_verdict, status_line, users_line};
+use crate::lines::{errors_line, load_line, scenario_verdict, spread_line, status_line, tls_line, users_line};
 use crate::ReportError;
 
 /// The built-in Markdown template.
@@ -88,6 +88,8 @@ pub struct View {
     pub knees: Vec<String>,
     /// One entry per user injection instance (`load.model == "users"`).
     pub users: Vec<UsersView>,
+    /// TCP connect and TLS handshake times, per scenario instance that opened connections.
+    pub connections: Vec<ConnectionRow>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
     /// Everything a reader must see before trusting the numbers.
@@ -151,6 +153,18 @@ pub struct ScenarioRow {
     pub verdict: String,
     /// User injection: `6,000 started, 6,000 finished, 118 active at peak`.
     pub users: Option<String>,
+}
+
+/// How long connections took to open.
+#[derive(Debug, Serialize)]
+pub struct ConnectionRow {
+    pub name: String,
+    /// TCP connect `p50 / p99 / max`.
+    pub connect: String,
+    /// TLS handshake `p50 / p99 / max` (`-` for plain HTTP).
+    pub handshake: String,
+    /// Handshakes, resumption, versions, TLS errors (`-` for plain HTTP).
+    pub tls: String,
 }
 
 /// A scenario instance's named requests, one row each.
@@ -462,6 +476,17 @@ impl View {
                 .filter_map(|s| s.knee.as_ref().map(|k| format!("Sweep {}: {}", s.scenario, k.explanation)))
                 .collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
+            connections: r
+                .scenarios
+                .iter()
+                .filter(|s| s.connect_time.count > 0 || s.tls.is_some())
+                .map(|s| ConnectionRow {
+                    name: s.name.clone(),
+                    connect: spread_line(&s.connect_time),
+                    handshake: s.tls.as_ref().map_or_else(|| "-".to_owned(), |t| spread_line(&t.handshake_time)),
+                    tls: tls_line(s).unwrap_or_else(|| "-".to_owned()),
+                })
+                .collect(),
             mixes: r
                 .scenarios
                 .iter()

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 use loadgate_results::{response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 
-use crate::lines::{errors_line, load_line, scenario_verdict, status_line, users_line, Tone};
+use crate::lines::{Tone, connect_line, errors_line, load_line, scenario_verdict, status_line, tls_line, users_line};
 
 /// The percentile columns of the summaries.
 const PERCENTILES: [(&str, &str); 5] =
@@ -95,6 +95,12 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     let _ = writeln!(out, "  Status: {}", status_line(s));
     let _ = writeln!(out, "  Errors: {}", errors_line(s));
+    if let Some(connect) = connect_line(s) {
+        let _ = writeln!(out, "  TCP connect: {connect}");
+    }
+    if let Some(tls) = tls_line(s) {
+        let _ = writeln!(out, "  TLS: {tls}");
+    }
     let c = &s.connections;
     let _ = writeln!(
         out,

@@ -177,7 +177,9 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         latency: LatencySummary::from_histogram(&latency),
         service_time: LatencySummary::from_histogram(&service_time),
         send_lag: LatencySummary::from_histogram(&send_lag),
-        histograms: Histograms { latency, service_time, send_lag, connect_time },
+        connect_time: LatencySummary::from_histogram(&connect_time),
+        tls: None,
+        histograms: Histograms { latency, service_time, send_lag, connect_time, tls_handshake: new_histogram() },
         timeline,
         workers,
         validity: Validity {

@@ -423,6 +423,17 @@ impl Target {
     /// Probes `base_url` until the target is ready, it exits, or the probe's timeout passes. Returns how long it
     /// took. Runs on a thread of its own, so it may be called from inside an async runtime (it blocks).
     pub fn wait_ready(&self, base_url: &str, probe: &ReadyProbe) -> Result<Duration, TargetError> {
+        self.wait_ready_tls(base_url, probe, None)
+    }
+
+    /// [`Target::wait_ready`] for an `https://` base URL: an `http_get` probe speaks TLS with `tls` (the
+    /// configuration the load uses: the same CA, client certificate and checks). A `tcp` probe only connects.
+    pub fn wait_ready_tls(
+        &self,
+        base_url: &str,
+        probe: &ReadyProbe,
+        tls: Option<rustls::ClientConfig>,
+    ) -> Result<Duration, TargetError> {
         let (timeout, interval) = match probe {
             ReadyProbe::HttpGet { timeout, interval, .. } | ReadyProbe::Tcp { timeout, interval } => {
                 (timeout.as_std(), interval.as_std().max(Duration::from_millis(10)))
@@ -435,14 +446,16 @@ impl Target {
                 let full = join_url(base_url, path);
                 let expected = *status;
                 let mut client = None;
+                let mut tls = tls;
                 Box::new(move |per_try: Duration| {
                     if client.is_none() {
+                        let mut builder =
+                            reqwest::blocking::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none());
+                        if let Some(config) = tls.take() {
+                            builder = builder.use_preconfigured_tls(config);
+                        }
                         client = Some(
-                            reqwest::blocking::Client::builder()
-                                .no_proxy()
-                                .redirect(reqwest::redirect::Policy::none())
-                                .build()
-                                .map_err(|e| format!("cannot build an HTTP client: {}", root_cause(&e)))?,
+                            builder.build().map_err(|e| format!("cannot build an HTTP client: {}", root_cause(&e)))?,
                         );
                     }
                     let Some(c) = client.as_ref() else {
