@@ -361,7 +361,7 @@ fn check_pem_file(data: &crate::generate::DataFiles, name: &str, what: Pem) -> R
             Ok(certs) if !certs.is_empty() => Ok(()),
             Ok(_) => Err((
                 format!("`{name}` holds no PEM certificate"),
-                "a certificate starts with `-----BEGIN CERTIFICATE-----`; convert a DER file with                  `openssl x509 -inform der -in FILE -out FILE.pem`"
+                "a certificate starts with `-----BEGIN CERTIFICATE-----`; convert a DER file with `openssl x509 -inform der -in FILE -out FILE.pem`"
                     .to_owned(),
             )),
             Err(e) => Err((format!("`{name}` is not a valid PEM file: {e}"), "check the file".to_owned())),
@@ -370,7 +370,7 @@ fn check_pem_file(data: &crate::generate::DataFiles, name: &str, what: Pem) -> R
             Ok(_) => Ok(()),
             Err(e) => Err((
                 format!("`{name}` holds no PEM private key ({e})"),
-                "give the key of the client certificate, starting with `-----BEGIN PRIVATE KEY-----` (PKCS#8),                  `-----BEGIN RSA PRIVATE KEY-----` or `-----BEGIN EC PRIVATE KEY-----`"
+                "give the key of the client certificate, starting with `-----BEGIN PRIVATE KEY-----` (PKCS#8), `-----BEGIN RSA PRIVATE KEY-----` or `-----BEGIN EC PRIVATE KEY-----`"
                     .to_owned(),
             )),
         },
