@@ -95,13 +95,9 @@ impl Server {
         let config = Arc::new(config);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = Server {
-            addr,
-            requests: Arc::default(),
-            handshakes: Arc::default(),
-            resumed: Arc::default(),
-        };
-        let (requests, handshakes, resumed) = (server.requests.clone(), server.handshakes.clone(), server.resumed.clone());
+        let server = Server { addr, requests: Arc::default(), handshakes: Arc::default(), resumed: Arc::default() };
+        let (requests, handshakes, resumed) =
+            (server.requests.clone(), server.handshakes.clone(), server.resumed.clone());
         std::thread::spawn(move || {
             for sock in listener.incoming() {
                 let Ok(sock) = sock else { continue };
@@ -233,8 +229,7 @@ fn a_ca_file_and_server_name_verify_the_server() {
     let (cert, key) = ca.issue(&["localhost"]);
     let server = Server::start(&cert, &key, None);
     let url = format!("https://127.0.0.1:{}", server.addr.port());
-    let (dir, path) =
-        spec(&url, "{ ca: ca.pem, server_name: localhost }", CLOSED_200, "", &[("ca.pem", &ca.pem)]);
+    let (dir, path) = spec(&url, "{ ca: ca.pem, server_name: localhost }", CLOSED_200, "", &[("ca.pem", &ca.pem)]);
     let (output, results) = run_spec(dir.path(), &path);
     assert_eq!(output.status.code(), Some(0), "{}{}", text(&output.stdout), text(&output.stderr));
     assert_eq!(scenario(&results)["requests"]["completed"], 200);
@@ -292,7 +287,8 @@ fn mtls_passes_with_a_client_certificate_and_fails_clearly_without() {
     let url = format!("https://127.0.0.1:{}", server.addr.port());
     let files = [("ca.pem", server_ca.pem.as_str()), ("client.pem", &client_cert), ("client.key", &client_key)];
 
-    let (dir, path) = spec(&url, "{ ca: ca.pem, client_cert: client.pem, client_key: client.key }", CLOSED_200, "", &files);
+    let (dir, path) =
+        spec(&url, "{ ca: ca.pem, client_cert: client.pem, client_key: client.key }", CLOSED_200, "", &files);
     let (output, results) = run_spec(dir.path(), &path);
     assert_eq!(output.status.code(), Some(0), "{}{}", text(&output.stdout), text(&output.stderr));
     assert_eq!(scenario(&results)["requests"]["completed"], 200);

@@ -342,7 +342,10 @@ mod url_tests {
         assert_eq!(rewrite("loadgate run -c 8 -d 2s https://h/x"), "loadgate run -c 8 -d 2s --url https://h/x");
         assert_eq!(rewrite("loadgate run -k https://h/"), "loadgate run -k --url https://h/");
         assert_eq!(rewrite("loadgate run --url https://h/ -c 1"), "loadgate run --url https://h/ -c 1");
-        assert_eq!(rewrite("loadgate run --body http://x --url http://h/"), "loadgate run --body http://x --url http://h/");
+        assert_eq!(
+            rewrite("loadgate run --body http://x --url http://h/"),
+            "loadgate run --body http://x --url http://h/"
+        );
         assert_eq!(rewrite("loadgate run spec.yaml"), "loadgate run spec.yaml");
         assert_eq!(rewrite("loadgate validate http://x"), "loadgate validate http://x");
     }

@@ -269,7 +269,9 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
     let cfg =
         loadgate_server::ServeConfig::from_args(&argv).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if cfg.tls == Some(loadgate_server::ServeTls::SelfSigned) {
-        out.error("note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)");
+        out.error(
+            "note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)",
+        );
     }
     loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, cfg.tls.is_some())))
         .map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;

@@ -603,10 +603,9 @@ fn assemble(
         service_time: LatencySummary::from_histogram(&hist.service_time),
         send_lag: LatencySummary::from_histogram(&hist.send_lag),
         connect_time: LatencySummary::from_histogram(&hist.connect_time),
-        tls: target_tls.is_some().then(|| TlsStats {
-            handshake_time: LatencySummary::from_histogram(&hist.tls_handshake),
-            ..tls
-        }),
+        tls: target_tls
+            .is_some()
+            .then(|| TlsStats { handshake_time: LatencySummary::from_histogram(&hist.tls_handshake), ..tls }),
         histograms: hist,
         timeline,
         workers: worker_stats,

@@ -133,7 +133,8 @@ impl TlsClient {
                 if chain.is_empty() {
                     return Err(TlsConfigError::NoClientCertificate);
                 }
-                let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsConfigError::ClientKeyPem(e.to_string()))?;
+                let key =
+                    PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsConfigError::ClientKeyPem(e.to_string()))?;
                 builder.with_client_auth_cert(chain, key).map_err(|e| TlsConfigError::ClientAuth(e.to_string()))?
             }
             _ => return Err(TlsConfigError::ClientAuthIncomplete),
@@ -576,8 +577,7 @@ mod tests {
 
     #[test]
     fn alerts_are_classified_and_named_as_the_rfc_does() {
-        let required =
-            classify(&rustls::Error::AlertReceived(AlertDescription::CertificateRequired), "mtls.test");
+        let required = classify(&rustls::Error::AlertReceived(AlertDescription::CertificateRequired), "mtls.test");
         assert_eq!(required.kind, TlsErrorKind::Alert);
         assert!(required.message.contains("`certificate_required`"), "{}", required.message);
         assert!(required.message.contains("tls.client_cert"), "{}", required.message);

@@ -79,7 +79,13 @@ pub(crate) fn connect_line(s: &ScenarioResult) -> Option<String> {
     let c = &s.connect_time;
     (c.count > 0).then(|| {
         let p = |key: &str| c.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
-        format!("p50 {}, p99 {}, max {} ({} connects)", p("p50"), p("p99"), format::latency(c.max_us), format::count(c.count))
+        format!(
+            "p50 {}, p99 {}, max {} ({} connects)",
+            p("p50"),
+            p("p99"),
+            format::latency(c.max_us),
+            format::count(c.count)
+        )
     })
 }
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 use loadgate_results::{response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 
-use crate::lines::{Tone, connect_line, errors_line, load_line, scenario_verdict, status_line, tls_line, users_line};
+use crate::lines::{connect_line, errors_line, load_line, scenario_verdict, status_line, tls_line, users_line, Tone};
 
 /// The percentile columns of the summaries.
 const PERCENTILES: [(&str, &str); 5] =

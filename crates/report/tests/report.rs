@@ -146,11 +146,12 @@ fn markdown_is_gfm_with_real_tables() {
             _ => {}
         }
     }
-    // Scenarios, details, SLOs, one sweep, one users scenario's buckets, resources, machine, pinning.
-    assert_eq!(tables, 8, "{md}");
-    // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 17 SLOs, 3 cells, 4 buckets,
-    // 6 scenarios' resources.
-    assert_eq!(&rows_in_table[..6], &[6, 6, 17, 3, 4, 6], "{md}");
+    // Scenarios, details, connections, SLOs, one sweep, one users scenario's buckets, resources, machine,
+    // pinning.
+    assert_eq!(tables, 9, "{md}");
+    // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 6 scenarios' connect times, 17 SLOs,
+    // 3 cells, 4 buckets, 6 scenarios' resources.
+    assert_eq!(&rows_in_table[..7], &[6, 6, 6, 17, 3, 4, 6], "{md}");
     assert_eq!(headings[0], "⚠️ tfb-plaintext: invalid measurement");
     assert!(headings.iter().any(|h| h == "Sweep: plaintext"), "{headings:?}");
     assert!(headings.iter().any(|h| h == "Users: browse-users"), "{headings:?}");

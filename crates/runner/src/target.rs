@@ -4,8 +4,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loadgate_model::units::CpuList;
 use loadgate_engine::tls::{TlsClient, TlsSettings};
+use loadgate_model::units::CpuList;
 use loadgate_plan::{TargetPlan, TlsPlan};
 use loadgate_results::TargetInfo;
 use loadgate_server::{ServeConfig, ServerHandle};
@@ -97,8 +97,8 @@ impl RunningTarget {
                 let client = match tls {
                     None => None,
                     Some(t) => {
-                        let (cert, key, cert_pem) = loadgate_server::tls::write_self_signed(opts.log_dir)
-                            .map_err(|e| e.to_string())?;
+                        let (cert, key, cert_pem) =
+                            loadgate_server::tls::write_self_signed(opts.log_dir).map_err(|e| e.to_string())?;
                         cfg.tls = Some(loadgate_server::ServeTls::Files { cert, key });
                         let plan = TlsPlan { ca: None, insecure: false, server_name: None, ..t.clone() };
                         Some(tls_client(&plan, "https://127.0.0.1", None, Some(cert_pem.into_bytes()))?)

@@ -229,10 +229,7 @@ impl ServeConfig {
                     } else {
                         key = Some(v);
                     }
-                    cfg.tls = Some(ServeTls::Files {
-                        cert: cert.unwrap_or_default(),
-                        key: key.unwrap_or_default(),
-                    });
+                    cfg.tls = Some(ServeTls::Files { cert: cert.unwrap_or_default(), key: key.unwrap_or_default() });
                 }
                 other => return Err(ServerError::InvalidArgs(format!("unknown argument `{other}`"))),
             }
@@ -1075,8 +1072,11 @@ mod tests {
             },
             listen: "127.0.0.1:0".parse().unwrap(),
             threads: 2,
+            tls: Some(ServeTls::Files { cert: "c.pem".into(), key: "k.pem".into() }),
         };
         assert_eq!(ServeConfig::from_args(&cfg.to_args()).unwrap(), cfg);
+        assert_eq!(ServeConfig::from_args(&["--tls"]).unwrap().tls, Some(ServeTls::SelfSigned));
+        assert!(ServeConfig::from_args(&["--tls-cert", "c.pem"]).unwrap_err().to_string().contains("go together"));
         let mut with_verb = vec!["serve".to_owned()];
         with_verb.extend(cfg.to_args());
         assert_eq!(ServeConfig::from_args(&with_verb).unwrap(), cfg);

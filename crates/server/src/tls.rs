@@ -53,7 +53,8 @@ pub fn write_self_signed(dir: &Path) -> Result<(PathBuf, PathBuf, String), Serve
     let io = |p: &Path, e: std::io::Error| ServerError::Server(format!("cannot write {}: {e}", p.display()));
     std::fs::write(&cert, &made.cert_pem).map_err(|e| io(&cert, e))?;
     let _ = std::fs::remove_file(&key);
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&key).map_err(|e| io(&key, e))?;
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&key).map_err(|e| io(&key, e))?;
     f.write_all(made.key_pem.as_bytes()).map_err(|e| io(&key, e))?;
     Ok((cert, key, made.cert_pem))
 }

@@ -39,7 +39,8 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         // `htp:/nowhere`, `ftp://host`, `http:/host`: a scheme that is not `http://` or `https://`; suggest the
         // host with one.
         let host = after.trim_start_matches('/');
-        let scheme_fix = if scheme.eq_ignore_ascii_case("https") || scheme.starts_with("htps") { "https" } else { "http" };
+        let scheme_fix =
+            if scheme.eq_ignore_ascii_case("https") || scheme.starts_with("htps") { "https" } else { "http" };
         return fail(
             cx,
             &format!(
@@ -131,7 +132,10 @@ pub(super) fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<T
                 Diagnostic::error(&tp, f.key_span("tls"), "`tls` applies to https targets")
                     .expected("`base_url: https://...` with a `tls` block")
                     .found(format!("`base_url: {}`", url.url))
-                    .help(format!("write `base_url: https://{}`, or remove `tls`", url.url.trim_start_matches("http://"))),
+                    .help(format!(
+                        "write `base_url: https://{}`, or remove `tls`",
+                        url.url.trim_start_matches("http://")
+                    )),
             );
             base_url = None;
         }
@@ -266,10 +270,7 @@ fn read_tls(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<TlsOptions> {
             Ok(()) => Some(name),
             Err((message, help)) => {
                 cx.error(
-                    Diagnostic::error(&p, n.span, message)
-                        .expected(what.expected())
-                        .found(n.describe())
-                        .help(help),
+                    Diagnostic::error(&p, n.span, message).expected(what.expected()).found(n.describe()).help(help),
                 );
                 None
             }
@@ -302,12 +303,14 @@ fn read_tls(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<TlsOptions> {
     }
     if tls.insecure {
         if let Some((n, p)) = f.get("insecure") {
-            cx.error(Diagnostic::warning(
-                &p,
-                n.span,
-                "`insecure: true`: the server's certificate is not checked; every report of the run says so",
-            )
-            .help("for a server with its own CA, give the CA with `ca: ca.pem` instead"));
+            cx.error(
+                Diagnostic::warning(
+                    &p,
+                    n.span,
+                    "`insecure: true`: the server's certificate is not checked; every report of the run says so",
+                )
+                .help("for a server with its own CA, give the CA with `ca: ca.pem` instead"),
+            );
         }
         if let Some((n, p)) = f.get("ca") {
             cx.error(
