@@ -20,13 +20,15 @@ RUNS=${RUNS:-3}
 DUR=${DUR:-10}
 PORT=${PORT:-18080}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
+# PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
+PROFILE=${PROFILE:-release}
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
 CASES=${*:-closed pipeline open open-oha conns10k conns16k nokeepalive}
 
 for tool in nginx wrk ab curl taskset /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
-[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --profile $PROFILE -p loadgate)" >&2; exit 2; }
 HAVE_H2LOAD=0; command -v h2load >/dev/null && HAVE_H2LOAD=1
 HAVE_OHA=0; command -v oha >/dev/null && HAVE_OHA=1
 

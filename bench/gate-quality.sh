@@ -7,6 +7,8 @@
 #   bench/gate-quality.sh                    # 50 A/A and 50 A/B trials
 #   TRIALS=10 bench/gate-quality.sh          # quicker
 #   NOISE=0 bench/gate-quality.sh            # without the noise injector
+#   STREAMS=2 bench/gate-quality.sh          # two streams of trials at once (each one more neighbour)
+#   KEEP=dir bench/gate-quality.sh           # keep every trial's results.json
 #   DELAY_A=2ms DELAY_B=2200us CONNS=16 bench/gate-quality.sh   # the 2.0 / 2.2 ms case (see docs/gating.md)
 #
 # Why 50 / 55 ms: a server that shares its core with a busy neighbour waits for the CPU after each wake-up, which
@@ -28,14 +30,16 @@ GEN_CPU=${GEN_CPU:-1}
 DELAY_A=${DELAY_A:-50ms}
 DELAY_B=${DELAY_B:-55ms}
 RATE=${RATE:-2000/s}
-CONNS=${CONNS:-256}
+CONNS=${CONNS:-512}
 REP=${REP:-500ms}
 REPEAT=${REPEAT:-12}
-MAX_REPEAT=${MAX_REPEAT:-48}
+MAX_REPEAT=${MAX_REPEAT:-160}
 LIMIT=${LIMIT:-1.05}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
-[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
+# PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
+PROFILE=${PROFILE:-release}
+LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
+[ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --profile $PROFILE -p loadgate)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "missing python3" >&2; exit 2; }
 
 work=$(mktemp -d)
@@ -59,8 +63,8 @@ PY
   noise_pid=$!
 fi
 
-spec() { # $1 = candidate delay
-  cat > "$work/spec.yaml" <<YAML
+spec() { # $1 = file, $2 = candidate delay
+  cat > "$1" <<YAML
 version: 1
 name: gate
 hardware:
@@ -68,7 +72,7 @@ hardware:
   target: { cpus: "$TARGET_CPU" }
   on_mismatch: warn
 target: { builtin: { kind: delay, delay: $DELAY_A } }
-candidate: { builtin: { kind: delay, delay: $1 } }
+candidate: { builtin: { kind: delay, delay: $2 } }
 gating: { repeat: $REPEAT, max_repeat: $MAX_REPEAT }
 scenarios:
   main:
@@ -78,30 +82,50 @@ scenarios:
 YAML
 }
 
-results="$work/trials.tsv"
-: > "$results"
-for kind in AA AB; do
-  if [ "$kind" = AA ]; then delay=$DELAY_A; else delay=$DELAY_B; fi
-  spec "$delay"
-  for t in $(seq 1 "$TRIALS"); do
-    rm -rf "$work/out"
-    "$LOADGATE" run "$work/spec.yaml" --out "$work/out" -q >/dev/null 2>&1 || true
-    python3 - "$work/out/gate/results.json" "$kind" >> "$results" <<'PY'
+# One stream of trials: A/A and A/B alternate, so that a quieter or busier hour of the machine weighs on both
+# alike. STREAMS=N runs N streams at once (trials TRIALS/N each, numbered apart), one more neighbour each.
+stream() { # $1 = stream number
+  local dir="$work/s$1" t kind delay n
+  mkdir -p "$dir"
+  : > "$dir/trials.tsv"
+  for n in $(seq 1 $((TRIALS / STREAMS))); do
+    t=$(( (n - 1) * STREAMS + $1 ))
+    for kind in AA AB; do
+      if [ "$kind" = AA ]; then delay=$DELAY_A; else delay=$DELAY_B; fi
+      spec "$dir/spec.yaml" "$delay"
+      rm -rf "$dir/out"
+      "$LOADGATE" run "$dir/spec.yaml" --out "$dir/out" -q >/dev/null 2>&1 || true
+      # KEEP=DIR keeps every trial's results.json (DIR/AA-1.json, DIR/AB-1.json, ...) for a closer look.
+      if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$dir/out/gate/results.json" "$KEEP/$kind-$t.json" 2>/dev/null || true; fi
+      python3 - "$dir/out/gate/results.json" "$kind" >> "$dir/trials.tsv" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))
-s = r["scenarios"][0]
-st = s["verdicts"][0].get("statistics") or {}
-if r["outcome"]["exit_code"] in (3, 4):
-    st = dict(st, status="invalid")
-b, a = s["repetitions"], s["ab_baseline"]["repetitions"]
-naive = "fail" if b[0]["latency"]["percentiles"]["p99"] > 1.10 * a[0]["latency"]["percentiles"]["p99"] else "pass"
-load = sum(x["duration"] for x in b) + sum(x["duration"] for x in a)
-print("\t".join([sys.argv[2], st.get("status", "error"), naive, str(len(b)), f"{load:.1f}", f"{st.get('estimate', 0):.3f}"]))
+try:
+    r = json.load(open(sys.argv[1]))
+    s = r["scenarios"][0]
+    st = s["verdicts"][0].get("statistics") or {}
+    if r["outcome"]["exit_code"] in (3, 4):
+        st = dict(st, status="invalid")
+    b, a = s["repetitions"], s["ab_baseline"]["repetitions"]
+    naive = "fail" if b[0]["latency"]["percentiles"]["p99"] > 1.10 * a[0]["latency"]["percentiles"]["p99"] else "pass"
+    load = sum(x["duration"] for x in b) + sum(x["duration"] for x in a)
+    print("\t".join([sys.argv[2], st.get("status", "error"), naive, str(len(b)), f"{load:.1f}", f"{st.get('estimate', 0):.3f}"]))
+except (OSError, KeyError, IndexError, ValueError):
+    print("\t".join([sys.argv[2], "error", "error", "0", "0", "0"]))
 PY
-    printf '.' >&2
+      printf '.' >&2
+      if [ -n "${KEEP:-}" ]; then cat "$work"/s*/trials.tsv > "$KEEP/trials.tsv"; fi
+    done
   done
-  echo >&2
+}
+
+STREAMS=${STREAMS:-1}
+for i in $(seq 1 "$STREAMS"); do
+  stream "$i" &
 done
+wait
+results="$work/trials.tsv"
+cat "$work"/s*/trials.tsv > "$results"
+echo >&2
 
 python3 - "$results" "$TRIALS" "$NOISE" "LIMIT=$LIMIT" "REPEAT=$REPEAT" "MAX_REPEAT=$MAX_REPEAT" "REP=$REP" <<'PY'
 import sys

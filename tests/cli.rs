@@ -322,3 +322,131 @@ fn the_largest_matrix_validates_within_bounded_memory_and_cpu() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("10000 phases"), "{}", text(&out.stdout));
 }
+
+#[test]
+fn every_spec_and_example_parses_with_a_second_independent_yaml_parser() {
+    // loadgate reads YAML with yaml-rust2; serde_yaml (libyaml's rules, as PyYAML and ruamel) must read every
+    // file too, so that editors, linters and other tools can.
+    let mut all = files("specs", "yaml");
+    all.extend(files("examples", "yaml"));
+    all.extend(files("examples", "yml"));
+    assert!(all.len() >= 10, "{all:?}");
+    for file in all {
+        let text = std::fs::read_to_string(root().join(&file)).unwrap();
+        let parsed: Result<serde_yaml::Value, _> = serde_yaml::from_str(&text);
+        assert!(parsed.is_ok(), "{file} is not portable YAML: {:?}", parsed.err());
+    }
+}
+
+#[test]
+fn completions_are_printed_for_every_shell() {
+    for (shell, marker) in [
+        ("bash", "complete -F _loadgate"),
+        ("zsh", "#compdef loadgate"),
+        ("fish", "complete -c loadgate"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[loadgate]"),
+    ] {
+        let out = loadgate(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        assert!(script.contains(marker), "{shell}: no `{marker}` in\n{script}");
+        // The script knows the commands and the run flags.
+        for word in ["validate", "completions", "latency", "u_latency", "json"] {
+            assert!(script.contains(word), "{shell}: no `{word}`");
+        }
+    }
+    let bash = text(&loadgate(&["completions", "bash"]).stdout);
+    let checked = Command::new("bash").arg("-n").stdin(std::process::Stdio::piped()).spawn().and_then(|mut c| {
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(bash.as_bytes())?;
+        c.wait()
+    });
+    if let Ok(status) = checked {
+        assert!(status.success(), "bash -n refuses the bash completion script");
+    }
+    let out = loadgate(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2), "an unknown shell is invalid input");
+}
+
+#[test]
+fn the_man_page_is_roff_generated_from_the_command_line() {
+    let out = loadgate(&["man"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.starts_with(".ie"), "roff:\n{}", &page[..page.len().min(300)]);
+    assert!(page.contains(".TH loadgate 1"), "{page}");
+    for word in ["validate", "completions", "man", "Exit codes"] {
+        assert!(page.contains(word), "the page mentions `{word}`");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = loadgate(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for page in ["loadgate.1", "loadgate-run.1", "loadgate-serve.1", "loadgate-completions.1"] {
+        let body = std::fs::read_to_string(dir.path().join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(body.contains(".TH"), "{page}");
+    }
+    let run = std::fs::read_to_string(dir.path().join("loadgate-run.1")).unwrap();
+    assert!(run.contains("u_latency") && run.contains("annotations"), "run's page lists its flags");
+    if Command::new("man").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        let rendered = Command::new("man").args(["-l", "-P", "cat"]).arg(dir.path().join("loadgate-run.1")).output();
+        if let Ok(o) = rendered {
+            assert!(text(&o.stdout).contains("SPEC"), "man renders the page:\n{}", text(&o.stderr));
+        }
+    }
+}
+
+#[test]
+fn run_takes_a_url_as_its_last_argument_as_wrk_does() {
+    // --print-spec runs nothing: the positional URL was taken as a URL, not a file.
+    let out = loadgate(&["run", "-c", "10", "-d", "2s", "--print-spec", "http://127.0.0.1:9/x"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let yaml = text(&out.stdout);
+    assert!(yaml.contains("connections: 10") && yaml.contains("/x"), "{yaml}");
+    // Both a URL and a spec, two URLs, a URL twice, flags without a URL, a host without its scheme: all refused.
+    for (args, says) in [
+        (vec!["run", "specs/quickstart.yaml", "http://127.0.0.1:9/"], "not both"),
+        (vec!["run", "http://127.0.0.1:9/", "http://127.0.0.1:8/"], "one URL"),
+        (vec!["run", "--url", "http://127.0.0.1:9/", "http://127.0.0.1:9/"], "give the URL once"),
+        (vec!["run", "-c", "10", "specs/quickstart.yaml"], "-c describe a run without a spec and need a URL"),
+        (vec!["run", "127.0.0.1:8080"], "`http://127.0.0.1:8080`"),
+    ] {
+        let out = loadgate(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn serve_refuses_flags_for_kinds_they_do_not_apply_to() {
+    let out = loadgate(&["serve", "--kind", "plaintext", "--delay", "20ms"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("a delay applies to the `delay` kind only"), "{}", text(&out.stderr));
+    let out = loadgate(&["serve", "--kind", "echo", "--body-size", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`echo` sends the request's body back"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn cpu_lists_with_strides_are_accepted_by_specs_and_import_alike() {
+    let out = loadgate(&["import", "taskset -c 0-6:2 wrk -c 8 -d 1s http://127.0.0.1:8080/"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let yaml = text(&out.stdout);
+    assert!(yaml.contains("cpus: \"0,2,4,6\""), "{yaml}");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("strides.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: strides\nhardware: { generator: { cpus: \"0-6:2\" }, on_mismatch: warn }\ntarget: { builtin: plaintext }\nscenarios:\n  main:\n    request: { path: / }\n    load: { closed: { connections: 1, duration: 1s } }\n",
+    )
+    .unwrap();
+    let out = loadgate(&["validate", spec.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for bad in ["0-6:0", "3:2"] {
+        std::fs::write(&spec, format!("version: 1\nname: strides\nhardware: {{ generator: {{ cpus: \"{bad}\" }} }}\ntarget: {{ builtin: plaintext }}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n")).unwrap();
+        assert_eq!(loadgate(&["validate", spec.to_str().unwrap()]).status.code(), Some(2), "{bad}");
+        let out = loadgate(&["import", &format!("taskset -c {bad} wrk -c 8 -d 1s http://127.0.0.1:8080/")]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: import refuses it too");
+    }
+}

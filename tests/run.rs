@@ -352,7 +352,7 @@ fn every_spec_in_specs_runs_at_its_smallest_scale_against_the_builtin_target() {
         assert_eq!(r["scenarios"].as_array().unwrap().len(), plan["phases"].as_array().unwrap().len(), "{name}");
         assert!(r["finished_at"].is_string(), "{name} finished");
         assert_eq!(r["target"]["kind"], "builtin", "{name} runs against the built-in target by default");
-        for file in ["junit.xml", "report.md"] {
+        for file in ["junit.xml", "report.md", "report.html", "timeline.svg"] {
             assert!(dir.path().join("out").join(name).join(file).exists(), "{name}/{file}");
         }
     }
@@ -387,6 +387,21 @@ scenarios:
     assert_eq!(r["outcome"]["status"], "slo_failed");
     let md = std::fs::read_to_string(dir.path().join("out/e2e-abort/report.md")).unwrap();
     assert!(md.contains("abort_on_fail"), "the Markdown says why the run stopped:\n{md}");
+    // The scenario the run never reached is listed as not run, with the reason, in all three reports.
+    let not_run = r["not_run"].as_array().expect("not_run");
+    assert_eq!(not_run.len(), 1, "{not_run:?}");
+    assert_eq!(not_run[0]["name"], "after");
+    let reason = not_run[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("slow breached an abort_on_fail SLO"), "{reason}");
+    assert!(md.contains("| after |") && md.contains("not run: the run stopped after slow"), "{md}");
+    let junit = std::fs::read_to_string(dir.path().join("out/e2e-abort/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("after: not run"))
+        .unwrap_or_else(|| panic!("a testcase for the scenario not run:\n{junit}"));
+    let skipped = case.children().find(|c| c.has_tag_name("skipped")).expect("skipped");
+    assert!(skipped.attribute("message").unwrap().contains("abort_on_fail"), "{junit}");
 }
 
 #[test]
@@ -430,6 +445,70 @@ fn a_sweep_against_a_server_that_collapses_names_the_knee() {
     assert_eq!(knee["kind"], "collapse");
     let md = std::fs::read_to_string(dir.path().join("out/e2e-knee/report.md")).unwrap();
     assert!(md.contains("Knee") && md.contains("connections=8"), "{md}");
+    // The sweep's plot marks the knee, and report.html shows it inline.
+    let svg = std::fs::read_to_string(dir.path().join("out/e2e-knee/sweep-sweep.svg")).expect("sweep-sweep.svg");
+    let texts = svg_texts(&svg);
+    assert!(texts.iter().any(|t| t.contains("knee (collapse): connections=8")), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "throughput (requests/s)"), "{texts:?}");
+    let html = std::fs::read_to_string(dir.path().join("out/e2e-knee/report.html")).unwrap();
+    assert!(html.contains("knee (collapse): connections=8"));
+}
+
+/// The texts of an SVG, which must be well-formed XML with an `<svg>` root.
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants().filter(|n| n.has_tag_name("text")).map(|n| n.text().unwrap_or("").trim().to_owned()).collect()
+}
+
+#[test]
+fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run(&["-q", "run", "specs/quickstart.yaml", "--set", "scale=0.3", "--out", out_dir.to_str().unwrap()]);
+    assert!(matches!(out.status.code(), Some(0 | 1 | 4)), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let run_dir = out_dir.join("quickstart");
+    let files = ["timeline.svg", "spectrum-warmup.svg", "spectrum-closed.svg", "spectrum-open.svg"];
+    for file in files {
+        let svg = std::fs::read_to_string(run_dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let texts = svg_texts(&svg);
+        assert!(
+            texts.iter().any(|t| t.starts_with("latency (") || t == "throughput (requests/s)"),
+            "{file}: {texts:?}"
+        );
+    }
+    // The open load's spectrum has service time and send lag beside latency.
+    let open = svg_texts(&std::fs::read_to_string(run_dir.join("spectrum-open.svg")).unwrap());
+    for series in ["latency from intended send", "service time", "send lag"] {
+        assert!(open.iter().any(|t| t.starts_with(series)), "{series}: {open:?}");
+    }
+    let timeline = svg_texts(&std::fs::read_to_string(run_dir.join("timeline.svg")).unwrap());
+    for label in ["warmup", "closed", "open", "target rate", "seconds since the run started"] {
+        assert!(timeline.iter().any(|t| t == label), "{label}: {timeline:?}");
+    }
+
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let doc = roxmltree::Document::parse_with_options(&html, options).expect("report.html is well-formed");
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("svg")).count(), files.len());
+    assert!(!html.contains("<script") && !html.contains("<link"), "self-contained");
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    for file in files {
+        assert!(md.contains(&format!("]({file})")), "report.md links {file}");
+    }
+    assert!(md.contains("### Per-second timeline"));
+
+    // `loadgate report` draws them again from results.json alone.
+    let again = dir.path().join("again");
+    let out = run(&["report", run_dir.join("results.json").to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    assert!(matches!(out.status.code(), Some(0 | 1 | 4)), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    for file in files.iter().chain(&["report.html"]) {
+        assert!(again.join(file).exists(), "{file} re-rendered");
+    }
+    assert_eq!(
+        std::fs::read_to_string(again.join("timeline.svg")).unwrap(),
+        std::fs::read_to_string(run_dir.join("timeline.svg")).unwrap()
+    );
 }
 
 /// A server on loopback that answers 200 to everything and records `METHOD target body` per request.
@@ -940,4 +1019,195 @@ fn five_repetitions_of_the_quickstart_show_spread_and_intervals_everywhere() {
         .expect("a testcase per check");
     let body: String = case.descendants().filter_map(|n| n.text()).collect();
     assert!(body.contains("median of 5 repetitions"), "the testcase carries the check's statistics:\n{junit}");
+}
+
+/// Starts `loadgate serve` with `args` and returns it with its base URL; kill it when done.
+fn serve(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = command(&[&["serve"], args].concat())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start loadgate serve");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("listening line");
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line}")).to_owned();
+    (child, url)
+}
+
+#[test]
+fn a_url_last_runs_like_wrk_and_prints_the_latency_distribution_and_json_on_stdout() {
+    let (mut server, url) = serve(&["--kind", "plaintext"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = command(&["run", "-c", "2", "-d", "500ms", "--latency", "--json", &format!("{url}/x")])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // stdout is results.json and nothing else; the summaries went to stderr.
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(r["scenarios"][0]["requests"]["completed"].as_u64().unwrap() > 0);
+    assert!(stderr.contains(&format!("URL {url}/x (a one-scenario run")), "it says it took a URL:\n{stderr}");
+    // wrk's block: four rows, each a percentile and a time with its unit.
+    let block: Vec<&str> = stderr.lines().skip_while(|l| *l != "  Latency Distribution").take(5).collect();
+    assert_eq!(block.len(), 5, "{stderr}");
+    for (line, p) in block[1..].iter().zip(["50%", "75%", "90%", "99%"]) {
+        assert!(line.trim_start().starts_with(p), "{line}");
+        assert!(line.ends_with("us") || line.ends_with("ms") || line.ends_with("s "), "{line}");
+    }
+    // --json keeps the reports on disk as well.
+    assert!(dir.path().join("loadgate-out").is_dir());
+
+    // A rate: wrk2's output, with -U its uncorrected spectrum; `--out -` leaves no files.
+    let out = command(&["run", "-R", "200", "-c", "2", "-d", "1s", "--latency", "-U", "--out", "-", &url])
+        .current_dir(dir.path())
+        .env("LOADGATE_OUT", "unused")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{stdout}\n{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(r["scenarios"][0]["load"]["model"], "constant", "{}", r["scenarios"][0]["load"]);
+    for heading in [
+        "  Latency Distribution (HdrHistogram - Recorded Latency)",
+        "  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))",
+        "  Detailed Percentile spectrum:",
+        "     Value   Percentile   TotalCount 1/(1-Percentile)",
+        "#[Mean    =",
+        "100.000%",
+    ] {
+        assert!(stderr.contains(heading), "no `{heading}` in\n{stderr}");
+    }
+    assert!(stderr.contains("no files were kept (--out -)"), "{stderr}");
+    assert!(!dir.path().join("unused").exists() && !dir.path().join("-").exists(), "--out - writes no directory");
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[test]
+fn a_failed_slo_on_github_actions_is_an_error_annotation() {
+    let (dir, path) = spec(
+        "version: 1\nname: e2e-annotate\ntarget: { builtin: plaintext }\nscenarios:\n  main:\n    request: { path: / }\n    load: { closed: { connections: 1, duration: 300ms } }\n    slo: [\"p50 < 1us\", \"errors == 0\"]\n",
+    );
+    let out_dir = dir.path().join("out");
+    let args = ["run", path.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+    let out = command(&args).env("GITHUB_ACTIONS", "true").output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let errors: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::error ")).collect();
+    assert_eq!(errors.len(), 1, "one failed SLO, one annotation:\n{stdout}");
+    let file = path.display().to_string();
+    assert!(
+        errors[0].starts_with(&format!(
+            "::error file={file},title=loadgate e2e-annotate%3A main%3A SLO p50 < 1us failed::p50 was "
+        )),
+        "{}",
+        errors[0]
+    );
+    // Off when asked, and off outside GitHub Actions.
+    let out = command(&args).env("GITHUB_ACTIONS", "true").env("LOADGATE_ANNOTATIONS", "never").output().unwrap();
+    assert!(!text(&out.stdout).contains("::error"), "{}", text(&out.stdout));
+    let out = command(&args).output().unwrap();
+    assert!(!text(&out.stdout).contains("::error"));
+}
+
+#[test]
+fn users_at_once_are_counted_at_their_peak_not_sampled() {
+    let (dir, path) = spec(
+        "version: 1\nname: e2e-users\ntarget: { builtin: { kind: delay, delay: 300ms } }\nscenarios:\n  burst:\n    request: { path: / }\n    load: { users: { at_once: 350 } }\n",
+    );
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{stdout}\n{}", text(&out.stderr));
+    let r = results(dir.path(), "e2e-users");
+    let s = &r["scenarios"][0];
+    assert_eq!(s["load"]["users_started"], 350, "{}", s["load"]);
+    assert_eq!(s["load"]["users_peak_active"], 350, "all 350 users were active at once: {}", s["load"]);
+    let md = std::fs::read_to_string(dir.path().join("out/e2e-users/report.md")).unwrap();
+    assert!(md.contains("350 active at peak"), "{md}");
+}
+
+#[test]
+fn a_server_that_closes_every_connection_at_once_shows_failed_connections() {
+    let port = free_port();
+    let script = format!(
+        "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', {port}))\ns.listen(128)\nwhile True:\n    c, _ = s.accept()\n    c.close()\n"
+    );
+    let (dir, path) = python_target_spec(
+        "e2e-closing",
+        port,
+        &script,
+        "\n  main:\n    request: { path: / }\n    load: { closed: { connections: 2, duration: 1s } }\n",
+    );
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.code() != Some(0) || stdout.contains("failed"), "{stdout}\n{stderr}");
+    let r = results(dir.path(), "e2e-closing");
+    let c = &r["scenarios"][0]["connections"];
+    assert!(c["failed"].as_u64().unwrap() > 0, "connections closed before any answer are failed: {c}");
+    assert_eq!(r["scenarios"][0]["requests"]["completed"], 0);
+    assert!(stdout.contains(" failed, ") && !stdout.contains(", 0 failed, "), "the terminal shows them:\n{stdout}");
+}
+
+#[test]
+fn pick_csv_sends_quoted_fields_whole() {
+    let (port, seen) = recording_server();
+    let (dir, path) = spec(&format!(
+        "version: 1\nname: e2e-csv\ntarget: {{ base_url: \"http://127.0.0.1:{port}\" }}\nscenarios:\n  main:\n    request: {{ method: POST, path: /u, body: \"{{{{ pick_csv('users.csv', 'city') }}}}\" }}\n    load: {{ closed: {{ connections: 1, requests: 60 }} }}\n"
+    ));
+    std::fs::write(
+        dir.path().join("users.csv"),
+        "id,name,city\n1,\"Smith, John\",Oslo\n2,Ann,\"Bergen, Norway\"\n3,\"Lee\",\"two\nlines\"\n",
+    )
+    .unwrap();
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    let bodies: Vec<String> =
+        seen.lock().unwrap().iter().map(|l| l.strip_prefix("POST /u ").unwrap_or(l).to_owned()).collect();
+    assert_eq!(bodies.len(), 60);
+    for b in &bodies {
+        assert!(["Oslo", "Bergen, Norway", "two\nlines"].contains(&b.as_str()), "{b:?}");
+    }
+    assert!(bodies.iter().any(|b| b == "Bergen, Norway"), "the quoted field with a comma is sent whole");
+}
+
+#[test]
+fn terminal_report_and_results_show_the_same_resources_and_junit_times_add_up() {
+    let (dir, path) = spec(
+        "version: 1\nname: e2e-resources\ntarget: { builtin: plaintext }\nscenarios:\n  first:\n    request: { path: / }\n    load: { closed: { connections: 2, duration: 2500ms } }\n    slo: [p99 < 10s, errors == 0, error_rate < 50%]\n    cooldown: 1500ms\n  second:\n    request: { path: / }\n    load: { closed: { connections: 2, duration: 2500ms } }\n",
+    );
+    let out_dir = dir.path().join("out");
+    let out = run(&["run", path.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    let r = results(dir.path(), "e2e-resources");
+    let md = std::fs::read_to_string(out_dir.join("e2e-resources/report.md")).unwrap();
+    let pct = |v: &serde_json::Value| format!("{:.0}%", v.as_f64().unwrap() * 100.0);
+    for s in r["scenarios"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        let res = &s["resources"];
+        assert!(res["samples"].as_u64().unwrap() >= 1, "{name}: {res}");
+        let (mean, peak) = (pct(&res["target_cpu_mean"]), pct(&res["target_cpu_peak"]));
+        let terminal = format!("target CPU {mean} mean, {peak} peak");
+        let summary = stdout.split(&format!("{name}: ")).nth(1).unwrap_or_else(|| panic!("{stdout}"));
+        let line = summary.lines().find(|l| l.trim_start().starts_with("Resources:")).expect("a resources line");
+        assert!(line.contains(&terminal), "{name}: terminal `{line}` vs results.json {res}");
+        let row = md.lines().find(|l| l.starts_with(&format!("| {name} |")) && l.contains(&mean) && l.contains(&peak));
+        assert!(row.is_some(), "{name}: report.md shows {mean} mean and {peak} peak:\n{md}");
+    }
+    // JUnit: an instance's time once, on its first testcase; the testcases add up to the time the load ran.
+    let junit = std::fs::read_to_string(out_dir.join("e2e-resources/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let times: Vec<(String, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|n| (n.attribute("name").unwrap().to_owned(), n.attribute("time").unwrap().parse().unwrap()))
+        .collect();
+    let first: Vec<&(String, f64)> = times.iter().filter(|(n, _)| n.starts_with("first: ")).collect();
+    assert_eq!(first.len(), 3);
+    assert!(first[0].1 > 2.0 && first[1].1 == 0.0 && first[2].1 == 0.0, "{first:?}");
+    let total: f64 = times.iter().map(|(_, t)| t).sum();
+    let ran: f64 = r["scenarios"].as_array().unwrap().iter().map(|s| s["duration"].as_f64().unwrap()).sum();
+    assert!((total - ran).abs() < 0.01, "testcases add up to {total}s, the load ran {ran}s");
 }

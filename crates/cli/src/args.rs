@@ -35,6 +35,13 @@ pub enum InconclusiveArg {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnnotationsArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     Auto,
     Always,
@@ -51,15 +58,36 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Run specs: start the target, apply the load, gate on the SLOs, write the reports.
     ///
-    /// Without SPEC, wrk/wrk2-style flags describe a one-scenario run: `loadgate run --url URL -c 64 -d 10s
-    /// [-R 20000]`.
+    /// With a URL instead of SPEC, wrk/wrk2-style flags describe a one-scenario run: `loadgate run -c 64 -d 10s
+    /// [-R 20000] http://host:8080/` (or `--url URL`).
     Run(Box<RunArgs>),
-    /// Re-render junit.xml and report.md from a saved results.json; runs nothing.
+    /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
     /// Turn a wrk, wrk2, ab, hey, oha or apib command line into a spec (printed on stdout).
     Import(ImportArgs),
+    /// Print a shell completion script: `loadgate completions bash > /etc/bash_completion.d/loadgate`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout, or write one page per command into a directory.
+    ///
+    /// `loadgate man | man -l -` reads it; `loadgate man --dir /usr/local/share/man/man1` installs
+    /// loadgate.1, loadgate-run.1, ...
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, powershell or elvish.
+    #[arg(value_name = "SHELL", value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write loadgate.1 and one page per command (loadgate-run.1, ...) into DIR instead of printing loadgate.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -140,12 +168,29 @@ pub struct SchemaArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Spec files, run one after the other.
-    #[arg(value_name = "SPEC", conflicts_with = "url")]
-    pub specs: Vec<PathBuf>,
-    /// Where the reports go: `<DIR>/<spec name>/`.
+    /// Spec files, run one after the other; or one URL (`http://` or `https://`), as wrk takes it: `loadgate run
+    /// -c 10 -d 2s http://127.0.0.1:8080/`.
+    #[arg(value_name = "SPEC|URL")]
+    pub specs: Vec<String>,
+    /// Where the reports go: `<DIR>/<spec name>/`. `-` prints results.json on stdout and leaves no files (the
+    /// terminal summary then goes to stderr).
     #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
     pub out: PathBuf,
+    /// Print results.json on stdout when the run ends (one document per spec), besides writing the reports; the
+    /// terminal summary then goes to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Print wrk's latency distribution (50%, 75%, 90%, 99%) after each scenario instance.
+    #[arg(long)]
+    pub latency: bool,
+    /// Print wrk2's HdrHistogram output after each scenario instance: the latency distribution to 100% and the
+    /// detailed percentile spectrum, and for open loads the same for the uncorrected latency (service time).
+    #[arg(short = 'U', long = "u_latency", visible_alias = "u-latency")]
+    pub u_latency: bool,
+    /// On GitHub Actions (`GITHUB_ACTIONS=true`), print an `::error` annotation per failed SLO (and `::warning`
+    /// per inconclusive one): auto (on GitHub Actions), always, never.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = AnnotationsArg::Auto, env = "LOADGATE_ANNOTATIONS")]
+    pub annotations: AnnotationsArg,
     #[command(flatten)]
     pub vars: VarArgs,
     /// A results.json to compare against, for SLOs such as `p99 <= baseline * 1.10`.
@@ -173,57 +218,79 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Spec-less run (wrk/wrk2 flags)")]
 pub struct FlagArgs {
-    /// The URL to load: `http://host:port/path?query` or `https://...` (also as a bare argument, as wrk takes it).
+    /// The URL to load: `http://host:port/path?query` or `https://...` (or give it as the last argument, as in wrk).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// Connections to keep open.
-    #[arg(short = 'c', long, value_name = "N", requires = "url")]
+    #[arg(short = 'c', long, value_name = "N")]
     pub connections: Option<u64>,
     /// How long to run: `10s`, `1m` (a bare number is seconds, as in wrk).
-    #[arg(short = 'd', long, value_name = "DURATION", requires = "url")]
+    #[arg(short = 'd', long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// Stop after this many requests instead of a duration (ab `-n`).
-    #[arg(short = 'n', long, value_name = "N", requires = "url", conflicts_with = "duration")]
+    #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     pub requests: Option<u64>,
     /// Worker threads (default: 1).
-    #[arg(short = 't', long, value_name = "N", requires = "url")]
+    #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<u32>,
     /// Open loop at this constant rate, requests per second (wrk2 `-R`).
-    #[arg(short = 'R', long, value_name = "RATE", requires = "url")]
+    #[arg(short = 'R', long, value_name = "RATE")]
     pub rate: Option<String>,
     /// Per-request timeout: `8s` (a bare number is seconds, as in wrk).
-    #[arg(long, value_name = "DURATION", requires = "url")]
+    #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
     /// A request header, `-H 'Name: value'`; repeatable.
-    #[arg(short = 'H', long = "header", value_name = "HEADER", requires = "url")]
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
     /// The method (default GET).
-    #[arg(short = 'm', long, value_name = "METHOD", requires = "url")]
+    #[arg(short = 'm', long, value_name = "METHOD")]
     pub method: Option<String>,
     /// A request body.
-    #[arg(long, value_name = "TEXT", requires = "url")]
+    #[arg(long, value_name = "TEXT")]
     pub body: Option<String>,
     /// HTTP/1.1 pipelining depth.
-    #[arg(long, value_name = "N", requires = "url")]
+    #[arg(long, value_name = "N")]
     pub pipeline: Option<u32>,
     /// A new connection per request (ab without `-k`).
-    #[arg(long, requires = "url")]
+    #[arg(long)]
     pub no_keepalive: bool,
     /// For an https URL: do not check the server's certificate (curl, oha `-k`/`--insecure`); reported loudly.
-    #[arg(short = 'k', long, requires = "url")]
+    #[arg(short = 'k', long)]
     pub insecure: bool,
-    /// Accepted for wrk compatibility: loadgate always reports the latency distribution.
-    #[arg(long, requires = "url")]
-    pub latency: bool,
     /// An SLO to gate on, such as `p99 < 50ms`; repeatable.
-    #[arg(long = "slo", value_name = "SLO", requires = "url")]
+    #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,
     /// Print the equivalent spec instead of running it.
-    #[arg(long, requires = "url")]
+    #[arg(long)]
     pub print_spec: bool,
 }
 
 impl FlagArgs {
+    /// The spec-less run's flags that were given (they need a URL).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        let mut note = |set: bool, name: &'static str| {
+            if set {
+                given.push(name);
+            }
+        };
+        note(self.connections.is_some(), "-c");
+        note(self.duration.is_some(), "-d");
+        note(self.requests.is_some(), "-n");
+        note(self.threads.is_some(), "-t");
+        note(self.rate.is_some(), "-R");
+        note(self.timeout.is_some(), "--timeout");
+        note(!self.headers.is_empty(), "-H");
+        note(self.method.is_some(), "-m");
+        note(self.body.is_some(), "--body");
+        note(self.pipeline.is_some(), "--pipeline");
+        note(self.no_keepalive, "--no-keepalive");
+        note(self.insecure, "-k");
+        note(!self.slos.is_empty(), "--slo");
+        note(self.print_spec, "--print-spec");
+        given
+    }
+
     /// The flags as the import library reads them.
     pub fn to_flag_run(&self) -> loadgate_import::FlagRun {
         loadgate_import::FlagRun {
@@ -250,7 +317,7 @@ pub struct ReportArgs {
     /// A results.json written by `loadgate run`.
     #[arg(value_name = "RESULTS")]
     pub results: PathBuf,
-    /// Where to write junit.xml and report.md (default: beside RESULTS).
+    /// Where to write junit.xml, report.md, report.html and the SVG plots (default: beside RESULTS).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// A minijinja template that replaces the built-in Markdown report.
@@ -266,13 +333,15 @@ pub struct ServeArgs {
     /// The address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,
-    /// For `delay`: how long each response waits (`20ms`).
+    /// With `--kind delay` only (and required there): how long each response waits (`20ms`). Other kinds refuse
+    /// it; every kind answers the `/delay/{ms}` route.
     #[arg(long)]
     pub delay: Option<String>,
     /// The status of every response.
     #[arg(long, default_value_t = 200)]
     pub status: u16,
-    /// The response body size in bytes (default: `Hello, World!`).
+    /// With `--kind plaintext` or `delay`: the response body size in bytes (default: `Hello, World!`). `echo`
+    /// refuses it (it sends the request's body back).
     #[arg(long)]
     pub body_size: Option<u64>,
     /// Send bodies chunked.
@@ -290,63 +359,4 @@ pub struct ServeArgs {
     /// The PEM private key of `--tls-cert`.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<String>,
-}
-
-/// `loadgate run [FLAGS] https://host/path`: a bare URL after `run` stands for `--url URL`, as wrk, oha and ab take
-/// it. An argument that is the value of a preceding option (`--body http://...`) is left alone.
-pub fn url_as_flag(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const BOOLEAN: &[&str] = &[
-        "--no-keepalive",
-        "--latency",
-        "--print-spec",
-        "-k",
-        "--insecure",
-        "-q",
-        "--quiet",
-        "-v",
-        "-vv",
-        "--verbose",
-        "--allow-data-outside-spec-dir",
-    ];
-    let Some(run) = args.iter().position(|a| a == "run") else { return args };
-    if args[..run].iter().skip(1).any(|a| a.to_str().is_none_or(|s| !s.starts_with('-'))) {
-        // `run` is not the subcommand (it is some option's value).
-        return args;
-    }
-    let mut out = Vec::with_capacity(args.len() + 1);
-    let mut done = false;
-    for (i, a) in args.iter().enumerate() {
-        let url = a.to_str().is_some_and(|s| s.starts_with("http://") || s.starts_with("https://"));
-        let prev = if i > run { args[i - 1].to_str().unwrap_or("") } else { "" };
-        let is_value = prev.starts_with('-') && !prev.contains('=') && !BOOLEAN.contains(&prev);
-        if i > run && url && !done && !is_value && !args.iter().any(|x| x == "--url") {
-            out.push("--url".into());
-            done = true;
-        }
-        out.push(a.clone());
-    }
-    out
-}
-
-#[cfg(test)]
-mod url_tests {
-    use super::url_as_flag;
-
-    fn rewrite(line: &str) -> String {
-        let args = line.split(' ').map(Into::into).collect();
-        url_as_flag(args).iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
-    }
-
-    #[test]
-    fn a_bare_url_after_run_is_the_url() {
-        assert_eq!(rewrite("loadgate run -c 8 -d 2s https://h/x"), "loadgate run -c 8 -d 2s --url https://h/x");
-        assert_eq!(rewrite("loadgate run -k https://h/"), "loadgate run -k --url https://h/");
-        assert_eq!(rewrite("loadgate run --url https://h/ -c 1"), "loadgate run --url https://h/ -c 1");
-        assert_eq!(
-            rewrite("loadgate run --body http://x --url http://h/"),
-            "loadgate run --body http://x --url http://h/"
-        );
-        assert_eq!(rewrite("loadgate run spec.yaml"), "loadgate run spec.yaml");
-        assert_eq!(rewrite("loadgate validate http://x"), "loadgate validate http://x");
-    }
 }

@@ -2,20 +2,21 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use loadgate_runner::reports::RerenderError;
 use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    Cli, Command, ImportArgs, InconclusiveArg, PlanArgs, ReportArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PlanArgs, ReportArgs, RunArgs,
+    ServeArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
-use crate::render::Renderer;
+use crate::render::{Renderer, Views};
 
 pub fn main_impl() -> Exit {
-    let cli = match Cli::try_parse_from(crate::args::url_as_flag(std::env::args_os().collect())) {
+    let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -37,7 +38,15 @@ pub fn main_impl() -> Exit {
             });
             Ok(Exit::Pass)
         }
-        Command::Run(a) => run(&out, *a, Output::use_color(cli.color), cli.verbose),
+        Command::Run(a) => run(&out, *a, cli.color, cli.verbose),
+        Command::Completions(a) => {
+            let mut cmd = Cli::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(a.shell, &mut cmd, "loadgate", &mut buf);
+            out.document(&String::from_utf8_lossy(&buf));
+            Ok(Exit::Pass)
+        }
+        Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
         Command::Serve(a) => serve(&out, a),
         Command::Import(a) => import(&out, a),
@@ -131,15 +140,74 @@ fn read_template(out: &Output, path: Option<&Path>) -> Result<Option<String>, Ex
     .transpose()
 }
 
-/// The specs of `loadgate run`: files, or one built from wrk-style flags.
-fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
-    if args.flags.url.is_none() {
-        if args.specs.is_empty() {
-            return Err(fail(out, Exit::InvalidInput)("give a spec file (`loadgate run specs/quickstart.yaml`) or a URL (`loadgate run --url http://127.0.0.1:8080/ -c 64 -d 10s`)".into()));
-        }
-        return load_all(out, &args.specs, &args.vars).map_err(|_| Exit::InvalidInput);
+/// Whether a positional argument of `run` is a URL rather than a spec file: it starts with a scheme loadgate
+/// knows, as wrk requires.
+fn is_url(arg: &str) -> bool {
+    let lower = arg.get(..8).unwrap_or(arg).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// A URL as it may be shown: `user:password@` replaced by `***@`.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_owned(),
     }
-    let yaml = loadgate_import::spec_from_flags(&args.flags.to_flag_run()).map_err(fail(out, Exit::InvalidInput))?;
+}
+
+/// The specs of `loadgate run`: files, or one built from wrk-style flags and a URL (`--url`, or the one
+/// positional argument, wrk's order). Says which it took.
+fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
+    let urls: Vec<&String> = args.specs.iter().filter(|a| is_url(a)).collect();
+    let url = match (&args.flags.url, urls.as_slice()) {
+        (None, []) => None,
+        (Some(u), []) => Some(u.clone()),
+        (None, [u]) if args.specs.len() == 1 => Some((*u).clone()),
+        (None, [_]) => {
+            return Err(fail(out, Exit::InvalidInput)(
+                "give either spec files or one URL, not both: a URL runs one scenario from the command-line flags"
+                    .into(),
+            ))
+        }
+        (None, _) => {
+            return Err(fail(out, Exit::InvalidInput)(
+                "give one URL: a spec-less run loads one URL (write a spec for several)".into(),
+            ))
+        }
+        (Some(_), _) => {
+            return Err(fail(out, Exit::InvalidInput)(
+                "give the URL once: as `--url URL` or as the last argument, not both".into(),
+            ))
+        }
+    };
+    let Some(url) = url else {
+        if args.specs.is_empty() {
+            return Err(fail(out, Exit::InvalidInput)("give a spec file (`loadgate run specs/quickstart.yaml`) or a URL (`loadgate run -c 64 -d 10s http://127.0.0.1:8080/`)".into()));
+        }
+        let given = args.flags.given();
+        if !given.is_empty() {
+            return Err(fail(out, Exit::InvalidInput)(format!(
+                "{} describe a run without a spec and need a URL (`loadgate run -c 64 -d 10s http://127.0.0.1:8080/`); a spec sets these in its `load:` and `request:`",
+                given.join(", ")
+            )));
+        }
+        let paths: Vec<PathBuf> = args.specs.iter().map(PathBuf::from).collect();
+        for (arg, path) in args.specs.iter().zip(&paths) {
+            if !path.exists() && !arg.contains('/') && arg.contains(':') {
+                return Err(fail(out, Exit::InvalidInput)(format!(
+                    "`{arg}` is neither a spec file nor a URL; a URL starts with its scheme: `http://{arg}`"
+                )));
+            }
+        }
+        for path in &paths {
+            out.info(&format!("spec file {}", path.display()));
+        }
+        return load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput);
+    };
+    let flags = loadgate_import::FlagRun { url: Some(url.clone()), ..args.flags.to_flag_run() };
+    let yaml = loadgate_import::spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
     if args.flags.print_spec {
         // Credential headers given with -H are secret in the printout too.
         let credentials = args.flags.headers.iter().filter_map(|h| h.split_once(':'));
@@ -154,10 +222,57 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         out.error(&e.render());
         Exit::InvalidInput
     })?;
+    out.info(&format!(
+        "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
+        spec.secrets.scrub(&without_userinfo(&url))
+    ));
     Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok() }])
 }
 
-fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Exit> {
+/// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
+/// keep their working files (the target's logs, the reports) while they run.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> std::io::Result<ScratchDir> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!("loadgate-{}-{}", std::process::id(), nanos.unwrap_or(0)));
+        std::fs::create_dir_all(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether to print GitHub Actions annotations.
+fn annotations_wanted(choice: AnnotationsArg) -> bool {
+    match choice {
+        AnnotationsArg::Always => true,
+        AnnotationsArg::Never => false,
+        AnnotationsArg::Auto => std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+    }
+}
+
+fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    // `--out -` and `--json` keep stdout for results.json: the summaries go to stderr.
+    let to_stdout = args.out.as_os_str() == "-";
+    let out = &if to_stdout || args.json { out.reserving_stdout() } else { *out };
+    let color = out.use_color(color);
+    let scratch =
+        if to_stdout {
+            Some(ScratchDir::new().map_err(|e| {
+                fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the run: {e}"))
+            })?)
+        } else {
+            None
+        };
+    let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone());
+    let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
+    let annotate = annotations_wanted(args.annotations);
     let template = read_template(out, args.template.as_deref())?;
     let baseline = args
         .baseline
@@ -194,7 +309,7 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Ex
         }
         let plan = loadgate_plan::compile(&spec);
         let request = RunRequest {
-            out_root: args.out.clone(),
+            out_root: out_root.clone(),
             spec_file: file,
             source_dir: dir,
             spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
@@ -206,8 +321,25 @@ fn run(out: &Output, args: RunArgs, color: bool, verbose: u8) -> Result<Exit, Ex
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: spec.secrets.clone(),
         };
-        let mut renderer = Renderer::new(out, color, verbose, &spec.secrets);
-        exit = exit.worst(match loadgate_runner::run(&plan, &request, &mut renderer) {
+        let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
+        let ran = loadgate_runner::run(&plan, &request, &mut renderer);
+        if let Ok(outcome) = &ran {
+            if let Some(results) = &outcome.results {
+                if annotate {
+                    // Workflow commands are read from stdout; on stderr when stdout carries results.json.
+                    for line in loadgate_report::github_annotations(results) {
+                        out.data(&spec.secrets.scrub(&line));
+                    }
+                }
+                if to_stdout || args.json {
+                    match loadgate_results::to_json(results) {
+                        Ok(json) => out.document(&spec.secrets.scrub(&json)),
+                        Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+                    }
+                }
+            }
+        }
+        exit = exit.worst(match ran {
             Ok(outcome) => match (&args.save_baseline, &outcome.results) {
                 (Some(path), Some(results)) => {
                     match loadgate_runner::reports::save_baseline(results, path, &spec.secrets) {
@@ -242,7 +374,7 @@ fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
         fail(out, exit)(e.to_string())
     })?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    out.info(&format!("wrote {}", names.join(" and ")));
+    out.info(&format!("wrote {}", names.join(", ")));
     out.data(&loadgate_report::summary_table(&results, false));
     Ok(Exit::of(results.outcome.status))
 }
@@ -273,7 +405,50 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
             "note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)",
         );
     }
-    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, cfg.tls.is_some())))
-        .map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+    let https = cfg.tls.is_some();
+    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, https))).map_err(|e| {
+        // A configuration the server refuses (a flag for another kind) is a wrong command line.
+        let exit = if matches!(e, loadgate_server::ServerError::InvalidServer(_)) {
+            Exit::InvalidInput
+        } else {
+            Exit::RunFailed
+        };
+        fail(out, exit)(e.to_string())
+    })?;
+    Ok(Exit::Pass)
+}
+
+/// `loadgate man`: the man page of loadgate (roff) on stdout, or with `--dir` one page per command in DIR.
+fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
+    let cmd = Cli::command();
+    let render = |cmd: clap::Command| -> Result<Vec<u8>, Exit> {
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .render(&mut buf)
+            .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot render the man page: {e}")))?;
+        Ok(buf)
+    };
+    let Some(dir) = args.dir else {
+        out.document(&String::from_utf8_lossy(&render(cmd)?));
+        return Ok(Exit::Pass);
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot create {}: {e}", dir.display())))?;
+    let mut cmd = cmd;
+    cmd.build();
+    let mut pages = vec![("loadgate.1".to_owned(), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        // The page's NAME and SYNOPSIS read `loadgate-run` / `loadgate run`, as git's pages do.
+        // clap names commands with 'static strings: a few bytes per page, for a process that ends right after.
+        let name: &'static str = format!("loadgate-{}", sub.get_name()).leak();
+        let page = sub.clone().name(name).bin_name(format!("loadgate {}", sub.get_name()));
+        pages.push((format!("{name}.1"), page));
+    }
+    for (file, page) in pages {
+        let path = dir.join(&file);
+        std::fs::write(&path, render(page)?)
+            .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", path.display())))?;
+        out.info(&format!("wrote {}", path.display()));
+    }
     Ok(Exit::Pass)
 }

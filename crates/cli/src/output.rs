@@ -7,26 +7,53 @@ use crate::args::ColorChoice;
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub quiet: bool,
+    /// stdout carries a document (`run --json`, `--out -`): everything else goes to stderr.
+    pub stdout_reserved: bool,
 }
 
 impl Output {
     pub fn new(quiet: bool) -> Self {
-        Output { quiet }
+        Output { quiet, stdout_reserved: false }
     }
 
-    /// Whether to colour terminal output: `--color`, then `NO_COLOR`, then whether stdout is a terminal.
-    pub fn use_color(choice: ColorChoice) -> bool {
+    /// The same output with stdout kept for a document.
+    pub fn reserving_stdout(self) -> Self {
+        Output { stdout_reserved: true, ..self }
+    }
+
+    /// A document on stdout (results.json for `run --json`): never mixed with anything else.
+    pub fn document(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = out.write_all(b"\n");
+        }
+        let _ = out.flush();
+    }
+
+    /// Whether to colour terminal output: `--color`, then `NO_COLOR`, then whether the stream the summaries go
+    /// to (stdout, or stderr when stdout carries a document) is a terminal.
+    pub fn use_color(&self, choice: ColorChoice) -> bool {
         match choice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && if self.stdout_reserved {
+                        std::io::stderr().is_terminal()
+                    } else {
+                        std::io::stdout().is_terminal()
+                    }
             }
         }
     }
 
-    /// The main output of a command (plans, schemas, summaries): always printed.
+    /// The main output of a command (plans, schemas, summaries): always printed (on stderr when stdout carries a
+    /// document).
     pub fn data(&self, text: &str) {
+        if self.stdout_reserved {
+            return self.error(text);
+        }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         if !text.ends_with('\n') {

@@ -6,8 +6,20 @@ use crate::exit::Exit;
 use crate::output::Output;
 use crate::progress::Progress;
 
+/// What `loadgate run` was asked to show besides the summaries.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Views {
+    /// `--latency`: wrk's latency distribution (wrk2's recorded-latency spectrum for open loads).
+    pub latency: bool,
+    /// `-U`: wrk2's uncorrected-latency spectrum.
+    pub u_latency: bool,
+    /// `--out -`: no report files are kept.
+    pub no_files: bool,
+}
+
 /// The terminal (or CI log) view of one run.
 pub struct Renderer<'a> {
+    views: Views,
     out: &'a Output,
     /// The plan printed with `-v` carries the spec's values: secrets are replaced.
     secrets: &'a loadgate_model::secrets::Redactor,
@@ -19,8 +31,14 @@ pub struct Renderer<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    pub fn new(out: &'a Output, color: bool, verbose: u8, secrets: &'a loadgate_model::secrets::Redactor) -> Self {
-        Renderer { out, secrets, color, verbose, progress: None, ab: false }
+    pub fn new(
+        out: &'a Output,
+        color: bool,
+        verbose: u8,
+        secrets: &'a loadgate_model::secrets::Redactor,
+        views: Views,
+    ) -> Self {
+        Renderer { views, out, secrets, color, verbose, progress: None, ab: false }
     }
 
     fn end_progress(&mut self) {
@@ -86,6 +104,17 @@ impl Observer for Renderer<'_> {
                 if let Some(line) = loadgate_results::phase_resources(results, result).line() {
                     out.info(&format!("  Resources: {line}"));
                 }
+                // wrk prints its distribution for closed loops, wrk2 its HdrHistogram spectrum for a rate.
+                if self.views.latency && result.latency.count > 0 {
+                    out.data(&if result.load.target_rate.is_some() {
+                        loadgate_report::wrk2_latency_spectrum(result)
+                    } else {
+                        loadgate_report::wrk_latency_distribution(result)
+                    });
+                }
+                if self.views.u_latency && result.service_time.count > 0 {
+                    out.data(&loadgate_report::wrk2_uncorrected_spectrum(result));
+                }
             }
             Event::PhaseFailed { phase, error } => {
                 self.end_progress();
@@ -96,7 +125,11 @@ impl Observer for Renderer<'_> {
             Event::RunFinished { results, dir } => {
                 self.end_progress();
                 out.data(&loadgate_report::summary_table(results, self.color));
-                out.info(&format!("reports: {}", dir.display()));
+                if self.views.no_files {
+                    out.info("reports: results.json went to stdout; no files were kept (--out -)");
+                } else {
+                    out.info(&format!("reports: {}", dir.display()));
+                }
             }
             _ => {}
         }

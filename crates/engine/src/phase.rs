@@ -407,7 +407,7 @@ fn assemble(
     let mut address_unavailable = 0;
     let mut first_connect_error = None;
     let mut tls = TlsStats { insecure: target_tls.is_some_and(TlsClient::insecure), ..TlsStats::default() };
-    let (mut users_started, mut users_finished) = (0u64, 0u64);
+    let (mut users_started, mut users_finished, mut users_peak) = (0u64, 0u64, 0u64);
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
         let c = &f.counters;
@@ -428,6 +428,7 @@ fn assemble(
         address_unavailable += c.address_unavailable;
         users_started += c.users_started;
         users_finished += c.users_finished;
+        users_peak += f.peak_active;
         if first_connect_error.is_none() {
             first_connect_error.clone_from(&c.first_connect_error);
         }
@@ -592,6 +593,7 @@ fn assemble(
             keep_alive: load.connections.keep_alive && !users,
             users_started: users.then_some(users_started),
             users_finished: users.then_some(users_finished),
+            users_peak_active: users.then_some(users_peak),
         },
         requests,
         status,
@@ -615,6 +617,7 @@ fn assemble(
         by_request: by_request(phase, finals, duration),
         repetitions: Vec::new(),
         ab_baseline: None,
+        resources: None,
     }
 }
 

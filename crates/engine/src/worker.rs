@@ -129,6 +129,8 @@ pub(crate) struct Snapshot {
     pub non_2xx: u64,
     pub latency: Histogram<u64>,
     pub connections_open: u64,
+    /// The most requests in flight (or users active: in flight, waiting for their connection or thinking) at any
+    /// moment of the interval, counted at each change, not sampled.
     pub in_flight: u64,
     /// A whole second (the worker ran through it), not the worker's final partial one.
     pub full: bool,
@@ -145,6 +147,8 @@ pub(crate) struct WorkerFinal {
     pub tls_handshake: Histogram<u64>,
     pub tls: TlsCounters,
     pub peak_open: u64,
+    /// The most users active at once on this worker (in flight, waiting for their connection or thinking).
+    pub peak_active: u64,
     /// Slots that opened a connection at least once.
     pub slots_connected: u64,
     /// Slots that had anything to do.
@@ -211,6 +215,8 @@ pub(crate) struct Counters {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub opened: u64,
+    /// Connections that failed: the connect failed, or the server closed or reset the connection before
+    /// answering anything on it.
     pub connect_failed: u64,
     pub reconnects: u64,
     pub address_unavailable: u64,
@@ -326,12 +332,27 @@ struct Stats {
     thinking: u64,
     conns_open: u64,
     peak_open: u64,
+    /// The most users active at once (in flight + waiting for a connection + thinking): over the phase, and over
+    /// the current snapshot interval. Active users only grow when one is acquired, so that is where they count.
+    peak_active: u64,
+    interval_peak_active: u64,
     slots_connected: u64,
     /// Per mix entry (empty without a mix).
     by_entry: Vec<EntryStats>,
 }
 
 impl Stats {
+    fn active(&self) -> u64 {
+        self.in_flight + self.acquired_unsent + self.thinking
+    }
+
+    /// A user (or a request of a connection-per-request load) was taken: the active count may peak here.
+    fn note_active(&mut self) {
+        let active = self.active();
+        self.peak_active = self.peak_active.max(active);
+        self.interval_peak_active = self.interval_peak_active.max(active);
+    }
+
     /// The entry's measurements, when the phase has a mix.
     fn entry(&mut self, entry: u32) -> Option<&mut EntryStats> {
         self.by_entry.get_mut(entry as usize)
@@ -461,6 +482,8 @@ impl Ctx {
             thinking: 0,
             conns_open: 0,
             peak_open: 0,
+            peak_active: 0,
+            interval_peak_active: 0,
             slots_connected: 0,
             by_entry: (0..cfg.mix_entries).map(|_| EntryStats::new()).collect(),
         };
@@ -649,9 +672,10 @@ impl Ctx {
             non_2xx: c.non_2xx() - last.non_2xx(),
             latency,
             connections_open: stats.conns_open,
-            in_flight: stats.in_flight + stats.acquired_unsent + stats.thinking,
+            in_flight: stats.interval_peak_active.max(stats.active()),
             full,
         };
+        stats.interval_peak_active = stats.active();
         *last = c;
         snap
     }
@@ -685,6 +709,7 @@ impl Ctx {
             tls_handshake: std::mem::replace(&mut stats.tls_handshake, new_histogram()),
             tls: std::mem::take(&mut stats.tls),
             peak_open: stats.peak_open,
+            peak_active: stats.peak_active,
             slots_connected: stats.slots_connected,
             slots_expected,
             incomplete: stats.in_flight,
@@ -865,7 +890,9 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 let mut got = None;
                 match ctx.acquire(&mut quota, 1, Instant::now(), |t| got = Some(t)) {
                     Acquired::Got(_) => {
-                        ctx.stats.borrow_mut().acquired_unsent += 1;
+                        let mut s = ctx.stats.borrow_mut();
+                        s.acquired_unsent += 1;
+                        s.note_active();
                         Poll::Ready(got)
                     }
                     Acquired::Wait => {
@@ -897,6 +924,9 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
         let began = Instant::now();
         match open(&ctx, began).await {
             Ok((conn, connected)) => {
+                // A new connection: nothing answered on it yet (a failure mid-way resets the buffers, not these).
+                io.answered = false;
+                io.peer_closed = false;
                 {
                     let mut s = ctx.stats.borrow_mut();
                     s.c.opened += 1;
@@ -922,9 +952,14 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     Conn::Plain(stream) => serve(&ctx, &mut io, stream, &mut quota).await,
                     Conn::Tls(stream) => serve(&ctx, &mut io, stream, &mut quota).await,
                 };
+                let refused = io.peer_closed && !io.answered;
                 io.reset();
                 let mut s = ctx.stats.borrow_mut();
                 s.conns_open -= 1;
+                if refused {
+                    // Accepted and then closed or reset without a single response: a failed connection.
+                    s.c.connect_failed += 1;
+                }
                 if !cfg.session.is_empty() {
                     s.c.users_finished += 1;
                 }
@@ -1024,6 +1059,10 @@ struct SlotIo {
     /// The lazy timeout timer: when it fires (if armed).
     timer_at: Instant,
     armed: bool,
+    /// A response completed on the current connection.
+    answered: bool,
+    /// The server closed or reset the current connection (EOF, a failed read or write).
+    peer_closed: bool,
 }
 
 impl SlotIo {
@@ -1039,6 +1078,8 @@ impl SlotIo {
             parser: ResponseParser::new(),
             timer_at: Instant::now(),
             armed: false,
+            answered: false,
+            peer_closed: false,
         }
     }
 
@@ -1171,6 +1212,7 @@ impl SlotIo {
                     }
                     Ok(None) => break,
                     Ok(Some(_)) | Err(_) => {
+                        self.peer_closed = true;
                         self.fail_stream(ctx, stream, Failure::Write);
                         return Poll::Ready(End::Reconnect { server_closed: false });
                     }
@@ -1183,6 +1225,7 @@ impl SlotIo {
                 Ok(None) => {}
                 Err(_) => {
                     drop(scratch);
+                    self.peer_closed = true;
                     self.fail_stream(ctx, stream, Failure::Read);
                     return Poll::Ready(End::Reconnect { server_closed: false });
                 }
@@ -1273,6 +1316,7 @@ impl SlotIo {
         }
         stats.c.completed += 1;
         stats.in_flight -= 1;
+        self.answered = true;
         count_status(&mut stats.c.status, done.status);
         if let Some(e) = stats.entry(entry) {
             e.completed += 1;
@@ -1316,6 +1360,7 @@ impl SlotIo {
     }
 
     fn on_eof(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) -> End {
+        self.peer_closed = true;
         match self.parser.eof() {
             Eof::Completed(done) => {
                 let now = Instant::now();

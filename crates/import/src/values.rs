@@ -141,68 +141,23 @@ pub(crate) fn go_duration(s: &str) -> Option<Dur> {
     Dur::checked(total)
 }
 
-/// humantime's `parse_duration` (oha's `-z` and `-t`): `10s`, `3m`, `1h 30m`, `500ms`, `2days`.
+/// oha's `-z` and `-t`, read as oha reads them: with the humantime crate's `parse_duration` (`10s`, `3m`,
+/// `1h 30m`, `500ms`, `2days`, `1hour 12min 5s`).
 pub(crate) fn humantime(s: &str) -> Option<Dur> {
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        if end == 0 {
-            return None;
-        }
-        let v: f64 = rest[..end].parse().ok()?;
-        let after = &rest[end..];
-        let unit_len = after.find(|c: char| c.is_ascii_digit() || c.is_whitespace()).unwrap_or(after.len());
-        let scale = match &after[..unit_len] {
-            "nsec" | "ns" => 1.0,
-            "usec" | "us" | "µs" => 1e3,
-            "msec" | "ms" => 1e6,
-            "seconds" | "second" | "sec" | "s" => 1e9,
-            "minutes" | "minute" | "min" | "m" => 60e9,
-            "hours" | "hour" | "hr" | "h" => 3600e9,
-            "days" | "day" | "d" => 86400e9,
-            "weeks" | "week" | "w" => 7.0 * 86400e9,
-            "months" | "month" | "M" => 30.44 * 86400e9,
-            "years" | "year" | "y" => 365.25 * 86400e9,
-            _ => return None,
-        };
-        total += v * scale;
-        rest = after[unit_len..].trim_start();
-    }
-    Dur::checked(total)
+    let d = humantime::parse_duration(s.trim()).ok()?;
+    let nanos = d.as_nanos();
+    (nanos <= MAX_NANOS).then_some(Dur(nanos as u64))
 }
 
-/// A taskset/numactl CPU list (`0-7,16-23`, with util-linux's strides `0-31:2`), as sorted CPU ids.
+/// A taskset/numactl CPU list (`0-7,16-23`, with util-linux's strides `0-31:2`), as sorted CPU ids: read by the
+/// spec language's own parser, so an imported list is accepted exactly when a spec would accept it.
 pub(crate) fn cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in s.trim().split(',') {
-        let part = part.trim();
-        let (range, stride) = match part.split_once(':') {
-            Some((r, st)) => (r, integer(st).filter(|v| *v >= 1)?),
-            None => (part, 1),
-        };
-        let (lo, hi) = match range.split_once('-') {
-            Some((lo, hi)) => (integer(lo)?, integer(hi)?),
-            None => {
-                let v = integer(range)?;
-                (v, v)
-            }
-        };
-        if lo > hi || hi > MAX_CPU {
-            return None;
-        }
-        cpus.extend((lo..=hi).step_by(stride as usize).map(|c| c as u32));
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    (!cpus.is_empty()).then_some(cpus)
+    let list: loadgate_model::units::CpuList = s.parse().ok()?;
+    (!list.is_empty()).then(|| list.cpus().to_vec())
 }
 
 /// The largest CPU id loadgate accepts.
-pub(crate) const MAX_CPU: u64 = 8191;
+pub(crate) const MAX_CPU: u64 = loadgate_model::units::MAX_CPU_ID as u64;
 
 /// A taskset affinity mask in hexadecimal (`0x3`, `ff`, `ffffffff,00000000`), as CPU ids.
 pub(crate) fn cpu_mask(s: &str) -> Option<Vec<u32>> {
@@ -369,6 +324,9 @@ mod tests {
         assert_eq!(humantime("1h 30m"), Some(Dur::from_secs(5400)));
         assert_eq!(humantime("500ms"), Some(Dur(500_000_000)));
         assert_eq!(humantime("10"), None);
+        assert_eq!(humantime("1hour 12min 5s"), Some(Dur::from_secs(4325)));
+        assert_eq!(humantime("2days"), Some(Dur::from_secs(172_800)));
+        assert_eq!(humantime("250us"), Some(Dur(250_000)));
     }
 
     #[test]

@@ -146,4 +146,103 @@ impl Gating {
     pub fn is_default(&self) -> bool {
         self == &Gating::default()
     }
+
+    /// Whether rounds may be added while a verdict is inconclusive (sequential mode).
+    pub fn sequential(&self) -> bool {
+        self.max_repeat > self.repeat
+    }
+
+    /// The rounds after which a gated instance's verdicts are looked at: `repeat`, then each look about
+    /// [`LOOK_GROWTH`] times the one before, then `max_repeat`. Without sequential mode, `repeat` alone.
+    pub fn looks(&self) -> Vec<u32> {
+        looks(self.repeat.max(1), self.max_repeat.max(self.repeat).max(1))
+    }
+
+    /// The two-sided confidence each look is judged at, so that the whole sequence keeps `confidence`: every
+    /// look is a new chance of a false verdict, and the chances add up at most (Bonferroni over the looks), so
+    /// the one-sided error `(1 - confidence) / 2` is split between them, half to the last look (which decides
+    /// the runs that need every round) and half evenly between the earlier ones. One look keeps `confidence`.
+    pub fn look_confidence(&self, look: usize) -> f64 {
+        let k = self.looks().len();
+        1.0 - (1.0 - self.confidence) * look_share(look, k)
+    }
+
+    /// The look a verdict after `rounds` rounds is judged at: the last look at or before it (the first look
+    /// before `repeat` rounds, when a report is written part way).
+    pub fn look_at(&self, rounds: u32) -> usize {
+        self.looks().iter().rposition(|l| *l <= rounds).unwrap_or(0)
+    }
+}
+
+/// How much each look of sequential mode grows the rounds: 1.5 times the look before.
+pub const LOOK_GROWTH: f64 = 1.5;
+
+fn looks(repeat: u32, max_repeat: u32) -> Vec<u32> {
+    let mut out = vec![repeat];
+    while let Some(&last) = out.last() {
+        if last >= max_repeat {
+            break;
+        }
+        let next = ((f64::from(last) * LOOK_GROWTH).ceil() as u32).max(last + 1);
+        // A last step shorter than half a growth step is folded into the final look.
+        if f64::from(next) * (1.0 + (LOOK_GROWTH - 1.0) / 2.0) > f64::from(max_repeat) {
+            out.push(max_repeat);
+        } else {
+            out.push(next);
+        }
+    }
+    out
+}
+
+/// The share of the error budget look `look` of `k` gets: everything for one look; else half for the last and
+/// the other half evenly over the others.
+fn look_share(look: usize, k: usize) -> f64 {
+    if k <= 1 {
+        1.0
+    } else if look + 1 >= k {
+        0.5
+    } else {
+        0.5 / (k - 1) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gating(repeat: u32, max_repeat: u32) -> Gating {
+        Gating { repeat, max_repeat, ..Gating::default() }
+    }
+
+    #[test]
+    fn looks_grow_by_half_from_repeat_to_max_repeat() {
+        assert_eq!(gating(12, 160).looks(), vec![12, 18, 27, 41, 62, 93, 160]);
+        assert_eq!(gating(6, 16).looks(), vec![6, 9, 16]);
+        assert_eq!(gating(5, 6).looks(), vec![5, 6]);
+        assert_eq!(gating(5, 5).looks(), vec![5]);
+        assert_eq!(gating(1, 1).looks(), vec![1]);
+        assert_eq!(gating(1, 3).looks(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn the_looks_share_the_error_budget_and_one_look_keeps_it() {
+        let one = gating(5, 5);
+        assert_eq!(one.look_confidence(0), 0.90);
+        let g = gating(12, 160);
+        let k = g.looks().len();
+        let spent: f64 = (0..k).map(|l| 1.0 - g.look_confidence(l)).sum();
+        assert!((spent - 0.10).abs() < 1e-12, "the looks spend exactly the budget: {spent}");
+        assert!((g.look_confidence(k - 1) - 0.95).abs() < 1e-12, "half the budget at the last look");
+        assert!(g.look_confidence(0) > 0.99);
+    }
+
+    #[test]
+    fn a_verdict_is_judged_at_the_last_look_it_reached() {
+        let g = gating(12, 160);
+        assert_eq!(g.look_at(3), 0);
+        assert_eq!(g.look_at(12), 0);
+        assert_eq!(g.look_at(17), 0);
+        assert_eq!(g.look_at(18), 1);
+        assert_eq!(g.look_at(160), 6);
+    }
 }

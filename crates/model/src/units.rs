@@ -260,11 +260,12 @@ impl fmt::Display for ByteSize {
     }
 }
 
-/// A set of CPU ids in taskset syntax: `0`, `0-7`, `0-7,16-23`. Kept sorted and without duplicates.
+/// A set of CPU ids in taskset (util-linux) syntax: `0`, `0-7`, `0-7,16-23`, `0-31:2` (every second CPU of the
+/// range). Kept sorted and without duplicates. The one parser of CPU lists: specs and `import` both use it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub struct CpuList(Vec<u32>);
 
-const CPUS_EXPECTED: &str = "a CPU list in taskset syntax such as `1`, `0-7` or `0-7,16-23`";
+const CPUS_EXPECTED: &str = "a CPU list in taskset syntax such as `1`, `0-7`, `0-7,16-23` or `0-31:2`";
 /// The largest CPU id a spec may name; Linux's default `NR_CPUS` ceiling.
 pub const MAX_CPU_ID: u32 = 8191;
 
@@ -324,18 +325,39 @@ impl FromStr for CpuList {
             if part.is_empty() {
                 return Err(UnitError::with_help(CPUS_EXPECTED, "remove the empty item between commas"));
             }
-            match part.split_once('-') {
+            // util-linux's stride: `0-31:2` is every second CPU from 0 to 31.
+            let (range, stride) = match part.split_once(':') {
+                Some((range, stride)) => {
+                    let n: u32 = stride.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                        UnitError::with_help(
+                            CPUS_EXPECTED,
+                            format!(
+                                "`{part}`: the stride after `:` must be a whole number of at least 1, as in `0-31:2`"
+                            ),
+                        )
+                    })?;
+                    (range.trim(), n)
+                }
+                None => (part, 1),
+            };
+            match range.split_once('-') {
                 Some((lo, hi)) if !lo.trim().is_empty() => {
                     let (lo, hi) = (parse(lo)?, parse(hi)?);
                     if lo > hi {
                         return Err(UnitError::with_help(
                             CPUS_EXPECTED,
-                            format!("the range `{part}` runs backwards; write `{hi}-{lo}`"),
+                            format!("the range `{range}` runs backwards; write `{hi}-{lo}`"),
                         ));
                     }
-                    cpus.extend(lo..=hi);
+                    cpus.extend((lo..=hi).step_by(stride as usize));
                 }
-                _ => cpus.push(parse(part)?),
+                _ if stride != 1 => {
+                    return Err(UnitError::with_help(
+                        CPUS_EXPECTED,
+                        format!("`{part}`: a stride goes with a range, as in `0-31:2`"),
+                    ))
+                }
+                _ => cpus.push(parse(range)?),
             }
         }
         Ok(CpuList::new(cpus))
@@ -464,6 +486,11 @@ mod tests {
         assert!("a".parse::<CpuList>().is_err());
         assert!("1,,2".parse::<CpuList>().is_err());
         assert!("99999".parse::<CpuList>().is_err());
+        assert_eq!("0-7:2,9".parse::<CpuList>().unwrap().cpus(), [0, 2, 4, 6, 9]);
+        assert_eq!("0-7:2".parse::<CpuList>().unwrap().to_string(), "0,2,4,6");
+        assert!("0-7:0".parse::<CpuList>().is_err());
+        assert!("3:2".parse::<CpuList>().is_err());
+        assert!("0-7:x".parse::<CpuList>().is_err());
     }
 
     #[test]

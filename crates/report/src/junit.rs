@@ -2,8 +2,9 @@
 //!
 //! One `<testsuite>` per spec (named after it), and per scenario instance:
 //!
-//! - one testcase per SLO, named `plaintext[connections=256]: p99 < 100ms`, classname the spec's name, time the
-//!   phase's duration, the wrk-like summary of the instance in `<system-out>`:
+//! - one testcase per SLO, named `plaintext[connections=256]: p99 < 100ms`, classname the spec's name, the
+//!   wrk-like summary of the instance in `<system-out>`; the instance's first testcase carries the time its load
+//!   ran, the others 0 (checking an SLO takes no time), so the testcases add up to the time the load ran:
 //!   - a failed SLO is a `<failure type="slo">` whose message is observed against threshold
 //!     (`p99 was 143.2ms, threshold < 100ms`);
 //!   - an SLO that was not evaluated (no baseline, a per-request SLO) is `<skipped>` with the reason;
@@ -13,6 +14,10 @@
 //!   (`type="invalid_measurement"`) naming the problems (skipped in a `gate: false` phase);
 //! - when the instance has no SLO, a testcase `<name>: ran`, so every instance shows up in CI; it fails when
 //!   a gated instance was stopped early (skipped when not gated).
+//!
+//! - every instance the run never reached (it stopped on an `abort_on_fail` SLO, Ctrl-C or the target's death)
+//!   is a skipped testcase `<name>: not run` whose message says why, so CI tells it from an instance that does
+//!   not exist.
 //!
 //! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning, the outcome
 //! and the knee of each sweep (`sweep.<scenario>.knee`). The `system-out` of every cell of a sweep with a knee
@@ -65,12 +70,18 @@ fn suite(run: &RunResults) -> TestSuite {
                 summary.push_str(&format!("  Knee of sweep {}{which}: {}.\n", sweep.scenario, k.explanation));
             }
         }
-        for mut case in cases(s) {
+        for (i, mut case) in cases(s).into_iter().enumerate() {
             case.set_classname(run.spec.name.as_str());
-            case.set_time(seconds(s.duration));
+            case.set_time(if i == 0 { seconds(s.duration) } else { Duration::ZERO });
             case.set_system_out(summary.as_str());
             suite.add_test_case(case);
         }
+    }
+    for n in &run.not_run {
+        let mut case = TestCase::new(format!("{}: not run", n.name), skipped(&format!("not run: {}", n.reason)));
+        case.set_classname(run.spec.name.as_str());
+        case.set_time(Duration::ZERO);
+        suite.add_test_case(case);
     }
     suite.set_time(time);
     suite

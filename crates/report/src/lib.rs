@@ -17,17 +17,29 @@
 //!   Gatling's response-time buckets ([`loadgate_results::response_time_buckets`]) beside the percentiles, in
 //!   the Markdown and the text summary;
 //! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
-//!   [`file_stem`] to name a file per scenario instance.
+//!   [`file_stem`] (from `loadgate-plot`) to name a file per scenario instance;
+//! - [`html()`]`(results, plots) -> Result<String, ReportError>`: the self-contained `report.html` (inline CSS,
+//!   the SVGs inline, no script, nothing fetched), given the plots drawn by `loadgate-plot`; the Markdown links
+//!   the same SVG files ([`plots::plot_links`]) and carries each instance's per-second timeline as a table
+//!   ([`plots::timeline_tables`]).
 
+mod annotations;
+pub mod html;
 pub mod junit;
 mod lines;
 pub mod markdown;
+pub mod plots;
 pub mod text;
 
+pub use annotations::github_annotations;
+pub use html::html;
 pub use junit::{junit, junit_many};
+pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
-pub use text::{summary_table, text_summary};
+pub use text::{
+    summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
+};
 
 use std::borrow::Cow;
 
@@ -52,6 +64,9 @@ pub enum ReportError {
     /// The JUnit XML could not be written.
     #[error("JUnit XML: {0}")]
     Junit(String),
+    /// The HTML report could not be rendered.
+    #[error("HTML report: {0}")]
+    Html(String),
 }
 
 /// One line describing the machine: `bench-01: AMD Ryzen 9 7950X 16-Core Processor, 32 CPUs, 64.00GiB, Linux 6.8.0`.
@@ -77,40 +92,6 @@ pub fn machine_summary(m: &Machine) -> String {
         Some(h) => format!("{h}: {body}"),
         None => body,
     }
-}
-
-/// A file name for a scenario instance, safe on every file system: `plaintext[connections=256]` becomes
-/// `plaintext-connections-256` (for `latency-<stem>.hgrm` and the like). Distinct instance names of one spec stay
-/// distinct unless they differ only in punctuation.
-pub fn file_stem(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
-            out.push(c);
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed = out.trim_matches(['-', '.']);
-    if trimmed.is_empty() {
-        "scenario".to_owned()
-    } else if trimmed.len() > MAX_STEM_BYTES {
-        // A long matrix cell: keep a readable prefix and tell instances apart by a hash of the whole name, so
-        // `latency-<stem>.hgrm` stays under the 255 bytes a file name may have.
-        let cut = &trimmed[..MAX_STEM_BYTES - 17];
-        format!("{}-{:016x}", cut.trim_end_matches(['-', '.']), fnv1a(name))
-    } else {
-        trimmed.to_owned()
-    }
-}
-
-/// The longest stem [`file_stem`] returns, in bytes (ASCII): room for a prefix and a suffix such as `.hgrm`,
-/// `latency-` or `-spectrum.svg` within the 255 bytes of a file name.
-pub const MAX_STEM_BYTES: usize = 160;
-
-/// FNV-1a, 64 bits: a stable hash (the same in every build and on every machine) for names in file names.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The verdict headline of a run in one line: `tfb-plaintext: SLO failed (exit 1)`.

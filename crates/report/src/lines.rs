@@ -117,18 +117,20 @@ pub(crate) fn tls_line(s: &ScenarioResult) -> Option<String> {
     Some(out)
 }
 
-/// `6,000 started, 6,000 finished, 118 active at peak (sampled once a second)`, for user injection: the peak is
-/// the most users active at the end of a second of the timeline, so users shorter than a second may not show.
+/// `6,000 started, 6,000 finished, 118 active at peak`, for user injection: the peak is counted by the engine
+/// whenever a user starts; results of an older loadgate only have the timeline's once-a-second value, which says
+/// so.
 pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
     if s.load.model != "users" && s.load.users_started.is_none() {
         return None;
     }
     let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), format::count);
     Some(format!(
-        "{} started, {} finished, {} active at peak (sampled once a second)",
+        "{} started, {} finished, {} active at peak{}",
         n(s.load.users_started),
         n(s.load.users_finished),
-        n(peak_users_active(s))
+        n(peak_users_active(s)),
+        if s.load.users_peak_active.is_none() { " (sampled once a second)" } else { "" }
     ))
 }
 

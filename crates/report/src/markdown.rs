@@ -6,7 +6,8 @@
 //! - `results`: the whole [`RunResults`] as in `results.json` (raw numbers, microseconds);
 //! - `report`: the same run prepared for people ([`View`]): numbers formatted (`1.25ms`, `94,737/s`), a headline,
 //!   a row per scenario instance, the SLO verdicts, one sweep per matrix scenario with its knee, the user
-//!   injection instances with Gatling's response-time buckets, the warnings, the machine and the pinning;
+//!   injection instances with Gatling's response-time buckets, the plots (SVG files beside the report), each
+//!   instance's per-second timeline, the warnings, the machine and the pinning;
 //! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
 
 use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
@@ -74,6 +75,8 @@ pub struct View {
     pub reasons: Vec<String>,
     /// A row per scenario instance.
     pub scenarios: Vec<ScenarioRow>,
+    /// The instances the run never reached (it stopped before them), with the reason.
+    pub not_run: Vec<loadgate_results::NotRun>,
     /// A row per SLO verdict.
     pub slos: Vec<SloRow>,
     /// One entry per instance that ran more than once: the spread of its repetitions.
@@ -92,6 +95,10 @@ pub struct View {
     pub connections: Vec<ConnectionRow>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
+    /// The plots written beside the report (SVG files), in order.
+    pub plots: Vec<crate::plots::PlotLink>,
+    /// Per scenario instance: its per-second timeline as a compact table.
+    pub timelines: Vec<crate::plots::TimelineTable>,
     /// Everything a reader must see before trusting the numbers.
     pub warnings: Vec<String>,
     /// Per scenario instance: generator and target CPU, target memory.
@@ -439,7 +446,15 @@ impl View {
                 "{} repetition{} per gated instance{}, {:.0}% confidence per check (Holm across a scenario's checks); inconclusive {}",
                 g.repeat,
                 if g.repeat == 1 { "" } else { "s" },
-                if g.max_repeat > g.repeat { format!(" (up to {} while a verdict is inconclusive)", g.max_repeat) } else { String::new() },
+                if g.max_repeat > g.repeat {
+                    format!(
+                        " (up to {} while a verdict is inconclusive, looking after {} rounds, each look at its share of the confidence)",
+                        g.max_repeat,
+                        looks_text(&g.looks)
+                    )
+                } else {
+                    String::new()
+                },
                 g.confidence * 100.0,
                 match g.on_inconclusive.as_str() {
                     "fail" => "counts as a failure (exit 1)",
@@ -519,6 +534,9 @@ impl View {
                         .collect(),
                 })
                 .collect(),
+            not_run: r.not_run.clone(),
+            plots: crate::plots::plot_links(r),
+            timelines: crate::plots::timeline_tables(r),
             warnings: warnings(r),
             resources: r
                 .scenarios
@@ -692,6 +710,19 @@ fn metrics() -> [RepetitionMetric; 4] {
         ("p99", |r| r.latency.percentiles.get("p99").map(|v| *v as f64), true),
         ("max", |r| Some(r.latency.max_us as f64), true),
     ]
+}
+
+/// `6, 9 and 16`.
+fn looks_text(looks: &[u32]) -> String {
+    let mut words: Vec<String> = looks.iter().map(u32::to_string).collect();
+    match words.len() {
+        0 => String::new(),
+        1 => words.remove(0),
+        _ => {
+            let last = words.pop().unwrap_or_default();
+            format!("{} and {last}", words.join(", "))
+        }
+    }
 }
 
 fn show(value: f64, latency: bool) -> String {

@@ -268,3 +268,91 @@ pub fn summary_table(r: &RunResults, color: bool) -> String {
     }
     out
 }
+
+/// A duration of microseconds as wrk prints it (`format_time_us`): two decimals, `us` up to 850, then `ms`, `s`
+/// from one second, `m` from 51 seconds.
+fn wrk_time(us: u64) -> String {
+    let us = us as f64;
+    let (mut amount, mut unit, scale, next) =
+        if us >= 1_000_000.0 { (us / 1e6, "s", 60.0, "m") } else { (us, "us", 1000.0, "ms") };
+    if amount >= scale * 0.85 {
+        amount /= scale;
+        unit = next;
+    }
+    format!("{amount:.2}{unit}")
+}
+
+/// wrk's `print_units(n, format_time_us, 10)`: right-aligned so that the units line up.
+fn wrk_units(us: u64) -> String {
+    let text = wrk_time(us);
+    let bytes = text.as_bytes();
+    let mut pad = 2usize;
+    if bytes.last().is_some_and(u8::is_ascii_alphabetic) {
+        pad -= 1;
+    }
+    if bytes.len() >= 2 && bytes[bytes.len() - 2].is_ascii_alphabetic() {
+        pad -= 1;
+    }
+    format!("{text:>width$}{}", &"  "[..pad], width = 10 - pad)
+}
+
+/// wrk's `--latency` block: the 50th, 75th, 90th and 99th percentiles of the latency.
+///
+/// ```text
+///   Latency Distribution
+///      50%  635.91us
+///      75%  712.00us
+///      90%    1.02ms
+///      99%    2.31ms
+/// ```
+pub fn wrk_latency_distribution(s: &ScenarioResult) -> String {
+    let mut out = String::from("  Latency Distribution\n");
+    for p in [50.0, 75.0, 90.0, 99.0] {
+        let v = s.histograms.latency.value_at_quantile(p / 100.0);
+        let _ = writeln!(out, "{p:>7.0}%{}", wrk_units(v));
+    }
+    out
+}
+
+/// wrk2's HdrHistogram output (`--latency`, `-U`) of one histogram: its distribution to the 100th percentile,
+/// then the detailed percentile spectrum (the `.hgrm` format), closed by wrk2's dashed line.
+fn wrk2_block(h: &hdrhistogram::Histogram<u64>, description: &str) -> String {
+    let mut out = format!("  Latency Distribution (HdrHistogram - {description})\n");
+    for p in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0] {
+        let v = h.value_at_quantile(p / 100.0);
+        let _ = writeln!(out, "{p:>7.3}%{}", wrk_units(v));
+    }
+    out.push_str("\n  Detailed Percentile spectrum:\n");
+    out.push_str(&loadgate_results::hgrm(h));
+    out.push_str("----------------------------------------------------------\n");
+    out
+}
+
+/// wrk2's `--latency` output: the recorded latency's distribution and detailed percentile spectrum. In an open
+/// load the recorded latency counts from each request's intended send time (coordinated omission corrected).
+pub fn wrk2_latency_spectrum(s: &ScenarioResult) -> String {
+    wrk2_block(&s.histograms.latency, "Recorded Latency")
+}
+
+/// wrk2's `-U` output: the same for the uncorrected latency (the service time, from the actual send).
+pub fn wrk2_uncorrected_spectrum(s: &ScenarioResult) -> String {
+    wrk2_block(&s.histograms.service_time, "Uncorrected Latency (measured without taking delayed starts into account)")
+}
+
+#[cfg(test)]
+mod wrk_tests {
+    use super::*;
+
+    #[test]
+    fn times_print_as_wrk_prints_them() {
+        assert_eq!(wrk_time(635), "635.00us");
+        assert_eq!(wrk_time(849), "849.00us");
+        assert_eq!(wrk_time(850), "0.85ms");
+        assert_eq!(wrk_time(1_320), "1.32ms");
+        assert_eq!(wrk_time(1_500_000), "1.50s");
+        assert_eq!(wrk_time(55_000_000), "0.92m");
+        assert_eq!(wrk_units(635), "  635.00us");
+        assert_eq!(wrk_units(1_320), "    1.32ms");
+        assert_eq!(wrk_units(1_500_000), "    1.50s ");
+    }
+}

@@ -79,11 +79,15 @@ fn junit_parses_back_with_counts_that_add_up() {
     // The warmup's SLO, the baseline SLO without a baseline, the per-request SLO.
     assert_eq!(skipped, 3);
 
+    // Each instance's time once, on its first testcase: the testcases add up to the time the load ran.
+    let total: f64 = cases.iter().map(|c| attr(*c, "time").parse::<f64>().unwrap()).sum();
+    let ran: f64 = r.scenarios.iter().map(|s| s.duration).sum();
+    assert!((total - ran).abs() < 0.01, "{total} vs {ran}");
     for c in &cases {
         assert!(!attr(*c, "name").is_empty());
         assert_eq!(attr(*c, "classname"), "tfb-plaintext");
         let time: f64 = attr(*c, "time").parse().unwrap();
-        assert!(time > 0.0);
+        assert!(time >= 0.0);
         for f in c.children().filter(|n| n.has_tag_name("failure")) {
             assert!(!attr(f, "message").is_empty());
         }
@@ -146,12 +150,12 @@ fn markdown_is_gfm_with_real_tables() {
             _ => {}
         }
     }
-    // Scenarios, details, connections, SLOs, one sweep, one users scenario's buckets, resources, machine,
-    // pinning.
-    assert_eq!(tables, 9, "{md}");
+    // Scenarios, details, connections, SLOs, one sweep, one users scenario's buckets, 6 per-second timelines,
+    // resources, machine, pinning.
+    assert_eq!(tables, 15, "{md}");
     // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 6 scenarios' connect times, 17 SLOs,
-    // 3 cells, 4 buckets, 6 scenarios' resources.
-    assert_eq!(&rows_in_table[..7], &[6, 6, 6, 17, 3, 4, 6], "{md}");
+    // 3 cells, 4 buckets, the timelines (15 seconds, or 30 of the 30-second phases), 6 scenarios' resources.
+    assert_eq!(&rows_in_table[..13], &[6, 6, 6, 17, 3, 4, 15, 15, 15, 15, 30, 30, 6], "{md}");
     assert_eq!(headings[0], "⚠️ tfb-plaintext: invalid measurement");
     assert!(headings.iter().any(|h| h == "Sweep: plaintext"), "{headings:?}");
     assert!(headings.iter().any(|h| h == "Users: browse-users"), "{headings:?}");
@@ -209,10 +213,12 @@ fn file_stems_are_safe() {
     // differ only at the end stay apart.
     let long = |v: &str| format!("scenario[path={}{v}]", "/segment".repeat(60));
     let (a, b) = (file_stem(&long("a")), file_stem(&long("b")));
-    assert!(a.len() <= loadgate_report::MAX_STEM_BYTES && b.len() <= loadgate_report::MAX_STEM_BYTES, "{a}");
+    assert!(a.len() <= loadgate_plot::MAX_STEM_BYTES && b.len() <= loadgate_plot::MAX_STEM_BYTES, "{a}");
     assert_ne!(a, b);
     assert!(a.starts_with("scenario-path-segment-segment"), "{a}");
     assert_eq!(a, file_stem(&long("a")), "stable");
+    let long = format!("sweep[body={}]", "b".repeat(500));
+    assert!(file_stem(&long).len() <= 200, "{}", file_stem(&long));
 }
 
 /// Seed 000: wrk -t16 against a server that collapses past 31 connections. The cells are the fixture's
@@ -282,4 +288,144 @@ fn ab_run_snapshots() {
     insta::assert_snapshot!("ab_junit", junit(&r).unwrap());
     let text = r.scenarios.iter().map(text_summary).collect::<Vec<_>>().join("\n");
     insta::assert_snapshot!("ab_text", text);
+}
+
+/// Parses report.html as XML (it has `<!DOCTYPE html>`, a DTD without declarations).
+fn parse_html(text: &str) -> Result<roxmltree::Document<'_>, roxmltree::Error> {
+    roxmltree::Document::parse_with_options(text, roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() })
+}
+
+/// The HTML report of a run with every plot drawn, as the runner writes it.
+fn page(r: &RunResults) -> String {
+    let plots: Vec<(Figure, String)> = loadgate_plot::figures(r)
+        .into_iter()
+        .map(|f| {
+            let svg = loadgate_plot::render(r, &f).unwrap();
+            (f, svg)
+        })
+        .collect();
+    html(r, &plots).unwrap()
+}
+
+#[test]
+fn the_html_report_is_self_contained_well_formed_and_embeds_every_plot() {
+    let r = run();
+    let text = page(&r);
+    // Nothing fetched: no script, stylesheet link, image source, import or URL other than the SVG namespace.
+    for needle in ["<script", "<link", "src=", "@import", "url(", "href=\"http", "<iframe", "<object"] {
+        assert!(!text.contains(needle), "{needle} in report.html");
+    }
+    let without_ns = text.replace("http://www.w3.org/2000/svg", "");
+    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"), "an absolute URL in report.html");
+
+    let doc = parse_html(&text).unwrap_or_else(|e| panic!("report.html is not well-formed: {e}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "html");
+    let svgs: Vec<_> = root.descendants().filter(|n| n.has_tag_name("svg")).collect();
+    let figures = loadgate_plot::figures(&r);
+    assert_eq!(svgs.len(), figures.len());
+    for f in &figures {
+        let embedded =
+            svgs.iter().any(|s| s.children().any(|c| c.has_tag_name("title") && c.text() == Some(f.title.as_str())));
+        assert!(embedded, "{} is not inline", f.title);
+        // And linked, for a reader who wants the file.
+        assert!(text.contains(&format!("href=\"{}\"", f.file)), "{} not linked", f.file);
+    }
+    let cells = |tag: &str| root.descendants().filter(|n| n.has_tag_name(tag)).count();
+    // Scenario table rows + SLO rows + sweep rows + resources rows, and more.
+    assert!(cells("tr") >= 6 + 17 + 3 + 6, "{}", cells("tr"));
+    let style = root.descendants().find(|n| n.has_tag_name("style")).and_then(|n| n.text()).unwrap();
+    assert!(style.contains("prefers-color-scheme: dark") && style.contains("#theme-dark:checked"), "{style}");
+    assert!(text.contains("invalid measurement"));
+    let knee = &r.sweeps[0].knee.as_ref().unwrap().explanation;
+    assert!(root.descendants().any(|n| n.text().is_some_and(|t| t.contains(knee.as_str()))), "the knee is explained");
+}
+
+#[test]
+fn the_html_report_escapes_names_and_renders_without_plots() {
+    let mut r = run();
+    r.spec.name = "a<b>&\"c\"".to_owned();
+    r.scenarios[0].name = "<script>alert(1)</script>".to_owned();
+    let text = html(&r, &[]).unwrap();
+    assert!(!text.contains("<script>"), "{text}");
+    parse_html(&text).unwrap();
+    let text = page(&r);
+    assert!(!text.contains("<script>"));
+    parse_html(&text).unwrap();
+}
+
+#[test]
+fn markdown_links_every_plot_and_carries_the_timeline_table() {
+    let r = run();
+    let md = markdown(&r, None).unwrap();
+    for f in loadgate_plot::figures(&r) {
+        assert!(md.contains(&format!("]({})", f.file)), "{} not linked:\n{md}", f.file);
+    }
+    assert!(md.contains("### Per-second timeline"), "{md}");
+    assert!(md.contains("| t (s) | requests/s | p50 | p99 | max | errors | non-2xx | connections | users |"), "{md}");
+}
+
+#[test]
+fn a_long_phase_is_grouped_into_at_most_thirty_rows() {
+    let mut r = run();
+    let s = &mut r.scenarios[1];
+    let point = s.timeline[0].clone();
+    s.timeline = (1..=95)
+        .map(|t| {
+            let mut p = point.clone();
+            p.t = f64::from(t);
+            p.p99_us = if t == 50 { 900_000 } else { 1_000 };
+            p
+        })
+        .collect();
+    let tables = loadgate_report::plots::timeline_tables(&r);
+    let t = tables.iter().find(|t| t.name == r.scenarios[1].name).unwrap();
+    assert_eq!(t.seconds_per_row, 4);
+    assert_eq!(t.rows.len(), 24);
+    assert_eq!(t.rows[0].t, "1-4");
+    // The stall stays visible: a group shows its worst second.
+    assert!(t.rows.iter().any(|row| row.p99 == "900.0ms"), "{:?}", t.rows);
+}
+
+/// An HTTPS scenario's TCP connect and TLS handshake figures reach the terminal summary, the Markdown's
+/// Connections table and report.html, with an unchecked certificate said loudly in each.
+#[test]
+fn tls_figures_reach_every_report() {
+    let mut r = run();
+    let s = &mut r.scenarios[1];
+    let mut tls = loadgate_results::TlsStats {
+        handshakes: 256,
+        resumed: 0,
+        handshake_time: s.connect_time.clone(),
+        insecure: true,
+        ..Default::default()
+    };
+    tls.versions.insert("TLSv1_3".to_owned(), 256);
+    s.tls = Some(tls);
+    let name = s.name.clone();
+
+    let text = text_summary(&r.scenarios[1]);
+    let line = text.lines().find(|l| l.trim_start().starts_with("TLS:")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("256 handshakes (0 resumed; TLSv1_3 256)"), "{line}");
+    assert!(line.contains("INSECURE"), "{line}");
+    assert!(text.contains("TCP connect: p50"), "{text}");
+
+    let md = markdown(&r, None).unwrap();
+    let row = md.lines().find(|l| l.contains("256 handshakes")).unwrap_or_else(|| panic!("{md}"));
+    assert!(row.starts_with(&format!("| {name} |")), "{row}");
+    assert!(row.contains("INSECURE"), "{row}");
+    assert!(!row.contains("| - | - |"), "the handshake column is filled: {row}");
+
+    let page = html(&r, &[]).unwrap();
+    let doc = parse_html(&page).unwrap();
+    let dd = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("dt") && n.text() == Some("TLS"))
+        .filter_map(|dt| dt.next_sibling_element())
+        .map(|dd| dd.text().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(dd.len(), 1, "one HTTPS instance: {dd:?}");
+    assert!(dd[0].contains("256 handshakes") && dd[0].contains("INSECURE"), "{dd:?}");
+    let connects = doc.descendants().filter(|n| n.has_tag_name("dt") && n.text() == Some("TCP connect")).count();
+    assert_eq!(connects, r.scenarios.iter().filter(|s| s.connect_time.count > 0).count());
 }

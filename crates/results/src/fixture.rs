@@ -149,6 +149,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             keep_alive: shape.users.is_none(),
             users_started: shape.users.map(|(started, _, _)| started),
             users_finished: shape.users.map(|(_, finished, _)| finished),
+            users_peak_active: None,
         },
         requests: RequestCounts {
             sent: shape.completed + shape.timeouts + shape.read_errors,
@@ -192,6 +193,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         by_request: Vec::new(),
         repetitions: Vec::new(),
         ab_baseline: None,
+        resources: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);
@@ -390,6 +392,7 @@ pub fn sample_run() -> RunResults {
         outcome: Outcome::in_progress(),
         sweeps: Vec::new(),
         gating: None,
+        not_run: Vec::new(),
     };
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);
@@ -451,6 +454,7 @@ pub fn sample_ab_run() -> RunResults {
     run.gating = Some(GatingInfo {
         repeat: 6,
         max_repeat: 6,
+        looks: vec![6],
         confidence: 0.90,
         on_inconclusive: "inconclusive".to_owned(),
         restart: "never".to_owned(),

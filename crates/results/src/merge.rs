@@ -49,6 +49,9 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         achieved_weighted = achieved_weighted.zip(weighted(part.load.achieved_rate, part.duration)).map(|(a, b)| a + b);
         merged.load.users_started = merged.load.users_started.zip(part.load.users_started).map(|(a, b)| a + b);
         merged.load.users_finished = merged.load.users_finished.zip(part.load.users_finished).map(|(a, b)| a + b);
+        // Merged parts ran one after the other: the peak is the highest of theirs.
+        merged.load.users_peak_active =
+            merged.load.users_peak_active.zip(part.load.users_peak_active).map(|(a, b)| a.max(b));
 
         let r = &mut merged.requests;
         r.sent += part.requests.sent;

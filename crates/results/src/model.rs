@@ -53,6 +53,26 @@ pub struct RunResults {
     /// How gated scenarios were repeated and judged; absent for a run of single repetitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gating: Option<GatingInfo>,
+    /// The scenario instances of the plan that never ran because the run stopped before them (an
+    /// `abort_on_fail` SLO, Ctrl-C, the target's death), in plan order, each with the reason. Empty when every
+    /// instance ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRun>,
+}
+
+/// A scenario instance of the plan that did not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NotRun {
+    /// The position of the instance in the plan, from 0.
+    pub index: usize,
+    /// `plaintext[connections=256]`.
+    pub name: String,
+    /// The scenario key.
+    pub scenario: String,
+    /// `false` for warmup and primer phases.
+    pub gate: bool,
+    /// Why it did not run: `the run stopped after warmup breached an abort_on_fail SLO`.
+    pub reason: String,
 }
 
 /// How a run repeated and judged its gated scenarios (the spec's `gating`).
@@ -62,6 +82,11 @@ pub struct GatingInfo {
     pub repeat: u32,
     /// The most repetitions sequential mode may run.
     pub max_repeat: u32,
+    /// Sequential mode's looks: the repetition counts after which the verdicts were judged (and the run could
+    /// stop), each at its share of `confidence` so that all looks together keep it. One entry without
+    /// sequential mode.
+    #[serde(default)]
+    pub looks: Vec<u32>,
     /// The two-sided confidence asked of every interval, as a fraction; the family of a scenario's checks keeps
     /// it jointly (Holm).
     pub confidence: f64,
@@ -243,6 +268,10 @@ pub struct ScenarioResult {
     /// repetitions, which it lists; this result is the candidate's (B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab_baseline: Option<Box<ScenarioResult>>,
+    /// What the generator and the target used while this instance ran (samples taken during it only), the
+    /// figures the terminal and report.md show. Absent in results of an older loadgate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<crate::resources::PhaseResources>,
 }
 
 /// One repetition of a scenario instance, with its own histograms: the sample that statistics compare.
@@ -298,6 +327,10 @@ pub struct LoadSummary {
     pub users_started: Option<u64>,
     /// Users that finished their requests (user injection).
     pub users_finished: Option<u64>,
+    /// The most users active at once (user injection): counted by each worker whenever a user starts (never
+    /// sampled), and added over the workers, whose users start at the same planned times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users_peak_active: Option<u64>,
 }
 
 /// What became of the requests of a phase.
@@ -497,7 +530,8 @@ pub struct ConnectionStats {
     pub peak_open: u64,
     /// Connections opened in total, reconnects included.
     pub opened: u64,
-    /// Connect attempts that failed.
+    /// Connections that failed: connect attempts that failed, and connections the server closed or reset before
+    /// answering anything on them.
     pub failed: u64,
     /// Reconnects after the server closed (`Connection: close` or EOF).
     pub reconnects: u64,
@@ -512,7 +546,10 @@ pub struct ByteCounts {
     pub written: u64,
 }
 
-/// Summary statistics of a histogram, in microseconds.
+/// Summary statistics of a histogram, in microseconds. Percentiles are nearest-rank: the p-th of N values is the
+/// value of rank `ceil(p/100 * N)` (at least 1) in sorted order, reported as the highest value of its histogram
+/// bucket (3 significant digits), as HdrHistogram's Rust and Java libraries and wrk2 compute them (Python's
+/// `hdrhistogram` rounds the rank instead and can differ by one rank on small counts).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
     /// Samples recorded.
@@ -525,7 +562,7 @@ pub struct LatencySummary {
     pub stdev_us: f64,
     /// The largest sample (to the histogram's precision).
     pub max_us: u64,
-    /// `p50`, `p75`, `p90`, `p95`, `p99`, `p99.9`, `p99.99` to microseconds.
+    /// `p50`, `p75`, `p90`, `p95`, `p99`, `p99.9`, `p99.99` to microseconds, nearest-rank (rank `ceil(p/100 * N)`).
     pub percentiles: BTreeMap<String, u64>,
 }
 
@@ -589,7 +626,7 @@ pub struct TimelinePoint {
     pub max_us: u64,
     /// Connections open at the end of the interval.
     pub connections_open: u64,
-    /// Users active at the end of the interval (user injection).
+    /// The most users active at any moment of the interval (user injection), counted at each change, not sampled.
     pub users_active: Option<u64>,
 }
 

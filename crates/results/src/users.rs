@@ -72,9 +72,10 @@ fn apportion(counts: [u64; 3], target: u64) -> [u64; 3] {
     out
 }
 
-/// The most users active at once, from the timeline (`None` outside user injection).
+/// The most users active at once (`None` outside user injection): the engine's exact count, or for results of
+/// an older loadgate the highest per-second value of the timeline.
 pub fn peak_users_active(s: &ScenarioResult) -> Option<u64> {
-    s.timeline.iter().filter_map(|p| p.users_active).max()
+    s.load.users_peak_active.or_else(|| s.timeline.iter().filter_map(|p| p.users_active).max())
 }
 
 impl ResponseTimeBuckets {

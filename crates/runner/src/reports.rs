@@ -1,11 +1,13 @@
-//! The files a run writes: results.json, junit.xml, report.md and one `.hgrm` per finished scenario
-//! instance, each rewritten atomically (a temporary file renamed over the old one) after every phase, so that
-//! a crash, a dying target, Ctrl-C or a full disk leaves the last complete set.
+//! The files a run writes: results.json, junit.xml, report.md, report.html, the SVG plots
+//! ([`loadgate_plot::figures`]) and one `.hgrm` per finished scenario instance, each rewritten atomically (a
+//! temporary file renamed over the old one) after every phase, so that a crash, a dying target, Ctrl-C or a
+//! full disk leaves the last complete set.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use loadgate_model::secrets::Redactor;
+use loadgate_plot::Figure;
 use loadgate_results::RunResults;
 
 /// A report file that could not be written.
@@ -60,6 +62,7 @@ impl ReportWriter {
                 failures.push(WriteFailure { path: self.dir.join(name), error });
             }
         }
+        failures.extend(self.write_plots(results));
         for s in &results.scenarios {
             let name = format!("{}.hgrm", loadgate_report::file_stem(&s.name));
             if self.written_hgrm.contains(&name) {
@@ -69,6 +72,26 @@ impl ReportWriter {
                 Ok(()) => self.written_hgrm.push(name),
                 Err(e) => failures.push(WriteFailure { path: self.dir.join(&name), error: e.to_string() }),
             }
+        }
+        failures
+    }
+
+    /// Draws every plot of the run, writes each SVG and report.html (the plots inline). A plot that cannot be
+    /// drawn is a failure of its file; the page is written without it.
+    fn write_plots(&self, results: &RunResults) -> Vec<WriteFailure> {
+        let (plots, mut failures) = draw_plots(results, &self.dir);
+        for (figure, svg) in &plots {
+            let path = self.dir.join(&figure.file);
+            if let Err(e) = write_atomic(&path, &self.secrets.scrub(svg)) {
+                failures.push(WriteFailure { path, error: e.to_string() });
+            }
+        }
+        let path = self.dir.join("report.html");
+        let written = loadgate_report::html(results, &plots)
+            .map_err(|e| e.to_string())
+            .and_then(|page| write_atomic(&path, &self.secrets.scrub(&page)).map_err(|e| e.to_string()));
+        if let Err(error) = written {
+            failures.push(WriteFailure { path, error });
         }
         failures
     }
@@ -85,6 +108,20 @@ impl ReportWriter {
             .and_then(|mut f| f.write_all(md.as_bytes()).and_then(|()| f.write_all(b"\n")))
             .map_err(|e| fail(e.to_string()))
     }
+}
+
+/// Draws the plots of a run: the ones drawn, and a failure (of the file it would have been) for each that
+/// could not be.
+fn draw_plots(results: &RunResults, dir: &Path) -> (Vec<(Figure, String)>, Vec<WriteFailure>) {
+    let mut plots = Vec::new();
+    let mut failures = Vec::new();
+    for figure in loadgate_plot::figures(results) {
+        match loadgate_plot::render(results, &figure) {
+            Ok(svg) => plots.push((figure, svg)),
+            Err(e) => failures.push(WriteFailure { path: dir.join(&figure.file), error: e.to_string() }),
+        }
+    }
+    (plots, failures)
 }
 
 /// Writes `content` to `path` through a temporary file in the same directory, renamed over `path`.
@@ -109,15 +146,24 @@ pub enum RerenderError {
     Output(String),
 }
 
-/// `loadgate report`: renders junit.xml and report.md again from a saved results.json into `dir`.
+/// `loadgate report`: renders junit.xml, report.md, the SVG plots and report.html again from a saved
+/// results.json into `dir`.
 pub fn rerender(results: &mut RunResults, dir: &Path, template: Option<&str>) -> Result<Vec<PathBuf>, RerenderError> {
     results.sweeps = loadgate_results::sweeps(results);
     let output = RerenderError::Output;
     std::fs::create_dir_all(dir).map_err(|e| output(format!("cannot create {}: {e}", dir.display())))?;
     let junit = loadgate_report::junit(results).map_err(|e| output(format!("cannot render junit.xml: {e}")))?;
     let md = loadgate_report::markdown(results, template).map_err(|e| RerenderError::Template(e.to_string()))?;
+    let (plots, failures) = draw_plots(results, dir);
+    if let Some(f) = failures.first() {
+        return Err(output(f.to_string()));
+    }
+    let page = loadgate_report::html(results, &plots).map_err(|e| output(format!("cannot render report.html: {e}")))?;
+    let mut files =
+        vec![("junit.xml".to_owned(), junit), ("report.md".to_owned(), md), ("report.html".to_owned(), page)];
+    files.extend(plots.into_iter().map(|(f, svg)| (f.file, svg)));
     let mut written = Vec::new();
-    for (name, content) in [("junit.xml", junit), ("report.md", md)] {
+    for (name, content) in files {
         let path = dir.join(name);
         write_atomic(&path, &content).map_err(|e| output(format!("cannot write {}: {e}", path.display())))?;
         written.push(path);

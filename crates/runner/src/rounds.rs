@@ -35,6 +35,8 @@ pub struct Rounds {
     wanted: Vec<u32>,
     /// The most rounds per phase.
     max: Vec<u32>,
+    /// The rounds after which sequential mode looks at the verdicts.
+    looks: Vec<u32>,
     ab: bool,
     order: RoundOrder,
     seed: u64,
@@ -53,7 +55,7 @@ impl Rounds {
             .zip(&wanted)
             .map(|(p, w)| if p.gate && p.repeat.is_none() { g.max_repeat.max(*w) } else { *w })
             .collect();
-        Rounds { wanted, max, ab: plan.candidate.is_some(), order: g.order, seed: plan.seed }
+        Rounds { wanted, max, looks: g.looks(), ab: plan.candidate.is_some(), order: g.order, seed: plan.seed }
     }
 
     /// Whether any phase runs more than once or on two sides: verdicts then come from statistics.
@@ -82,14 +84,15 @@ impl Rounds {
         }
     }
 
-    /// Sequential mode: one more round for `phase` if it may have one. Returns whether it got it.
+    /// Sequential mode: the rounds for `phase` up to its next look (`gating.looks()`), if it may have more.
+    /// Returns whether it got any.
     pub fn extend(&mut self, phase: usize) -> bool {
-        if self.wanted[phase] < self.max[phase] {
-            self.wanted[phase] += 1;
-            true
-        } else {
-            false
+        if self.wanted[phase] >= self.max[phase] {
+            return false;
         }
+        let next = self.looks.iter().copied().find(|l| *l > self.wanted[phase]).unwrap_or(self.max[phase]);
+        self.wanted[phase] = next.min(self.max[phase]);
+        true
     }
 
     /// The rounds planned for a phase so far.
@@ -132,7 +135,9 @@ mod tests {
         assert_eq!(names(2), ["main"]);
         assert_eq!(names(3), ["main"]);
         assert!(names(4).is_empty());
-        assert!(r.extend(1) && r.extend(1) && !r.extend(1), "sequential mode stops at max_repeat");
+        assert!(r.extend(1), "sequential mode adds rounds");
+        assert_eq!(r.wanted(1), 5, "up to the next look (3 x 1.5, folded into max_repeat)");
+        assert!(!r.extend(1), "sequential mode stops at max_repeat");
         assert!(!r.extend(2), "a scenario with its own repeat is not extended");
         assert_eq!(r.last(), 5);
         assert_eq!(r.sides(1), [Side::Target]);

@@ -158,6 +158,8 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     // The target's resource samples of sessions that ended (restarts), before the current one's.
     let mut earlier_samples = Vec::new();
     let mut stop = false;
+    // Why the run stopped before its end, for the instances it leaves unrun.
+    let mut stop_reason: Option<String> = None;
     let mut round = 1;
     while !stop && round <= rounds.last() {
         if round > 1 && plan.gating.restart == Restart::EachRound {
@@ -175,7 +177,11 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
             for side in rounds.sides(round) {
                 let last = sessions.len() - 1;
                 let session = &mut sessions[side.index().min(last)];
-                if session.halted().is_some() {
+                if let Some(halt) = session.halted() {
+                    stop_reason.get_or_insert_with(|| match halt {
+                        crate::session::Halt::Interrupted => "the run was interrupted (Ctrl-C)".to_owned(),
+                        crate::session::Halt::TargetDied => "the target exited during the run".to_owned(),
+                    });
                     stop = true;
                     break;
                 }
@@ -184,6 +190,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                     Err(e) => {
                         observer.event(&Event::PhaseFailed { phase, error: e.to_string() });
                         run_failed.push(format!("{} could not run: {e}", phase.name));
+                        stop_reason.get_or_insert_with(|| format!("the run stopped when {} could not run", phase.name));
                         stop = true;
                         break;
                     }
@@ -197,6 +204,9 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                     rep_rounds[phase.index].push(round);
                 }
                 if aborted {
+                    stop_reason.get_or_insert_with(|| {
+                        format!("the run stopped after {} breached an abort_on_fail SLO", phase.name)
+                    });
                     stop = true;
                     break;
                 }
@@ -208,7 +218,11 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
             let [a, b] = &reps[phase.index];
             let judged = if rounds.statistical() {
                 let (mine, paired) = if sides.len() == 2 { (b, Some(a.as_slice())) } else { (a, None) };
-                judge(phase, mine, paired, &rep_rounds[phase.index], plan, request)
+                judge(phase, mine, paired, &rep_rounds[phase.index], plan, request).map(|mut merged| {
+                    merged.resources =
+                        loadgate_results::PhaseResources::combine(mine.iter().filter_map(|r| r.resources.as_ref()));
+                    merged
+                })
             } else {
                 a.last().cloned()
             };
@@ -239,7 +253,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                 break;
             }
         }
-        // Sequential mode: an instance whose verdict is still inconclusive after its planned rounds gets one more.
+        // Sequential mode: an instance whose verdict is still inconclusive at a look gets the rounds up to the next.
         if !stop && round >= 1 {
             for s in &results.scenarios {
                 let inconclusive = s.gate
@@ -257,6 +271,10 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     let ended: Vec<SessionEnd> = sessions.drain(..).map(Session::finish).collect();
     earlier_samples.extend(note_session_ends(&mut results, ended, observer));
     results.target.samples = earlier_samples;
+    if stop || request.interrupt.is_interrupted() {
+        let reason = stop_reason.unwrap_or_else(|| "the run was interrupted (Ctrl-C)".to_owned());
+        results.not_run = not_run(plan, &results, &reason);
+    }
     let completed_all = (results.scenarios.len() == plan.phases.len() && !stop)
         || results.scenarios.iter().any(|s| aborted_by_slo(s.aborted.as_deref()));
     if !run_failed.is_empty() {
@@ -268,6 +286,21 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     results.outcome = loadgate_results::outcome(&results);
     write_reports(&mut reports, &mut results, &mut failures, observer);
     Ok(finish(results, dir, failures, &reports, request, observer))
+}
+
+/// The instances of the plan with no result, each with the reason the run stopped before them.
+fn not_run(plan: &ExecutionPlan, results: &RunResults, reason: &str) -> Vec<loadgate_results::NotRun> {
+    plan.phases
+        .iter()
+        .filter(|p| !results.scenarios.iter().any(|s| s.index == p.index))
+        .map(|p| loadgate_results::NotRun {
+            index: p.index,
+            name: p.name.clone(),
+            scenario: p.scenario.clone(),
+            gate: p.gate,
+            reason: reason.to_owned(),
+        })
+        .collect()
 }
 
 /// Starts one session per side (the target, and the candidate of an A/B run).
@@ -351,13 +384,15 @@ fn judge(
         Baseline::Paired(a) => Baseline::Paired(&a[..n]),
         other => other,
     };
-    match loadgate_results::gate::judge(
-        &phase.slos,
-        &mine[..n.max(1).min(mine.len())],
-        rounds,
-        baseline,
-        plan.gating.confidence,
-    ) {
+    // In sequential mode each look is judged at its share of the confidence, so that the run keeps it over all
+    // its looks; an instance with its own `repeat` has one look.
+    let g = &plan.gating;
+    let confidence = if phase.repeat.is_none() && g.sequential() {
+        g.look_confidence(g.look_at(u32::try_from(n).unwrap_or(u32::MAX)))
+    } else {
+        g.confidence
+    };
+    match loadgate_results::gate::judge(&phase.slos, &mine[..n.max(1).min(mine.len())], rounds, baseline, confidence) {
         Ok(r) => Some(r),
         Err(_) => mine.last().cloned(),
     }
@@ -368,6 +403,7 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
     GatingInfo {
         repeat: g.repeat,
         max_repeat: g.max_repeat,
+        looks: g.looks(),
         confidence: g.confidence,
         on_inconclusive: match g.on_inconclusive {
             OnInconclusive::Inconclusive => "inconclusive",
@@ -540,6 +576,7 @@ fn new_results(
         outcome: Outcome::in_progress(),
         sweeps: Vec::new(),
         gating: None,
+        not_run: Vec::new(),
     }
 }
 

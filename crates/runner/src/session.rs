@@ -151,6 +151,10 @@ impl Session {
             abort.check(tick)
         })?;
         result.started_at_offset = offset;
+        // The phase's resource figures, fixed now from the samples taken while it ran: every report shows these.
+        let end = self.opts.origin.elapsed().as_secs_f64();
+        result.resources =
+            Some(loadgate_results::PhaseResources::over(&self.samples().target, offset, end, &result.workers));
         apply_saturation_policy(&mut result, phase, self.opts.saturation);
         let baseline = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
         result.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);

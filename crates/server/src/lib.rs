@@ -428,6 +428,20 @@ impl Behaviour {
         if s.kind == BuiltinKind::Delay && s.delay.is_none() {
             return Err(ServerError::InvalidServer("the `delay` kind needs a delay, such as `20ms`".to_owned()));
         }
+        if s.kind != BuiltinKind::Delay && s.delay.is_some_and(|d| !d.as_std().is_zero()) {
+            return Err(ServerError::InvalidServer(format!(
+                "a delay applies to the `delay` kind only, and this server is `{}`; use `--kind delay --delay 20ms`, \
+                 or request the `/delay/{{ms}}` route, which every kind answers",
+                kind_name(s.kind)
+            )));
+        }
+        if s.kind == BuiltinKind::Echo && s.body_size.is_some() {
+            return Err(ServerError::InvalidServer(
+                "a body size applies to the `plaintext` and `delay` kinds; `echo` sends the request's body back \
+                 (request the `/bytes/{n}` route for an n-byte body)"
+                    .to_owned(),
+            ));
+        }
         let body = match s.body_size {
             None => HELLO_WORLD.to_vec(),
             Some(n) => {
@@ -1115,6 +1129,15 @@ mod tests {
         let mut s =
             BuiltinServer { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false };
         assert!(Behaviour::new(&s).unwrap_err().to_string().contains("needs a delay"));
+        s.kind = BuiltinKind::Plaintext;
+        s.delay = Some(Duration::from_millis(20));
+        assert!(Behaviour::new(&s).unwrap_err().to_string().contains("a delay applies to the `delay` kind only"));
+        s.kind = BuiltinKind::Echo;
+        assert!(Behaviour::new(&s).unwrap_err().to_string().contains("this server is `echo`"));
+        s.delay = None;
+        s.body_size = Some(10);
+        assert!(Behaviour::new(&s).unwrap_err().to_string().contains("`echo` sends the request's body back"));
+        s.body_size = None;
         s.kind = BuiltinKind::Plaintext;
         s.status = 99;
         assert!(Behaviour::new(&s).unwrap_err().to_string().contains("status 99"));

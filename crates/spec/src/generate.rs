@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use minijinja::value::Kwargs;
+
 pub use loadgate_model::generate::{Generator, Segment};
 
 use crate::limits::{human_bytes, MAX_DATA_VALUES};
@@ -102,26 +104,40 @@ pub(crate) fn register(
     meter: &Arc<crate::sandbox::Meter>,
 ) {
     let r = reg.clone();
-    env.add_function("seq", move |start: Option<i64>, step: Option<i64>| -> Result<String, minijinja::Error> {
-        r.allowed("seq")?;
-        let step = step.unwrap_or(1);
-        if step == 0 {
-            return Err(arg_err("seq(start, step): step cannot be 0"));
-        }
-        Ok(r.push(Generator::Seq { start: start.unwrap_or(0), step }))
-    });
+    env.add_function(
+        "seq",
+        move |start: Option<i64>, step: Option<i64>, kw: Kwargs| -> Result<String, minijinja::Error> {
+            r.allowed("seq")?;
+            let start = param("seq(start, step)", start, &kw, "start")?.unwrap_or(0);
+            let step = param("seq(start, step)", step, &kw, "step")?.unwrap_or(1);
+            kw.assert_all_used()?;
+            if step == 0 {
+                return Err(arg_err("seq(start, step): step cannot be 0"));
+            }
+            Ok(r.push(Generator::Seq { start, step }))
+        },
+    );
     let r = reg.clone();
-    env.add_function("random_int", move |min: i64, max: i64| -> Result<String, minijinja::Error> {
-        r.allowed("random_int")?;
-        if min > max {
-            return Err(arg_err(format!("random_int({min}, {max}): the minimum is above the maximum")));
-        }
-        Ok(r.push(Generator::RandomInt { min, max }))
-    });
+    env.add_function(
+        "random_int",
+        move |min: Option<i64>, max: Option<i64>, kw: Kwargs| -> Result<String, minijinja::Error> {
+            r.allowed("random_int")?;
+            let min = required("random_int(min, max)", param("random_int(min, max)", min, &kw, "min")?, "min")?;
+            let max = required("random_int(min, max)", param("random_int(min, max)", max, &kw, "max")?, "max")?;
+            kw.assert_all_used()?;
+            if min > max {
+                return Err(arg_err(format!("random_int({min}, {max}): the minimum is above the maximum")));
+            }
+            Ok(r.push(Generator::RandomInt { min, max }))
+        },
+    );
     for (name, hex) in [("random_string", false), ("random_bytes", false), ("random_hex", true)] {
         let r = reg.clone();
-        env.add_function(name, move |len: u32| -> Result<String, minijinja::Error> {
+        env.add_function(name, move |len: Option<u32>, kw: Kwargs| -> Result<String, minijinja::Error> {
             r.allowed(name)?;
+            let form = format!("{name}(len)");
+            let len = required(&form, param(&form, len, &kw, "len")?, "len")?;
+            kw.assert_all_used()?;
             if len == 0 || len > 1 << 20 {
                 return Err(arg_err(format!("{name}({len}): the length must be between 1 and 1048576")));
             }
@@ -136,20 +152,27 @@ pub(crate) fn register(
     });
     let r = reg.clone();
     let m = meter.clone();
-    env.add_function("pick", move |values: Vec<minijinja::Value>| -> Result<String, minijinja::Error> {
-        r.allowed("pick")?;
-        if values.is_empty() {
-            return Err(arg_err("pick([...]): the list is empty"));
-        }
-        let limit = crate::limits::MAX_VALUE_BYTES as u64;
-        m.produce(values.iter().fold(0u64, |sum, v| sum.saturating_add(crate::sandbox::weight(v, limit))))?;
-        Ok(r.push(Generator::Pick { values: values.iter().map(|v| v.to_string()).collect() }))
-    });
+    env.add_function(
+        "pick",
+        move |values: Option<Vec<minijinja::Value>>, kw: Kwargs| -> Result<String, minijinja::Error> {
+            r.allowed("pick")?;
+            let values = required("pick(values)", param("pick(values)", values, &kw, "values")?, "values")?;
+            kw.assert_all_used()?;
+            if values.is_empty() {
+                return Err(arg_err("pick([...]): the list is empty"));
+            }
+            let limit = crate::limits::MAX_VALUE_BYTES as u64;
+            m.produce(values.iter().fold(0u64, |sum, v| sum.saturating_add(crate::sandbox::weight(v, limit))))?;
+            Ok(r.push(Generator::Pick { values: values.iter().map(|v| v.to_string()).collect() }))
+        },
+    );
     let r = reg.clone();
     let d = data.clone();
     let m = meter.clone();
-    env.add_function("pick_line", move |file: String| -> Result<String, minijinja::Error> {
+    env.add_function("pick_line", move |file: Option<String>, kw: Kwargs| -> Result<String, minijinja::Error> {
         r.allowed("pick_line")?;
+        let file = required("pick_line(file)", param("pick_line(file)", file, &kw, "file")?, "file")?;
+        kw.assert_all_used()?;
         let what = format!("pick_line('{file}')");
         r.data_file(&d, &m, &file, String::new(), |text| {
             let values: Vec<String> = text
@@ -170,28 +193,78 @@ pub(crate) fn register(
     });
     let r = reg.clone();
     let m = meter.clone();
-    env.add_function("pick_csv", move |file: String, column: String| -> Result<String, minijinja::Error> {
-        r.allowed("pick_csv")?;
-        let what = format!("pick_csv('{file}', '{column}')");
-        r.data_file(&data, &m, &file, column.clone(), |text| {
-            let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-            let header: Vec<&str> = lines.next().map(|h| h.split(',').map(str::trim).collect()).unwrap_or_default();
-            let col = header.iter().position(|h| *h == column).ok_or_else(|| {
-                arg_err(format!("{what}: no column `{column}`; the header has: {}", header.join(", ")))
-            })?;
-            let values: Vec<String> = lines
-                .take(MAX_DATA_VALUES + 1)
-                .filter_map(|l| l.split(',').nth(col).map(|v| v.trim().trim_matches('"').to_owned()))
-                .collect();
-            if values.is_empty() {
-                return Err(arg_err(format!("{what}: the file has no rows")));
-            }
-            if values.len() > MAX_DATA_VALUES {
-                return Err(arg_err(format!("{what}: the file has more than {MAX_DATA_VALUES} rows")));
-            }
-            Ok(Generator::Pick { values })
-        })
-    });
+    env.add_function(
+        "pick_csv",
+        move |file: Option<String>, column: Option<String>, kw: Kwargs| -> Result<String, minijinja::Error> {
+            r.allowed("pick_csv")?;
+            let form = "pick_csv(file, column)";
+            let file = required(form, param(form, file, &kw, "file")?, "file")?;
+            let column = required(form, param(form, column, &kw, "column")?, "column")?;
+            kw.assert_all_used()?;
+            let what = format!("pick_csv('{file}', '{column}')");
+            r.data_file(&data, &m, &file, column.clone(), |text| csv_column(text, &column, &what))
+        },
+    );
+}
+
+/// An argument given by position or by keyword (`seq(100, 2)` or `seq(start=100, step=2)`), never both.
+fn param<T>(form: &str, positional: Option<T>, kw: &Kwargs, name: &str) -> Result<Option<T>, minijinja::Error>
+where
+    T: for<'a> minijinja::value::ArgType<'a, Output = T>,
+{
+    let keyword: Option<T> = kw.get(name)?;
+    match (positional, keyword) {
+        (Some(_), Some(_)) => Err(arg_err(format!("{form}: `{name}` is given twice, by position and by keyword"))),
+        (p, k) => Ok(p.or(k)),
+    }
+}
+
+fn required<T>(form: &str, value: Option<T>, name: &str) -> Result<T, minijinja::Error> {
+    value.ok_or_else(|| arg_err(format!("{form}: `{name}` is missing")))
+}
+
+/// The values of one column of an RFC 4180 CSV table whose first record is the header: fields may be quoted,
+/// and a quoted field may hold commas, doubled quotes and line breaks. Header names are matched with surrounding
+/// spaces ignored; values are kept as written (quotes removed).
+fn csv_column(text: &str, column: &str, what: &str) -> Result<Generator, minijinja::Error> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .trim(csv::Trim::Headers)
+        .from_reader(text.as_bytes());
+    let located = |e: &csv::Error| match e.position() {
+        Some(p) => format!("{what}: line {}: {e}", p.line()),
+        None => format!("{what}: {e}"),
+    };
+    let header = reader.headers().map_err(|e| arg_err(located(&e)))?.clone();
+    let col = header.iter().position(|h| h == column).ok_or_else(|| {
+        let names: Vec<&str> = header.iter().collect();
+        arg_err(format!("{what}: no column `{column}`; the header has: {}", names.join(", ")))
+    })?;
+    let mut values = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| arg_err(located(&e)))?;
+        // A line holding nothing (a trailing blank line) is no row.
+        if record.len() == 1 && record.get(0).is_some_and(|f| f.trim().is_empty()) && header.len() > 1 {
+            continue;
+        }
+        let value = record.get(col).ok_or_else(|| {
+            let line = record.position().map(|p| p.line()).unwrap_or_default();
+            arg_err(format!(
+                "{what}: line {line}: the row has {} fields and no `{column}` (field {} of the header)",
+                record.len(),
+                col + 1
+            ))
+        })?;
+        if values.len() == MAX_DATA_VALUES {
+            return Err(arg_err(format!("{what}: the file has more than {MAX_DATA_VALUES} rows")));
+        }
+        values.push(value.to_owned());
+    }
+    if values.is_empty() {
+        return Err(arg_err(format!("{what}: the file has no rows")));
+    }
+    Ok(Generator::Pick { values })
 }
 
 impl Registry {

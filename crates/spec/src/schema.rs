@@ -535,8 +535,8 @@ text_schema!(
 );
 text_schema!(
     CpuListText,
-    r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$",
-    "CPU ids in taskset syntax: `1`, `0-7`, `0-7,16-23`."
+    r"^\s*[0-9]+(\s*-\s*[0-9]+(\s*:\s*[0-9]+)?)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+(\s*:\s*[0-9]+)?)?)*\s*$",
+    "CPU ids in taskset syntax: `1`, `0-7`, `0-7,16-23`, `0-31:2` (every second CPU of the range)."
 );
 
 /// A whole number of at least 1, or a template that renders to one.

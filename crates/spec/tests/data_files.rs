@@ -100,3 +100,62 @@ fn data_files_are_not_opened_where_generators_are_an_error() {
     let err = refusal(load_file(&file, &LoadOptions::default()));
     assert!(err.contains("per-request generators only work in a request"), "{err}");
 }
+
+fn generators(spec: &Spec) -> Vec<Generator> {
+    spec.scenarios[0].cells[0].request.dynamic.as_ref().expect("a generated path").generators.clone()
+}
+
+#[test]
+fn pick_csv_reads_rfc4180_quotes_embedded_commas_and_line_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("users.csv"),
+        "id, name ,city\r\n1,\"Smith, John\",Oslo\r\n2,\"O\"\"Brien\",\"Cork\"\n3,\"two\nlines\",\"Bergen, Norway\"\n\n",
+    )
+    .unwrap();
+    let opts = LoadOptions::default();
+    let ok = load_file(&spec(dir.path(), "/{{ pick_csv('users.csv', 'city') }}"), &opts).unwrap();
+    assert_eq!(picked(&ok), ["Oslo", "Cork", "Bergen, Norway"]);
+    let ok = load_file(&spec(dir.path(), "/{{ pick_csv('users.csv', 'name') }}"), &opts).unwrap();
+    assert_eq!(picked(&ok), ["Smith, John", "O\"Brien", "two\nlines"]);
+
+    let err = refusal(load_file(&spec(dir.path(), "/{{ pick_csv('users.csv', 'town') }}"), &opts));
+    assert!(err.contains("no column `town`; the header has: id, name, city"), "{err}");
+    std::fs::write(dir.path().join("short.csv"), "id,city\n1,Oslo\n2\n").unwrap();
+    let err = refusal(load_file(&spec(dir.path(), "/{{ pick_csv('short.csv', 'city') }}"), &opts));
+    assert!(err.contains("line 3: the row has 1 fields and no `city`"), "{err}");
+}
+
+#[test]
+fn generator_functions_take_keyword_arguments_as_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keys.txt"), "a\nb\n").unwrap();
+    std::fs::write(dir.path().join("users.csv"), "id,city\n1,Oslo\n").unwrap();
+    let opts = LoadOptions::default();
+    let load = |path: &str| load_file(&spec(dir.path(), path), &opts);
+    for (path, expected) in [
+        ("/{{ seq(start=100, step=2) }}", Generator::Seq { start: 100, step: 2 }),
+        ("/{{ seq(100, 2) }}", Generator::Seq { start: 100, step: 2 }),
+        ("/{{ seq(100, step=2) }}", Generator::Seq { start: 100, step: 2 }),
+        ("/{{ seq(step=3) }}", Generator::Seq { start: 0, step: 3 }),
+        ("/{{ seq() }}", Generator::Seq { start: 0, step: 1 }),
+        ("/{{ random_int(min=1, max=9) }}", Generator::RandomInt { min: 1, max: 9 }),
+        ("/{{ random_string(len=8) }}", Generator::RandomString { len: 8 }),
+        ("/{{ random_hex(len=8) }}", Generator::RandomHex { len: 8 }),
+        ("/{{ pick(values=['x', 'y']) }}", Generator::Pick { values: vec!["x".into(), "y".into()] }),
+        ("/{{ pick_line(file='keys.txt') }}", Generator::Pick { values: vec!["a".into(), "b".into()] }),
+        ("/{{ pick_csv(file='users.csv', column='city') }}", Generator::Pick { values: vec!["Oslo".into()] }),
+    ] {
+        let spec = load(path).unwrap_or_else(|e| panic!("{path}: {}", e.render()));
+        assert_eq!(generators(&spec), [expected], "{path}");
+    }
+    for (path, message) in [
+        ("/{{ seq(1, start=2) }}", "`start` is given twice"),
+        ("/{{ seq(begin=2) }}", "begin"),
+        ("/{{ random_int(min=1) }}", "`max` is missing"),
+        ("/{{ random_string() }}", "`len` is missing"),
+    ] {
+        let err = refusal(load(path));
+        assert!(err.contains(message), "{path}: {err}");
+    }
+}

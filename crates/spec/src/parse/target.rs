@@ -209,6 +209,24 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
                 None => ok = false,
             }
         }
+        if let (true, Some((n, p)), false) = (ok, f.get("delay"), b.kind == BuiltinKind::Delay) {
+            cx.error(
+                Diagnostic::error(&p, n.span, "`delay` applies to the `delay` server only")
+                    .expected("`delay` with `kind: delay`")
+                    .found(format!("`kind: {}`", if b.kind == BuiltinKind::Echo { "echo" } else { "plaintext" }))
+                    .help("write `kind: delay` to delay every response, or request the `/delay/{ms}` route, which every kind answers"),
+            );
+            ok = false;
+        }
+        if let (true, Some((n, p)), BuiltinKind::Echo) = (ok, f.get("body_size"), b.kind) {
+            cx.error(
+                Diagnostic::error(&p, n.span, "`body_size` applies to the `plaintext` and `delay` servers")
+                    .expected("`body_size` with `kind: plaintext` or `kind: delay`")
+                    .found("`kind: echo`, which sends the request's body back")
+                    .help("remove `body_size`, or request the `/bytes/{n}` route for an n-byte body"),
+            );
+            ok = false;
+        }
         if ok && b.kind == BuiltinKind::Delay && b.delay.is_none() {
             cx.error(
                 Diagnostic::error(path, node.span, "the `delay` server needs a `delay`")

@@ -1,0 +1,307 @@
+//! loadgate's plots: SVG drawn with plotters' SVG backend, as pure functions of a [`RunResults`] (no I/O, no
+//! fonts: the SVG carries `<text>` and the browser lays it out).
+//!
+//! - [`figures`]`(results) -> Vec<Figure>`: which plots a run has and the file each goes to, in the order a
+//!   report shows them: the [timeline](timeline()) of the whole run, then per scenario instance its latency
+//!   [spectrum](spectrum()) and, when its SLOs were judged over repetitions or against an A/B baseline, its
+//!   [checks](checks()), then one [sweep](sweep()) per matrix scenario. Cheap: it renders nothing.
+//! - [`render`]`(results, figure) -> Result<String, PlotError>` draws one of them.
+//! - [`file_stem`]`(name)`: a scenario instance's name made safe as part of a file name, at most
+//!   [`MAX_STEM_BYTES`] long.
+//!
+//! Every SVG reads in a light and a dark theme: see [`theme`]. Axes say their units; latencies are shown in
+//! us, ms or s, whichever suits the largest value plotted.
+
+mod checks;
+mod spectrum;
+mod sweep;
+pub mod theme;
+mod timeline;
+
+pub use checks::checks;
+pub use spectrum::spectrum;
+pub use sweep::sweep;
+pub use timeline::timeline;
+
+use loadgate_results::{RunResults, ScenarioResult, Sweep};
+
+/// Why a plot could not be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// plotters refused to draw (a range it cannot map).
+    #[error("cannot draw {plot}: {message}")]
+    Draw { plot: &'static str, message: String },
+    /// The figure names a scenario instance or sweep the results do not have.
+    #[error("the results have no {0}")]
+    Missing(String),
+}
+
+impl PlotError {
+    pub(crate) fn draw(plot: &'static str) -> impl Fn(String) -> PlotError {
+        move |message| PlotError::Draw { plot, message }
+    }
+}
+
+/// Shorthand for plotters' results inside a plot: any error becomes its text.
+pub(crate) trait OrDraw<T> {
+    fn or_draw(self, plot: &'static str) -> Result<T, PlotError>;
+}
+
+impl<T, E: std::fmt::Display> OrDraw<T> for Result<T, E> {
+    fn or_draw(self, plot: &'static str) -> Result<T, PlotError> {
+        self.map_err(|e| PlotError::draw(plot)(e.to_string()))
+    }
+}
+
+/// What a figure shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FigureKind {
+    /// Throughput, p50/p99, errors and connections or users per second over the whole run.
+    Timeline,
+    /// The latency percentile spectrum of one scenario instance (by name).
+    Spectrum { instance: String },
+    /// The checks of one instance judged over repetitions or against an A/B baseline, with their intervals.
+    Checks { instance: String },
+    /// Throughput and p99 across the cells of one matrix scenario (by key), with the knee.
+    Sweep { scenario: String },
+}
+
+impl FigureKind {
+    /// `timeline`, `spectrum`, `checks` or `sweep`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            FigureKind::Timeline => "timeline",
+            FigureKind::Spectrum { .. } => "spectrum",
+            FigureKind::Checks { .. } => "checks",
+            FigureKind::Sweep { .. } => "sweep",
+        }
+    }
+}
+
+/// One plot of a run: what it shows, the file it is written to and its title.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Figure {
+    pub kind: FigureKind,
+    /// `spectrum-plaintext-connections-256.svg`: safe on every file system, unique within the run.
+    pub file: String,
+    /// `Latency spectrum: plaintext[connections=256]`.
+    pub title: String,
+}
+
+impl Figure {
+    /// The scenario instance (or matrix scenario) the figure belongs to; `None` for the timeline.
+    pub fn subject(&self) -> Option<&str> {
+        match &self.kind {
+            FigureKind::Timeline => None,
+            FigureKind::Spectrum { instance } | FigureKind::Checks { instance } => Some(instance),
+            FigureKind::Sweep { scenario } => Some(scenario),
+        }
+    }
+}
+
+/// The sweeps of a run: as stored, or derived for results written before they were.
+pub(crate) fn run_sweeps(r: &RunResults) -> Vec<Sweep> {
+    if r.sweeps.is_empty() {
+        loadgate_results::sweeps(r)
+    } else {
+        r.sweeps.clone()
+    }
+}
+
+/// Whether an instance has checks judged over repetitions or against an A/B baseline.
+fn has_checks(s: &ScenarioResult) -> bool {
+    s.verdicts.iter().any(|v| v.statistics.is_some())
+}
+
+/// The plots a run has, in the order a report shows them, with unique file names.
+pub fn figures(r: &RunResults) -> Vec<Figure> {
+    let mut out = Vec::new();
+    if r.scenarios.iter().any(|s| !s.timeline.is_empty()) {
+        out.push(Figure {
+            kind: FigureKind::Timeline,
+            file: "timeline.svg".to_owned(),
+            title: format!("Timeline: {}", r.spec.name),
+        });
+    }
+    for s in &r.scenarios {
+        if s.latency.count > 0 {
+            out.push(Figure {
+                kind: FigureKind::Spectrum { instance: s.name.clone() },
+                file: format!("spectrum-{}.svg", file_stem(&s.name)),
+                title: format!("Latency spectrum: {}", s.name),
+            });
+        }
+        if has_checks(s) {
+            let title = if s.ab_baseline.is_some() { "A/B comparison" } else { "Checks over repetitions" };
+            out.push(Figure {
+                kind: FigureKind::Checks { instance: s.name.clone() },
+                file: format!("checks-{}.svg", file_stem(&s.name)),
+                title: format!("{title}: {}", s.name),
+            });
+        }
+    }
+    for sw in run_sweeps(r) {
+        out.push(Figure {
+            file: format!("sweep-{}.svg", file_stem(&sw.scenario)),
+            title: format!("Sweep: {}", sw.scenario),
+            kind: FigureKind::Sweep { scenario: sw.scenario },
+        });
+    }
+    // Instance names that differ only in punctuation share a stem: number the later ones.
+    let mut seen: Vec<String> = Vec::new();
+    for f in &mut out {
+        if seen.contains(&f.file) {
+            let stem = f.file.trim_end_matches(".svg").to_owned();
+            let mut n = 2;
+            while seen.contains(&format!("{stem}-{n}.svg")) {
+                n += 1;
+            }
+            f.file = format!("{stem}-{n}.svg");
+        }
+        seen.push(f.file.clone());
+    }
+    out
+}
+
+/// Draws one figure of a run as an SVG document.
+pub fn render(r: &RunResults, figure: &Figure) -> Result<String, PlotError> {
+    let instance = |name: &str| {
+        r.scenarios.iter().find(|s| s.name == name).ok_or_else(|| PlotError::Missing(format!("instance `{name}`")))
+    };
+    match &figure.kind {
+        FigureKind::Timeline => timeline(r),
+        FigureKind::Spectrum { instance: name } => spectrum(instance(name)?),
+        FigureKind::Checks { instance: name } => checks(instance(name)?),
+        FigureKind::Sweep { scenario } => {
+            let sweeps = run_sweeps(r);
+            let sw = sweeps
+                .iter()
+                .find(|s| &s.scenario == scenario)
+                .ok_or_else(|| PlotError::Missing(format!("sweep `{scenario}`")))?;
+            sweep(r, sw)
+        }
+    }
+}
+
+/// The longest [`file_stem`]: with a prefix such as `spectrum-`, an extension and the `.NAME.tmp` of an atomic
+/// write, a file name stays well under the 255 bytes file systems allow.
+pub const MAX_STEM_BYTES: usize = 200;
+
+/// A file name for a scenario instance, safe on every file system: `plaintext[connections=256]` becomes
+/// `plaintext-connections-256`. Distinct instance names of one spec stay distinct unless they differ only in
+/// punctuation. A name longer than [`MAX_STEM_BYTES`] keeps its beginning and ends with a hash of the whole
+/// name, so long matrix cells stay distinct and stable from run to run.
+pub fn file_stem(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_matches(['-', '.']);
+    if trimmed.is_empty() {
+        return "scenario".to_owned();
+    }
+    if trimmed.len() <= MAX_STEM_BYTES {
+        return trimmed.to_owned();
+    }
+    // FNV-1a: stable across versions and platforms, unlike std's hasher.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    // ASCII only by now, so any byte index is a char boundary.
+    let head = trimmed[..MAX_STEM_BYTES - 17].trim_end_matches(['-', '.']);
+    format!("{head}-{hash:016x}")
+}
+
+/// A unit for latencies: its name and microseconds per unit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeUnit {
+    pub name: &'static str,
+    pub us: f64,
+}
+
+/// The unit that suits latencies up to `max_us`: us below 1 ms, s from 10 s, ms between.
+pub(crate) fn time_unit(max_us: f64) -> TimeUnit {
+    if max_us >= 10_000_000.0 {
+        TimeUnit { name: "s", us: 1_000_000.0 }
+    } else if max_us >= 1_000.0 {
+        TimeUnit { name: "ms", us: 1_000.0 }
+    } else {
+        TimeUnit { name: "us", us: 1.0 }
+    }
+}
+
+/// A number for an axis label: `0`, `2.5`, `950`, `12k`, `1.2M`.
+pub(crate) fn compact(v: f64) -> String {
+    let a = v.abs();
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            s
+        }
+    };
+    if a >= 1e6 {
+        format!("{}M", trim(format!("{:.1}", v / 1e6)))
+    } else if a >= 1e4 {
+        format!("{}k", trim(format!("{:.1}", v / 1e3)))
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        trim(format!("{v:.2}"))
+    } else {
+        trim(format!("{v:.3}"))
+    }
+}
+
+/// The top of a value axis: the largest value plus headroom, never zero.
+pub(crate) fn axis_top(max: f64) -> f64 {
+    if max.is_finite() && max > 0.0 {
+        max * 1.12
+    } else {
+        1.0
+    }
+}
+
+/// Shortens text to about `max_chars` characters, with an ellipsis.
+pub(crate) fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_stems_are_safe_and_fit_a_file_name() {
+        assert_eq!(file_stem("plaintext[connections=256]"), "plaintext-connections-256");
+        assert_eq!(file_stem("a/b c[path=/x?y=1]"), "a-b-c-path-x-y-1");
+        assert_eq!(file_stem("../.."), "scenario");
+        let long_a = format!("sweep[body={}, connections=1]", "x".repeat(400));
+        let long_b = format!("sweep[body={}, connections=2]", "x".repeat(400));
+        let (a, b) = (file_stem(&long_a), file_stem(&long_b));
+        assert!(a.len() <= MAX_STEM_BYTES && b.len() <= MAX_STEM_BYTES, "{a}");
+        assert_ne!(a, b);
+        assert_eq!(a, file_stem(&long_a), "stable");
+        assert!(format!(".spectrum-{a}.svg.tmp").len() < 255);
+        // Multi-byte names are sanitized before they are cut.
+        let wide = "é".repeat(300) + "z";
+        assert!(file_stem(&wide).len() <= MAX_STEM_BYTES);
+    }
+
+    #[test]
+    fn compact_numbers() {
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(2.5), "2.5");
+        assert_eq!(compact(950.0), "950");
+        assert_eq!(compact(12_000.0), "12k");
+        assert_eq!(compact(1_250_000.0), "1.2M");
+        assert_eq!(compact(0.125), "0.125");
+    }
+}

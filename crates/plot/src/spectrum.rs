@@ -1,0 +1,149 @@
+//! The latency percentile spectrum of one scenario instance, on the axis of HdrHistogram's plotter: x is
+//! `1/(1-p)` on a log scale, so each decade is one more nine (0%, 90%, 99%, 99.9%, ...) and the tail gets the
+//! room it deserves. Open loads show the service time and the send lag beside the latency (measured from the
+//! intended send time); an A/B instance shows the baseline's latency beside the candidate's.
+
+use hdrhistogram::Histogram;
+use loadgate_results::{format, ScenarioResult};
+use plotters::prelude::*;
+
+use crate::theme::{self, BG, BLUE, FG, FONT, GREEN, GRID, ORANGE, SLATE};
+use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
+
+const PLOT: &str = "the latency spectrum";
+/// Points per halving of the distance to 100%: fine enough for a smooth tail.
+const TICKS_PER_HALF_DISTANCE: u32 = 10;
+/// The most nines the axis shows (99.99999%).
+const MAX_DECADES: u32 = 7;
+
+/// One curve: its label, colour and points `(log10(1/(1-p)), microseconds)`.
+struct Curve {
+    label: String,
+    colour: RGBColor,
+    points: Vec<(f64, f64)>,
+}
+
+/// The spectrum of a histogram of microseconds: one point per percentile step, 100% left out (it is at
+/// infinity on this axis; the legend gives the maximum instead).
+fn points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    h.iter_quantiles(TICKS_PER_HALF_DISTANCE)
+        .filter(|v| v.quantile_iterated_to() < 1.0)
+        .map(|v| ((1.0 / (1.0 - v.quantile_iterated_to())).log10(), h.highest_equivalent(v.value_iterated_to()) as f64))
+        .filter(|(x, _)| x.is_finite() && *x <= f64::from(MAX_DECADES))
+        .collect()
+}
+
+/// The label of a decade on the axis: 0 -> `0%`, 1 -> `90%`, 3 -> `99.9%`.
+pub(crate) fn nines(decade: u32) -> String {
+    match decade {
+        0 => "0%".to_owned(),
+        1 => "90%".to_owned(),
+        d => format!("99{}{}%", if d > 2 { "." } else { "" }, "9".repeat(d as usize - 2)),
+    }
+}
+
+fn curve(label: String, colour: RGBColor, h: &Histogram<u64>) -> Option<Curve> {
+    let points = points(h);
+    (!points.is_empty()).then(|| Curve { label: format!("{label} (max {})", format::latency(h.max())), colour, points })
+}
+
+/// Draws the latency spectrum of one scenario instance.
+pub fn spectrum(s: &ScenarioResult) -> Result<String, PlotError> {
+    let open = s.load.model != "closed";
+    let mut curves = Vec::new();
+    let latency_label = if open { "latency from intended send" } else { "latency" };
+    curves.extend(curve(latency_label.to_owned(), BLUE, &s.histograms.latency));
+    if open {
+        curves.extend(curve("service time".to_owned(), ORANGE, &s.histograms.service_time));
+        curves.extend(curve("send lag".to_owned(), GREEN, &s.histograms.send_lag));
+    }
+    if let Some(a) = &s.ab_baseline {
+        curves.extend(curve("baseline (A) latency".to_owned(), SLATE, &a.histograms.latency));
+    }
+
+    let max_x = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0)).fold(0.0f64, f64::max);
+    let decades = (max_x.ceil() as u32).clamp(2, MAX_DECADES);
+    let max_us = curves.iter().flat_map(|c| c.points.iter().map(|p| p.1)).fold(0.0f64, f64::max);
+    let unit = time_unit(max_us);
+    let title = format!("Latency spectrum: {}", s.name);
+    let description = format!(
+        "{} of {} requests by percentile: p50 {}, p99 {}, p99.9 {}, max {}",
+        latency_label,
+        format::count(s.latency.count),
+        s.latency.percentile(50.0).map_or_else(|| "-".to_owned(), format::latency),
+        s.latency.percentile(99.0).map_or_else(|| "-".to_owned(), format::latency),
+        s.latency.percentile(99.9).map_or_else(|| "-".to_owned(), format::latency),
+        format::latency(s.latency.max_us),
+    );
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (880, 460)).into_drawing_area();
+        root.fill(&BG).or_draw(PLOT)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(crate::shorten(&title, 90), (FONT, 20).into_font().color(&FG))
+            .margin(16)
+            .x_label_area_size(46)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0f64..f64::from(decades), 0f64..axis_top(max_us / unit.us))
+            .or_draw(PLOT)?;
+        let x_label = |x: &f64| {
+            if (x - x.round()).abs() < 1e-9 && *x >= 0.0 {
+                nines(x.round() as u32)
+            } else {
+                String::new()
+            }
+        };
+        let y_label = |y: &f64| compact(*y);
+        chart
+            .configure_mesh()
+            .x_labels(decades as usize + 1)
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&y_label)
+            .y_labels(8)
+            .max_light_lines(0)
+            .x_desc("percentile (log scale of 1/(1-p): one decade per nine)")
+            .y_desc(format!("latency ({})", unit.name))
+            .axis_style(FG)
+            .bold_line_style(GRID)
+            .label_style((FONT, 14).into_font().color(&FG))
+            .axis_desc_style((FONT, 15).into_font().color(&FG))
+            .draw()
+            .or_draw(PLOT)?;
+        for c in &curves {
+            let colour = c.colour;
+            chart
+                .draw_series(LineSeries::new(c.points.iter().map(|(x, y)| (*x, y / unit.us)), colour.stroke_width(2)))
+                .or_draw(PLOT)?
+                .label(c.label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(BG.mix(0.9))
+            .border_style(GRID)
+            .label_font((FONT, 14).into_font().color(&FG))
+            .draw()
+            .or_draw(PLOT)?;
+        root.present().or_draw(PLOT)?;
+    }
+    Ok(theme::finish(&svg, &title, &description, "spectrum"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decades_are_labelled_as_nines() {
+        assert_eq!(nines(0), "0%");
+        assert_eq!(nines(1), "90%");
+        assert_eq!(nines(2), "99%");
+        assert_eq!(nines(3), "99.9%");
+        assert_eq!(nines(5), "99.999%");
+    }
+}

@@ -1,0 +1,298 @@
+//! The per-second timeline of a whole run: four panels over the same time axis (seconds since the run
+//! started): throughput (and the target rate of open loads), p50 and p99 latency, failed requests and non-2xx
+//! responses per second, connections open and users active. Each phase is a segment of its own (lines never
+//! join across a pause); phase boundaries are drawn in every panel, warmups (phases that are not gated) are
+//! shaded, and the top panel names the phases where there is room.
+//!
+//! With repetitions, each repetition sits at its own time; in an A/B run the baseline's phases are named
+//! `(A)` and the candidate's `(B)`.
+
+use loadgate_results::{RunResults, ScenarioResult, TimelinePoint};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::theme::{self, AMBER, BG, BLUE, FG, FONT, GREEN, GRID, MUTED, ORANGE, PURPLE, RED, SLATE, TEAL};
+use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
+
+const PLOT: &str = "the timeline";
+const WIDTH: u32 = 960;
+const PANEL_HEIGHT: u32 = 190;
+/// Intervals shorter than this (a phase's drain, after its last full second) give no rate and no percentiles:
+/// a few requests over a few milliseconds would read as a spike (the spectrum has them).
+const MIN_INTERVAL: f64 = 0.2;
+
+/// One phase (or one repetition of it) on the run's clock.
+struct Segment {
+    name: String,
+    /// Shorter names for a narrow band: the matrix cell (`connections=8`), its values (`8`).
+    short: Vec<String>,
+    start: f64,
+    end: f64,
+    gated: bool,
+    /// `(seconds since the run started, seconds the interval covered, the point)`.
+    points: Vec<(f64, f64, TimelinePoint)>,
+}
+
+fn segments_of(s: &ScenarioResult, suffix: &str, out: &mut Vec<Segment>) {
+    let name = format!("{}{suffix}", s.name);
+    let reps = &s.repetitions;
+    let spans: Vec<(f64, f64)> = if reps.len() > 1 {
+        reps.iter().map(|r| (r.started_at_offset, r.duration)).collect()
+    } else {
+        vec![(s.started_at_offset, s.duration)]
+    };
+    // A merged timeline is the repetitions' timelines one after the other: split it at their durations.
+    let mut bounds = Vec::with_capacity(spans.len());
+    let mut cumulative = 0.0;
+    for (_, d) in &spans {
+        cumulative += d;
+        bounds.push(cumulative);
+    }
+    let mut short = Vec::new();
+    if !s.matrix.is_empty() {
+        let cell: Vec<String> = s.matrix.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        short.push(format!("{}{suffix}", cell.join(",")));
+        let values: Vec<&str> = s.matrix.iter().map(|(_, v)| v.as_str()).collect();
+        short.push(values.join(","));
+    }
+    let mut segs: Vec<Segment> = spans
+        .iter()
+        .enumerate()
+        .map(|(i, (start, d))| Segment {
+            name: if spans.len() > 1 { format!("{name} #{}", i + 1) } else { name.clone() },
+            short: short.clone(),
+            start: *start,
+            end: start + d,
+            gated: s.gate,
+            points: Vec::new(),
+        })
+        .collect();
+    let mut previous_t = 0.0;
+    let mut previous_seg = 0;
+    for p in &s.timeline {
+        let i = bounds.iter().position(|b| p.t <= b + 1e-6).unwrap_or(bounds.len() - 1);
+        let base = if i == 0 { 0.0 } else { bounds[i - 1] };
+        if i != previous_seg {
+            previous_t = base;
+            previous_seg = i;
+        }
+        let dt = p.t - previous_t;
+        previous_t = p.t;
+        let seg = &mut segs[i];
+        seg.points.push((seg.start + (p.t - base), dt, p.clone()));
+    }
+    out.extend(segs);
+}
+
+fn segments(r: &RunResults) -> Vec<Segment> {
+    let mut out = Vec::new();
+    for s in &r.scenarios {
+        match &s.ab_baseline {
+            Some(a) => {
+                segments_of(a, " (A)", &mut out);
+                segments_of(s, " (B)", &mut out);
+            }
+            None => segments_of(s, "", &mut out),
+        }
+    }
+    out.sort_by(|a, b| a.start.total_cmp(&b.start));
+    out
+}
+
+/// One series of a panel: its label, colour and how to read a value from a point (`None`: no value there).
+type Series = (&'static str, RGBColor, fn(f64, &TimelinePoint) -> Option<f64>);
+
+fn rate(v: u64, dt: f64) -> Option<f64> {
+    (dt >= MIN_INTERVAL).then(|| v as f64 / dt)
+}
+
+struct Panel {
+    y_desc: String,
+    series: Vec<Series>,
+    /// Divides every value (a latency unit).
+    scale: f64,
+}
+
+/// Draws the per-second timeline of a run.
+pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
+    let segs = segments(r);
+    let end = segs.iter().map(|s| s.end.max(s.points.last().map_or(0.0, |p| p.0))).fold(1.0f64, f64::max);
+    let all = || segs.iter().flat_map(|s| s.points.iter());
+    let max_p99 =
+        all().filter(|p| p.2.completed > 0 && p.1 >= MIN_INTERVAL).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
+    let unit = time_unit(max_p99);
+    let open = all().any(|p| p.2.target_rate.is_some());
+    let users = all().any(|p| p.2.users_active.is_some());
+
+    // The target rate first, so that the achieved rate is drawn over it.
+    let mut throughput: Vec<Series> = Vec::new();
+    if open {
+        throughput.push(("target rate", SLATE, |_, p| p.target_rate));
+    }
+    throughput.push(("completed/s", BLUE, |dt, p| rate(p.completed, dt)));
+    let mut active: Vec<Series> = vec![("connections open", PURPLE, |_, p| Some(p.connections_open as f64))];
+    if users {
+        active.push(("users active", TEAL, |_, p| p.users_active.map(|u| u as f64)));
+    }
+    let panels = [
+        Panel { y_desc: "throughput (requests/s)".to_owned(), series: throughput, scale: 1.0 },
+        Panel {
+            y_desc: format!("latency ({})", unit.name),
+            series: vec![
+                ("p50", GREEN, |dt, p| (p.completed > 0 && dt >= MIN_INTERVAL).then_some(p.p50_us as f64)),
+                ("p99", ORANGE, |dt, p| (p.completed > 0 && dt >= MIN_INTERVAL).then_some(p.p99_us as f64)),
+            ],
+            scale: unit.us,
+        },
+        Panel {
+            y_desc: "errors (per second)".to_owned(),
+            series: vec![
+                ("failed requests/s", RED, |dt, p| rate(p.errors, dt)),
+                ("non-2xx responses/s", AMBER, |dt, p| rate(p.non_2xx, dt)),
+            ],
+            scale: 1.0,
+        },
+        Panel {
+            y_desc: if users { "connections, users".to_owned() } else { "connections".to_owned() },
+            series: active,
+            scale: 1.0,
+        },
+    ];
+
+    let title = format!("Timeline: {}", r.spec.name);
+    let description = format!(
+        "Per-second throughput, p50 and p99 latency, errors and {} of {} phases over {:.1} seconds; warmups shaded.",
+        if users { "connections and users" } else { "connections" },
+        segs.len(),
+        end
+    );
+    let height = PANEL_HEIGHT * panels.len() as u32 + 110;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&BG).or_draw(PLOT)?;
+        let root = root.titled(&crate::shorten(&title, 90), (FONT, 20).into_font().color(&FG)).or_draw(PLOT)?;
+        let (body, legend) = root.split_vertically(PANEL_HEIGHT * panels.len() as u32);
+        let areas = body.split_evenly((panels.len(), 1));
+        for (i, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
+            draw_panel(area, panel, &segs, end, i == 0, i + 1 == panels.len())?;
+        }
+        draw_legend(&legend, &panels)?;
+        root.present().or_draw(PLOT)?;
+    }
+    Ok(theme::finish(&svg, &title, &description, "timeline"))
+}
+
+fn draw_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    panel: &Panel,
+    segs: &[Segment],
+    end: f64,
+    names: bool,
+    last: bool,
+) -> Result<(), PlotError> {
+    let values = |s: &Series| {
+        let f = s.2;
+        segs.iter().flat_map(move |seg| seg.points.iter().filter_map(move |(_, dt, p)| f(*dt, p)))
+    };
+    let max = panel.series.iter().flat_map(values).fold(0.0f64, f64::max) / panel.scale;
+    let top = axis_top(max);
+    let mut chart = ChartBuilder::on(area)
+        .margin_left(12)
+        .margin_right(24)
+        .margin_top(if names { 4 } else { 8 })
+        .margin_bottom(4)
+        .x_label_area_size(if last { 44 } else { 24 })
+        .y_label_area_size(78)
+        .build_cartesian_2d(0f64..end, 0f64..top)
+        .or_draw(PLOT)?;
+    let y_label = |y: &f64| compact(*y);
+    let x_label = |x: &f64| format!("{}s", compact(*x));
+    let mut mesh = chart.configure_mesh();
+    mesh.y_labels(4)
+        .x_labels(12)
+        .y_label_formatter(&y_label)
+        .x_label_formatter(&x_label)
+        .max_light_lines(0)
+        .y_desc(panel.y_desc.clone())
+        .axis_style(FG)
+        .bold_line_style(GRID)
+        .label_style((FONT, 13).into_font().color(&FG))
+        .axis_desc_style((FONT, 14).into_font().color(&FG));
+    if last {
+        mesh.x_desc("seconds since the run started");
+    }
+    mesh.draw().or_draw(PLOT)?;
+
+    // Warmups shaded, every phase's bounds marked.
+    chart
+        .draw_series(
+            segs.iter()
+                .filter(|s| !s.gated)
+                .map(|s| Rectangle::new([(s.start, 0.0), (s.end, top)], AMBER.mix(0.14).filled())),
+        )
+        .or_draw(PLOT)?;
+    for s in segs {
+        for x in [s.start, s.end] {
+            chart.draw_series(LineSeries::new([(x, 0.0), (x, top)], MUTED.mix(0.6))).or_draw(PLOT)?;
+        }
+    }
+    if names {
+        let px_per_s = f64::from(WIDTH - 120) / end.max(1e-9);
+        for s in segs {
+            let room = ((s.end - s.start) * px_per_s / 6.5).floor() as usize;
+            let fits = std::iter::once(&s.name).chain(&s.short).find(|l| l.chars().count() <= room);
+            let label = fits.cloned().or_else(|| (room >= 4).then(|| crate::shorten(&s.name, room)));
+            if let Some(label) = label {
+                let text =
+                    EmptyElement::at((s.start, top)) + Text::new(label, (4, 3), (FONT, 13).into_font().color(&MUTED));
+                chart.draw_series(std::iter::once(text)).or_draw(PLOT)?;
+            }
+        }
+    }
+
+    for (_, colour, f) in &panel.series {
+        for seg in segs {
+            let pts: Vec<(f64, f64)> =
+                seg.points.iter().filter_map(|(t, dt, p)| f(*dt, p).map(|v| (*t, v / panel.scale))).collect();
+            if pts.len() < 3 {
+                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled()))).or_draw(PLOT)?;
+            }
+            chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))).or_draw(PLOT)?;
+        }
+    }
+    Ok(())
+}
+
+/// One legend for all panels, below them: a swatch and a label per series, and the warmup shading.
+fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, panels: &[Panel]) -> Result<(), PlotError> {
+    let style = (FONT, 14).into_font().color(&FG);
+    let mut x = 90i32;
+    let y = 24i32;
+    let mut seen: Vec<(&str, RGBColor)> = Vec::new();
+    for (label, colour, _) in panels.iter().flat_map(|p| &p.series) {
+        if seen.iter().any(|(l, _)| l == label) {
+            continue;
+        }
+        seen.push((label, *colour));
+    }
+    let mut y = y;
+    let place = |x: &mut i32, y: &mut i32, chars: usize| {
+        let width = 28 + 8 * chars as i32 + 24;
+        if *x + width > WIDTH as i32 - 16 {
+            *x = 90;
+            *y += 26;
+        }
+        width
+    };
+    for (label, colour) in seen {
+        let width = place(&mut x, &mut y, label.len());
+        area.draw(&PathElement::new(vec![(x, y), (x + 22, y)], colour.stroke_width(3))).or_draw(PLOT)?;
+        area.draw(&Text::new(label.to_owned(), (x + 28, y - 8), style.clone())).or_draw(PLOT)?;
+        x += width;
+    }
+    place(&mut x, &mut y, 18);
+    area.draw(&Rectangle::new([(x, y - 8), (x + 22, y + 8)], AMBER.mix(0.14).filled())).or_draw(PLOT)?;
+    area.draw(&Text::new("warmup (not gated)".to_owned(), (x + 28, y - 8), style)).or_draw(PLOT)?;
+    Ok(())
+}
