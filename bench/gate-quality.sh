@@ -24,6 +24,7 @@
 set -euo pipefail
 
 TRIALS=${TRIALS:-50}
+TRIALS_AB=${TRIALS_AB:-$TRIALS}  # fewer A/B trials than A/A ones: the A/B trials stop after this many
 NOISE=${NOISE:-1}
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
@@ -91,6 +92,7 @@ stream() { # $1 = stream number
   for n in $(seq 1 $((TRIALS / STREAMS))); do
     t=$(( (n - 1) * STREAMS + $1 ))
     for kind in AA AB; do
+      if [ "$kind" = AB ] && [ "$t" -gt "$TRIALS_AB" ]; then continue; fi
       if [ "$kind" = AA ]; then delay=$DELAY_A; else delay=$DELAY_B; fi
       spec "$dir/spec.yaml" "$delay"
       rm -rf "$dir/out"

@@ -316,6 +316,9 @@ impl Aggregator {
                 if m.latency.add(&snap.latency).is_err() {
                     merge_by_values(&mut m.latency, &snap.latency);
                 }
+                if m.service_time.add(&snap.service_time).is_err() {
+                    merge_by_values(&mut m.service_time, &snap.service_time);
+                }
             }
             None => {
                 self.pending.insert(snap.interval, snap);
@@ -376,6 +379,8 @@ fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64,
         max_us: max,
         connections_open: s.connections_open,
         users_active: users.then_some(s.in_flight),
+        in_flight: (!users).then_some(s.in_flight),
+        service_p50_us: (!s.service_time.is_empty()).then(|| s.service_time.value_at_quantile(0.5)),
     }
 }
 
@@ -612,6 +617,7 @@ fn assemble(
         timeline,
         workers: worker_stats,
         validity,
+        limited_by: None,
         verdicts: Vec::new(),
         aborted,
         by_request: by_request(phase, finals, duration),

@@ -128,6 +128,8 @@ pub(crate) struct Snapshot {
     pub errors: u64,
     pub non_2xx: u64,
     pub latency: Histogram<u64>,
+    /// Service times of the interval's completions (open loads; empty otherwise).
+    pub service_time: Histogram<u64>,
     pub connections_open: u64,
     /// The most requests in flight (or users active: in flight, waiting for their connection or thinking) at any
     /// moment of the interval, counted at each change, not sampled.
@@ -324,6 +326,8 @@ struct Stats {
     tls_handshake: Histogram<u64>,
     tls: TlsCounters,
     interval: Histogram<u64>,
+    /// The interval's service times (open loads), for the timeline.
+    interval_service: Histogram<u64>,
     /// Requests written whose outcome is not known yet.
     in_flight: u64,
     /// Requests taken from the source that wait for their connection (keep-alive off).
@@ -477,6 +481,7 @@ impl Ctx {
             tls_handshake: new_histogram(),
             tls: TlsCounters::default(),
             interval: new_histogram(),
+            interval_service: new_histogram(),
             in_flight: 0,
             acquired_unsent: 0,
             thinking: 0,
@@ -664,8 +669,14 @@ impl Ctx {
         let mut stats = self.stats.borrow_mut();
         let c = stats.c.clone();
         let latency = std::mem::replace(&mut stats.interval, new_histogram());
+        let service_time = if stats.interval_service.is_empty() {
+            new_histogram()
+        } else {
+            std::mem::replace(&mut stats.interval_service, new_histogram())
+        };
         let snap = Snapshot {
             interval,
+            service_time,
             sent: c.sent.saturating_sub(last.sent),
             completed: c.completed - last.completed,
             errors: c.errors.total() - last.errors.total(),
@@ -1312,6 +1323,7 @@ impl SlotIo {
             stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
         }
         if ctx.open_loop {
+            stats.interval_service.saturating_record(micros(now.saturating_duration_since(sent)));
             stats.send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
         }
         stats.c.completed += 1;

@@ -6,6 +6,7 @@
 //! | [`units`] | durations, rates, byte sizes, CPU lists, percentages: parsed from what users write, shown back |
 //! | [`mod@spec`] | the validated [`Spec`]: every template rendered, every unit parsed, every matrix cell expanded |
 //! | [`slo`] | SLO expressions (`p99 < 100ms`): metric, comparison, threshold |
+//! | [`mod@sweep`] | sweep SLOs over a matrix scenario's cells (`knee >= 256`, `throughput_drop <= 10%`) |
 //! | [`generate`] | per-request values (`seq()`, `uuid()`, ...) compiled into literal text and generator slots |
 //! | [`diag`], [`location`] | located diagnostics (`file:line:col`, YAML path, expected/found, fix) |
 //! | [`secrets`] | which values are secret, and the [`secrets::Redactor`] every artifact is written through |
@@ -17,12 +18,14 @@ pub mod secrets;
 pub mod slo;
 pub mod spec;
 pub mod suggest;
+pub mod sweep;
 pub mod units;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};
 pub use slo::{AbortOnFail, Comparison, Metric, MetricKind, Slo, SloError, Threshold};
 pub use spec::*;
+pub use sweep::{AxisUnit, AxisValue, CellRef, CellThreshold, KneeWhich, SweepCheck, SweepSlo, SweepSpec};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! Service level objectives: `p99 < 100ms`, `throughput >= 100000/s`, `error_rate < 0.1%`,
-//! `p99 <= baseline * 1.10`, `p99{request=put} < 60ms`.
+//! `p99 <= baseline * 1.10`, `p99{request=put} < 60ms`, `connect_p99 < 5ms`, `p99.95 < 250ms`.
 //!
 //! An SLO is parsed once, at validation time, into a typed value; the text the user wrote is kept for reports.
 
@@ -13,12 +13,18 @@ use crate::units::{trim_float, Duration, Percent, Rate};
 /// A measured quantity an SLO can bound.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Metric {
-    /// A latency percentile, such as 99.9 for `p99.9`.
+    /// A latency percentile, such as 99.9 for `p99.9`: any number above 0 and at most 100.
     Percentile(f64),
     /// The largest latency.
     Max,
     /// The mean latency.
     Mean,
+    /// A percentile of the time to open a connection (`connect_p99`).
+    ConnectPercentile(f64),
+    /// The longest connect.
+    ConnectMax,
+    /// The mean connect time.
+    ConnectMean,
     /// Completed requests per second.
     Throughput,
     /// Failed requests (errors of any kind, and non-2xx answers) over all requests.
@@ -31,9 +37,9 @@ pub enum Metric {
     Timeouts,
 }
 
-/// The percentiles an SLO may name.
+/// The percentiles every summary carries; an SLO may name any other (`p98`, `p99.95`).
 pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
-const METRIC_NAMES: [&str; 14] = [
+const METRIC_NAMES: [&str; 20] = [
     "p50",
     "p75",
     "p90",
@@ -43,6 +49,12 @@ const METRIC_NAMES: [&str; 14] = [
     "p99.99",
     "max",
     "mean",
+    "connect_p50",
+    "connect_p90",
+    "connect_p99",
+    "connect_p99.9",
+    "connect_max",
+    "connect_mean",
     "throughput",
     "error_rate",
     "errors",
@@ -62,7 +74,12 @@ pub enum MetricKind {
 impl Metric {
     pub fn kind(self) -> MetricKind {
         match self {
-            Metric::Percentile(_) | Metric::Max | Metric::Mean => MetricKind::Latency,
+            Metric::Percentile(_)
+            | Metric::Max
+            | Metric::Mean
+            | Metric::ConnectPercentile(_)
+            | Metric::ConnectMax
+            | Metric::ConnectMean => MetricKind::Latency,
             Metric::Throughput => MetricKind::Rate,
             Metric::ErrorRate => MetricKind::Ratio,
             Metric::Errors | Metric::Non2xx | Metric::Timeouts => MetricKind::Count,
@@ -73,6 +90,34 @@ impl Metric {
     pub fn names() -> &'static [&'static str] {
         &METRIC_NAMES
     }
+
+    /// Whether the metric reads the connect-time histogram rather than the request latency's.
+    pub fn is_connect(self) -> bool {
+        matches!(self, Metric::ConnectPercentile(_) | Metric::ConnectMax | Metric::ConnectMean)
+    }
+}
+
+/// `99.95` from `99.95`: a number above 0 and at most 100, written with digits and at most one point.
+fn percentile_of(digits: &str) -> Result<f64, PercentileError> {
+    let plain = !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && digits.matches('.').count() <= 1
+        && !digits.starts_with('.')
+        && !digits.ends_with('.');
+    if !plain {
+        return Err(PercentileError::NotANumber);
+    }
+    let p: f64 = digits.parse().map_err(|_| PercentileError::NotANumber)?;
+    if p > 0.0 && p <= 100.0 {
+        Ok(p)
+    } else {
+        Err(PercentileError::OutOfRange)
+    }
+}
+
+enum PercentileError {
+    NotANumber,
+    OutOfRange,
 }
 
 impl fmt::Display for Metric {
@@ -81,6 +126,9 @@ impl fmt::Display for Metric {
             Metric::Percentile(p) => write!(f, "p{}", trim_float(*p)),
             Metric::Max => f.write_str("max"),
             Metric::Mean => f.write_str("mean"),
+            Metric::ConnectPercentile(p) => write!(f, "connect_p{}", trim_float(*p)),
+            Metric::ConnectMax => f.write_str("connect_max"),
+            Metric::ConnectMean => f.write_str("connect_mean"),
             Metric::Throughput => f.write_str("throughput"),
             Metric::ErrorRate => f.write_str("error_rate"),
             Metric::Errors => f.write_str("errors"),
@@ -101,13 +149,12 @@ impl FromStr for Metric {
             "errors" => Metric::Errors,
             "non_2xx" => Metric::Non2xx,
             "timeouts" => Metric::Timeouts,
-            _ => {
-                let p: f64 = s.strip_prefix('p').ok_or(())?.parse().map_err(|_| ())?;
-                if !PERCENTILES.contains(&p) {
-                    return Err(());
-                }
-                Metric::Percentile(p)
-            }
+            "connect_max" => Metric::ConnectMax,
+            "connect_mean" | "connect_avg" => Metric::ConnectMean,
+            _ => match s.strip_prefix("connect_p") {
+                Some(digits) => Metric::ConnectPercentile(percentile_of(digits).map_err(|_| ())?),
+                None => Metric::Percentile(percentile_of(s.strip_prefix('p').ok_or(())?).map_err(|_| ())?),
+            },
         })
     }
 }
@@ -279,6 +326,16 @@ impl Slo {
                 Some(format!("metrics are: {}", METRIC_NAMES.join(", "))),
             ));
         }
+        let percentile_digits = name.strip_prefix("connect_p").or_else(|| name.strip_prefix('p'));
+        if let Some(Err(PercentileError::OutOfRange)) = percentile_digits.map(percentile_of) {
+            return Err(err(
+                format!("`{name}` is not a percentile"),
+                Some(
+                    "a percentile is above 0 and at most 100: `p98`, `p99.95`, `connect_p99`; `max` is the largest"
+                        .into(),
+                ),
+            ));
+        }
         let metric: Metric = name.parse().map_err(|()| {
             let help = match crate::suggest::did_you_mean(name, METRIC_NAMES.iter().copied()) {
                 Some(best) => format!("did you mean `{best}`? metrics are: {}", METRIC_NAMES.join(", ")),
@@ -287,6 +344,12 @@ impl Slo {
             err(format!("unknown metric `{name}`"), Some(help))
         })?;
 
+        if metric.is_connect() && request.is_some() {
+            return Err(err(
+                format!("`{lhs}` filters a connect time by request"),
+                Some(format!("a connection is opened for every request of a mix alike: write `{name}`")),
+            ));
+        }
         if rhs.is_empty() {
             return Err(err(format!("`{s}` has no threshold"), None));
         }
@@ -401,7 +464,31 @@ mod tests {
     fn a_latency_without_unit_suggests_one() {
         let e = Slo::parse("p99 < 100").unwrap_err();
         assert_eq!(e.help.as_deref(), Some("a latency needs a unit: `p99 < 100ms`"));
-        let e = Slo::parse("p98 < 100ms").unwrap_err();
+        let e = Slo::parse("p99x < 100ms").unwrap_err();
         assert!(e.help.unwrap().starts_with("did you mean `p9"));
+    }
+
+    #[test]
+    fn any_percentile_and_connect_times() {
+        assert_eq!(Slo::parse("p98 < 10ms").unwrap().metric, Metric::Percentile(98.0));
+        assert_eq!(Slo::parse("p99.95 < 10ms").unwrap().to_string(), "p99.95 < 10ms");
+        assert_eq!(Slo::parse("p100 < 1s").unwrap().metric, Metric::Percentile(100.0));
+        let c = Slo::parse("connect_p99 < 5ms").unwrap();
+        assert_eq!(c.metric, Metric::ConnectPercentile(99.0));
+        assert_eq!(c.metric.kind(), MetricKind::Latency);
+        assert!(c.metric.is_connect());
+        assert_eq!(c.to_string(), "connect_p99 < 5ms");
+        assert_eq!(Slo::parse("connect_p99.9 <= 20ms").unwrap().to_string(), "connect_p99.9 <= 20ms");
+        assert_eq!(Slo::parse("connect_max < 1s").unwrap().metric, Metric::ConnectMax);
+        assert_eq!(Slo::parse("connect_mean < 1ms").unwrap().metric, Metric::ConnectMean);
+        for bad in ["p0 < 1ms", "p101 < 1ms", "connect_p0 < 1ms", "p100.5 < 1s"] {
+            let e = Slo::parse(bad).unwrap_err();
+            assert!(e.message.ends_with("is not a percentile"), "{bad}: {e:?}");
+        }
+        for bad in ["p1e2 < 1ms", "p.5 < 1ms", "p99. < 1ms", "pinf < 1ms", "p-5 < 1ms"] {
+            assert!(Slo::parse(bad).is_err(), "{bad}");
+        }
+        let e = Slo::parse("connect_p99 < 5").unwrap_err();
+        assert_eq!(e.help.as_deref(), Some("a latency needs a unit: `connect_p99 < 5ms`"));
     }
 }

@@ -142,6 +142,9 @@ pub struct Scenario {
     pub matrix: Vec<(String, Vec<String>)>,
     /// One cell per matrix combination (one cell without a matrix).
     pub cells: Vec<Cell>,
+    /// Objectives over all the cells together (`sweep:`), for a matrix scenario.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::SweepSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

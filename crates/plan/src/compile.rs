@@ -107,6 +107,20 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             let last_cooldown = spec.scenarios.last().map(|s| s.cooldown.0).unwrap_or_default();
             Duration(o.0.saturating_sub(last_cooldown))
         }),
+        sweeps: spec
+            .scenarios
+            .iter()
+            .filter_map(|s| {
+                let sweep = s.sweep.as_ref()?;
+                Some(SweepPlan {
+                    scenario: s.name.clone(),
+                    gate: s.gate,
+                    over: sweep.over.clone(),
+                    slos: sweep.slos.clone(),
+                    cells: phases.iter().filter(|p| p.scenario == s.name).map(|p| p.name.clone()).collect(),
+                })
+            })
+            .collect(),
         phases,
         hash: String::new(),
     };

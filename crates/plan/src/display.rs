@@ -154,7 +154,11 @@ impl ExecutionPlan {
                 g.repeat,
                 if g.repeat == 1 { "" } else { "s" },
                 if g.max_repeat > g.repeat {
-                    format!(" (up to {} while inconclusive)", g.max_repeat)
+                    format!(
+                        " (up to {} while inconclusive, looking after {} rounds)",
+                        g.max_repeat,
+                        g.looks().iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                    )
                 } else {
                     String::new()
                 },
@@ -305,6 +309,20 @@ impl ExecutionPlan {
             }
             if p.cooldown != Duration::ZERO {
                 let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);
+            }
+        }
+        for sweep in &self.sweeps {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "  sweep {} over {} ({} cells, judged after the last){}",
+                sweep.scenario,
+                sweep.over,
+                sweep.cells.len(),
+                if sweep.gate { "" } else { ", not gated" }
+            );
+            for slo in &sweep.slos {
+                let _ = writeln!(out, "    slo      {slo}");
             }
         }
         out

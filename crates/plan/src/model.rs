@@ -31,6 +31,9 @@ pub struct ExecutionPlan {
     pub gating: Gating,
     /// Scenario instances in the order they run; a matrix scenario contributes one phase per cell.
     pub phases: Vec<Phase>,
+    /// The matrix scenarios with sweep SLOs (`sweep:`), judged once their cells have run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<SweepPlan>,
     /// The wall time the plan is expected to take, where every phase is bounded by time; `None` when some phase
     /// stops after a request count instead.
     pub expected_duration: Option<Duration>,
@@ -168,6 +171,20 @@ pub enum ReadyProbe {
     Tcp { timeout: Duration, interval: Duration },
 }
 
+/// A matrix scenario's cells judged together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlan {
+    /// The scenario's key.
+    pub scenario: String,
+    /// `false` when the scenario is not gated: its sweep SLOs are reported, never gated.
+    pub gate: bool,
+    /// The matrix variable the cells are ordered by.
+    pub over: String,
+    pub slos: Vec<SweepSlo>,
+    /// The names of its phases, in run order.
+    pub cells: Vec<String>,
+}
+
 /// One scenario instance: a scenario, or one cell of its matrix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
@@ -272,7 +289,8 @@ pub enum Arrival {
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
     AbortOnFail, BuiltinKind, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind, OnInconclusive,
-    OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, Threshold, UserStep,
+    OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo, Threshold,
+    UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

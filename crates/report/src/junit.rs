@@ -18,6 +18,9 @@
 //! - every instance the run never reached (it stopped on an `abort_on_fail` SLO, Ctrl-C or the target's death)
 //!   is a skipped testcase `<name>: not run` whose message says why, so CI tells it from an instance that does
 //!   not exist.
+//! - per sweep with sweep SLOs, one testcase per SLO, named `sweep <scenario> over <variable>: <slo>`, failing
+//!   (`type="slo"`) with observed against threshold and the knee's explanation; its time is 0 (the time of the
+//!   load is on the cells' own testcases).
 //!
 //! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning, the outcome
 //! and the knee of each sweep (`sweep.<scenario>.knee`). The `system-out` of every cell of a sweep with a knee
@@ -83,8 +86,43 @@ fn suite(run: &RunResults) -> TestSuite {
         case.set_time(Duration::ZERO);
         suite.add_test_case(case);
     }
+    for sweep in sweeps.iter() {
+        for mut case in sweep_cases(sweep) {
+            case.set_classname(run.spec.name.as_str());
+            case.set_time(Duration::ZERO);
+            suite.add_test_case(case);
+        }
+    }
     suite.set_time(time);
     suite
+}
+
+/// One testcase per sweep SLO: `sweep connection-sweep over connections: collapse >= 256`.
+fn sweep_cases(sweep: &loadgate_results::Sweep) -> Vec<TestCase> {
+    let over = sweep.over.as_deref().unwrap_or("its cells");
+    sweep
+        .verdicts
+        .iter()
+        .map(|v| {
+            let status = if !v.passed {
+                let mut description =
+                    format!("sweep SLO `{}` failed on {} over {over}: {}", v.slo, sweep.scenario, v.explain());
+                if let Some(k) = &sweep.knee {
+                    description.push_str(&format!("\nknee: {}", k.explanation));
+                }
+                failure("slo", &v.explain(), &description)
+            } else if v.note.as_deref().is_some_and(|n| n.starts_with(loadgate_results::verdict::NOTE_NOT_GATED))
+                || !v.evaluated()
+            {
+                skipped(&v.explain())
+            } else {
+                TestCaseStatus::success()
+            };
+            let mut case = TestCase::new(format!("sweep {} over {over}: {}", sweep.scenario, v.slo), status);
+            case.set_system_out(v.explain());
+            case
+        })
+        .collect()
 }
 
 fn properties(run: &RunResults) -> Vec<Property> {

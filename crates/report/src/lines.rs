@@ -74,24 +74,10 @@ pub(crate) fn spread_line(l: &loadgate_results::LatencySummary) -> String {
     format!("{} / {} / {}", p("p50"), p("p99"), format::latency(l.max_us))
 }
 
-/// `p50 120us, p99 340us, max 1.2ms (2,000 connects)`: the TCP connects, when there were any.
-pub(crate) fn connect_line(s: &ScenarioResult) -> Option<String> {
-    let c = &s.connect_time;
-    (c.count > 0).then(|| {
-        let p = |key: &str| c.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
-        format!(
-            "p50 {}, p99 {}, max {} ({} connects)",
-            p("p50"),
-            p("p99"),
-            format::latency(c.max_us),
-            format::count(c.count)
-        )
-    })
-}
-
 /// `1,000 handshakes (950 resumed; TLSv1_3 1,000), p50 1.1ms, p99 2.3ms, max 4ms; errors: unknown CA 3 (first:
-/// ...); INSECURE: certificates not checked`, for HTTPS targets.
-pub(crate) fn tls_line(s: &ScenarioResult) -> Option<String> {
+/// ...); INSECURE: certificates not checked`, for HTTPS targets; without the handshake times when `times` is false
+/// (a table that has them in a column of their own).
+pub(crate) fn tls_line(s: &ScenarioResult, times: bool) -> Option<String> {
     let t = s.tls.as_ref()?;
     let mut out = format!("{} handshakes ({} resumed", format::count(t.handshakes), format::count(t.resumed));
     for (version, n) in &t.versions {
@@ -99,7 +85,7 @@ pub(crate) fn tls_line(s: &ScenarioResult) -> Option<String> {
     }
     out.push(')');
     let h = &t.handshake_time;
-    if h.count > 0 {
+    if times && h.count > 0 {
         let p = |key: &str| h.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
         out.push_str(&format!(", p50 {}, p99 {}, max {}", p("p50"), p("p99"), format::latency(h.max_us)));
     }
@@ -175,4 +161,26 @@ pub(crate) enum Tone {
     Bad,
     Warn,
     Dim,
+}
+
+/// `p50 41us, p99 180us, max 1.20ms (12 connects)`; `None` when no connection was timed. Read from the summary,
+/// or from the histogram in files written before the summary existed.
+pub(crate) fn connect_line(s: &ScenarioResult) -> Option<String> {
+    let derived;
+    let c = if s.connect_time.count > 0 {
+        &s.connect_time
+    } else if !s.histograms.connect_time.is_empty() {
+        derived = loadgate_results::LatencySummary::from_histogram(&s.histograms.connect_time);
+        &derived
+    } else {
+        return None;
+    };
+    let p = |key: &str| c.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
+    Some(format!(
+        "p50 {}, p99 {}, max {} ({} connects)",
+        p("p50"),
+        p("p99"),
+        format::latency(c.max_us),
+        format::count(c.count)
+    ))
 }

@@ -14,7 +14,9 @@ use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, R
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use crate::lines::{errors_line, load_line, scenario_verdict, spread_line, status_line, tls_line, users_line};
+use crate::lines::{
+    connect_line, errors_line, load_line, scenario_verdict, spread_line, status_line, tls_line, users_line,
+};
 use crate::ReportError;
 
 /// The built-in Markdown template.
@@ -91,8 +93,8 @@ pub struct View {
     pub knees: Vec<String>,
     /// One entry per user injection instance (`load.model == "users"`).
     pub users: Vec<UsersView>,
-    /// TCP connect and TLS handshake times, per scenario instance that opened connections.
-    pub connections: Vec<ConnectionRow>,
+    /// TLS handshakes and their times, per scenario instance of an HTTPS target.
+    pub tls: Vec<TlsRow>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
     /// The plots written beside the report (SVG files), in order.
@@ -136,7 +138,7 @@ pub struct ScenarioRow {
     pub throughput: String,
     /// Target rate, open loads.
     pub target_rate: Option<String>,
-    /// Achieved rate, open loads.
+    /// Achieved rate, open loads, with who limited it when it fell short: `193/s (limited by the plan)`.
     pub achieved_rate: Option<String>,
     /// Latency percentiles.
     pub p50: String,
@@ -152,6 +154,8 @@ pub struct ScenarioRow {
     pub errors: String,
     /// `timeout 3` or `none`.
     pub errors_by_kind: String,
+    /// Connect time: `p50 41us, p99 180us, max 1.20ms`, or `-` when no connection was timed.
+    pub connect: String,
     /// Non-2xx responses.
     pub non_2xx: String,
     /// `2xx 959,692, 5xx 12`.
@@ -160,17 +164,18 @@ pub struct ScenarioRow {
     pub verdict: String,
     /// User injection: `6,000 started, 6,000 finished, 118 active at peak`.
     pub users: Option<String>,
+    /// HTTPS targets: `1,000 handshakes (950 resumed; TLSv1_3 1,000), p50 1.1ms, p99 2.3ms, max 4ms`, TLS errors
+    /// and INSECURE when certificates were not checked.
+    pub tls: Option<String>,
 }
 
-/// How long connections took to open.
+/// An HTTPS scenario instance's TLS handshakes.
 #[derive(Debug, Serialize)]
-pub struct ConnectionRow {
+pub struct TlsRow {
     pub name: String,
-    /// TCP connect `p50 / p99 / max`.
-    pub connect: String,
-    /// TLS handshake `p50 / p99 / max` (`-` for plain HTTP).
+    /// TLS handshake `p50 / p99 / max`.
     pub handshake: String,
-    /// Handshakes, resumption, versions, TLS errors (`-` for plain HTTP).
+    /// Handshakes, resumption, versions, TLS errors, INSECURE.
     pub tls: String,
 }
 
@@ -323,7 +328,8 @@ impl View {
             OutcomeStatus::Inconclusive => "❔",
         };
         let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
-        let verdicts = gated.iter().flat_map(|s| &s.verdicts);
+        let run_sweeps = crate::run_sweeps(r);
+        let verdicts = gated.iter().flat_map(|s| &s.verdicts).chain(run_sweeps.iter().flat_map(|s| &s.verdicts));
         let is_inconclusive = |v: &&loadgate_results::Verdict| {
             v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
         };
@@ -372,7 +378,10 @@ impl View {
                 requests: format::count(s.requests.completed),
                 throughput: format::rate(s.throughput),
                 target_rate: s.load.target_rate.map(format::rate),
-                achieved_rate: s.load.achieved_rate.map(format::rate),
+                achieved_rate: s.load.achieved_rate.map(|a| match &s.limited_by {
+                    Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
+                    None => format::rate(a),
+                }),
                 p50: percentile(s, "p50"),
                 p90: percentile(s, "p90"),
                 p99: percentile(s, "p99"),
@@ -380,10 +389,12 @@ impl View {
                 max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 errors: format::count(s.errors.total()),
                 errors_by_kind: errors_line(s),
+                connect: connect_line(s).unwrap_or_else(|| "-".to_owned()),
                 non_2xx: format::count(s.status.non_2xx()),
                 status: status_line(s),
                 verdict: scenario_verdict(s).0,
                 users: users_line(s),
+                tls: tls_line(s, true),
             })
             .collect();
 
@@ -437,6 +448,27 @@ impl View {
                     },
                 })
             })
+            .chain(crate::run_sweeps(r).iter().flat_map(|sweep| {
+                let over = sweep.over.clone().unwrap_or_default();
+                let scenario = format!("sweep {} over {over}", sweep.scenario);
+                sweep.verdicts.iter().map(move |v| SloRow {
+                    scenario: scenario.clone(),
+                    slo: v.slo.clone(),
+                    observed: v.observed_text.clone(),
+                    threshold: v.threshold_text(),
+                    result: if !v.passed {
+                        "FAIL".to_owned()
+                    } else if v.note.as_deref().is_some_and(|n| n.starts_with("not gated")) {
+                        "not gated".to_owned()
+                    } else if !v.evaluated() {
+                        "not evaluated".to_owned()
+                    } else {
+                        "pass".to_owned()
+                    },
+                    inconclusive: false,
+                    note: v.note.clone().unwrap_or_default(),
+                })
+            }))
             .collect();
         let spreads = r.scenarios.iter().filter(|s| s.repetitions.len() > 1).map(spread_view).collect();
         let comparisons =
@@ -491,15 +523,15 @@ impl View {
                 .filter_map(|s| s.knee.as_ref().map(|k| format!("Sweep {}: {}", s.scenario, k.explanation)))
                 .collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
-            connections: r
+            tls: r
                 .scenarios
                 .iter()
-                .filter(|s| s.connect_time.count > 0 || s.tls.is_some())
-                .map(|s| ConnectionRow {
-                    name: s.name.clone(),
-                    connect: spread_line(&s.connect_time),
-                    handshake: s.tls.as_ref().map_or_else(|| "-".to_owned(), |t| spread_line(&t.handshake_time)),
-                    tls: tls_line(s).unwrap_or_else(|| "-".to_owned()),
+                .filter_map(|s| {
+                    Some(TlsRow {
+                        name: s.name.clone(),
+                        handshake: spread_line(&s.tls.as_ref()?.handshake_time),
+                        tls: tls_line(s, false)?,
+                    })
                 })
                 .collect(),
             mixes: r

@@ -83,7 +83,9 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     if let Some(target) = s.load.target_rate {
         let achieved = s.load.achieved_rate.unwrap_or(0.0);
         let share = if target > 0.0 { format!(" ({:.2}%)", 100.0 * achieved / target) } else { String::new() };
-        let _ = writeln!(out, "  Rate: target {}, achieved {}{share}", format::rate(target), format::rate(achieved));
+        let by = s.limited_by.as_ref().map(|l| format!(", limited by the {}", l.cause.as_str())).unwrap_or_default();
+        let _ =
+            writeln!(out, "  Rate: target {}, achieved {}{share}{by}", format::rate(target), format::rate(achieved));
     }
     if s.requests.incomplete > 0 || s.requests.unsent > 0 {
         let _ = writeln!(
@@ -95,12 +97,6 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     let _ = writeln!(out, "  Status: {}", status_line(s));
     let _ = writeln!(out, "  Errors: {}", errors_line(s));
-    if let Some(connect) = connect_line(s) {
-        let _ = writeln!(out, "  TCP connect: {connect}");
-    }
-    if let Some(tls) = tls_line(s) {
-        let _ = writeln!(out, "  TLS: {tls}");
-    }
     let c = &s.connections;
     let _ = writeln!(
         out,
@@ -111,6 +107,12 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         format::count(c.failed),
         format::count(c.reconnects)
     );
+    if let Some(connect) = connect_line(s) {
+        let _ = writeln!(out, "  Connect time: {connect}");
+    }
+    if let Some(tls) = tls_line(s, true) {
+        let _ = writeln!(out, "  TLS: {tls}");
+    }
 
     if !s.verdicts.is_empty() {
         let _ = writeln!(out, "  SLOs{}:", if s.gate { "" } else { " (not gated)" });
@@ -253,6 +255,19 @@ pub fn summary_table(r: &RunResults, color: bool) -> String {
     for sweep in sweeps.iter() {
         if let Some(k) = &sweep.knee {
             let _ = writeln!(out, "\nKnee of sweep {}: {}.", sweep.scenario, Tone::Warn.paint(&k.explanation, color));
+        }
+        if !sweep.verdicts.is_empty() {
+            let _ = writeln!(out, "\nSweep {} over {}:", sweep.scenario, sweep.over.as_deref().unwrap_or("its cells"));
+            for v in &sweep.verdicts {
+                let (mark, tone) = if !v.passed {
+                    ("FAIL", Tone::Bad)
+                } else if !v.evaluated() || v.note.as_deref().is_some_and(|n| n.starts_with("not gated")) {
+                    ("----", Tone::Plain)
+                } else {
+                    ("PASS", Tone::Good)
+                };
+                let _ = writeln!(out, "  {}  {}", tone.paint(mark, color), v.explain());
+            }
         }
     }
     let status = r.outcome.status;

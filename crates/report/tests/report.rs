@@ -150,12 +150,12 @@ fn markdown_is_gfm_with_real_tables() {
             _ => {}
         }
     }
-    // Scenarios, details, connections, SLOs, one sweep, one users scenario's buckets, 6 per-second timelines,
-    // resources, machine, pinning.
-    assert_eq!(tables, 15, "{md}");
-    // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 6 scenarios' connect times, 17 SLOs,
-    // 3 cells, 4 buckets, the timelines (15 seconds, or 30 of the 30-second phases), 6 scenarios' resources.
-    assert_eq!(&rows_in_table[..13], &[6, 6, 6, 17, 3, 4, 15, 15, 15, 15, 30, 30, 6], "{md}");
+    // Scenarios, details, SLOs, one sweep, one users scenario's buckets, 6 per-second timelines, resources,
+    // machine, pinning (no TLS table: the sample run's target speaks plain HTTP).
+    assert_eq!(tables, 14, "{md}");
+    // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 17 SLOs, 3 cells, 4 buckets,
+    // the timelines (15 seconds, or 30 of the 30-second phases), 6 scenarios' resources.
+    assert_eq!(&rows_in_table[..12], &[6, 6, 17, 3, 4, 15, 15, 15, 15, 30, 30, 6], "{md}");
     assert_eq!(headings[0], "⚠️ tfb-plaintext: invalid measurement");
     assert!(headings.iter().any(|h| h == "Sweep: plaintext"), "{headings:?}");
     assert!(headings.iter().any(|h| h == "Users: browse-users"), "{headings:?}");
@@ -387,8 +387,8 @@ fn a_long_phase_is_grouped_into_at_most_thirty_rows() {
     assert!(t.rows.iter().any(|row| row.p99 == "900.0ms"), "{:?}", t.rows);
 }
 
-/// An HTTPS scenario's TCP connect and TLS handshake figures reach the terminal summary, the Markdown's
-/// Connections table and report.html, with an unchecked certificate said loudly in each.
+/// An HTTPS scenario's connect time and TLS handshake figures reach the terminal summary, the Markdown (the
+/// details table and a TLS table) and report.html, with an unchecked certificate said loudly in each.
 #[test]
 fn tls_figures_reach_every_report() {
     let mut r = run();
@@ -408,13 +408,13 @@ fn tls_figures_reach_every_report() {
     let line = text.lines().find(|l| l.trim_start().starts_with("TLS:")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("256 handshakes (0 resumed; TLSv1_3 256)"), "{line}");
     assert!(line.contains("INSECURE"), "{line}");
-    assert!(text.contains("TCP connect: p50"), "{text}");
+    assert!(text.contains("Connect time: p50"), "{text}");
 
     let md = markdown(&r, None).unwrap();
-    let row = md.lines().find(|l| l.contains("256 handshakes")).unwrap_or_else(|| panic!("{md}"));
-    assert!(row.starts_with(&format!("| {name} |")), "{row}");
-    assert!(row.contains("INSECURE"), "{row}");
-    assert!(!row.contains("| - | - |"), "the handshake column is filled: {row}");
+    assert!(md.contains("| scenario | TLS handshake p50 / p99 / max | TLS |"), "{md}");
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("256 handshakes")).collect();
+    assert_eq!(rows.len(), 1, "one HTTPS instance, one row: {md}");
+    assert_eq!(rows[0], format!("| {name} | 44us / 49us / 49us | 256 handshakes (0 resumed; TLSv1_3 256); INSECURE: certificates not checked |"));
 
     let page = html(&r, &[]).unwrap();
     let doc = parse_html(&page).unwrap();
@@ -426,6 +426,6 @@ fn tls_figures_reach_every_report() {
         .collect::<Vec<_>>();
     assert_eq!(dd.len(), 1, "one HTTPS instance: {dd:?}");
     assert!(dd[0].contains("256 handshakes") && dd[0].contains("INSECURE"), "{dd:?}");
-    let connects = doc.descendants().filter(|n| n.has_tag_name("dt") && n.text() == Some("TCP connect")).count();
+    let connects = doc.descendants().filter(|n| n.has_tag_name("dt") && n.text() == Some("connect time")).count();
     assert_eq!(connects, r.scenarios.iter().filter(|s| s.connect_time.count > 0).count());
 }

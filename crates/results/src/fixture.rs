@@ -121,6 +121,8 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
                 max_us: latency.max(),
                 connections_open: shape.opened.min(shape.connections),
                 users_active: shape.users.map(|(_, _, peak)| peak * t / seconds.max(1)),
+                in_flight: None,
+                service_p50_us: None,
             }
         })
         .collect();
@@ -188,6 +190,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             problems: shape.problems.iter().map(problem).collect(),
             warnings: shape.warnings.iter().map(problem).collect(),
         },
+        limited_by: None,
         verdicts: Vec::new(),
         aborted: None,
         by_request: Vec::new(),

@@ -120,7 +120,16 @@ type Planned = (usize, Vec<f64>, Option<Vec<f64>>, Design, Goal, f64);
 /// Whether an SLO is judged over repetitions (latency and throughput on the whole instance).
 fn statistical(slo: &Slo) -> bool {
     slo.request.is_none()
-        && matches!(slo.metric, Metric::Percentile(_) | Metric::Max | Metric::Mean | Metric::Throughput)
+        && matches!(
+            slo.metric,
+            Metric::Percentile(_)
+                | Metric::Max
+                | Metric::Mean
+                | Metric::ConnectPercentile(_)
+                | Metric::ConnectMax
+                | Metric::ConnectMean
+                | Metric::Throughput
+        )
 }
 
 /// A stored baseline's repetitions as results to measure, or the baseline itself when it has none.

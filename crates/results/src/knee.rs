@@ -84,6 +84,8 @@ pub fn sweeps(results: &RunResults) -> Vec<Sweep> {
                 variables,
                 cells: cells.iter().map(|c| c.name.clone()).collect(),
                 knee: if one_numeric_axis { knee(&cells) } else { None },
+                over: None,
+                verdicts: Vec::new(),
             })
         })
         .collect()
@@ -94,7 +96,7 @@ fn value_of<'a>(s: &'a ScenarioResult, variable: &str) -> Option<&'a str> {
 }
 
 /// `connections=32`, or the instance name outside a matrix.
-fn label(s: &ScenarioResult) -> String {
+pub(crate) fn label(s: &ScenarioResult) -> String {
     if s.matrix.is_empty() {
         return s.name.clone();
     }
@@ -116,7 +118,7 @@ fn latency_rise(a: &ScenarioResult, b: &ScenarioResult) -> Option<f64> {
     (a.latency.count > 0 && b.latency.count > 0).then(|| growth(a.latency.mean_us, b.latency.mean_us))
 }
 
-fn first_saturation(cells: &[&ScenarioResult]) -> Option<usize> {
+pub(crate) fn first_saturation(cells: &[&ScenarioResult]) -> Option<usize> {
     (1..cells.len()).find(|&i| {
         let (prev, cur) = (cells[i - 1], cells[i]);
         growth(prev.throughput, cur.throughput) < SATURATION_MAX_GAIN
@@ -125,7 +127,7 @@ fn first_saturation(cells: &[&ScenarioResult]) -> Option<usize> {
 }
 
 /// The first lasting collapse: its position and the position of the best cell before it.
-fn first_collapse(cells: &[&ScenarioResult]) -> Option<(usize, usize)> {
+pub(crate) fn first_collapse(cells: &[&ScenarioResult]) -> Option<(usize, usize)> {
     let mut best = 0;
     for i in 1..cells.len() {
         let floor = cells[best].throughput * (1.0 - COLLAPSE_MIN_DROP);
@@ -185,7 +187,7 @@ fn saturation_sentence(cells: &[&ScenarioResult], at: usize) -> String {
     )
 }
 
-fn saturation_knee(cells: &[&ScenarioResult], at: usize) -> Knee {
+pub(crate) fn saturation_knee(cells: &[&ScenarioResult], at: usize) -> Knee {
     let (prev, cur) = (cells[at - 1], cells[at]);
     Knee {
         index: at,
@@ -203,7 +205,7 @@ fn saturation_knee(cells: &[&ScenarioResult], at: usize) -> Knee {
     }
 }
 
-fn collapse_knee(cells: &[&ScenarioResult], at: usize, best: usize, saturated: Option<usize>) -> Knee {
+pub(crate) fn collapse_knee(cells: &[&ScenarioResult], at: usize, best: usize, saturated: Option<usize>) -> Knee {
     let (prev, cur) = (cells[at - 1], cells[at]);
     let mut explanation = format!(
         "throughput collapsed at {}: {}, down {} from {} at {}",

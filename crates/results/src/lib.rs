@@ -18,6 +18,10 @@
 //! - [`sweeps`]`(results) -> Vec<Sweep>` groups a run's matrix cells into sweeps and names each sweep's knee
 //!   ([`knee()`]`(cells) -> Option<Knee>`: where throughput stopped growing while latency rose, or collapsed);
 //!   the CLI stores it in [`RunResults::sweeps`] after every phase, and the rules are in [`mod@knee`];
+//! - [`who_limited`]`(scenario, context) -> Option<Limited>`: when an open or ramp load fell short of its rate,
+//!   whether the generator, the plan's connections or the target limited it (rules in [`mod@limit`]);
+//! - [`sweeps_judged`]`(results, objectives) -> Vec<Sweep>`: the sweeps with their sweep SLOs judged
+//!   (`knee >= 256`, `throughput_drop <= 10%`, `p99@largest <= 3 * p99@smallest`); the rules are in [`mod@sweep`];
 //! - [`response_time_buckets`]`(scenario) -> ResponseTimeBuckets`: Gatling's `t < 800 ms` / `800 ms <= t < 1200
 //!   ms` / `t >= 1200 ms` / `failed` distribution, and [`peak_users_active`], for user injection (computed on
 //!   render, see [`mod@users`]);
@@ -34,22 +38,26 @@ pub mod gate;
 pub mod hgrm;
 pub mod json;
 pub mod knee;
+pub mod limit;
 pub mod merge;
 pub mod model;
 pub mod outcome;
 pub mod resources;
 pub mod stats;
+pub mod sweep;
 pub mod users;
 pub mod verdict;
 
 pub use hgrm::hgrm;
 pub use json::{from_json, json_schema, to_json, ResultsError};
 pub use knee::{knee, sweeps};
+pub use limit::{who_limited, LimitContext, TargetCpu};
 pub use merge::merge_scenarios;
 pub use model::*;
 pub use outcome::{exit_codes, outcome};
 pub use resources::{phase_resources, PhaseResources};
 pub use stats::{Check, CheckVerdict, Design, Goal, Lean, StatsError, Verdict3};
+pub use sweep::{judge_sweep, sweeps_judged, SweepObjectives};
 pub use users::{peak_users_active, response_time_buckets};
 pub use verdict::{baseline_for, error_rate, evaluate, measure};
 

@@ -82,6 +82,14 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         if merged.aborted.is_none() {
             merged.aborted.clone_from(&part.aborted);
         }
+        // A generator-limited part speaks for the merge (it is what makes it invalid); otherwise the first
+        // part that fell short.
+        let generator = |l: &Option<crate::model::Limited>| {
+            l.as_ref().is_some_and(|l| l.cause == crate::model::LimitCause::Generator)
+        };
+        if merged.limited_by.is_none() || (generator(&part.limited_by) && !generator(&merged.limited_by)) {
+            merged.limited_by.clone_from(&part.limited_by);
+        }
     }
     if merged.duration > 0.0 {
         merged.throughput = merged.requests.completed as f64 / merged.duration;

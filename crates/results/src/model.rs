@@ -239,7 +239,9 @@ pub struct ScenarioResult {
     pub service_time: LatencySummary,
     /// Actual send minus intended send (open loads).
     pub send_lag: LatencySummary,
-    /// Successful TCP connects (the TLS handshake that may follow is in `tls`).
+    /// Time to open a TCP connection, per connection opened (reconnects included): from starting the connect to
+    /// the socket being writable; the TLS handshake that may follow is in `tls`. Empty in files written before
+    /// it was summarised.
     #[serde(default)]
     pub connect_time: LatencySummary,
     /// HTTPS targets: handshakes, resumption, handshake time and TLS errors by class. Absent for plain HTTP.
@@ -253,6 +255,10 @@ pub struct ScenarioResult {
     pub workers: Vec<WorkerStats>,
     /// Whether the generator delivered what the plan asked.
     pub validity: Validity,
+    /// When an open or ramp load fell short of its rate: who limited it (the generator, the plan's connections or
+    /// the target), with the evidence. Only a generator-limited phase is invalid. See [`crate::limit`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<Limited>,
     /// One verdict per SLO of the scenario, in the spec's order.
     pub verdicts: Vec<Verdict>,
     /// Set when the phase was cut short: by an `abort_on_fail` SLO, Ctrl-C, or the target dying.
@@ -628,6 +634,13 @@ pub struct TimelinePoint {
     pub connections_open: u64,
     /// The most users active at any moment of the interval (user injection), counted at each change, not sampled.
     pub users_active: Option<u64>,
+    /// Requests sent and not yet answered at the end of the interval, with those taken from the schedule but
+    /// waiting for their connection (closed and open loads): at the connection count, every connection was busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<u64>,
+    /// The median service time of the responses completed in this interval (open loads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_p50_us: Option<u64>,
 }
 
 /// One generator worker thread during a phase.
@@ -659,10 +672,52 @@ pub struct Validity {
     pub warnings: Vec<Problem>,
 }
 
+/// Who held an open or ramp load below its rate, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Limited {
+    /// `generator` (invalid: the numbers describe loadgate), `plan` (too few connections for the rate at the
+    /// target's service time) or `target` (it slowed down, failed or ran out of CPU).
+    pub cause: LimitCause,
+    /// The arrival rate the plan asked for, averaged over the phase.
+    pub target_rate: f64,
+    /// The rate requests were sent at.
+    pub achieved_rate: f64,
+    /// One sentence for people: the cause, its evidence and what to do.
+    pub message: String,
+    /// The measurements behind the cause, one sentence each.
+    pub evidence: Vec<String>,
+    /// For a plan-limited load: the connections that would carry the rate (target rate x mean service time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_needed: Option<u64>,
+}
+
+/// What limited a load that fell short of its rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitCause {
+    /// The generator: a saturated worker, or requests not sent while connections were free.
+    Generator,
+    /// The plan: every connection busy at a steady service time (rate > connections / service time).
+    Plan,
+    /// The target: its service time or errors rose, or its CPU was saturated.
+    Target,
+}
+
+impl LimitCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitCause::Generator => "generator",
+            LimitCause::Plan => "plan",
+            LimitCause::Target => "target",
+        }
+    }
+}
+
 /// A problem with a measurement.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Problem {
-    /// `rate_not_reached`, `connections_missing`, `generator_saturated`, `ephemeral_ports_exhausted`,
+    /// `rate_not_reached` (a problem when the generator limited the rate, a warning when the plan or the target
+    /// did), `connections_missing`, `generator_saturated`, `ephemeral_ports_exhausted`,
     /// `incomplete_requests`, ...
     pub kind: String,
     /// A sentence for people, with the numbers.
@@ -674,7 +729,7 @@ pub struct Problem {
 /// `passed` is the gate's view: it is `false` only when this verdict fails the run. A verdict that was not
 /// gated (`gate: false`) or could not be evaluated (no baseline, a per-request SLO) passes and says why in
 /// `note`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
     /// The SLO as written: `p99 < 100ms`.
     pub slo: String,
@@ -784,6 +839,13 @@ pub struct Sweep {
     /// The knee of the sweep, if it has one. Looked for only when exactly one variable varies across the cells
     /// and its values are numbers (`connections`, `rate`, `pipeline`, `body_size: 1kb`).
     pub knee: Option<Knee>,
+    /// The variable the sweep SLOs order the cells by (the spec's `sweep.over`); absent without sweep SLOs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<String>,
+    /// One verdict per sweep SLO (`knee >= 256`, `throughput_drop <= 10%`, ...), in the spec's order: see
+    /// [`crate::sweep`]. A failed gated one fails the run (exit 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<Verdict>,
 }
 
 /// The cell of a sweep where the target stopped scaling: see [`crate::knee`].

@@ -24,7 +24,8 @@
 //!   normally or stopped by an `abort_on_fail` SLO; a Ctrl-C leaves it unset.
 //! - **invalid measurement**: a gated scenario with `validity.valid == false`. An invalid `gate: false` phase
 //!   (a warmup) is listed in the reasons but does not invalidate the run.
-//! - **SLO failed**: a verdict with `passed == false` in a gated scenario.
+//! - **SLO failed**: a verdict with `passed == false` in a gated scenario, or a failed sweep SLO (`sweeps[].verdicts`,
+//!   `passed` is already `true` for an ungated one).
 //!
 //! `reasons` lists every finding, highest precedence first, so a run both invalid and failing an SLO says both.
 
@@ -156,6 +157,11 @@ pub fn outcome(results: &RunResults) -> Outcome {
                 v.statistics.as_ref().is_some_and(|st| st.status == crate::model::StatisticalStatus::Inconclusive);
             let status = if inconclusive { inconclusive_as } else { OutcomeStatus::SloFailed };
             findings.push((status, format!("{}: {}", s.name, v.explain())));
+        }
+    }
+    for sweep in &results.sweeps {
+        for v in sweep.verdicts.iter().filter(|v| !v.passed) {
+            findings.push((OutcomeStatus::SloFailed, format!("sweep {}: {}", sweep.scenario, v.explain())));
         }
     }
 

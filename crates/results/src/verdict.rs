@@ -5,6 +5,9 @@
 //! - **Latency metrics** (`p50` ... `p99.99`, `max`, `mean`) are read from the full-resolution latency histogram
 //!   (`histograms.latency`, measured from the intended send time), never averaged across workers or seconds.
 //!   Percentiles are the histogram's value at that quantile (to its 3 significant digits).
+//! - **Connect metrics** (`connect_p99`, `connect_max`, `connect_mean`) are read the same way from
+//!   `histograms.connect_time`: the time from starting a connect to the socket being writable, per connection
+//!   opened (reconnects included). Any percentile above 0 and at most 100 can be asked (`p98`, `p99.95`).
 //! - **`throughput`** is [`ScenarioResult::throughput`]: completed requests per second over the phase.
 //! - **`error_rate`** is `(errors + non-2xx responses) / (completed responses + errors)`, where `errors` counts
 //!   every request that failed without a complete response (connect, read, write, timeout, protocol). Requests
@@ -53,17 +56,27 @@ pub fn baseline_for<'a>(baseline: &'a RunResults, result: &ScenarioResult) -> Op
 /// The value of a metric in a scenario, in the metric's unit: microseconds for latencies, requests per second,
 /// a fraction for `error_rate`, a count otherwise. `None` when there is nothing to measure it on.
 pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
-    measure_parts(metric, &s.histograms.latency, s.throughput, &s.requests, &s.status, &s.errors)
+    measure_parts(
+        metric,
+        &s.histograms.latency,
+        Some(&s.histograms.connect_time),
+        s.throughput,
+        &s.requests,
+        &s.status,
+        &s.errors,
+    )
 }
 
-/// The value of a metric for one named request of a mix, by the same rules as [`measure`].
+/// The value of a metric for one named request of a mix, by the same rules as [`measure`]. Connect times
+/// belong to connections, not to requests: `None`.
 pub fn measure_request(metric: Metric, r: &RequestBreakdown) -> Option<f64> {
-    measure_parts(metric, &r.histogram, r.throughput, &r.requests, &r.status, &r.errors)
+    measure_parts(metric, &r.histogram, None, r.throughput, &r.requests, &r.status, &r.errors)
 }
 
 fn measure_parts(
     metric: Metric,
     h: &hdrhistogram::Histogram<u64>,
+    connect: Option<&hdrhistogram::Histogram<u64>>,
     throughput: f64,
     requests: &RequestCounts,
     status: &StatusCounts,
@@ -73,6 +86,11 @@ fn measure_parts(
         Metric::Percentile(p) => (!h.is_empty()).then(|| h.value_at_quantile(p / 100.0) as f64),
         Metric::Max => (!h.is_empty()).then(|| h.max() as f64),
         Metric::Mean => (!h.is_empty()).then(|| h.mean()),
+        Metric::ConnectPercentile(p) => {
+            connect.filter(|c| !c.is_empty()).map(|c| c.value_at_quantile(p / 100.0) as f64)
+        }
+        Metric::ConnectMax => connect.filter(|c| !c.is_empty()).map(|c| c.max() as f64),
+        Metric::ConnectMean => connect.filter(|c| !c.is_empty()).map(|c| c.mean()),
         Metric::Throughput => throughput.is_finite().then_some(throughput),
         Metric::ErrorRate => rate_of_errors(requests, status, errors),
         Metric::Errors => Some(errors.total() as f64),
@@ -114,8 +132,14 @@ pub fn format_value(kind: MetricKind, value: f64) -> String {
 }
 
 fn threshold_value(slo: &Slo) -> Option<f64> {
-    let kind = slo.metric.kind();
-    match (slo.threshold, kind) {
+    threshold_number(slo.metric, slo.threshold)
+}
+
+/// A threshold in its metric's unit (microseconds, requests/s, fraction, count); `None` for a baseline or a
+/// threshold of another kind.
+pub(crate) fn threshold_number(metric: Metric, threshold: Threshold) -> Option<f64> {
+    let kind = metric.kind();
+    match (threshold, kind) {
         (Threshold::Latency(d), MetricKind::Latency) => Some(d.as_secs_f64() * 1e6),
         (Threshold::Rate(r), MetricKind::Rate) => Some(r.per_sec()),
         (Threshold::Ratio(p), MetricKind::Ratio) => Some(p.0),
@@ -182,7 +206,11 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
                     Some(v) => verdict.passed = slo.comparison.holds(v, t),
                     None => {
                         verdict.passed = false;
-                        verdict.note = Some(format!("nothing measured: {} needs completed requests", slo.metric));
+                        verdict.note = Some(if slo.metric.is_connect() {
+                            format!("nothing measured: {} needs connections that opened", slo.metric)
+                        } else {
+                            format!("nothing measured: {} needs completed requests", slo.metric)
+                        });
                     }
                 }
             }

@@ -50,7 +50,9 @@ pub use error::RunError;
 pub use event::{Event, Observer, Silent};
 pub use interrupt::Interrupt;
 pub use run::{run, RunOutcome, RunRequest};
-pub use session::{apply_saturation_policy, merge, run_rounds, Halt, Session, SessionEnd, SessionOptions};
+pub use session::{
+    apply_limit_policy, apply_saturation_policy, merge, run_rounds, Halt, Session, SessionEnd, SessionOptions,
+};
 pub use target::{resolve, BuiltinServer, RunningTarget, TargetOptions};
 
 /// A composition of runs that could not be completed: a phase the engine could not run, or results that do

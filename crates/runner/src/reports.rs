@@ -44,10 +44,10 @@ impl ReportWriter {
         &self.dir
     }
 
-    /// Refreshes the sweeps and writes every report. Each file is written on its own: one that fails (a full
-    /// disk) does not stop the others. Returns the files that failed.
+    /// Writes every report. Each file is written on its own: one that fails (a full disk) does not stop the
+    /// others. Returns the files that failed. The sweeps are the caller's to bring up to date (the runner judges
+    /// their SLOs); without them the reports derive the knees themselves.
     pub fn write_all(&mut self, results: &mut RunResults) -> Vec<WriteFailure> {
-        results.sweeps = loadgate_results::sweeps(results);
         let results = &*results;
         let mut failures = Vec::new();
         let rendered = [
@@ -149,7 +149,10 @@ pub enum RerenderError {
 /// `loadgate report`: renders junit.xml, report.md, the SVG plots and report.html again from a saved
 /// results.json into `dir`.
 pub fn rerender(results: &mut RunResults, dir: &Path, template: Option<&str>) -> Result<Vec<PathBuf>, RerenderError> {
-    results.sweeps = loadgate_results::sweeps(results);
+    // The sweeps as judged when the run wrote them (their SLOs need the plan); derived for older files.
+    if results.sweeps.is_empty() {
+        results.sweeps = loadgate_results::sweeps(results);
+    }
     let output = RerenderError::Output;
     std::fs::create_dir_all(dir).map_err(|e| output(format!("cannot create {}: {e}", dir.display())))?;
     let junit = loadgate_report::junit(results).map_err(|e| output(format!("cannot render junit.xml: {e}")))?;

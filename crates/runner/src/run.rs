@@ -141,7 +141,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         Ok(s) => s,
         Err(message) => {
             results.outcome = Outcome::run_failed(vec![format!("the target could not be started: {message}")]);
-            results.outcome = loadgate_results::outcome(&results);
+            settle(&mut results, plan);
             write_reports(&mut reports, &mut results, &mut failures, observer);
             return Ok(finish(results, dir, failures, &reports, request, observer));
         }
@@ -232,7 +232,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                     None => results.scenarios.push(judged),
                 }
                 results.target.samples = [earlier_samples.clone(), sessions[0].samples().target].concat();
-                results.outcome = loadgate_results::outcome(&results);
+                settle(&mut results, plan);
                 let last = rounds.wanted(phase.index) == round;
                 if let Some(r) = results.scenarios.iter().find(|s| s.index == phase.index) {
                     if last || stop {
@@ -283,7 +283,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     if (completed_all || !run_failed.is_empty()) && !request.interrupt.is_interrupted() {
         results.finished_at = Some(now_rfc3339());
     }
-    results.outcome = loadgate_results::outcome(&results);
+    settle(&mut results, plan);
     write_reports(&mut reports, &mut results, &mut failures, observer);
     Ok(finish(results, dir, failures, &reports, request, observer))
 }
@@ -324,7 +324,11 @@ fn start_sessions(
             observer.event(&Event::TargetFailed { error: message.clone() });
             message
         })?;
-        sessions.push(Session::new(target, workers.to_vec(), opts.clone()));
+        let mut session = Session::new(target, workers.to_vec(), opts.clone());
+        if let Some(cpus) = target_opts.cpus {
+            session.set_target_cpus(cpus.len());
+        }
+        sessions.push(session);
     }
     Ok(sessions)
 }
@@ -425,6 +429,24 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
         }),
         candidate: candidate.map(str::to_owned),
     }
+}
+
+/// Brings the derived parts of the results up to date: the sweeps with their knees and sweep SLOs, then the
+/// outcome (which the sweep SLOs take part in).
+fn settle(results: &mut RunResults, plan: &ExecutionPlan) {
+    let objectives: Vec<loadgate_results::SweepObjectives<'_>> = plan
+        .sweeps
+        .iter()
+        .map(|s| loadgate_results::SweepObjectives {
+            scenario: &s.scenario,
+            over: &s.over,
+            slos: &s.slos,
+            cells: &s.cells,
+            gate: s.gate,
+        })
+        .collect();
+    results.sweeps = loadgate_results::sweeps_judged(results, &objectives);
+    results.outcome = loadgate_results::outcome(results);
 }
 
 /// Writes every report, telling the observer of each file that could not be written.

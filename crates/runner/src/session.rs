@@ -41,6 +41,8 @@ pub struct Session {
     watcher_done: Arc<AtomicBool>,
     watcher: Option<JoinHandle<()>>,
     sampler: Option<Sampler>,
+    /// The CPUs the target may use (its pinning, or the machine's), for judging its CPU saturated.
+    target_cpus: usize,
 }
 
 /// Why a session will not run another phase.
@@ -105,7 +107,25 @@ impl Session {
             worker_tids: Vec::new(),
         })
         .ok();
-        Session { workers, target, opts, current_stop, target_died, watcher_done, watcher, sampler }
+        let target_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Session { workers, target, opts, current_stop, target_died, watcher_done, watcher, sampler, target_cpus }
+    }
+
+    /// The CPUs the target is pinned to, when it is (by default the machine's CPUs).
+    pub fn set_target_cpus(&mut self, cpus: usize) {
+        self.target_cpus = cpus.max(1);
+    }
+
+    /// The target's mean CPU over a window of the session (seconds from the origin), when loadgate started it
+    /// as a process of its own and sampled it there.
+    fn target_cpu(&self, from: f64, to: f64) -> Option<loadgate_results::TargetCpu> {
+        self.target.process.as_ref()?;
+        let samples = self.samples().target;
+        let inside: Vec<f64> = samples.iter().filter(|s| s.t > from && s.t <= to + 0.5).map(|s| s.cpu).collect();
+        (!inside.is_empty()).then(|| loadgate_results::TargetCpu {
+            mean: inside.iter().sum::<f64>() / inside.len() as f64,
+            cpus: self.target_cpus as f64,
+        })
     }
 
     pub fn target(&self) -> &RunningTarget {
@@ -156,6 +176,11 @@ impl Session {
         result.resources =
             Some(loadgate_results::PhaseResources::over(&self.samples().target, offset, end, &result.workers));
         apply_saturation_policy(&mut result, phase, self.opts.saturation);
+        let context = loadgate_results::LimitContext {
+            timeout_secs: phase.timeout.as_secs_f64(),
+            target_cpu: self.target_cpu(offset, offset + result.duration),
+        };
+        apply_limit_policy(&mut result, &context);
         let baseline = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
         result.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);
         Ok(result)
@@ -216,6 +241,30 @@ pub fn run_rounds(
 /// again on the merge.
 pub fn merge(parts: &[ScenarioResult]) -> Result<ScenarioResult, loadgate_results::ResultsError> {
     loadgate_results::merge_scenarios(parts)
+}
+
+/// Decides who limited an open or ramp load that fell short of its rate ([`loadgate_results::who_limited`]) and
+/// applies it to the phase's validity: the engine flags every shortfall (`rate_not_reached`); only a
+/// generator-limited one stays a problem (invalid, exit 4), while a plan- or target-limited one becomes a
+/// warning, a valid result at the rate achieved that its SLOs judge. The cause is kept in `limited_by`.
+pub fn apply_limit_policy(result: &mut ScenarioResult, context: &loadgate_results::LimitContext) {
+    let Some(limited) = loadgate_results::who_limited(result, context) else {
+        return;
+    };
+    let generator = limited.cause == loadgate_results::LimitCause::Generator;
+    let (shortfalls, rest): (Vec<Problem>, Vec<Problem>) =
+        result.validity.problems.drain(..).partition(|p| p.kind == "rate_not_reached");
+    result.validity.problems = rest;
+    for mut p in shortfalls {
+        p.message = format!("{} ({})", limited.message, p.message);
+        if generator {
+            result.validity.problems.push(p);
+        } else {
+            result.validity.warnings.push(p);
+        }
+    }
+    result.validity.valid = result.validity.problems.is_empty();
+    result.limited_by = Some(limited);
 }
 
 /// Applies the spec's saturation policy to a phase's validity: under `invalid` (and `auto` for open loads)

@@ -290,6 +290,22 @@ pub struct ScenarioDoc {
     pub load: LoadDoc,
     /// Objectives such as `p99 < 100ms`, `throughput >= 1000/s`, `error_rate < 0.1%`, `p99 <= baseline * 1.10`.
     pub slo: Option<Vec<SloDoc>>,
+    /// Objectives over the cells of the matrix together, ordered by one swept variable: `knee >= 256`,
+    /// `throughput_drop <= 10%`, `p99@largest <= 3 * p99@smallest`.
+    pub sweep: Option<SweepDoc>,
+}
+
+/// The cells of a matrix judged together (`sweep:`).
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SweepDoc {
+    /// The matrix variable the cells are ordered by (default: the matrix's only variable). Its values must be
+    /// numbers (or all rates, durations or sizes); each combination of the other variables is a sweep of its own.
+    pub over: Option<String>,
+    /// `throughput_drop <= 10%` (the largest fall below the best of the smaller cells), `knee >= 256`,
+    /// `plateau >= 64`, `collapse == none`, `p99@largest <= 3 * p99@smallest`, `throughput@512 >= 40000/s`.
+    #[schemars(length(min = 1))]
+    pub slo: Vec<String>,
 }
 
 /// Declares a request's mapping: the keys given before `path`, then the request keys every form shares (`method`,
@@ -650,6 +666,7 @@ mod tests {
         assert_eq!(props(&schema, "UserStepDoc"), sorted(USER_STEP_KEYS));
         assert_eq!(props(&schema, "SloDetailDoc"), sorted(SLO_KEYS));
         assert_eq!(props(&schema, "AbortDelayDoc"), sorted(ABORT_KEYS));
+        assert_eq!(props(&schema, "SweepDoc"), sorted(SWEEP_KEYS));
         assert_eq!(props(&schema, "TargetDoc"), sorted(TARGET_KEYS));
         let load: Vec<String> = schema["$defs"]["LoadDoc"]["oneOf"]
             .as_array()

@@ -66,6 +66,7 @@ pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "matrix_mode",
     "load",
     "slo",
+    "sweep",
 ];
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
 pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
@@ -81,6 +82,7 @@ pub(crate) const USER_STEP_KEYS: &[&str] =
     &["at_once", "ramp", "over", "per_second", "ramp_per_second", "to", "during", "pause"];
 pub(crate) const SLO_KEYS: &[&str] = &["expr", "abort_on_fail"];
 pub(crate) const ABORT_KEYS: &[&str] = &["delay"];
+pub(crate) const SWEEP_KEYS: &[&str] = &["over", "slo"];
 
 /// The default per-request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration(std::time::Duration::from_secs(10));

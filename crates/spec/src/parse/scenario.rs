@@ -13,11 +13,12 @@ use crate::suggest::did_you_mean;
 use crate::template::Templates;
 use crate::units::Duration;
 use crate::{AbortOnFail, Slo};
+use loadgate_model::SweepSpec;
 
 use super::load::read_load;
 use super::request::{read_mix, read_request, read_session, read_timeout, Defaults};
 use super::vars::{to_value, valid_var_name};
-use super::{enum_error, ABORT_KEYS, DEFAULT_TIMEOUT, SCENARIO_KEYS, SLO_KEYS};
+use super::{enum_error, ABORT_KEYS, DEFAULT_TIMEOUT, SCENARIO_KEYS, SLO_KEYS, SWEEP_KEYS};
 
 /// Roughly how many bytes a copy of a subtree takes: its text and a few words per value.
 fn node_size(node: &Node) -> u64 {
@@ -300,6 +301,10 @@ pub(super) fn read_scenario(
         }
         cx.diags.push(d);
     }
+    let sweep = match f.get("sweep") {
+        Some((n, p)) => read_sweep(cx, name, n, &p, &matrix, f.key_span("sweep")),
+        None => Some(None),
+    };
     if !all_ok {
         return None;
     }
@@ -311,7 +316,185 @@ pub(super) fn read_scenario(
         repeat: repeat?,
         matrix: matrix.into_iter().map(|(k, v)| (k, v.into_iter().map(|(t, _)| t).collect())).collect(),
         cells,
+        sweep: sweep?,
     })
+}
+
+/// `sweep: { over, slo }`: the swept variable must be a matrix variable with two values or more, all numbers
+/// of one kind, and every value an objective names must be of that kind (and a cell it names must exist).
+fn read_sweep(
+    cx: &mut Cx<'_>,
+    scenario: &str,
+    node: &Node,
+    path: &Path,
+    matrix: &[(String, Vec<(String, Value)>)],
+    key_span: Option<crate::node::Span>,
+) -> Option<Option<SweepSpec>> {
+    let f = cx.map(node, path, SWEEP_KEYS, "`sweep`")?;
+    if matrix.is_empty() {
+        cx.error(
+            Diagnostic::error(
+                path,
+                key_span.or(node.span),
+                format!("scenario `{scenario}` has a `sweep` but no matrix"),
+            )
+            .expected("a `matrix:` whose cells the sweep SLOs judge together")
+            .help("add the swept variable to a matrix, such as `matrix: { connections: [8, 64, 512] }`"),
+        );
+        return None;
+    }
+    let names: Vec<&str> = matrix.iter().map(|(k, _)| k.as_str()).collect();
+    let over = match f.get("over") {
+        Some((n, p)) => {
+            let over = cx.string(n, &p, "`over`")?;
+            if !names.contains(&over.as_str()) {
+                let d = Diagnostic::error(
+                    &p,
+                    n.span,
+                    format!("`{over}` is not a matrix variable of scenario `{scenario}`"),
+                )
+                .expected(format!("one of {}", list(&names)))
+                .found(n.describe());
+                cx.error(match did_you_mean(&over, names.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    None => d,
+                });
+                return None;
+            }
+            Some((over, p, n.span))
+        }
+        None if names.len() == 1 => None,
+        None => {
+            cx.error(
+                Diagnostic::error(path, node.span, "`sweep` needs `over` when the matrix has several variables")
+                    .expected(format!("`over:` naming one of {}", list(&names)))
+                    .help(format!(
+                        "`over: {}` orders the cells by it; each combination of the other variables is judged as a \
+                         sweep of its own",
+                        names[0]
+                    )),
+            );
+            return None;
+        }
+    };
+    let (over, over_path, over_span) = over.unwrap_or_else(|| (names[0].to_owned(), path.clone(), node.span));
+    let values = &matrix.iter().find(|(k, _)| *k == over)?.1;
+    let axis: Vec<Option<loadgate_model::AxisValue>> =
+        values.iter().map(|(t, _)| loadgate_model::AxisValue::parse(t)).collect();
+    let unit = axis.first().cloned().flatten().map(|a| a.unit);
+    if let Some(bad) = values.iter().zip(&axis).find(|(_, a)| a.as_ref().map(|a| a.unit) != unit || a.is_none()) {
+        cx.error(
+            Diagnostic::error(
+                &over_path,
+                over_span,
+                format!(
+                    "the sweep orders the cells by `{over}`, but its value `{}` is not a number like the others",
+                    bad.0 .0
+                ),
+            )
+            .expected("matrix values that are all numbers, or all rates, durations or sizes")
+            .help("sweep over a numeric variable (connections, rate, pipeline, body size)"),
+        );
+        return None;
+    }
+    let unit = unit?;
+    let distinct: Vec<f64> = axis.iter().flatten().map(|a| a.value).fold(Vec::new(), |mut v, x| {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+        v
+    });
+    if distinct.len() < 2 {
+        cx.error(
+            Diagnostic::error(&over_path, over_span, format!("the sweep over `{over}` has a single value"))
+                .expected("two values or more to compare")
+                .help(format!("add values to `matrix.{over}`")),
+        );
+        return None;
+    }
+    let (slo_node, slo_path) = cx.required(&f, "slo", "`sweep`")?;
+    let single = [slo_node.clone()];
+    let items: &[Node] = match &slo_node.kind {
+        NodeKind::Seq(items) => items,
+        NodeKind::Str(_) => &single,
+        _ => {
+            cx.error(
+                Diagnostic::error(&slo_path, slo_node.span, "`sweep.slo` must be a list of objectives")
+                    .expected("a list such as `slo: [knee >= 256, throughput_drop <= 10%]`")
+                    .found(slo_node.type_name()),
+            );
+            return None;
+        }
+    };
+    let is_list = matches!(slo_node.kind, NodeKind::Seq(_));
+    let mut slos = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let p = if is_list { slo_path.index(i) } else { slo_path.clone() };
+        if matches!(item.kind, NodeKind::Map(_)) {
+            cx.error(
+                Diagnostic::error(&p, item.span, "a sweep SLO is an expression")
+                    .expected("a string such as `knee >= 256`")
+                    .found(item.type_name())
+                    .help("`abort_on_fail` does not apply: a sweep is judged once its last cell has run"),
+            );
+            ok = false;
+            continue;
+        }
+        let Some(text) = cx.string(item, &p, "a sweep SLO") else {
+            ok = false;
+            continue;
+        };
+        let slo = match loadgate_model::SweepSlo::parse(&text) {
+            Ok(slo) => slo,
+            Err(e) => {
+                cx.error(
+                    Diagnostic::error(&p, item.span, format!("invalid sweep SLO: {}", e.message))
+                        .expected(e.expected)
+                        .found(item.describe())
+                        .help_opt(e.help),
+                );
+                ok = false;
+                continue;
+            }
+        };
+        for v in slo.axis_values() {
+            if v.unit != unit {
+                cx.error(
+                    Diagnostic::error(
+                        &p,
+                        item.span,
+                        format!("`{}` is {}, but `{over}` holds {}", v.text, v.unit.describe(), unit.describe()),
+                    )
+                    .expected(format!("a value of `{over}`, such as `{}`", values[values.len() - 1].0))
+                    .found(item.describe()),
+                );
+                ok = false;
+            }
+        }
+        if let loadgate_model::SweepCheck::Cell { at, threshold, .. } = &slo.check {
+            let mut cells = vec![at];
+            if let loadgate_model::CellThreshold::Relative { at, .. } = threshold {
+                cells.push(at);
+            }
+            for c in cells {
+                if let loadgate_model::CellRef::Value(v) = c {
+                    if v.unit == unit && !distinct.contains(&v.value) {
+                        let shown: Vec<&str> = values.iter().map(|(t, _)| t.as_str()).collect();
+                        cx.error(
+                            Diagnostic::error(&p, item.span, format!("no cell has {over}={}", v.text))
+                                .expected(format!("a value of `{over}`: {}", shown.join(", ")))
+                                .found(item.describe())
+                                .help("or `@smallest` / `@largest`"),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+        }
+        slos.push(slo);
+    }
+    ok.then_some(Some(SweepSpec { over, slos }))
 }
 
 fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str) -> Option<Cell> {

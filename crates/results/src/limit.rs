@@ -1,0 +1,349 @@
+//! Who limited the run: when an open or ramp load fell short of its rate, whether the generator, the plan or
+//! the target held it back, read from the measurements.
+//!
+//! The rules, in order ([`who_limited`]):
+//!
+//! 1. **generator**, when the busiest generator worker used [`GENERATOR_SATURATED`] (90%) of its CPU or more:
+//!    the generator could not send faster, whatever the target did.
+//! 2. **plan** or **target**, when the connections were busy: by Little's law, the time requests spent at the
+//!    target (completed requests x mean service time, plus timeouts x the request timeout, plus connect times
+//!    without keep-alive) filled at least [`CONNECTIONS_BUSY`] (80%) of the connections' time. An open load sends
+//!    a request only on a free connection, so with every connection busy the rate cannot exceed connections /
+//!    service time. Then:
+//!    - **target** when the target got slower or failed as the load went on, or ran out of CPU: the median
+//!      service time of the phase's later half more than [`SERVICE_RISE`] (1.5x, and 200 us or more) that of
+//!      its first second; or errors and non-2xx answers above 1% of the later half and more than twice the
+//!      earlier half's; or the target's CPU (when loadgate started it) at 90% or more of the CPUs it may use;
+//!    - **plan** otherwise: the target kept its service time, the spec's connection count was too small for the
+//!      rate. The verdict names the connection count that would carry it: target rate x mean service time
+//!      (Little's law), and half again for variation.
+//! 3. **generator** otherwise: connections were free, the target answered in time, and still the requests were
+//!    not sent (the generator was descheduled, or lagged): the send lag says by how much.
+//!
+//! Only a generator-limited phase is invalid as a measurement (its numbers describe loadgate); a plan- or
+//! target-limited one is a valid result about the target at the rate it achieved, which its SLOs judge.
+
+use crate::format;
+use crate::model::{LimitCause, Limited, ScenarioResult};
+
+/// A worker using this share of its CPU or more limited the generator.
+pub const GENERATOR_SATURATED: f64 = 0.9;
+/// Connections busy this share of the time or more: the load was bounded by connections / service time.
+pub const CONNECTIONS_BUSY: f64 = 0.8;
+/// The later half's median service time over the first second's: the target slowed down.
+pub const SERVICE_RISE: f64 = 1.5;
+/// An open load that sent less than this share of its target rate fell short.
+pub const RATE_TOLERANCE: f64 = 0.99;
+
+/// What [`who_limited`] knows besides the result.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LimitContext {
+    /// The per-request timeout, in seconds (a timed-out request held its connection that long).
+    pub timeout_secs: f64,
+    /// The target's CPU during the phase, when loadgate started it.
+    pub target_cpu: Option<TargetCpu>,
+}
+
+/// The target's CPU use during a phase.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetCpu {
+    /// The mean over the phase's samples, as a share of one CPU (2.0 = two CPUs busy).
+    pub mean: f64,
+    /// The CPUs the target may use (its pinning, or the machine's).
+    pub cpus: f64,
+}
+
+/// Why an open or ramp load fell short of its rate; `None` when it did not (or the load is not open or ramp).
+/// See the [module documentation](self).
+pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
+    if !matches!(s.load.model.as_str(), "constant" | "ramp") {
+        return None;
+    }
+    let (target, achieved) = (s.load.target_rate?, s.load.achieved_rate?);
+    if !(target > 0.0 && achieved < RATE_TOLERANCE * target) {
+        return None;
+    }
+    let mut evidence = Vec::new();
+    let shortfall = format!(
+        "sent {} of the {} asked ({:.1}%)",
+        format::rate(achieved),
+        format::rate(target),
+        100.0 * achieved / target
+    );
+
+    // 1. A saturated generator worker.
+    let busiest = s.workers.iter().max_by(|a, b| a.utilization.total_cmp(&b.utilization));
+    if let Some(w) = busiest.filter(|w| w.utilization >= GENERATOR_SATURATED) {
+        evidence.push(format!(
+            "worker {}{} used {:.0}% of its CPU",
+            w.index,
+            w.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default(),
+            100.0 * w.utilization
+        ));
+        evidence.push(send_lag(s));
+        return Some(limited(LimitCause::Generator, s, target, achieved, &shortfall, evidence, None));
+    }
+
+    // 2. Busy connections: the plan's or the target's limit.
+    let connections = s.connections.planned.max(1) as f64;
+    let busy = busy_share(s, cx);
+    let service_mean_s = s.service_time.mean_us / 1e6;
+    let busy_seconds = s.timeline.iter().filter(|p| p.in_flight.is_some_and(|n| n as f64 >= connections)).count();
+    let seconds = s.timeline.iter().filter(|p| p.in_flight.is_some()).count();
+    let busy_text = |only: &str| {
+        format!(
+            "the {} connections were busy {only}{:.0}% of the time (completed requests x mean service time {})",
+            format::count(s.connections.planned),
+            100.0 * busy.min(1.0),
+            format::latency_us(s.service_time.mean_us),
+        )
+    };
+    if busy < CONNECTIONS_BUSY {
+        // The one-second marks are left out here: they count a request in flight from the moment the worker takes
+        // it until the worker reads its answer, so a worker that falls behind (building requests, descheduled)
+        // shows every connection in flight while the target is long done with them.
+        evidence.push(format!(
+            "connections were free: {} (below {:.0}%)",
+            busy_text("only "),
+            100.0 * CONNECTIONS_BUSY
+        ));
+        if let Some(w) = busiest {
+            evidence.push(format!("the busiest worker used {:.0}% of its CPU", 100.0 * w.utilization));
+        }
+        evidence.push(send_lag(s));
+        return Some(limited(LimitCause::Generator, s, target, achieved, &shortfall, evidence, None));
+    }
+    evidence.push(format!(
+        "{}{}",
+        busy_text(""),
+        if seconds > 0 {
+            format!(", all of them at {busy_seconds} of {seconds} one-second marks")
+        } else {
+            String::new()
+        }
+    ));
+    let mut target_evidence = Vec::new();
+    if let Some((first, later)) = service_trend(s) {
+        if later as f64 > SERVICE_RISE * first as f64 && later.saturating_sub(first) >= 200 {
+            target_evidence.push(format!(
+                "the target's median service time rose from {} in the first second to {} in the later half",
+                format::latency(first),
+                format::latency(later)
+            ));
+        }
+    }
+    if let Some(text) = errors_rising(s) {
+        target_evidence.push(text);
+    }
+    if let Some(cpu) = cx.target_cpu.filter(|c| c.cpus > 0.0 && c.mean >= GENERATOR_SATURATED * c.cpus) {
+        target_evidence.push(format!(
+            "the target's CPU was {:.0}% busy on average ({:.1} of its {} CPUs)",
+            100.0 * cpu.mean / cpu.cpus,
+            cpu.mean,
+            cpu.cpus
+        ));
+    }
+    if !target_evidence.is_empty() {
+        evidence.extend(target_evidence);
+        return Some(limited(LimitCause::Target, s, target, achieved, &shortfall, evidence, None));
+    }
+    // The plan: too few connections for the rate at this service time.
+    let needed = (target * service_mean_s).ceil().max(1.0) as u64;
+    evidence.push(format!(
+        "the target kept its service time: {} connections / {} mean service time carry about {}, below the {} asked",
+        format::count(s.connections.planned),
+        format::latency_us(s.service_time.mean_us),
+        format::rate(connections / service_mean_s.max(1e-9)),
+        format::rate(target)
+    ));
+    Some(limited(LimitCause::Plan, s, target, achieved, &shortfall, evidence, Some(needed)))
+}
+
+fn limited(
+    cause: LimitCause,
+    s: &ScenarioResult,
+    target: f64,
+    achieved: f64,
+    shortfall: &str,
+    evidence: Vec<String>,
+    needed: Option<u64>,
+) -> Limited {
+    let message = match cause {
+        LimitCause::Generator => format!(
+            "the generator limited the rate: {shortfall}; {}. The numbers describe loadgate, not the target: give \
+             the generator more CPUs (`hardware.generator`) or a quieter machine",
+            evidence.join("; ")
+        ),
+        LimitCause::Target => format!(
+            "the target limited the rate: {shortfall}; {}. A valid result: the target carried {} at these \
+             latencies",
+            evidence.join("; "),
+            format::rate(s.throughput)
+        ),
+        LimitCause::Plan => format!(
+            "the plan's connections limited the rate: {shortfall}; {}. A valid result at the rate achieved; to carry \
+             {} the load needs at least {} connections (rate x mean service time), about {} with room for \
+             variation",
+            evidence.join("; "),
+            format::rate(target),
+            format::count(needed.unwrap_or(0)),
+            format::count(needed.map_or(0, |n| n + n.div_ceil(2)))
+        ),
+    };
+    Limited { cause, target_rate: target, achieved_rate: achieved, message, evidence, connections_needed: needed }
+}
+
+/// The share of the connections' time that requests spent at the target.
+fn busy_share(s: &ScenarioResult, cx: &LimitContext) -> f64 {
+    let capacity = s.connections.planned as f64 * s.duration;
+    if capacity <= 0.0 {
+        return 0.0;
+    }
+    let mut busy = s.requests.completed as f64 * s.service_time.mean_us / 1e6;
+    busy += s.errors.timeout as f64 * cx.timeout_secs;
+    if !s.load.keep_alive {
+        busy += s.connect_time.count as f64 * s.connect_time.mean_us / 1e6;
+    }
+    busy / capacity
+}
+
+/// The first full second's median service time and the median of the later half's seconds.
+fn service_trend(s: &ScenarioResult) -> Option<(u64, u64)> {
+    let points: Vec<u64> = s.timeline.iter().filter_map(|p| p.service_p50_us).collect();
+    if points.len() < 3 {
+        return None;
+    }
+    let mut later: Vec<u64> = points[points.len() / 2..].to_vec();
+    later.sort_unstable();
+    Some((points[0], later[later.len() / 2]))
+}
+
+fn errors_rising(s: &ScenarioResult) -> Option<String> {
+    let n = s.timeline.len();
+    if n < 2 {
+        return None;
+    }
+    let (early, late) = s.timeline.split_at(n / 2);
+    let failed = |ps: &[crate::model::TimelinePoint]| ps.iter().map(|p| p.errors + p.non_2xx).sum::<u64>();
+    let answered = |ps: &[crate::model::TimelinePoint]| ps.iter().map(|p| p.completed + p.errors).sum::<u64>();
+    let (fe, fl) = (failed(early), failed(late));
+    let share = fl as f64 / answered(late).max(1) as f64;
+    (share > 0.01 && fl > 2 * fe).then(|| {
+        format!(
+            "errors and non-2xx answers rose from {} in the first half to {} in the later half ({} of its answers)",
+            format::count(fe),
+            format::count(fl),
+            format::ratio(share)
+        )
+    })
+}
+
+fn send_lag(s: &ScenarioResult) -> String {
+    match (s.send_lag.percentiles.get("p50"), s.send_lag.percentiles.get("p99")) {
+        (Some(p50), Some(p99)) => format!(
+            "requests left {} (p50) and {} (p99) after their intended time",
+            format::latency(*p50),
+            format::latency(*p99)
+        ),
+        _ => "no send lag was measured".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{exponential_histogram, sample_run};
+    use crate::model::{LatencySummary, TimelinePoint};
+
+    /// An open load of 10 s asking `target`/s on `connections`, achieving `achieved`/s at this mean service
+    /// time, with per-second service medians and in-flight counts.
+    fn open(target: f64, achieved: f64, connections: u64, service_ms: f64, utilization: f64) -> ScenarioResult {
+        let mut s = sample_run().scenarios[1].clone();
+        s.load.model = "constant".to_owned();
+        s.load.keep_alive = true;
+        s.load.target_rate = Some(target);
+        s.load.achieved_rate = Some(achieved);
+        s.duration = 10.0;
+        s.connections.planned = connections;
+        s.requests.completed = (achieved * 10.0) as u64;
+        s.throughput = achieved;
+        s.errors = Default::default();
+        s.service_time =
+            LatencySummary::from_histogram(&exponential_histogram(10_000, service_ms * 1000.0, service_ms * 10.0));
+        s.workers.truncate(1);
+        s.workers[0].utilization = utilization;
+        s.timeline = (1..=10)
+            .map(|t| TimelinePoint {
+                t: t as f64,
+                completed: achieved as u64,
+                in_flight: Some(connections),
+                service_p50_us: Some((service_ms * 1000.0) as u64),
+                ..Default::default()
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn busy_connections_at_a_steady_service_time_are_the_plans_limit() {
+        // 4 connections, 50 ms per request: 80/s at most, 400/s asked.
+        let s = open(400.0, 79.0, 4, 50.0, 0.05);
+        let l = who_limited(&s, &LimitContext::default()).expect("fell short");
+        assert_eq!(l.cause, LimitCause::Plan, "{l:#?}");
+        // 400/s x ~50.5ms mean service time.
+        assert_eq!(l.connections_needed, Some(21), "{l:#?}");
+        assert!(
+            l.message.starts_with("the plan's connections limited the rate: sent 79.00/s of the 400/s asked"),
+            "{}",
+            l.message
+        );
+        assert!(l.message.contains("at least 21 connections"), "{}", l.message);
+        assert!(l.message.contains("all of them at 10 of 10 one-second marks"), "{}", l.message);
+    }
+
+    #[test]
+    fn a_slowing_target_or_its_cpu_is_the_targets_limit() {
+        let mut s = open(1000.0, 190.0, 50, 260.0, 0.1);
+        for (i, p) in s.timeline.iter_mut().enumerate() {
+            p.service_p50_us = Some(if i == 0 { 5_000 } else { 250_000 });
+        }
+        let l = who_limited(&s, &LimitContext::default()).unwrap();
+        assert_eq!(l.cause, LimitCause::Target, "{l:#?}");
+        assert!(l.message.contains("rose from 5.00ms in the first second to 250.0ms"), "{}", l.message);
+
+        let s = open(400.0, 79.0, 4, 50.0, 0.05);
+        let cx = LimitContext { timeout_secs: 10.0, target_cpu: Some(TargetCpu { mean: 1.96, cpus: 2.0 }) };
+        let l = who_limited(&s, &cx).unwrap();
+        assert_eq!(l.cause, LimitCause::Target, "{l:#?}");
+        assert!(l.message.contains("98% busy on average (2.0 of its 2 CPUs)"), "{}", l.message);
+    }
+
+    #[test]
+    fn free_connections_or_a_saturated_worker_are_the_generators_limit() {
+        // 256 connections, 0.2 ms per request, 30,000/s of 1,000,000/s: the connections were almost idle.
+        let s = open(1_000_000.0, 30_000.0, 256, 0.2, 0.6);
+        let l = who_limited(&s, &LimitContext::default()).unwrap();
+        assert_eq!(l.cause, LimitCause::Generator, "{l:#?}");
+        assert!(
+            l.message.contains("connections were free: the 256 connections were busy only 2% of the time"),
+            "{}",
+            l.message
+        );
+        assert!(!l.message.contains("one-second marks"), "{}", l.message);
+        assert!(l.message.contains("The numbers describe loadgate"), "{}", l.message);
+
+        // A saturated worker is the generator's limit even with busy connections.
+        let s = open(400.0, 79.0, 4, 50.0, 0.97);
+        let l = who_limited(&s, &LimitContext::default()).unwrap();
+        assert_eq!(l.cause, LimitCause::Generator);
+        assert!(l.message.contains("worker 0 (CPU 1) used 97% of its CPU"), "{}", l.message);
+    }
+
+    #[test]
+    fn a_load_that_kept_its_rate_or_is_closed_has_no_limit() {
+        assert!(who_limited(&open(400.0, 399.0, 4, 5.0, 0.1), &LimitContext::default()).is_none());
+        let mut s = open(400.0, 79.0, 4, 50.0, 0.05);
+        s.load.model = "closed".to_owned();
+        assert!(who_limited(&s, &LimitContext::default()).is_none());
+    }
+}
