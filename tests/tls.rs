@@ -384,3 +384,68 @@ fn the_builtin_server_serves_https_and_the_run_trusts_its_certificate() {
     assert_eq!(tls["insecure"], false, "loadgate trusts the certificate it made, nothing more");
     assert!(results["target"]["base_url"].as_str().unwrap().starts_with("https://"));
 }
+
+/// A spec whose target loadgate starts: `loadgate serve` over HTTPS with `cert.pem`/`key.pem` on a free port,
+/// probed ready with an HTTPS GET (`/status/204` answered 204), with the spec's `tls` (a YAML flow mapping).
+fn started_spec(tls: &str, files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let exe = env!("CARGO_BIN_EXE_loadgate");
+    let yaml = format!(
+        "version: 1\nname: tls-e2e\ntarget:\n  base_url: https://127.0.0.1:{port}\n  tls: {tls}\n  start:\n    \
+         command: [{exe:?}, serve, --listen, \"127.0.0.1:{port}\", --tls-cert, cert.pem, --tls-key, key.pem]\n    \
+         cwd: .\n    ready: {{ http_get: /status/204, status: 204, timeout: 60s }}\nscenarios:\n  main:\n    \
+         request: {{ path: / }}\n    load: {{ closed: {{ connections: 2, requests: 50 }} }}\n"
+    );
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_started_targets_readiness_probe_speaks_tls_with_the_specs_ca_server_name_and_insecure() {
+    // The certificate names `localhost` only, and the URL says 127.0.0.1: the probe must send and check
+    // `tls.server_name`, and trust the CA of `tls.ca`, as the load does.
+    let ca = Ca::new("loadgate test CA");
+    let (cert, key) = ca.issue(&["localhost"]);
+    let files = [("ca.pem", ca.pem.as_str()), ("cert.pem", cert.as_str()), ("key.pem", key.as_str())];
+    let (dir, path) = started_spec("{ ca: ca.pem, server_name: localhost }", &files);
+    let (output, results) = run_spec(dir.path(), &path);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert_eq!(scenario(&results)["requests"]["completed"], 50, "{all}");
+    assert_eq!(tls_of(&results)["insecure"], false);
+
+    // Without `server_name` the certificate does not name the URL's host: the probe reached a server whose
+    // certificate the load would refuse, and says so at once in the load's words instead of waiting out its
+    // 60 s timeout. The run could not be carried out (exit 3).
+    let (dir, path) = started_spec("{ ca: ca.pem }", &files);
+    let output = loadgate(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{all}");
+    assert!(all.contains("readiness probe cannot succeed"), "{all}");
+    assert!(all.contains("not valid for the name `127.0.0.1`") && all.contains("tls.server_name"), "{all}");
+    assert!(!all.contains("did not become ready within"), "a refused certificate is not waited on: {all}");
+
+    // An unknown CA is refused the same way...
+    let stranger = Ca::new("nobody trusts me");
+    let (cert, key) = stranger.issue(&["localhost"]);
+    let files = [("ca.pem", ca.pem.as_str()), ("cert.pem", cert.as_str()), ("key.pem", key.as_str())];
+    let (dir, path) = started_spec("{ ca: ca.pem, server_name: localhost }", &files);
+    let output = loadgate(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{all}");
+    assert!(all.contains("not signed by a trusted CA"), "{all}");
+
+    // ... and `insecure: true` accepts that certificate, its unknown CA and its other name, in the probe too.
+    let (dir, path) = started_spec("{ insecure: true }", &files);
+    let (output, results) = run_spec(dir.path(), &path);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert_eq!(scenario(&results)["requests"]["completed"], 50, "{all}");
+    assert_eq!(tls_of(&results)["insecure"], true);
+    assert!(all.contains("INSECURE"), "{all}");
+}

@@ -155,6 +155,17 @@ impl TlsClient {
         self.insecure
     }
 
+    /// The name sent in SNI and checked against the certificate: the URL's host or `tls.server_name`.
+    pub fn server_name(&self) -> ServerName<'static> {
+        self.server_name.clone()
+    }
+
+    /// What a TLS failure with this client's server means and what to do about it, in the words the load's
+    /// reports use (for a readiness probe that fails as the load would).
+    pub fn explain(&self, e: &rustls::Error) -> String {
+        classify(e, &self.server_name.to_str()).message
+    }
+
     /// A worker's own copy: the same settings with a session cache of its own.
     pub(crate) fn for_worker(&self) -> WorkerTls {
         let mut config = (*self.config).clone();

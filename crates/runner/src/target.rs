@@ -83,9 +83,8 @@ impl RunningTarget {
                 spec.stop_grace = stop_grace.as_std();
                 observer.event(&Event::TargetStarting { command: command.join(" ") });
                 let process = launch::Target::start(&spec).map_err(|e| e.to_string())?;
-                let waited = process
-                    .wait_ready_tls(base_url, ready, tls.as_ref().map(TlsClient::rustls_config))
-                    .map_err(|e| e.to_string())?;
+                let waited =
+                    process.wait_ready_tls(base_url, ready, tls.as_ref().map(probe_tls)).map_err(|e| e.to_string())?;
                 let mut t = RunningTarget::new(addr, host, tls, base_url.clone(), "command", Some(process));
                 t.ready_after = Some(waited);
                 t
@@ -117,7 +116,7 @@ impl RunningTarget {
                             .wait_ready_tls(
                                 &base_url,
                                 &launch::builtin_ready_probe(Duration::from_secs(10)),
-                                client.as_ref().map(TlsClient::rustls_config),
+                                client.as_ref().map(probe_tls),
                             )
                             .map_err(|e| e.to_string())?;
                         RunningTarget::new(addr, addr.to_string(), client, base_url, "builtin", Some(process))
@@ -218,6 +217,13 @@ fn host_port(base_url: &str) -> Option<(String, u16, u16)> {
         Some((h, p)) => Some((h.to_owned(), p.parse().ok()?, default)),
         None => Some((authority.to_owned(), default, default)),
     }
+}
+
+/// How a readiness probe speaks TLS to the target: as the load does, and saying what a failure means in the
+/// load's words.
+fn probe_tls(client: &TlsClient) -> loadgate_target::ProbeTls {
+    let explainer = client.clone();
+    loadgate_target::ProbeTls::new(client.rustls_config(), client.server_name(), move |e| explainer.explain(e))
 }
 
 /// The TLS client of a target: the spec's `tls` with its files read (relative to the spec's directory), or
