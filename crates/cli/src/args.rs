@@ -65,7 +65,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
-    /// Turn a wrk, wrk2, ab, hey, oha or apib command line into a spec (printed on stdout).
+    /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
     Import(ImportArgs),
     /// Print a shell completion script: `loadgate completions bash > /etc/bash_completion.d/loadgate`.
     Completions(CompletionsArgs),

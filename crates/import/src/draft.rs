@@ -112,7 +112,7 @@ impl Draft {
         }
         let _ = writeln!(y, "version: 1");
         let _ = writeln!(y, "name: {}", self.name());
-        let article = if matches!(tool, Tool::Ab | Tool::Oha | Tool::Apib) { "an" } else { "a" };
+        let article = if matches!(tool, Tool::Ab | Tool::Oha | Tool::Apib | Tool::H2load) { "an" } else { "a" };
         let _ = writeln!(y, "description: Imported from {article} {tool} command line.");
         if self.cpus.is_some() || self.threads.is_some() {
             let _ = writeln!(y, "hardware:\n  generator:");
@@ -137,8 +137,9 @@ impl Draft {
             let _ = writeln!(y, "    gate: false");
             self.render_request(&mut y);
             let mut load = self.load.clone();
-            if let Load::Closed { stop, .. } = &mut load {
-                *stop = Stop::Duration(Val::given(w));
+            match &mut load {
+                Load::Closed { stop, .. } => *stop = Stop::Duration(Val::given(w)),
+                Load::Open { duration, .. } => *duration = Val::given(w),
             }
             render_load(&mut y, &load, tool);
         }
