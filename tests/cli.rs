@@ -1,27 +1,10 @@
 //! End-to-end tests of the real `loadgate` binary: validation messages, plans, the schema.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
-}
-
-/// Runs loadgate from the repository root with a clean environment, so paths and output are stable.
-fn loadgate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loadgate"))
-        .args(args)
-        .current_dir(root())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run loadgate")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod common;
+use common::{loadgate, root, text};
 
 fn files(dir: &str, ext: &str) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(root().join(dir)) else { return Vec::new() };

@@ -2,10 +2,12 @@
 //! std thread per connection, port 0). Every server counts the requests it answered and the handshakes it
 //! resumed, and the counts are compared with what loadgate reports.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -15,24 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{HandshakeKind, RootCertStore, ServerConfig, ServerConnection, StreamOwned};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
-}
-
-fn loadgate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_loadgate"))
-        .args(args)
-        .current_dir(root())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run loadgate")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::{loadgate, text};
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

@@ -258,6 +258,42 @@ pub struct SloError {
 
 const SLO_EXPECTED: &str = "an SLO such as `p99 < 100ms`, `throughput >= 1000/s` or `error_rate < 0.1%`";
 
+/// Why an objective's text has no usable comparison.
+pub(crate) enum ComparisonError {
+    /// No comparison character at all.
+    Missing,
+    /// A run of comparison characters that is not an operator, with a hint for the likely one.
+    Unknown { op: String, hint: &'static str },
+}
+
+/// Splits `lhs OP rhs` at the first comparison character at or after byte `from`. The operator is the whole run
+/// of comparison characters, so `<>` or `=<` is named as written. `lhs` is trimmed, `rhs` is not.
+pub(crate) fn split_comparison(s: &str, from: usize) -> Result<(&str, Comparison, &str), ComparisonError> {
+    let op_pos = s[from..].find(['<', '>', '=', '!']).map(|i| i + from).ok_or(ComparisonError::Missing)?;
+    let lhs = s[..op_pos].trim();
+    let rest = &s[op_pos..];
+    let op_len = rest.find(|c: char| !matches!(c, '<' | '>' | '=' | '!')).unwrap_or(rest.len());
+    let (op, rhs) = rest.split_at(op_len);
+    let comparison = match op {
+        "<=" => Comparison::Le,
+        ">=" => Comparison::Ge,
+        "==" => Comparison::Eq,
+        "<" => Comparison::Lt,
+        ">" => Comparison::Gt,
+        _ => {
+            let hint = match op {
+                "=<" => " (did you mean `<=`?)",
+                "=>" => " (did you mean `>=`?)",
+                "=" => " (did you mean `==`?)",
+                "<>" | "!=" => " (loadgate has no `not equal`)",
+                _ => "",
+            };
+            return Err(ComparisonError::Unknown { op: op.to_owned(), hint });
+        }
+    };
+    Ok((lhs, comparison, rhs))
+}
+
 impl Slo {
     /// Parses the expression part of an SLO (`p99 < 100ms`); `abort_on_fail` is set by the caller.
     pub fn parse(text: &str) -> Result<Slo, SloError> {
@@ -265,38 +301,16 @@ impl Slo {
         let s = text.trim();
         // The comparison follows the metric and its optional `{request=...}` filter.
         let search_from = s.find('}').map(|i| i + 1).unwrap_or(0);
-        let op_pos = s[search_from..].find(['<', '>', '=', '!']).map(|i| i + search_from);
-        let Some(op_pos) = op_pos else {
-            return Err(err(
+        let (lhs, comparison, rhs) = split_comparison(s, search_from).map_err(|e| match e {
+            ComparisonError::Missing => err(
                 format!("`{s}` has no comparison"),
                 Some("write the metric, a comparison (<, <=, >, >=, ==) and a threshold: `p99 < 100ms`".into()),
-            ));
-        };
-        let lhs = s[..op_pos].trim();
-        let rest = &s[op_pos..];
-        // The operator is the whole run of comparison characters, so `<>` or `=<` is named as written.
-        let op_len = rest.find(|c: char| !matches!(c, '<' | '>' | '=' | '!')).unwrap_or(rest.len());
-        let (op, rhs) = rest.split_at(op_len);
-        let comparison = match op {
-            "<=" => Comparison::Le,
-            ">=" => Comparison::Ge,
-            "==" => Comparison::Eq,
-            "<" => Comparison::Lt,
-            ">" => Comparison::Gt,
-            _ => {
-                let hint = match op {
-                    "=<" => " (did you mean `<=`?)",
-                    "=>" => " (did you mean `>=`?)",
-                    "=" => " (did you mean `==`?)",
-                    "<>" | "!=" => " (loadgate has no `not equal`)",
-                    _ => "",
-                };
-                return Err(err(
-                    format!("`{op}` is not a comparison operator"),
-                    Some(format!("the comparisons are <, <=, >, >= and =={hint}")),
-                ));
-            }
-        };
+            ),
+            ComparisonError::Unknown { op, hint } => err(
+                format!("`{op}` is not a comparison operator"),
+                Some(format!("the comparisons are <, <=, >, >= and =={hint}")),
+            ),
+        })?;
         let rhs = rhs.trim();
 
         // The metric, with an optional `{request=NAME}` filter.

@@ -198,30 +198,17 @@ impl SweepSlo {
         let err =
             |message: String, help: Option<String>| SloError { message, expected: SWEEP_EXPECTED.to_owned(), help };
         let s = text.trim();
-        let Some(op_pos) = s.find(['<', '>', '=', '!']) else {
-            return Err(err(
+        let (lhs, comparison, rhs) = crate::slo::split_comparison(s, 0).map_err(|e| match e {
+            crate::slo::ComparisonError::Missing => err(
                 format!("`{s}` has no comparison"),
                 Some("write a measure, a comparison (<, <=, >, >=, ==) and a threshold: `knee >= 256`".into()),
-            ));
-        };
-        let (lhs, rest) = s.split_at(op_pos);
-        let lhs = lhs.trim();
-        let op_len = rest.find(|c: char| !matches!(c, '<' | '>' | '=' | '!')).unwrap_or(rest.len());
-        let (op, rhs) = rest.split_at(op_len);
+            ),
+            crate::slo::ComparisonError::Unknown { op, hint } => err(
+                format!("`{op}` is not a comparison operator"),
+                Some(format!("the comparisons are <, <=, >, >= and =={hint}")),
+            ),
+        })?;
         let rhs = rhs.trim();
-        let comparison = match op {
-            "<=" => Comparison::Le,
-            ">=" => Comparison::Ge,
-            "==" => Comparison::Eq,
-            "<" => Comparison::Lt,
-            ">" => Comparison::Gt,
-            _ => {
-                return Err(err(
-                    format!("`{op}` is not a comparison operator"),
-                    Some("the comparisons are <, <=, >, >= and ==".into()),
-                ))
-            }
-        };
         if lhs.is_empty() {
             return Err(err(format!("`{s}` names nothing to measure"), Some(names_help())));
         }
