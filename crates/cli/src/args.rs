@@ -65,7 +65,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
-    /// Turn a wrk, wrk2, ab, hey, oha or apib command line into a spec (printed on stdout).
+    /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
     Import(ImportArgs),
     /// Print a shell completion script: `loadgate completions bash > /etc/bash_completion.d/loadgate`.
     Completions(CompletionsArgs),
@@ -218,7 +218,7 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Spec-less run (wrk/wrk2 flags)")]
 pub struct FlagArgs {
-    /// The URL to load: `http://host:port/path?query` (or give it as the last argument, as in wrk).
+    /// The URL to load: `http://host:port/path?query` or `https://...` (or give it as the last argument, as in wrk).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
     /// Connections to keep open.
@@ -254,6 +254,9 @@ pub struct FlagArgs {
     /// A new connection per request (ab without `-k`).
     #[arg(long)]
     pub no_keepalive: bool,
+    /// For an https URL: do not check the server's certificate (curl, oha `-k`/`--insecure`); reported loudly.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
     /// An SLO to gate on, such as `p99 < 50ms`; repeatable.
     #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,
@@ -282,6 +285,7 @@ impl FlagArgs {
         note(self.body.is_some(), "--body");
         note(self.pipeline.is_some(), "--pipeline");
         note(self.no_keepalive, "--no-keepalive");
+        note(self.insecure, "-k");
         note(!self.slos.is_empty(), "--slo");
         note(self.print_spec, "--print-spec");
         given
@@ -303,6 +307,7 @@ impl FlagArgs {
             pipeline: self.pipeline,
             no_keepalive: self.no_keepalive,
             slos: self.slos.clone(),
+            insecure: self.insecure,
         }
     }
 }
@@ -345,4 +350,13 @@ pub struct ServeArgs {
     /// Server threads (0: one per CPU loadgate may use).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Serve HTTPS with a self-signed certificate made at start (for localhost, 127.0.0.1 and ::1).
+    #[arg(long)]
+    pub tls: bool,
+    /// Serve HTTPS with this PEM certificate chain (with `--tls-key`).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<String>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<String>,
 }

@@ -395,9 +395,18 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
     argv.extend(args.delay.map(|d| ["--delay".into(), d]).into_iter().flatten());
     argv.extend(args.body_size.map(|b| ["--body-size".into(), b.to_string()]).into_iter().flatten());
     argv.extend(args.chunked.then(|| "--chunked".to_owned()));
+    argv.extend(args.tls.then(|| "--tls".to_owned()));
+    argv.extend(args.tls_cert.map(|c| ["--tls-cert".into(), c]).into_iter().flatten());
+    argv.extend(args.tls_key.map(|k| ["--tls-key".into(), k]).into_iter().flatten());
     let cfg =
         loadgate_server::ServeConfig::from_args(&argv).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr))).map_err(|e| {
+    if cfg.tls == Some(loadgate_server::ServeTls::SelfSigned) {
+        out.error(
+            "note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)",
+        );
+    }
+    let https = cfg.tls.is_some();
+    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, https))).map_err(|e| {
         // A configuration the server refuses (a flag for another kind) is a wrong command line.
         let exit = if matches!(e, loadgate_server::ServerError::InvalidServer(_)) {
             Exit::InvalidInput

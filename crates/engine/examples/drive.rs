@@ -141,7 +141,7 @@ fn main() -> ExitCode {
     };
     let workers: Vec<WorkerPlan> =
         (0..n as usize).map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied() }).collect();
-    let target = Target { addr, host: authority.to_owned() };
+    let target = Target { addr, host: authority.to_owned(), tls: None };
     let result = match run_phase(&phase, &workers, &target, &StopSignal::new(), &mut |_| Control::Continue) {
         Ok(r) => r,
         Err(e) => {

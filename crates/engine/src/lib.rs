@@ -122,6 +122,7 @@ mod request;
 mod rt;
 mod schedule;
 mod sys;
+pub mod tls;
 mod transport;
 mod worker;
 
@@ -138,6 +139,8 @@ pub struct Target {
     pub addr: SocketAddr,
     /// The value of the `Host` header (unless the request sets its own).
     pub host: String,
+    /// HTTPS: how to speak TLS to the target (`None`: plain HTTP).
+    pub tls: Option<tls::TlsClient>,
 }
 
 /// What the engine reports once per second (aggregated over all workers) while a phase runs.

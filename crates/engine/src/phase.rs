@@ -12,8 +12,10 @@ use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
 use loadgate_results::{
     new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary, LoadSummary, Problem,
-    RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, Validity, WorkerStats,
+    RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, TlsStats, Validity, WorkerStats,
 };
+
+use crate::tls::TlsClient;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
@@ -138,7 +140,7 @@ pub(crate) fn run(
         let t = (index as f64 + 1.0).min(elapsed.max(index as f64));
         agg.timeline.push(timeline_point(index, &merged, schedule.as_ref(), t, phase));
     }
-    Ok(assemble(phase, workers, stop, schedule.as_ref(), start, &finals, agg.timeline))
+    Ok(assemble(phase, workers, stop, schedule.as_ref(), start, &finals, agg.timeline, target.tls.as_ref()))
 }
 
 fn configure(
@@ -255,6 +257,7 @@ fn configure(
             index: i,
             cpu: wp.cpu,
             addr: target.addr,
+            tls: target.tls.clone(),
             request: bytes.clone(),
             built,
             mix_entries: if session { steps.len() } else { phase.mix.len() },
@@ -381,6 +384,7 @@ fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64,
     }
 }
 
+#[expect(clippy::too_many_arguments, reason = "the parts of one result, each used once")]
 fn assemble(
     phase: &Phase,
     workers: &[WorkerPlan],
@@ -389,6 +393,7 @@ fn assemble(
     start: Instant,
     finals: &[Box<WorkerFinal>],
     timeline: Vec<TimelinePoint>,
+    target_tls: Option<&TlsClient>,
 ) -> ScenarioResult {
     let load = &phase.load;
     let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
@@ -406,6 +411,7 @@ fn assemble(
     let mut slots_expected = 0;
     let mut address_unavailable = 0;
     let mut first_connect_error = None;
+    let mut tls = TlsStats { insecure: target_tls.is_some_and(TlsClient::insecure), ..TlsStats::default() };
     let (mut users_started, mut users_finished, mut users_peak) = (0u64, 0u64, 0u64);
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
@@ -431,11 +437,24 @@ fn assemble(
         if first_connect_error.is_none() {
             first_connect_error.clone_from(&c.first_connect_error);
         }
+        let t = &f.tls;
+        tls.handshakes += t.handshakes;
+        tls.resumed += t.resumed;
+        for (version, n) in [("TLSv1_3", t.tls13), ("TLSv1_2", t.tls12)] {
+            if n > 0 {
+                *tls.versions.entry(version.to_owned()).or_default() += n;
+            }
+        }
+        tls.errors.add(&t.errors);
+        if tls.first_error.is_none() {
+            tls.first_error.clone_from(&t.first_error);
+        }
         for (into, from) in [
             (&mut hist.latency, &f.latency),
             (&mut hist.service_time, &f.service_time),
             (&mut hist.send_lag, &f.send_lag),
             (&mut hist.connect_time, &f.connect_time),
+            (&mut hist.tls_handshake, &f.tls_handshake),
         ] {
             if into.add(from).is_err() {
                 merge_by_values(into, from);
@@ -540,6 +559,26 @@ fn assemble(
             ),
         });
     }
+    if tls.insecure {
+        validity.warnings.push(Problem {
+            kind: "tls_insecure".into(),
+            message: "INSECURE: the server's TLS certificate was not checked (`tls.insecure: true`, `-k`): the \
+                      traffic is encrypted, but to a server nobody verified"
+                .into(),
+        });
+    }
+    if tls.errors.total() > 0 {
+        let classes: Vec<String> = tls.errors.nonzero().iter().map(|(k, n)| format!("{k} {n}")).collect();
+        validity.warnings.push(Problem {
+            kind: "tls_errors".into(),
+            message: format!(
+                "{} TLS failures ({}); first: {}",
+                tls.errors.total(),
+                classes.join(", "),
+                tls.first_error.as_deref().unwrap_or("-")
+            ),
+        });
+    }
     validity.valid = validity.problems.is_empty();
 
     let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
@@ -571,6 +610,9 @@ fn assemble(
         service_time: LatencySummary::from_histogram(&hist.service_time),
         send_lag: LatencySummary::from_histogram(&hist.send_lag),
         connect_time: LatencySummary::from_histogram(&hist.connect_time),
+        tls: target_tls
+            .is_some()
+            .then(|| TlsStats { handshake_time: LatencySummary::from_histogram(&hist.tls_handshake), ..tls }),
         histograms: hist,
         timeline,
         workers: worker_stats,

@@ -1,8 +1,10 @@
 //! The transport boundary: how a worker opens a byte stream to the target and moves bytes over it.
 //!
 //! The connection driver only needs [`Stream`]: non-blocking reads and writes that say when they would block.
-//! Plain TCP is the one transport today; an HTTPS backend would add a `connect` that wraps the TCP socket in TLS
-//! and return its own `Stream` type here.
+//! Plain TCP ([`TcpConn`]) and TLS over it ([`crate::tls::TlsConn`], opened by [`crate::tls::handshake`] on a
+//! connected `TcpConn`) are the two implementations. The worker drives a connection through a generic function,
+//! so each transport gets its own monomorphized copy of the one engine loop: the plain path pays nothing for TLS
+//! (no boxed stream, no branch per read).
 
 use std::future::poll_fn;
 use std::io;
@@ -55,6 +57,15 @@ pub(crate) struct Read {
 pub(crate) trait Stream {
     fn try_write(&mut self, rt: &Rt, buf: &[u8]) -> io::Result<Option<usize>>;
     fn try_read(&mut self, rt: &Rt, buf: &mut [u8]) -> io::Result<Option<Read>>;
+    /// Writes what the stream itself buffered (TLS records a full socket did not take); nothing for plain TCP.
+    #[inline(always)]
+    fn try_flush(&mut self, _rt: &Rt) -> io::Result<()> {
+        Ok(())
+    }
+    /// The TLS error that broke the stream (after a failed read or write), once.
+    fn take_tls_failure(&mut self) -> Option<crate::tls::TlsFailure> {
+        None
+    }
 }
 
 /// Why a connect failed.
@@ -64,6 +75,8 @@ pub(crate) enum ConnectError {
     AddressUnavailable,
     TimedOut,
     Other(io::Error),
+    /// The TLS handshake failed (classified in the TLS error counts): what happened and what to do.
+    Tls(String),
 }
 
 impl std::fmt::Display for ConnectError {
@@ -72,6 +85,7 @@ impl std::fmt::Display for ConnectError {
             ConnectError::AddressUnavailable => f.write_str("no local address or port available (EADDRNOTAVAIL)"),
             ConnectError::TimedOut => f.write_str("connect timed out"),
             ConnectError::Other(e) => write!(f, "{e}"),
+            ConnectError::Tls(message) => f.write_str(message),
         }
     }
 }
@@ -95,7 +109,7 @@ pub(crate) struct TcpConn {
 }
 
 /// Counts a connect in progress for as long as it lives.
-struct Connecting<'a>(&'a Rt);
+pub(crate) struct Connecting<'a>(pub(crate) &'a Rt);
 
 impl Drop for Connecting<'_> {
     fn drop(&mut self) {
@@ -227,6 +241,40 @@ impl Stream for TcpConn {
 }
 
 impl TcpConn {
+    /// Writes several buffers in one `sendmsg` (TLS records queued together).
+    pub(crate) fn try_write_vectored(&mut self, rt: &Rt, bufs: &[io::IoSlice<'_>]) -> io::Result<Option<usize>> {
+        if rt.readiness(self.task) & WRITABLE == 0 {
+            return Ok(None);
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec on Unix.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len() as _;
+        loop {
+            // SAFETY: `msg` points at the caller's live slices, read-only for the kernel; MSG_NOSIGNAL keeps a
+            // closed peer from raising SIGPIPE.
+            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                let n = n as usize;
+                if n < total {
+                    rt.clear(self.task, WRITABLE);
+                }
+                return Ok(Some(n));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            if would_block(&e) {
+                rt.clear(self.task, WRITABLE);
+                return Ok(None);
+            }
+            return Err(e);
+        }
+    }
+
     fn recv(&self, buf: &mut [u8]) -> (isize, Option<Instant>) {
         // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
         let n = unsafe { libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };

@@ -56,7 +56,8 @@ use crate::codec::{Completed, Eof, ResponseParser};
 use crate::request::{Built, RequestBytes};
 use crate::rt::{Rt, Task};
 use crate::schedule::WorkerSchedule;
-use crate::transport::{self, ConnectError, Stream};
+use crate::tls::{self, TlsClient, TlsConn, TlsFailure, WorkerTls};
+use crate::transport::{self, ConnectError, Stream, TcpConn};
 use crate::{EngineError, StopSignal};
 
 /// The shared read buffer of a worker: one read takes as much as the socket holds, up to this.
@@ -71,6 +72,8 @@ pub(crate) struct WorkerConfig {
     pub index: usize,
     pub cpu: Option<u32>,
     pub addr: SocketAddr,
+    /// HTTPS: the TLS client every connection of the worker uses (the worker takes its own copy).
+    pub tls: Option<TlsClient>,
     /// The phase's one static request, repeated; `None` when requests are built one at a time (`built`).
     pub request: Option<Arc<RequestBytes>>,
     /// A mix or generated values: every request is serialized on its own into its connection's buffer.
@@ -143,6 +146,8 @@ pub(crate) struct WorkerFinal {
     pub service_time: Histogram<u64>,
     pub send_lag: Histogram<u64>,
     pub connect_time: Histogram<u64>,
+    pub tls_handshake: Histogram<u64>,
+    pub tls: TlsCounters,
     pub peak_open: u64,
     /// The most users active at once on this worker (in flight, waiting for their connection or thinking).
     pub peak_active: u64,
@@ -179,6 +184,26 @@ impl EntryStats {
             status: StatusCounts::default(),
             errors: ErrorCounts::default(),
             latency: new_histogram(),
+        }
+    }
+}
+
+/// TLS handshakes and failures of one worker.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TlsCounters {
+    pub handshakes: u64,
+    pub resumed: u64,
+    pub tls13: u64,
+    pub tls12: u64,
+    pub errors: loadgate_results::TlsErrorCounts,
+    pub first_error: Option<String>,
+}
+
+impl TlsCounters {
+    fn failed(&mut self, f: TlsFailure) {
+        self.errors.count(f.kind);
+        if self.first_error.is_none() {
+            self.first_error = Some(f.message);
         }
     }
 }
@@ -288,6 +313,8 @@ struct Ctx {
     built: Option<RefCell<Built>>,
     /// Per mix entry of `built`: the method is HEAD.
     heads: Box<[bool]>,
+    /// HTTPS: the worker's TLS client (its own session cache).
+    tls: Option<WorkerTls>,
 }
 
 struct Stats {
@@ -296,6 +323,8 @@ struct Stats {
     service_time: Histogram<u64>,
     send_lag: Histogram<u64>,
     connect_time: Histogram<u64>,
+    tls_handshake: Histogram<u64>,
+    tls: TlsCounters,
     interval: Histogram<u64>,
     /// The interval's service times (open loads), for the timeline.
     interval_service: Histogram<u64>,
@@ -449,6 +478,8 @@ impl Ctx {
             service_time: new_histogram(),
             send_lag: new_histogram(),
             connect_time: new_histogram(),
+            tls_handshake: new_histogram(),
+            tls: TlsCounters::default(),
             interval: new_histogram(),
             interval_service: new_histogram(),
             in_flight: 0,
@@ -464,7 +495,9 @@ impl Ctx {
         let built = cfg.built.take();
         let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
         let slots = cfg.slots;
+        let tls = cfg.tls.as_ref().map(TlsClient::for_worker);
         Ctx {
+            tls,
             rt,
             deadline,
             start,
@@ -684,6 +717,8 @@ impl Ctx {
             service_time,
             send_lag: std::mem::replace(&mut stats.send_lag, new_histogram()),
             connect_time: std::mem::replace(&mut stats.connect_time, new_histogram()),
+            tls_handshake: std::mem::replace(&mut stats.tls_handshake, new_histogram()),
+            tls: std::mem::take(&mut stats.tls),
             peak_open: stats.peak_open,
             peak_active: stats.peak_active,
             slots_connected: stats.slots_connected,
@@ -778,6 +813,81 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
 }
 
+/// A connection ready for requests.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "moved once into the slot's future, which holds the connection either way; a box would add an \
+              allocation per connection and an indirection per read"
+)]
+enum Conn {
+    Plain(TcpConn),
+    Tls(TlsConn),
+}
+
+/// Opens a connection: the TCP connect (timed as `connect_time`), then for HTTPS the TLS handshake (timed as
+/// `tls_handshake`). Returns the connection and the moment it could carry a request.
+async fn open(ctx: &Ctx, began: Instant) -> Result<(Conn, Instant), ConnectError> {
+    let tcp = transport::connect(&ctx.rt, ctx.cfg.addr, ctx.cfg.timeout).await?;
+    let connected = Instant::now();
+    ctx.stats.borrow_mut().connect_time.saturating_record(micros(connected.saturating_duration_since(began)));
+    let Some(client) = &ctx.tls else {
+        return Ok((Conn::Plain(tcp), connected));
+    };
+    match tls::handshake(&ctx.rt, tcp, client, ctx.cfg.timeout).await {
+        Ok((conn, hs)) => {
+            let done = Instant::now();
+            let mut s = ctx.stats.borrow_mut();
+            s.tls_handshake.saturating_record(micros(done.saturating_duration_since(connected)));
+            s.tls.handshakes += 1;
+            s.tls.resumed += u64::from(hs.resumed);
+            match hs.version {
+                Some(rustls::ProtocolVersion::TLSv1_3) => s.tls.tls13 += 1,
+                Some(rustls::ProtocolVersion::TLSv1_2) => s.tls.tls12 += 1,
+                _ => {}
+            }
+            Ok((Conn::Tls(conn), done))
+        }
+        Err(failure) => {
+            let message = failure.message.clone();
+            ctx.stats.borrow_mut().tls.failed(failure);
+            Err(ConnectError::Tls(message))
+        }
+    }
+}
+
+/// Drives requests over one open connection until it must be replaced or the slot is done (a session user's
+/// steps included). Generic over the transport, so each gets its own compiled copy of the loop.
+async fn serve<S: Stream>(ctx: &Ctx, io: &mut SlotIo, mut stream: S, quota: &mut Option<u64>) -> End {
+    let cfg = &ctx.cfg;
+    loop {
+        let end = poll_fn(|cx| io.drive(cx, ctx, &mut stream, quota)).await;
+        if !matches!(end, End::Step) {
+            return end;
+        }
+        // A session's request completed: the user thinks, then sends its next request on the same connection,
+        // or closes once its session is done.
+        let (next, think) = ctx.next_step(Some(io.step));
+        if !think.is_zero() {
+            ctx.stats.borrow_mut().thinking += 1;
+            ctx.rt.sleep(think).await;
+            ctx.stats.borrow_mut().thinking -= 1;
+        }
+        let Some((step, entry)) = next.filter(|_| !cfg.stop.is_stopped()) else {
+            return End::Reconnect { server_closed: false };
+        };
+        io.step = step;
+        ctx.build_entry(entry, &mut io.out);
+        let now = Instant::now();
+        let mut s = ctx.stats.borrow_mut();
+        s.c.sent += 1;
+        s.in_flight += 1;
+        if let Some(e) = s.entry(entry) {
+            e.sent += 1;
+        }
+        io.push(now, now, entry, 0);
+    }
+}
+
 /// One connection slot: connect, drive requests over the connection, reconnect when needed, until done.
 async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
     let mut io = SlotIo::new(id);
@@ -823,15 +933,13 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
         }
 
         let began = Instant::now();
-        match transport::connect(&ctx.rt, cfg.addr, cfg.timeout).await {
-            Ok(mut stream) => {
-                let connected = Instant::now();
+        match open(&ctx, began).await {
+            Ok((conn, connected)) => {
                 // A new connection: nothing answered on it yet (a failure mid-way resets the buffers, not these).
                 io.answered = false;
                 io.peer_closed = false;
                 {
                     let mut s = ctx.stats.borrow_mut();
-                    s.connect_time.saturating_record(micros(connected.saturating_duration_since(began)));
                     s.c.opened += 1;
                     s.conns_open += 1;
                     s.peak_open = s.peak_open.max(s.conns_open);
@@ -850,34 +958,11 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 }
                 ever_connected = true;
                 backoff = BACKOFF_MIN;
-                let end = loop {
-                    let end = poll_fn(|cx| io.drive(cx, &ctx, &mut stream, &mut quota)).await;
-                    if !matches!(end, End::Step) {
-                        break end;
-                    }
-                    // A session's request completed: the user thinks, then sends its next request on the same
-                    // connection, or closes once its session is done.
-                    let (next, think) = ctx.next_step(Some(io.step));
-                    if !think.is_zero() {
-                        ctx.stats.borrow_mut().thinking += 1;
-                        ctx.rt.sleep(think).await;
-                        ctx.stats.borrow_mut().thinking -= 1;
-                    }
-                    let Some((step, entry)) = next.filter(|_| !cfg.stop.is_stopped()) else {
-                        break End::Reconnect { server_closed: false };
-                    };
-                    io.step = step;
-                    ctx.build_entry(entry, &mut io.out);
-                    let now = Instant::now();
-                    let mut s = ctx.stats.borrow_mut();
-                    s.c.sent += 1;
-                    s.in_flight += 1;
-                    if let Some(e) = s.entry(entry) {
-                        e.sent += 1;
-                    }
-                    io.push(now, now, entry, 0);
+                // One engine loop, monomorphized per transport: the plain path never looks at TLS.
+                let end = match conn {
+                    Conn::Plain(stream) => serve(&ctx, &mut io, stream, &mut quota).await,
+                    Conn::Tls(stream) => serve(&ctx, &mut io, stream, &mut quota).await,
                 };
-                drop(stream);
                 let refused = io.peer_closed && !io.answered;
                 io.reset();
                 let mut s = ctx.stats.borrow_mut();
@@ -1024,6 +1109,16 @@ impl SlotIo {
         self.parser.reset();
     }
 
+    /// The stream broke: every request in flight fails with `kind`, and a TLS failure is counted by its class.
+    #[cold]
+    fn fail_stream<S: Stream>(&mut self, ctx: &Ctx, stream: &mut S, kind: Failure) {
+        let mut stats = ctx.stats.borrow_mut();
+        if let Some(f) = stream.take_tls_failure() {
+            stats.tls.failed(f);
+        }
+        self.fail_all(&mut stats, kind);
+    }
+
     /// Every request in flight fails with `kind` (each counted once).
     fn fail_all(&mut self, stats: &mut Stats, kind: Failure) {
         let n = self.in_flight.len() as u64;
@@ -1101,7 +1196,11 @@ impl SlotIo {
                 return Poll::Ready(end);
             }
 
-            // 2. Write everything unwritten.
+            // 2. Write everything unwritten (and what the stream itself still holds).
+            if stream.try_flush(&ctx.rt).is_err() {
+                self.fail_stream(ctx, stream, Failure::Write);
+                return Poll::Ready(End::Reconnect { server_closed: false });
+            }
             loop {
                 let buf = match &cfg.request {
                     Some(bytes) if self.unwritten > 0 => bytes.slice(self.write_off, self.unwritten),
@@ -1125,7 +1224,7 @@ impl SlotIo {
                     Ok(None) => break,
                     Ok(Some(_)) | Err(_) => {
                         self.peer_closed = true;
-                        self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Write);
+                        self.fail_stream(ctx, stream, Failure::Write);
                         return Poll::Ready(End::Reconnect { server_closed: false });
                     }
                 }
@@ -1136,8 +1235,9 @@ impl SlotIo {
             match stream.try_read(&ctx.rt, &mut scratch[..]) {
                 Ok(None) => {}
                 Err(_) => {
+                    drop(scratch);
                     self.peer_closed = true;
-                    self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Read);
+                    self.fail_stream(ctx, stream, Failure::Read);
                     return Poll::Ready(End::Reconnect { server_closed: false });
                 }
                 Ok(Some(read)) => {

@@ -54,6 +54,8 @@ pub(crate) struct Draft {
     pub load: Load,
     /// A warmup phase before the measured one (apib `-w`).
     pub warmup: Option<Dur>,
+    /// `https://` without certificate checks (oha `--insecure`).
+    pub insecure: bool,
     pub notes: Vec<String>,
 }
 
@@ -110,7 +112,7 @@ impl Draft {
         }
         let _ = writeln!(y, "version: 1");
         let _ = writeln!(y, "name: {}", self.name());
-        let article = if matches!(tool, Tool::Ab | Tool::Oha | Tool::Apib) { "an" } else { "a" };
+        let article = if matches!(tool, Tool::Ab | Tool::Oha | Tool::Apib | Tool::H2load) { "an" } else { "a" };
         let _ = writeln!(y, "description: Imported from {article} {tool} command line.");
         if self.cpus.is_some() || self.threads.is_some() {
             let _ = writeln!(y, "hardware:\n  generator:");
@@ -125,19 +127,19 @@ impl Draft {
             }
         }
         let _ = writeln!(y, "target:");
-        if self.url.https {
-            let _ =
-                writeln!(y, "  # loadgate's engine speaks plain HTTP only for now: `loadgate validate` rejects https.");
-        }
         let _ = writeln!(y, "  base_url: {}", quote(&self.url.base));
+        if self.url.https && self.insecure {
+            let _ = writeln!(y, "  tls: {{ insecure: true }}  # from `--insecure`: the certificate is not checked");
+        }
         let _ = writeln!(y, "scenarios:");
         if let Some(w) = self.warmup {
             let _ = writeln!(y, "  warmup:  # {tool}'s warmup: measured and reported, never gated");
             let _ = writeln!(y, "    gate: false");
             self.render_request(&mut y);
             let mut load = self.load.clone();
-            if let Load::Closed { stop, .. } = &mut load {
-                *stop = Stop::Duration(Val::given(w));
+            match &mut load {
+                Load::Closed { stop, .. } => *stop = Stop::Duration(Val::given(w)),
+                Load::Open { duration, .. } => *duration = Val::given(w),
             }
             render_load(&mut y, &load, tool);
         }

@@ -33,6 +33,8 @@ pub struct FlagRun {
     pub no_keepalive: bool,
     /// `--slo EXPR`.
     pub slos: Vec<String>,
+    /// `-k`/`--insecure`: an `https://` URL's certificate is not checked (curl, oha).
+    pub insecure: bool,
 }
 
 /// A bare number means seconds, as in wrk (`-d 30`, `--timeout 8`).
@@ -64,16 +66,18 @@ fn quote(s: &str) -> String {
 /// checks them like any other spec, so a bad flag gets the same located, explained error.
 pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
     let url = f.url.as_deref().ok_or("--url is required without a spec")?;
-    let (base, path) = match url.strip_prefix("http://") {
-        Some(rest) => match rest.find('/') {
-            Some(i) => (format!("http://{}", &rest[..i]), rest[i..].to_owned()),
-            None => (url.to_owned(), "/".to_owned()),
-        },
-        None if url.starts_with("https://") => {
-            return Err("https URLs are not supported by the engine yet; use http://".into())
-        }
-        None => return Err(format!("`{url}` is not an http:// URL")),
+    let (scheme, rest) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => ("http", rest),
+        (None, Some(rest)) => ("https", rest),
+        (None, None) => return Err(format!("`{url}` is not an http:// or https:// URL")),
     };
+    let (base, path) = match rest.find('/') {
+        Some(i) => (format!("{scheme}://{}", &rest[..i]), rest[i..].to_owned()),
+        None => (url.to_owned(), "/".to_owned()),
+    };
+    if f.insecure && scheme == "http" {
+        return Err(format!("`--insecure` applies to https:// URLs, and `{url}` is plain http"));
+    }
     let connections = f.connections.unwrap_or(10);
     let mut y = String::new();
     let _ = writeln!(y, "# yaml-language-server: $schema=https://loadgate.dev/schemas/loadgate.schema.json");
@@ -84,6 +88,9 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
         let _ = writeln!(y, "hardware:\n  generator: {{ threads: {t} }}");
     }
     let _ = writeln!(y, "target:\n  base_url: {}", quote(&base));
+    if f.insecure {
+        let _ = writeln!(y, "  tls: {{ insecure: true }}");
+    }
     let _ = writeln!(y, "scenarios:\n  main:");
     let _ = writeln!(y, "    request:");
     if let Some(m) = &f.method {

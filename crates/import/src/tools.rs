@@ -4,7 +4,8 @@
 //! duration 10 s, timeout 2 s; SI suffixes on numbers and times), Apache httpd `support/ab.c` (one request,
 //! concurrency 1, timeout 30 s, HTTP/1.0, keep-alive only with `-k`), rakyll/hey `hey.go` (200 requests, 50
 //! workers, `-q` per worker, timeout 20 s), hatoo/oha `src/lib.rs` (200 requests, 50 connections, `-q` in
-//! total, no timeout) and apigee/apib's usage (concurrency 1, 60 s).
+//! total, no timeout), apigee/apib's usage (concurrency 1, 60 s) and nghttp2's `doc/h2load.1.rst` (1 request,
+//! 1 client, 1 thread, 1 stream per connection, HTTP/2 unless `--h1`, `--rps` per client, no timeout).
 
 use base64::Engine as _;
 
@@ -27,6 +28,7 @@ pub(crate) fn read(tool: Tool, args: &[String], command_line: &str) -> Result<Dr
         Tool::Hey => hey(args, command_line),
         Tool::Oha => oha(args, command_line),
         Tool::Apib => apib(args, command_line),
+        Tool::H2load => h2load(args, command_line),
     }
 }
 
@@ -103,11 +105,9 @@ fn start(tool: Tool, url: TargetUrl, command_line: &str, load: Load) -> Draft {
         timeout: None,
         load,
         warmup: None,
+        insecure: false,
         notes: Vec::new(),
     };
-    if d.url.https {
-        d.note("the URL is https: the spec keeps it, but loadgate's engine speaks plain HTTP only for now");
-    }
     if let Some(f) = d.url.fragment.take() {
         d.note(format!("the URL fragment `#{f}` is dropped (clients never send it)"));
     }
@@ -800,7 +800,17 @@ fn oha(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
     if p.has("burst-delay") || p.has("burst-rate") {
         d.note("bursts (`--burst-delay`, `--burst-rate`) are not carried over");
     }
+    if p.has("insecure") {
+        if d.url.https {
+            d.insecure = true;
+        } else {
+            d.note("`--insecure` is not carried over: the URL is plain http");
+        }
+    }
     for (key, what) in [
+        ("cacert", "a CA file: copy it next to the spec and set `target.tls.ca`"),
+        ("cert", "a client certificate: copy it next to the spec and set `target.tls.client_cert`"),
+        ("key", "a client key: copy it next to the spec and set `target.tls.client_key`"),
         ("connect-timeout", "the connect timeout"),
         ("x", "a proxy"),
         ("connect-to", "a DNS override"),
@@ -889,6 +899,291 @@ fn apib(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
     headers(tool, &mut d, p, "H")?;
     if let Some(g) = p.last("K") {
         d.note(format!("the think time `{} {}` is not carried over", g.written, text(g)));
+    }
+    Ok(finish(d))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// h2load
+
+const H2LOAD: &[Opt] = &[
+    value("n", Some('n'), &["requests"]),
+    value("c", Some('c'), &["clients"]),
+    value("t", Some('t'), &["threads"]),
+    value("i", Some('i'), &["input-file"]),
+    value("m", Some('m'), &["max-concurrent-streams"]),
+    value("w", Some('w'), &["window-bits"]),
+    value("W", Some('W'), &["connection-window-bits"]),
+    value("H", Some('H'), &["header"]),
+    value("ciphers", None, &["ciphers"]),
+    value("tls13-ciphers", None, &["tls13-ciphers"]),
+    value("p", Some('p'), &["no-tls-proto"]),
+    value("d", Some('d'), &["data"]),
+    value("r", Some('r'), &["rate"]),
+    value("rate-period", None, &["rate-period"]),
+    value("D", Some('D'), &["duration"]),
+    value("warm-up-time", None, &["warm-up-time"]),
+    value("T", Some('T'), &["connection-active-timeout"]),
+    value("N", Some('N'), &["connection-inactivity-timeout"]),
+    value("timing-script-file", None, &["timing-script-file"]),
+    value("B", Some('B'), &["base-uri"]),
+    value("npn-list", None, &["npn-list", "alpn-list"]),
+    flag("h1", None, &["h1"]),
+    value("header-table-size", None, &["header-table-size"]),
+    value("encoder-header-table-size", None, &["encoder-header-table-size"]),
+    value("log-file", None, &["log-file"]),
+    value("qlog-file-base", None, &["qlog-file-base"]),
+    value("connect-to", None, &["connect-to"]),
+    value("rps", None, &["rps"]),
+    value("groups", None, &["groups"]),
+    flag("no-udp-gso", None, &["no-udp-gso"]),
+    flag("v", Some('v'), &["verbose"]),
+    flag("version", None, &["version"]),
+    flag("help", Some('h'), &["help"]),
+];
+
+/// h2load's default ALPN list, most preferred first.
+const H2LOAD_ALPN: &str = "h2,h2-16,h2-14,http/1.1";
+
+/// Whether h2load speaks HTTP/2 to the URL: over TLS, when its ALPN list offers h2 (the server may still pick
+/// HTTP/1.1); over plain http, unless `-p http/1.1` (h2c with prior knowledge by default). `--h1` sets both to
+/// HTTP/1.1; the options are read in order, the last one winning, as h2load reads them.
+fn h2load_http2(tool: Tool, p: &Parsed, https: bool) -> Result<bool, ImportError> {
+    let mut alpn = H2LOAD_ALPN.to_owned();
+    let mut cleartext_h2 = true;
+    for g in &p.opts {
+        match g.key {
+            "h1" => {
+                alpn = "http/1.1".to_owned();
+                cleartext_h2 = false;
+            }
+            "npn-list" => alpn = text(g).to_owned(),
+            "p" => {
+                cleartext_h2 = match text(g).trim().to_ascii_lowercase().as_str() {
+                    "h2c" => true,
+                    "http/1.1" => false,
+                    _ => return Err(bad(tool, g, "`h2c` or `http/1.1`")),
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(if https { alpn.split(',').any(|proto| proto.starts_with("h2")) } else { cleartext_h2 })
+}
+
+fn h2load(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
+    let tool = Tool::H2load;
+    let parsed = args::parse(tool, H2LOAD, Style::Getopt, args)?;
+    let p = &parsed;
+    no_benchmark(tool, p, &[("help", "it prints the usage"), ("version", "it prints the version")])?;
+    for key in ["i", "timing-script-file"] {
+        if let Some(g) = p.last(key) {
+            return Err(ImportError::NoBenchmark {
+                tool,
+                flag: g.written.clone(),
+                what: "it reads the URIs from a file, which loadgate cannot see; import with one of its URIs instead"
+                    .into(),
+            });
+        }
+    }
+    let requests = number(tool, p, "n", values::integer, (0, MAX_REQUESTS), "a number of requests such as `10000`")?;
+    let clients = number(tool, p, "c", values::integer, (1, MAX_CONNECTIONS), "a number of clients from 1 to 1000000")?;
+    let threads = threads(tool, p, "t", values::integer)?;
+    let streams = number(tool, p, "m", values::integer, (1, u64::from(u32::MAX)), "a number of streams from 1")?;
+    let dur = duration(tool, p, "D", values::h2load_time, false, "a duration such as `10`, `10s`, `500ms` or `1m`")?;
+    let warmup =
+        duration(tool, p, "warm-up-time", values::h2load_time, true, "a duration such as `5`, `5s` or `500ms`")?;
+    let timing = dur.is_some();
+    let clients = clients.map(Val::given).unwrap_or(Val::default(1));
+    let threads = threads.map(Val::given).unwrap_or(Val::default(1));
+    let requests = match (requests, p.last("n")) {
+        (Some(0), Some(g)) if !timing => {
+            return Err(bad(tool, g, "a number of requests above 0 (or `-D` for a duration)"));
+        }
+        (Some(n), _) => Val::given(n),
+        (None, _) => Val::default(1),
+    };
+    let conflict = |flags: &str, problem: String| ImportError::Conflict { tool, flags: flags.into(), problem };
+    if !timing && requests.v < clients.v {
+        return Err(conflict(
+            "`-n` and `-c`",
+            format!("h2load refuses fewer requests ({}) than clients ({})", requests.v, clients.v),
+        ));
+    }
+    if clients.v < u64::from(threads.v) {
+        return Err(conflict(
+            "`-c` and `-t`",
+            format!("h2load needs at least as many clients ({}) as threads ({})", clients.v, threads.v),
+        ));
+    }
+    if let (Some(r), Some(d)) = (p.last("r"), p.last("D")) {
+        return Err(conflict(&format!("`{}` and `{}`", r.written, d.written), "they are mutually exclusive".into()));
+    }
+    if let (Some(w), None) = (p.last("warm-up-time"), dur) {
+        return Err(conflict(
+            &format!("`{}` and `-D`", w.written),
+            "a warm-up time needs a timing-based run (`-D`)".into(),
+        ));
+    }
+    let mut target = match p.positionals.first() {
+        Some(u) => url(tool, Some(u))?,
+        None => return Err(ImportError::MissingUrl { tool }),
+    };
+    let mut notes = Vec::new();
+    if let Some(g) = p.last("B") {
+        let base = text(g);
+        if base.starts_with("unix:") {
+            notes.push(format!("the base URI `{} {base}` (a Unix socket) is not carried over", g.written));
+        } else {
+            let b = values::parse_url(base).map_err(|reason| bad(tool, g, &format!("an http(s) URI ({reason})")))?;
+            target = TargetUrl { path: target.path, fragment: target.fragment, ..b };
+        }
+    }
+    if p.positionals.len() > 1 {
+        notes.push(format!(
+            "h2load takes turns over its {} URIs; only the first ({}) is loaded: write the others into a `mix:`",
+            p.positionals.len(),
+            target.path
+        ));
+    }
+    let http2 = h2load_http2(tool, p, target.https)?;
+    let body_file = p.last("d");
+    let streams = streams.unwrap_or(1);
+    let pipeline = match p.last("m") {
+        _ if http2 || body_file.is_some() => 1,
+        Some(g) if streams > MAX_PIPELINE => {
+            return Err(bad(tool, g, "a pipeline depth from 1 to 1024 over HTTP/1.1"));
+        }
+        _ => streams as u32,
+    };
+    if http2 {
+        notes.push(format!(
+            "h2load speaks HTTP/2 to this URL ({}; `--h1` forces HTTP/1.1): loadgate's engine does not speak HTTP/2 \
+             yet, so this spec loads the server over HTTP/1.1 and its figures are not comparable with h2load's",
+            if target.https { "h2 by ALPN" } else { "h2c with prior knowledge" }
+        ));
+        if let Some(g) = p.last("m").filter(|_| streams > 1) {
+            notes.push(format!(
+                "`{} {}` ({streams} concurrent HTTP/2 streams per connection) is not supported by loadgate's engine \
+                 yet: each connection has one request in flight",
+                g.written,
+                text(g)
+            ));
+        }
+    } else if streams > 1 && body_file.is_some() {
+        notes.push("with `-d`, h2load pipelines no HTTP/1.1 requests: `-m` does not apply".to_owned());
+    }
+    if target.https {
+        notes.push(
+            "h2load does not check the server's certificate; loadgate does: for a self-signed test server add \
+             `tls: { insecure: true }` (or its CA as `tls.ca`) to `target`"
+                .to_owned(),
+        );
+    }
+    for key in ["w", "W", "header-table-size", "encoder-header-table-size"] {
+        if let Some(g) = p.last(key) {
+            notes.push(if http2 {
+                format!(
+                    "`{} {}` (an HTTP/2 setting) is not supported by loadgate's engine yet (no HTTP/2)",
+                    g.written,
+                    text(g)
+                )
+            } else {
+                format!("`{} {}` (an HTTP/2 setting) does not apply to HTTP/1.1", g.written, text(g))
+            });
+        }
+    }
+    if timing {
+        if let Some(g) = p.last("n") {
+            notes.push(format!("`{} {}` is ignored with `-D`, as h2load ignores it", g.written, text(g)));
+        }
+    }
+    let load = match p.last("rps") {
+        Some(g) => {
+            let per_client = values::decimal(text(g))
+                .ok_or_else(|| bad(tool, g, "a rate per client in requests per second, such as `100` or `2.5`"))?;
+            let millis = rate_millis(tool, g, per_client * clients.v as f64)?;
+            notes.push(format!(
+                "h2load's `{} {}` paces each of the {} clients: {} in total",
+                g.written,
+                text(g),
+                clients.v,
+                crate::draft::rate_text(millis)
+            ));
+            if pipeline > 1 {
+                notes.push(format!(
+                    "`-m {pipeline}` (HTTP/1.1 pipelining) is dropped: loadgate's open load sends one request per arrival"
+                ));
+            }
+            let duration = match dur {
+                Some(d) => Val::given(d),
+                None => {
+                    let d = duration_for(requests.v, millis);
+                    notes.push(format!(
+                        "h2load stops after {} requests; at {} that takes {d}, which is the open load's duration",
+                        requests.v,
+                        crate::draft::rate_text(millis)
+                    ));
+                    Val::given(d)
+                }
+            };
+            Load::Open { rate_millis: millis, duration, connections: clients }
+        }
+        None => {
+            let stop = match dur {
+                Some(d) => Stop::Duration(Val::given(d)),
+                None => Stop::Requests(requests),
+            };
+            Load::Closed { connections: clients, stop, pipeline, keep_alive: true }
+        }
+    };
+    let mut d = start(tool, target, command_line, load);
+    d.threads = Some(threads);
+    d.warmup = warmup.filter(|w| w.0 > 0);
+    // The protocol and the load first: they change what the numbers mean.
+    for n in notes {
+        d.note(n);
+    }
+    d.note("h2load waits for answers without a timeout; loadgate's default timeout applies");
+    if let Some(g) = body_file {
+        d.method = "POST".into();
+        d.note(format!("h2load `{} {}` posts that file: paste its contents into `body:`", g.written, text(g)));
+    }
+    for g in p.all("H") {
+        let h = text(g);
+        let Some(pseudo) = h.strip_prefix(':') else {
+            let (name, value) =
+                values::header(h).ok_or_else(|| bad(tool, g, "a header such as `Accept: text/plain`"))?;
+            d.set_header(&name, &value);
+            continue;
+        };
+        let (name, value) = pseudo
+            .split_once(':')
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim()))
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty() && !v.contains(['\r', '\n', '\0']))
+            .ok_or_else(|| bad(tool, g, "a header such as `Accept: text/plain` or `:authority: example.org`"))?;
+        match name.as_str() {
+            "authority" | "host" => d.set_header("Host", value),
+            "method" => method(tool, &mut d, &Given { value: Some(value.to_owned()), ..g.clone() })?,
+            "scheme" => d.note(format!("the pseudo-header `:scheme: {value}` is not carried over")),
+            _ => return Err(bad(tool, g, "`:authority`, `:host`, `:method` or `:scheme`, or a regular header")),
+        }
+    }
+    for (key, what) in [
+        ("r", "connections opened at a fixed rate; loadgate opens its connections at the start"),
+        ("rate-period", "the period of `-r`"),
+        ("T", "the connection active timeout"),
+        ("N", "the connection inactivity timeout"),
+        ("ciphers", "the TLS 1.2 cipher suites; loadgate uses rustls's"),
+        ("tls13-ciphers", "the TLS 1.3 cipher suites; loadgate uses rustls's"),
+        ("groups", "the TLS key exchange groups; loadgate uses rustls's"),
+        ("connect-to", "another address to connect to"),
+        ("log-file", "a per-request log; results.json keeps the histograms"),
+        ("qlog-file-base", "QUIC logs"),
+    ] {
+        if let Some(g) = p.last(key) {
+            d.note(format!("h2load `{} {}` ({what}) is not carried over", g.written, text(g)));
+        }
     }
     Ok(finish(d))
 }

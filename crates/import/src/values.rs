@@ -81,6 +81,23 @@ pub(crate) fn wrk_time(s: &str) -> Option<Dur> {
     Dur::checked(secs * 1e9)
 }
 
+/// h2load's `<DURATION>`: an integer and an optional unit, `h`, `m`, `s` or `ms` (`10`, `10s`, `500ms`, `1h`);
+/// a bare number is seconds.
+pub(crate) fn h2load_time(s: &str) -> Option<Dur> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let n: u64 = t[..digits].parse().ok()?;
+    let nanos_per_unit: u64 = match &t[digits..] {
+        "" | "s" => 1_000_000_000,
+        "ms" => 1_000_000,
+        "m" => 60 * 1_000_000_000,
+        "h" => 3600 * 1_000_000_000,
+        _ => return None,
+    };
+    let nanos = n.checked_mul(nanos_per_unit)?;
+    (u128::from(nanos) <= MAX_NANOS).then_some(Dur(nanos))
+}
+
 /// A plain non-negative integer, as `atoi` would accept when the whole text is digits (ab, hey).
 pub(crate) fn integer(s: &str) -> Option<u64> {
     let t = s.trim();
@@ -314,6 +331,18 @@ mod tests {
         assert_eq!(wrk_metric("1k"), Some(1000));
         assert_eq!(wrk_metric("1.5M"), Some(1_500_000));
         assert_eq!(wrk_metric("x"), None);
+    }
+
+    #[test]
+    fn h2load_units() {
+        assert_eq!(h2load_time("10"), Some(Dur::from_secs(10)));
+        assert_eq!(h2load_time("10s"), Some(Dur::from_secs(10)));
+        assert_eq!(h2load_time("500ms"), Some(Dur(500_000_000)));
+        assert_eq!(h2load_time("2m"), Some(Dur::from_secs(120)));
+        assert_eq!(h2load_time("1h"), Some(Dur::from_secs(3600)));
+        for bad in ["", "s", "1.5s", "10us", "-1", "1 s", "99999999999999999999"] {
+            assert_eq!(h2load_time(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -223,6 +223,116 @@ fn hey_and_oha_examples() {
     }
 }
 
+/// h2load: HTTP/2 unless `--h1` (or `-p http/1.1` for http, an ALPN list without h2 for https), which the engine
+/// does not speak yet and every import says so; `-m` is HTTP/1.1 pipelining under `--h1`, and HTTP/2 streams,
+/// reported as not supported, otherwise.
+#[test]
+fn h2load_examples() {
+    fn says_http2(i: &Imported) -> bool {
+        i.notes.iter().any(|n| n.contains("does not speak HTTP/2 yet") && n.contains("not comparable"))
+    }
+    let cases: &[Case] = &[
+        ("h2load -n 100000 -c 100 -t 4 -m 10 https://localhost:8443/", |s, i| {
+            assert_eq!(i.tool, Tool::H2load);
+            let c = single_cell(s);
+            assert!(matches!(
+                c.load,
+                Load::Closed { connections: 100, stop: Stop::Requests(100_000), pipeline: 1, keep_alive: true, .. }
+            ));
+            assert_eq!(s.hardware.threads, Some(4));
+            assert!(says_http2(i), "{:?}", i.notes);
+            assert!(i.notes[0].contains("HTTP/2"), "the protocol comes first: {:?}", i.notes);
+            assert!(
+                i.notes
+                    .iter()
+                    .any(|n| n.starts_with("`-m 10` (10 concurrent HTTP/2 streams per connection) is not supported")),
+                "{:?}",
+                i.notes
+            );
+            assert!(i.notes.iter().any(|n| n.contains("does not check the server's certificate")), "{:?}", i.notes);
+            assert!(i.yaml.contains("description: Imported from an h2load command line."));
+        }),
+        ("h2load --h1 -n 1000 -c 10 -m 16 -H 'Accept: text/plain' http://127.0.0.1:8080/plaintext", |s, i| {
+            let c = single_cell(s);
+            assert!(matches!(c.load, Load::Closed { connections: 10, stop: Stop::Requests(1000), pipeline: 16, .. }));
+            assert_eq!(c.request.headers, [("Accept".to_owned(), "text/plain".to_owned())]);
+            assert!(!says_http2(i), "{:?}", i.notes);
+            assert!(i.yaml.contains("threads: 1  # h2load's default"), "{}", i.yaml);
+        }),
+        ("h2load -n 20 -c 2 http://h/", |s, i| {
+            assert!(matches!(single_cell(s).load, Load::Closed { connections: 2, stop: Stop::Requests(20), .. }));
+            assert!(says_http2(i) && i.notes.iter().any(|n| n.contains("h2c with prior knowledge")), "{:?}", i.notes);
+        }),
+        ("h2load -p http/1.1 -n 20 -c 2 -m 4 http://h/", |s, i| {
+            assert!(matches!(single_cell(s).load, Load::Closed { pipeline: 4, .. }));
+            assert!(!says_http2(i), "{:?}", i.notes);
+        }),
+        ("h2load --npn-list=http/1.1 -n 20 -c 2 https://h/", |_, i| assert!(!says_http2(i), "{:?}", i.notes)),
+        ("h2load --h1 -p h2c -n 20 -c 2 http://h/", |_, i| assert!(says_http2(i), "the later `-p h2c` wins")),
+        ("h2load -D 10s --warm-up-time 2 -c 16 --rps 100 https://127.0.0.1:8443/api", |s, i| {
+            let c = single_cell(s);
+            match c.load {
+                Load::Open { rate, duration, connections } => {
+                    assert_eq!(rate, units::Rate::from_per_sec(1600), "--rps is per client: 100 x 16");
+                    assert_eq!(duration, units::Duration::from_secs(10));
+                    assert_eq!(connections, 16);
+                }
+                ref other => panic!("{other:?}"),
+            }
+            let warmup = s.scenarios.iter().find(|s| s.name == "warmup").expect("a warmup scenario");
+            assert!(!warmup.gate);
+            assert_eq!(warmup.cells[0].load.duration(), Some(units::Duration::from_secs(2)));
+            assert!(i.notes.iter().any(|n| n.contains("each of the 16 clients: 1600/s in total")), "{:?}", i.notes);
+        }),
+        ("h2load --h1 -n 600 -c 4 --rps 50 -m 8 http://h/x", |s, i| {
+            let c = single_cell(s);
+            assert!(matches!(c.load, Load::Open { connections: 4, .. }));
+            assert_eq!(c.load.duration(), Some(units::Duration::from_secs(3)), "600 requests at 200/s");
+            assert!(i.notes.iter().any(|n| n.contains("`-m 8`") && n.contains("dropped")), "{:?}", i.notes);
+        }),
+        ("h2load -D 30 -n 5 -c 10 --h1 http://h/", |s, i| {
+            let c = single_cell(s);
+            assert!(
+                matches!(c.load, Load::Closed { connections: 10, stop: Stop::Duration(d), .. } if d == units::Duration::from_secs(30))
+            );
+            assert!(i.notes.iter().any(|n| n.contains("`-n 5` is ignored with `-D`")), "{:?}", i.notes);
+        }),
+        (
+            "h2load --h1 -n 10 -c 2 -m 4 -d post.json -H ':method: PUT' -H ':authority: example.org' -w 16 http://h/p",
+            |s, i| {
+                let c = single_cell(s);
+                assert_eq!(c.request.method, "PUT", "`:method` overrides the POST of `-d`");
+                assert!(c.request.headers.contains(&("Host".into(), "example.org".into())));
+                assert!(matches!(c.load, Load::Closed { pipeline: 1, .. }), "`-d` turns HTTP/1.1 pipelining off");
+                assert!(i.notes.iter().any(|n| n.contains("post.json")));
+                assert!(i.notes.iter().any(|n| n.contains("`-w 16`") && n.contains("does not apply to HTTP/1.1")));
+            },
+        ),
+        (
+            "h2load -B https://10.0.0.1:8443 -n 4 -c 2 --header-table-size=8K https://ignored/a https://ignored/b",
+            |s, i| {
+                match &s.target {
+                    Target::Url { base_url } => assert_eq!(base_url.url, "https://10.0.0.1:8443"),
+                    other => panic!("{other:?}"),
+                }
+                assert_eq!(single_cell(s).request.path, "/a");
+                assert!(i.notes.iter().any(|n| n.contains("its 2 URIs")), "{:?}", i.notes);
+                assert!(i.notes.iter().any(|n| n.contains("`--header-table-size 8K`") && n.contains("not supported")));
+            },
+        ),
+        ("h2load http://h/", |s, i| {
+            assert!(matches!(single_cell(s).load, Load::Closed { connections: 1, stop: Stop::Requests(1), .. }));
+            assert!(i.yaml.contains("connections: 1  # h2load's default"), "{}", i.yaml);
+            assert!(i.notes.iter().any(|n| n.contains("without a timeout")));
+        }),
+    ];
+    for (line, check) in cases {
+        let imported = import(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let spec = validate(line, &imported);
+        check(&spec, &imported);
+    }
+}
+
 #[test]
 fn more_forms_of_the_seed_tools() {
     let cases: &[Case] = &[
@@ -294,15 +404,17 @@ fn more_forms_of_the_seed_tools() {
 }
 
 #[test]
-fn https_is_kept_with_a_comment_and_refused_by_validation() {
+fn https_is_kept_and_validates() {
     let imported = import("wrk -t1 -c1 https://example.org/x").unwrap();
     assert!(imported.yaml.contains("base_url: \"https://example.org\""));
-    assert!(imported.yaml.contains("# loadgate's engine speaks plain HTTP only"));
-    assert!(imported.notes.iter().any(|n| n.contains("https")));
-    let err = load_str("x.yaml", &imported.yaml, &LoadOptions::default()).unwrap_err();
-    let text = format!("{err:?}");
-    assert!(text.contains("https targets are not supported"), "{text}");
-    assert_eq!(err.diagnostics.error_count(), 1, "only the https URL is wrong: {text}");
+    assert!(!imported.notes.iter().any(|n| n.contains("https")), "{:?}", imported.notes);
+    let spec = load_str("x.yaml", &imported.yaml, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(format!("{:?}", spec.target).contains("port: 443"), "{:?}", spec.target);
+
+    // oha's --insecure is carried over as `tls: { insecure: true }`, and validates (with its warning).
+    let imported = import("oha -z 2s --insecure https://127.0.0.1:8443/").unwrap();
+    assert!(imported.yaml.contains("tls: { insecure: true }"), "{}", imported.yaml);
+    load_str("x.yaml", &imported.yaml, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e:?}"));
 }
 
 #[test]
@@ -310,7 +422,7 @@ fn errors_name_the_flag_and_what_was_expected() {
     let cases: &[(&str, &str)] = &[
         (
             "curl -s http://h/",
-            "`curl` is not a load generator loadgate can import; expected wrk, wrk2, ab, hey, oha or apib",
+            "`curl` is not a load generator loadgate can import; expected wrk, wrk2, ab, hey, oha, apib or h2load",
         ),
         ("", "the command line is empty"),
         ("wrk -t2 -c10", "the wrk command line has no URL"),
@@ -359,6 +471,30 @@ fn errors_name_the_flag_and_what_was_expected() {
             "cannot split the command line like a shell: the single quote at `'unterminated http://h/` is never closed",
         ),
         ("apib -k x http://h/", "apib option `-k` expects a keep-alive time in seconds"),
+        (
+            "h2load -n 5 -c 10 http://h/",
+            "h2load options `-n` and `-c` do not fit together: h2load refuses fewer requests (5)",
+        ),
+        ("h2load -n 10 -c 2 -t 4 http://h/", "h2load options `-c` and `-t` do not fit together"),
+        (
+            "h2load -r 10 -D 5 http://h/",
+            "h2load options `-r` and `-D` do not fit together: they are mutually exclusive",
+        ),
+        ("h2load --warm-up-time 5 -n 10 http://h/", "h2load options `--warm-up-time` and `-D` do not fit together"),
+        ("h2load -i uris.txt", "h2load option `-i` runs no benchmark (it reads the URIs from a file"),
+        ("h2load --timing-script-file=t.txt http://h/", "h2load option `--timing-script-file` runs no benchmark"),
+        ("h2load -p spdy/3 http://h/", "h2load option `-p` expects `h2c` or `http/1.1`, found `spdy/3`"),
+        ("h2load -D 1.5s http://h/", "h2load option `-D` expects a duration such as `10`, `10s`, `500ms` or `1m`"),
+        (
+            "h2load --h1 -m 2000 -n 2000 http://h/",
+            "h2load option `-m` expects a pipeline depth from 1 to 1024 over HTTP/1.1",
+        ),
+        ("h2load -m 0 http://h/", "h2load option `-m` expects a number of streams from 1"),
+        ("h2load -n 0 http://h/", "h2load option `-n` expects a number of requests above 0"),
+        ("h2load -H ':path: /x' http://h/", "h2load option `-H` expects `:authority`, `:host`, `:method` or `:scheme`"),
+        ("h2load http://h/ --rps fast", "h2load option `--rps` expects a rate per client"),
+        ("h2load --bogus http://h/", "h2load has no option `--bogus`"),
+        ("h2load -n 10", "the h2load command line has no URL"),
     ];
     for (line, expected) in cases {
         let e = import(line).expect_err(line);
@@ -407,6 +543,18 @@ mod snapshots {
     }
 
     #[test]
+    fn h2load_over_http2_with_streams() {
+        insta::assert_snapshot!(yaml(
+            "taskset -c 1 h2load -n 200000 -c 16 -m 16 -t 1 -H 'Accept-Encoding: gzip' https://nginx.test:8443/index.html"
+        ));
+    }
+
+    #[test]
+    fn h2load_h1_with_rps() {
+        insta::assert_snapshot!(yaml("h2load --h1 -D 5 -c 64 --rps 160 http://127.0.0.1:8080/"));
+    }
+
+    #[test]
     fn apib_with_warmup() {
         insta::assert_snapshot!(yaml("apib -w 5 -c 250 -d 20 http://localhost:8080/goalmeister/ping"));
     }
@@ -441,9 +589,6 @@ mod properties {
             let line = format!("{tool} {} {url}", words.join(" "));
             let Ok(imported) = import(&line) else { continue };
             ok += 1;
-            if imported.yaml.contains("base_url: \"https://") {
-                continue;
-            }
             if let Err(e) = load_str("p.yaml", &imported.yaml, &LoadOptions::default()) {
                 panic!("{line}\n{}\n{e:?}", imported.yaml);
             }
@@ -460,6 +605,8 @@ mod properties {
             "hey",
             "oha",
             "apib",
+            "h2load",
+            "h2load --h1",
             "taskset -c 0-3 wrk",
             "taskset 0x5 ab",
             "numactl -C 1 oha",
@@ -499,6 +646,9 @@ mod properties {
             "--host",
             "-host",
             "-U",
+            "--rps",
+            "--h1",
+            "--warm-up-time",
         ])
         .prop_map(str::to_owned);
         let values = prop::sample::select(vec![

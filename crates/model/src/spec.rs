@@ -66,7 +66,7 @@ pub enum Target {
     Builtin { server: Builtin },
 }
 
-/// An `http://host:port[/prefix]` URL, split for the engine.
+/// An `http://host:port[/prefix]` or `https://...` URL, split for the engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BaseUrl {
     pub url: String,
@@ -74,6 +74,31 @@ pub struct BaseUrl {
     pub port: u16,
     /// A path prefix (no trailing slash), prepended to every request path.
     pub prefix: String,
+    /// `https://`: how to speak TLS (the `target.tls` block, or its defaults). `None` for `http://`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsOptions>,
+}
+
+/// `target.tls`: how loadgate speaks TLS to an HTTPS target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TlsOptions {
+    /// A PEM file of CA certificates to trust instead of Mozilla's roots, relative to the spec's directory.
+    pub ca: Option<String>,
+    /// Accept any server certificate (self-signed test servers); loudly reported.
+    pub insecure: bool,
+    /// PEM files of a client certificate chain and its private key (mTLS), relative to the spec's directory.
+    pub client_cert: Option<String>,
+    pub client_key: Option<String>,
+    /// Resume TLS sessions on new connections (default true).
+    pub resume: bool,
+    /// The name sent in SNI and checked against the certificate (default: the URL's host).
+    pub server_name: Option<String>,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions { ca: None, insecure: false, client_cert: None, client_key: None, resume: true, server_name: None }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,6 +124,10 @@ pub struct Builtin {
     pub status: u16,
     pub body_size: Option<ByteSize>,
     pub chunked: bool,
+    /// Serve HTTPS with a self-signed certificate made at start (`builtin: { kind: plaintext, tls: true }`);
+    /// the options are the spec's `target.tls` (only `resume` matters: loadgate trusts the certificate it made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsOptions>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

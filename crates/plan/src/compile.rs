@@ -188,9 +188,12 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
 
 fn target_plan(t: &Target) -> TargetPlan {
     match t {
-        Target::Url { base_url } => TargetPlan::Url { base_url: base_url.url.clone() },
+        Target::Url { base_url } => {
+            TargetPlan::Url { base_url: base_url.url.clone(), tls: base_url.tls.as_ref().map(tls_plan) }
+        }
         Target::Command { base_url, start } => TargetPlan::Command {
             base_url: base_url.url.clone(),
+            tls: base_url.tls.as_ref().map(tls_plan),
             command: start.command.clone(),
             env: start.env.clone(),
             cwd: start.cwd.clone(),
@@ -210,7 +213,19 @@ fn target_plan(t: &Target) -> TargetPlan {
                 body_size: server.body_size.map(|b| b.0),
                 chunked: server.chunked,
             },
+            tls: server.tls.as_ref().map(tls_plan),
         },
+    }
+}
+
+fn tls_plan(t: &loadgate_model::spec::TlsOptions) -> TlsPlan {
+    TlsPlan {
+        ca: t.ca.clone(),
+        insecure: t.insecure,
+        client_cert: t.client_cert.clone(),
+        client_key: t.client_key.clone(),
+        resume: t.resume,
+        server_name: t.server_name.clone(),
     }
 }
 

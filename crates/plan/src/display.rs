@@ -7,8 +7,38 @@ use loadgate_model::units::Duration;
 use crate::model::*;
 
 fn describe_target(t: &TargetPlan) -> String {
+    let mut s = describe_server(t);
+    if let Some(tls) = t.tls() {
+        s.push_str(&describe_tls(tls, matches!(t, TargetPlan::Builtin { .. })));
+    }
+    s
+}
+
+/// `; TLS 1.2/1.3, ...`: what the client checks and offers.
+fn describe_tls(tls: &TlsPlan, builtin: bool) -> String {
+    let mut s = String::from("; TLS 1.2/1.3 (ALPN http/1.1)");
+    if builtin {
+        s.push_str(", self-signed certificate made at start and trusted");
+    } else if tls.insecure {
+        s.push_str(", INSECURE: the certificate is not checked");
+    } else if let Some(ca) = &tls.ca {
+        let _ = write!(s, ", CA {ca}");
+    } else {
+        s.push_str(", Mozilla's roots");
+    }
+    if let Some(name) = &tls.server_name {
+        let _ = write!(s, ", server name {name}");
+    }
+    if let Some(cert) = &tls.client_cert {
+        let _ = write!(s, ", client certificate {cert}");
+    }
+    s.push_str(if tls.resume { ", sessions resumed" } else { ", full handshakes (resume: false)" });
+    s
+}
+
+fn describe_server(t: &TargetPlan) -> String {
     match t {
-        TargetPlan::Url { base_url } => format!("{base_url} (already running)"),
+        TargetPlan::Url { base_url, .. } => format!("{base_url} (already running)"),
         TargetPlan::Command { base_url, command, ready, .. } => {
             let probe = match ready {
                 ReadyProbe::HttpGet { path, status, timeout, .. } => {
@@ -18,7 +48,7 @@ fn describe_target(t: &TargetPlan) -> String {
             };
             format!("{base_url}, started as `{}`; {probe}", command.join(" "))
         }
-        TargetPlan::Builtin { server } => {
+        TargetPlan::Builtin { server, .. } => {
             let mut s = format!("built-in {:?} server", server.kind).to_lowercase();
             if let Some(d) = server.delay {
                 let _ = write!(s, ", delay {d}");

@@ -83,10 +83,17 @@ pub struct WorkerPlan {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TargetPlan {
     /// A server that is already running.
-    Url { base_url: String },
+    Url {
+        base_url: String,
+        /// `https://` targets: how to speak TLS.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls: Option<TlsPlan>,
+    },
     /// A server loadgate starts, waits for and stops.
     Command {
         base_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls: Option<TlsPlan>,
         command: Vec<String>,
         env: BTreeMap<String, String>,
         cwd: Option<String>,
@@ -94,7 +101,52 @@ pub enum TargetPlan {
         stop_grace: Duration,
     },
     /// The built-in reference server (`loadgate serve`), started on an ephemeral loopback port.
-    Builtin { server: BuiltinServer },
+    Builtin {
+        server: BuiltinServer,
+        /// Served over HTTPS with a self-signed certificate made at start, which loadgate then trusts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tls: Option<TlsPlan>,
+    },
+}
+
+impl TargetPlan {
+    /// How to speak TLS to the target (`None`: plain HTTP).
+    pub fn tls(&self) -> Option<&TlsPlan> {
+        match self {
+            TargetPlan::Url { tls, .. } | TargetPlan::Command { tls, .. } | TargetPlan::Builtin { tls, .. } => {
+                tls.as_ref()
+            }
+        }
+    }
+}
+
+/// `target.tls` as the runner applies it. Files are named as the spec wrote them, relative to its directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsPlan {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    #[serde(default)]
+    pub insecure: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<String>,
+    pub resume: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+impl TlsPlan {
+    /// The defaults: Mozilla's roots, sessions resumed, the URL's host as the server name.
+    pub fn new() -> Self {
+        TlsPlan { ca: None, insecure: false, client_cert: None, client_key: None, resume: true, server_name: None }
+    }
+}
+
+impl Default for TlsPlan {
+    fn default() -> Self {
+        TlsPlan::new()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -65,6 +65,44 @@ pub(crate) fn errors_line(s: &ScenarioResult) -> String {
     }
 }
 
+/// `p50 / p99 / max` of a latency summary, `-` when it has no samples.
+pub(crate) fn spread_line(l: &loadgate_results::LatencySummary) -> String {
+    if l.count == 0 {
+        return "-".to_owned();
+    }
+    let p = |key: &str| l.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
+    format!("{} / {} / {}", p("p50"), p("p99"), format::latency(l.max_us))
+}
+
+/// `1,000 handshakes (950 resumed; TLSv1_3 1,000), p50 1.1ms, p99 2.3ms, max 4ms; errors: unknown CA 3 (first:
+/// ...); INSECURE: certificates not checked`, for HTTPS targets; without the handshake times when `times` is false
+/// (a table that has them in a column of their own).
+pub(crate) fn tls_line(s: &ScenarioResult, times: bool) -> Option<String> {
+    let t = s.tls.as_ref()?;
+    let mut out = format!("{} handshakes ({} resumed", format::count(t.handshakes), format::count(t.resumed));
+    for (version, n) in &t.versions {
+        out.push_str(&format!("; {version} {}", format::count(*n)));
+    }
+    out.push(')');
+    let h = &t.handshake_time;
+    if times && h.count > 0 {
+        let p = |key: &str| h.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
+        out.push_str(&format!(", p50 {}, p99 {}, max {}", p("p50"), p("p99"), format::latency(h.max_us)));
+    }
+    let errors = t.errors.nonzero();
+    if !errors.is_empty() {
+        let list: Vec<String> = errors.iter().map(|(k, n)| format!("{k} {}", format::count(*n))).collect();
+        out.push_str(&format!("; errors: {}", list.join(", ")));
+        if let Some(first) = &t.first_error {
+            out.push_str(&format!(" (first: {first})"));
+        }
+    }
+    if t.insecure {
+        out.push_str("; INSECURE: certificates not checked");
+    }
+    Some(out)
+}
+
 /// `6,000 started, 6,000 finished, 118 active at peak`, for user injection: the peak is counted by the engine
 /// whenever a user starts; results of an older loadgate only have the timeline's once-a-second value, which says
 /// so.

@@ -15,7 +15,9 @@ use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, R
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use crate::lines::{errors_line, load_line, scenario_verdict, status_line, users_line};
+use crate::lines::{
+    connect_line, errors_line, load_line, scenario_verdict, spread_line, status_line, tls_line, users_line,
+};
 use crate::ReportError;
 
 /// The built-in Markdown template.
@@ -94,6 +96,8 @@ pub struct View {
     pub capacities: Vec<CapacityView>,
     /// One entry per user injection instance (`load.model == "users"`).
     pub users: Vec<UsersView>,
+    /// TLS handshakes and their times, per scenario instance of an HTTPS target.
+    pub tls: Vec<TlsRow>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
     /// The plots written beside the report (SVG files), in order.
@@ -163,6 +167,19 @@ pub struct ScenarioRow {
     pub verdict: String,
     /// User injection: `6,000 started, 6,000 finished, 118 active at peak`.
     pub users: Option<String>,
+    /// HTTPS targets: `1,000 handshakes (950 resumed; TLSv1_3 1,000), p50 1.1ms, p99 2.3ms, max 4ms`, TLS errors
+    /// and INSECURE when certificates were not checked.
+    pub tls: Option<String>,
+}
+
+/// An HTTPS scenario instance's TLS handshakes.
+#[derive(Debug, Serialize)]
+pub struct TlsRow {
+    pub name: String,
+    /// TLS handshake `p50 / p99 / max`.
+    pub handshake: String,
+    /// Handshakes, resumption, versions, TLS errors, INSECURE.
+    pub tls: String,
 }
 
 /// A scenario instance's named requests, one row each.
@@ -397,11 +414,12 @@ impl View {
                 max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 errors: format::count(s.errors.total()),
                 errors_by_kind: errors_line(s),
-                connect: crate::lines::connect_line(s).unwrap_or_else(|| "-".to_owned()),
+                connect: connect_line(s).unwrap_or_else(|| "-".to_owned()),
                 non_2xx: format::count(s.status.non_2xx()),
                 status: status_line(s),
                 verdict: scenario_verdict(s).0,
                 users: users_line(s),
+                tls: tls_line(s, true),
             })
             .collect();
 
@@ -549,6 +567,17 @@ impl View {
                 })
                 .collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
+            tls: r
+                .scenarios
+                .iter()
+                .filter_map(|s| {
+                    Some(TlsRow {
+                        name: s.name.clone(),
+                        handshake: spread_line(&s.tls.as_ref()?.handshake_time),
+                        tls: tls_line(s, false)?,
+                    })
+                })
+                .collect(),
             mixes: r
                 .scenarios
                 .iter()

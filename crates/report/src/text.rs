@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 use loadgate_results::{response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 
-use crate::lines::{errors_line, load_line, scenario_verdict, status_line, users_line, Tone};
+use crate::lines::{connect_line, errors_line, load_line, scenario_verdict, status_line, tls_line, users_line, Tone};
 
 /// The percentile columns of the summaries.
 const PERCENTILES: [(&str, &str); 5] =
@@ -107,8 +107,11 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         format::count(c.failed),
         format::count(c.reconnects)
     );
-    if let Some(connect) = crate::lines::connect_line(s) {
+    if let Some(connect) = connect_line(s) {
         let _ = writeln!(out, "  Connect time: {connect}");
+    }
+    if let Some(tls) = tls_line(s, true) {
+        let _ = writeln!(out, "  TLS: {tls}");
     }
 
     if let Some(c) = &s.capacity {

@@ -151,7 +151,7 @@ fn markdown_is_gfm_with_real_tables() {
         }
     }
     // Scenarios, details, SLOs, one sweep, one users scenario's buckets, 6 per-second timelines, resources,
-    // machine, pinning.
+    // machine, pinning (no TLS table: the sample run's target speaks plain HTTP).
     assert_eq!(tables, 14, "{md}");
     // Body rows (the header row is in TableHead): 6 scenarios, 6 scenarios, 17 SLOs, 3 cells, 4 buckets,
     // the timelines (15 seconds, or 30 of the 30-second phases), 6 scenarios' resources.
@@ -414,4 +414,47 @@ fn capacity_run_snapshots() {
     assert_eq!(rows, 4, "the steps that failed stand out");
     let plot = doc.descendants().find(|n| n.has_tag_name("svg") && n.attribute("data-plot") == Some("capacity"));
     assert!(plot.is_some(), "the capacity plot is inline");
+}
+
+/// An HTTPS scenario's connect time and TLS handshake figures reach the terminal summary, the Markdown (the
+/// details table and a TLS table) and report.html, with an unchecked certificate said loudly in each.
+#[test]
+fn tls_figures_reach_every_report() {
+    let mut r = run();
+    let s = &mut r.scenarios[1];
+    let mut tls = loadgate_results::TlsStats {
+        handshakes: 256,
+        resumed: 0,
+        handshake_time: s.connect_time.clone(),
+        insecure: true,
+        ..Default::default()
+    };
+    tls.versions.insert("TLSv1_3".to_owned(), 256);
+    s.tls = Some(tls);
+    let name = s.name.clone();
+
+    let text = text_summary(&r.scenarios[1]);
+    let line = text.lines().find(|l| l.trim_start().starts_with("TLS:")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("256 handshakes (0 resumed; TLSv1_3 256)"), "{line}");
+    assert!(line.contains("INSECURE"), "{line}");
+    assert!(text.contains("Connect time: p50"), "{text}");
+
+    let md = markdown(&r, None).unwrap();
+    assert!(md.contains("| scenario | TLS handshake p50 / p99 / max | TLS |"), "{md}");
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("256 handshakes")).collect();
+    assert_eq!(rows.len(), 1, "one HTTPS instance, one row: {md}");
+    assert_eq!(rows[0], format!("| {name} | 44us / 49us / 49us | 256 handshakes (0 resumed; TLSv1_3 256); INSECURE: certificates not checked |"));
+
+    let page = html(&r, &[]).unwrap();
+    let doc = parse_html(&page).unwrap();
+    let dd = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("dt") && n.text() == Some("TLS"))
+        .filter_map(|dt| dt.next_sibling_element())
+        .map(|dd| dd.text().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(dd.len(), 1, "one HTTPS instance: {dd:?}");
+    assert!(dd[0].contains("256 handshakes") && dd[0].contains("INSECURE"), "{dd:?}");
+    let connects = doc.descendants().filter(|n| n.has_tag_name("dt") && n.text() == Some("connect time")).count();
+    assert_eq!(connects, r.scenarios.iter().filter(|s| s.connect_time.count > 0).count());
 }

@@ -196,7 +196,8 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         service_time: LatencySummary::from_histogram(&service_time),
         send_lag: LatencySummary::from_histogram(&send_lag),
         connect_time: LatencySummary::from_histogram(&connect_time),
-        histograms: Histograms { latency, service_time, send_lag, connect_time },
+        tls: None,
+        histograms: Histograms { latency, service_time, send_lag, connect_time, tls_handshake: new_histogram() },
         timeline,
         workers,
         validity: Validity {

@@ -12,7 +12,8 @@ impl Histograms {
         add(&mut self.latency, &other.latency, "latency")?;
         add(&mut self.service_time, &other.service_time, "service time")?;
         add(&mut self.send_lag, &other.send_lag, "send lag")?;
-        add(&mut self.connect_time, &other.connect_time, "connect time")
+        add(&mut self.connect_time, &other.connect_time, "connect time")?;
+        add(&mut self.tls_handshake, &other.tls_handshake, "TLS handshake")
     }
 }
 
@@ -65,6 +66,11 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         c.opened += part.connections.opened;
         c.failed += part.connections.failed;
         c.reconnects += part.connections.reconnects;
+        match (&mut merged.tls, &part.tls) {
+            (Some(tls), Some(other)) => tls.add(other),
+            (None, Some(other)) => merged.tls = Some(other.clone()),
+            _ => {}
+        }
         merged.bytes.read += part.bytes.read;
         merged.bytes.written += part.bytes.written;
         merged.workers.extend(part.workers.iter().cloned());
@@ -101,5 +107,8 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
     merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
     merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);
     merged.connect_time = LatencySummary::from_histogram(&merged.histograms.connect_time);
+    if let Some(tls) = &mut merged.tls {
+        tls.handshake_time = LatencySummary::from_histogram(&merged.histograms.tls_handshake);
+    }
     Ok(merged)
 }

@@ -239,10 +239,14 @@ pub struct ScenarioResult {
     pub service_time: LatencySummary,
     /// Actual send minus intended send (open loads).
     pub send_lag: LatencySummary,
-    /// Time to open a connection, per connection opened (reconnects included): from starting the connect to
-    /// the socket being writable. Empty in files written before it was summarised.
+    /// Time to open a TCP connection, per connection opened (reconnects included): from starting the connect to
+    /// the socket being writable; the TLS handshake that may follow is in `tls`. Empty in files written before
+    /// it was summarised.
     #[serde(default)]
     pub connect_time: LatencySummary,
+    /// HTTPS targets: handshakes, resumption, handshake time and TLS errors by class. Absent for plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsStats>,
     /// The full-resolution histograms behind the summaries.
     pub histograms: Histograms,
     /// One point per second of the phase.
@@ -566,6 +570,119 @@ impl ErrorCounts {
     }
 }
 
+/// TLS over a phase's connections.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TlsStats {
+    /// Handshakes that completed.
+    pub handshakes: u64,
+    /// Of those, the ones that resumed an earlier session (no certificate exchange).
+    pub resumed: u64,
+    /// Completed handshakes by protocol version: `TLSv1_3`, `TLSv1_2`.
+    pub versions: BTreeMap<String, u64>,
+    /// The time from the TCP connect to the end of the handshake, in microseconds.
+    pub handshake_time: LatencySummary,
+    /// TLS failures by class. A failed handshake also counts as a `connect` error; a TLS error after the
+    /// handshake (an alert on a request, such as a missing client certificate under TLS 1.3) fails the requests
+    /// in flight as `read` errors.
+    pub errors: TlsErrorCounts,
+    /// The first TLS failure, in words, with what to do about it.
+    pub first_error: Option<String>,
+    /// Certificates were not checked (`tls.insecure`, `-k`): the run says so wherever it reports.
+    pub insecure: bool,
+}
+
+impl TlsStats {
+    /// Adds another phase's (or worker's) TLS figures; `handshake_time` is recomputed from the histograms by the
+    /// caller.
+    pub fn add(&mut self, other: &TlsStats) {
+        self.handshakes += other.handshakes;
+        self.resumed += other.resumed;
+        for (v, n) in &other.versions {
+            *self.versions.entry(v.clone()).or_default() += n;
+        }
+        self.errors.add(&other.errors);
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
+        self.insecure |= other.insecure;
+    }
+}
+
+/// The class of a TLS failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsErrorKind {
+    /// The certificate chain leads to no trusted CA.
+    UnknownCa,
+    /// The certificate does not name the server.
+    NameMismatch,
+    /// Another certificate problem: expired, not yet valid, revoked, badly signed.
+    Certificate,
+    /// No complete handshake within the request timeout.
+    HandshakeTimeout,
+    /// The server sent a fatal alert (a client certificate it requires or refuses, no common cipher).
+    Alert,
+    /// Anything else: a malformed message, a connection closed mid-handshake.
+    Other,
+}
+
+/// TLS failures by class.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TlsErrorCounts {
+    /// The server's certificate is not signed by a trusted CA.
+    pub unknown_ca: u64,
+    /// The server's certificate is not valid for the name asked for (SNI, `tls.server_name`).
+    pub name_mismatch: u64,
+    /// Another certificate problem (expired, not yet valid, revoked, bad signature).
+    pub certificate: u64,
+    /// No complete handshake within the request timeout.
+    pub handshake_timeout: u64,
+    /// A fatal alert from the server.
+    pub alert: u64,
+    /// Any other TLS failure.
+    pub other: u64,
+}
+
+impl TlsErrorCounts {
+    pub fn count(&mut self, kind: TlsErrorKind) {
+        match kind {
+            TlsErrorKind::UnknownCa => self.unknown_ca += 1,
+            TlsErrorKind::NameMismatch => self.name_mismatch += 1,
+            TlsErrorKind::Certificate => self.certificate += 1,
+            TlsErrorKind::HandshakeTimeout => self.handshake_timeout += 1,
+            TlsErrorKind::Alert => self.alert += 1,
+            TlsErrorKind::Other => self.other += 1,
+        }
+    }
+
+    pub fn add(&mut self, other: &TlsErrorCounts) {
+        self.unknown_ca += other.unknown_ca;
+        self.name_mismatch += other.name_mismatch;
+        self.certificate += other.certificate;
+        self.handshake_timeout += other.handshake_timeout;
+        self.alert += other.alert;
+        self.other += other.other;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.unknown_ca + self.name_mismatch + self.certificate + self.handshake_timeout + self.alert + self.other
+    }
+
+    /// The non-zero classes as `(name, count)`, in a fixed order.
+    pub fn nonzero(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("unknown CA", self.unknown_ca),
+            ("name mismatch", self.name_mismatch),
+            ("certificate", self.certificate),
+            ("handshake timeout", self.handshake_timeout),
+            ("alert", self.alert),
+            ("other", self.other),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .collect()
+    }
+}
+
 /// Connections of a phase.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectionStats {
@@ -626,10 +743,14 @@ pub struct Histograms {
     #[serde(with = "crate::histogram_serde")]
     #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub send_lag: Histogram<u64>,
-    /// Time to open a connection, in microseconds.
+    /// Time to open a TCP connection, in microseconds.
     #[serde(with = "crate::histogram_serde")]
     #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub connect_time: Histogram<u64>,
+    /// Time from the TCP connect to the end of the TLS handshake, in microseconds (HTTPS; empty otherwise).
+    #[serde(with = "crate::histogram_serde", default = "crate::new_histogram")]
+    #[schemars(with = "String", pattern(r"^HISTFAAA"))]
+    pub tls_handshake: Histogram<u64>,
 }
 
 impl Default for Histograms {
@@ -639,6 +760,7 @@ impl Default for Histograms {
             service_time: new_histogram(),
             send_lag: new_histogram(),
             connect_time: new_histogram(),
+            tls_handshake: new_histogram(),
         }
     }
 }

@@ -4,8 +4,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use loadgate_engine::tls::{TlsClient, TlsSettings};
 use loadgate_model::units::CpuList;
-use loadgate_plan::TargetPlan;
+use loadgate_plan::{TargetPlan, TlsPlan};
 use loadgate_results::TargetInfo;
 use loadgate_server::{ServeConfig, ServerHandle};
 use loadgate_target::launch::{self, LaunchSpec};
@@ -55,8 +56,9 @@ impl RunningTarget {
     /// Starts (or, for a URL, checks) the target a plan names, and waits until it is ready.
     pub fn start(plan: &TargetPlan, opts: &TargetOptions<'_>, observer: &mut dyn Observer) -> Result<Self, String> {
         let target = match plan {
-            TargetPlan::Url { base_url } => {
+            TargetPlan::Url { base_url, tls } => {
                 let (addr, host) = resolve(base_url)?;
+                let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 if !launch::tcp_reachable(addr, Duration::from_secs(5)) {
                     return Err(format!("the target {base_url} does not accept connections at {addr}"));
                 }
@@ -66,10 +68,11 @@ impl RunningTarget {
                             .to_owned(),
                     ));
                 }
-                RunningTarget::new(addr, host, base_url.clone(), "url", None)
+                RunningTarget::new(addr, host, tls, base_url.clone(), "url", None)
             }
-            TargetPlan::Command { base_url, command, env, cwd, ready, stop_grace } => {
+            TargetPlan::Command { base_url, tls, command, env, cwd, ready, stop_grace } => {
                 let (addr, host) = resolve(base_url)?;
+                let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 let mut spec = LaunchSpec::new(command.clone(), opts.log_dir);
                 spec.env = env.clone();
                 spec.cwd = cwd.as_ref().map(|c| match opts.source_dir {
@@ -80,14 +83,27 @@ impl RunningTarget {
                 spec.stop_grace = stop_grace.as_std();
                 observer.event(&Event::TargetStarting { command: command.join(" ") });
                 let process = launch::Target::start(&spec).map_err(|e| e.to_string())?;
-                let waited = process.wait_ready(base_url, ready).map_err(|e| e.to_string())?;
-                let mut t = RunningTarget::new(addr, host, base_url.clone(), "command", Some(process));
+                let waited =
+                    process.wait_ready_tls(base_url, ready, tls.as_ref().map(probe_tls)).map_err(|e| e.to_string())?;
+                let mut t = RunningTarget::new(addr, host, tls, base_url.clone(), "command", Some(process));
                 t.ready_after = Some(waited);
                 t
             }
-            TargetPlan::Builtin { server } => {
+            TargetPlan::Builtin { server, tls } => {
                 let mut cfg = ServeConfig::new(server.clone());
                 cfg.threads = opts.cpus.map(|c| c.len()).unwrap_or(1).max(1);
+                // HTTPS: a certificate made now, which the server serves and loadgate trusts (nothing insecure).
+                let client = match tls {
+                    None => None,
+                    Some(t) => {
+                        let (cert, key, cert_pem) =
+                            loadgate_server::tls::write_self_signed(opts.log_dir).map_err(|e| e.to_string())?;
+                        cfg.tls = Some(loadgate_server::ServeTls::Files { cert, key });
+                        let plan = TlsPlan { ca: None, insecure: false, server_name: None, ..t.clone() };
+                        Some(tls_client(&plan, "https://127.0.0.1", None, Some(cert_pem.into_bytes()))?)
+                    }
+                };
+                let scheme = if client.is_some() { "https" } else { "http" };
                 match opts.builtin {
                     BuiltinServer::Process { exe } => {
                         let mut spec = LaunchSpec::new(Vec::new(), opts.log_dir);
@@ -95,16 +111,21 @@ impl RunningTarget {
                         spec.log_name = "builtin-target".to_owned();
                         let (process, addr) = launch::Target::start_builtin(exe, &cfg, &spec, Duration::from_secs(10))
                             .map_err(|e| e.to_string())?;
-                        let base_url = format!("http://{addr}");
+                        let base_url = format!("{scheme}://{addr}");
                         process
-                            .wait_ready(&base_url, &launch::builtin_ready_probe(Duration::from_secs(10)))
+                            .wait_ready_tls(
+                                &base_url,
+                                &launch::builtin_ready_probe(Duration::from_secs(10)),
+                                client.as_ref().map(probe_tls),
+                            )
                             .map_err(|e| e.to_string())?;
-                        RunningTarget::new(addr, addr.to_string(), base_url, "builtin", Some(process))
+                        RunningTarget::new(addr, addr.to_string(), client, base_url, "builtin", Some(process))
                     }
                     BuiltinServer::InProcess => {
                         let handle = loadgate_server::spawn_in_process(&cfg).map_err(|e| e.to_string())?;
                         let addr = handle.addr();
-                        let mut t = RunningTarget::new(addr, addr.to_string(), handle.base_url(), "builtin", None);
+                        let mut t =
+                            RunningTarget::new(addr, addr.to_string(), client, handle.base_url(), "builtin", None);
                         t.in_process = Some(handle);
                         t
                     }
@@ -123,12 +144,13 @@ impl RunningTarget {
     fn new(
         addr: SocketAddr,
         host: String,
+        tls: Option<TlsClient>,
         base_url: String,
         kind: &'static str,
         process: Option<launch::Target>,
     ) -> Self {
         RunningTarget {
-            engine: loadgate_engine::Target { addr, host },
+            engine: loadgate_engine::Target { addr, host, tls },
             base_url,
             kind,
             process,
@@ -170,39 +192,85 @@ impl RunningTarget {
     }
 }
 
-fn host_header(host: &str, port: u16) -> String {
-    if port == 80 {
+/// The `Host` header: the port is left out where it is the scheme's default.
+fn host_header(host: &str, port: u16, default_port: u16) -> String {
+    if port == default_port {
         host.to_owned()
     } else {
         format!("{host}:{port}")
     }
 }
 
-/// Splits `http://host:port/prefix` into host and port.
-fn host_port(base_url: &str) -> Option<(String, u16)> {
-    let rest = base_url.strip_prefix("http://")?;
+/// Splits `http://host:port/prefix` (or `https://...`) into host, port and the scheme's default port.
+fn host_port(base_url: &str) -> Option<(String, u16, u16)> {
+    let (rest, default) = match base_url.strip_prefix("http://") {
+        Some(rest) => (rest, 80),
+        None => (base_url.strip_prefix("https://")?, 443),
+    };
     let authority = rest.split(['/', '?', '#']).next()?;
     if let Some(stripped) = authority.strip_prefix('[') {
         let (h, p) = stripped.split_once(']')?;
-        let port = p.strip_prefix(':').map(|p| p.parse().ok()).unwrap_or(Some(80))?;
-        return Some((format!("[{h}]"), port));
+        let port = p.strip_prefix(':').map(|p| p.parse().ok()).unwrap_or(Some(default))?;
+        return Some((format!("[{h}]"), port, default));
     }
     match authority.rsplit_once(':') {
-        Some((h, p)) => Some((h.to_owned(), p.parse().ok()?)),
-        None => Some((authority.to_owned(), 80)),
+        Some((h, p)) => Some((h.to_owned(), p.parse().ok()?, default)),
+        None => Some((authority.to_owned(), default, default)),
     }
+}
+
+/// How a readiness probe speaks TLS to the target: as the load does, and saying what a failure means in the
+/// load's words.
+fn probe_tls(client: &TlsClient) -> loadgate_target::ProbeTls {
+    let explainer = client.clone();
+    loadgate_target::ProbeTls::new(client.rustls_config(), client.server_name(), move |e| explainer.explain(e))
+}
+
+/// The TLS client of a target: the spec's `tls` with its files read (relative to the spec's directory), or
+/// `trusted` as the only CA (a certificate loadgate made for the built-in server).
+fn tls_client(
+    plan: &TlsPlan,
+    base_url: &str,
+    source_dir: Option<&Path>,
+    trusted: Option<Vec<u8>>,
+) -> Result<TlsClient, String> {
+    let read = |name: &Option<String>| -> Result<Option<Vec<u8>>, String> {
+        let Some(name) = name else { return Ok(None) };
+        let path = match source_dir {
+            Some(base) if Path::new(name).is_relative() => base.join(name),
+            _ => PathBuf::from(name),
+        };
+        std::fs::read(&path).map(Some).map_err(|e| format!("cannot read the TLS file {}: {e}", path.display()))
+    };
+    let server_name = match &plan.server_name {
+        Some(name) => name.clone(),
+        None => host_port(base_url).map(|(h, _, _)| h).ok_or_else(|| format!("`{base_url}` has no host"))?,
+    };
+    let settings = TlsSettings {
+        server_name,
+        ca_pem: match trusted {
+            Some(pem) => Some(pem),
+            None => read(&plan.ca)?,
+        },
+        insecure: plan.insecure,
+        client_cert_pem: read(&plan.client_cert)?,
+        client_key_pem: read(&plan.client_key)?,
+        resume: plan.resume,
+    };
+    TlsClient::new(&settings).map_err(|e| format!("TLS to {base_url}: {e}"))
 }
 
 /// The socket address and `Host` header of a base URL.
 pub fn resolve(base_url: &str) -> Result<(SocketAddr, String), String> {
-    let (host, port) = host_port(base_url).ok_or_else(|| format!("`{base_url}` is not an http://host:port URL"))?;
+    let (host, port, default_port) =
+        host_port(base_url).ok_or_else(|| format!("`{base_url}` is not an http:// or https://host:port URL"))?;
     let lookup = host.trim_start_matches('[').trim_end_matches(']').to_owned();
     let addr = (lookup.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {host}: {e}"))?
         .next()
         .ok_or_else(|| format!("{host} resolves to no address"))?;
-    Ok((addr, host_header(&host, port)))
+    Ok((addr, host_header(&host, port, default_port)))
 }
 
 #[cfg(test)]
@@ -211,10 +279,14 @@ mod tests {
 
     #[test]
     fn urls_split_into_host_and_port() {
-        assert_eq!(host_port("http://127.0.0.1:8080/x"), Some(("127.0.0.1".into(), 8080)));
-        assert_eq!(host_port("http://example"), Some(("example".into(), 80)));
-        assert_eq!(host_port("http://[::1]:9000"), Some(("[::1]".into(), 9000)));
-        assert_eq!(host_header("h", 80), "h");
-        assert_eq!(host_header("h", 81), "h:81");
+        assert_eq!(host_port("http://127.0.0.1:8080/x"), Some(("127.0.0.1".into(), 8080, 80)));
+        assert_eq!(host_port("http://example"), Some(("example".into(), 80, 80)));
+        assert_eq!(host_port("http://[::1]:9000"), Some(("[::1]".into(), 9000, 80)));
+        assert_eq!(host_port("https://example"), Some(("example".into(), 443, 443)));
+        assert_eq!(host_port("https://[::1]/p"), Some(("[::1]".into(), 443, 443)));
+        assert_eq!(host_port("ftp://example"), None);
+        assert_eq!(host_header("h", 80, 80), "h");
+        assert_eq!(host_header("h", 81, 80), "h:81");
+        assert_eq!(host_header("h", 443, 443), "h");
     }
 }

@@ -21,6 +21,12 @@
 //! | `/bytes/{n}`     | the configured status with an `n`-byte body (at most 64 MiB)                  |
 //! | `/chunked/{n}`   | the configured status with an `n`-byte body sent chunked (at most 64 MiB)     |
 //!
+//! # HTTPS
+//!
+//! With [`ServeConfig::tls`] (`loadgate serve --tls`, or `--tls-cert FILE --tls-key FILE`) every connection
+//! speaks TLS 1.2 or 1.3 (rustls, ALPN `http/1.1`, resumption by tickets and session ids) and the listening line
+//! says `https://`. See the `tls` module.
+//!
 //! A malformed request gets `400` (`413` for a body above 64 MiB, `431` for a head above 64 KiB) and the
 //! connection is closed. Responses carry `Server: loadgate` and a `Date` header; `204` and `304` carry no body.
 
@@ -31,9 +37,11 @@ use std::time::{Duration as StdDuration, Instant, SystemTime, UNIX_EPOCH};
 use loadgate_model::units::Duration;
 use loadgate_plan::BuiltinKind;
 use loadgate_plan::BuiltinServer;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
+
+pub mod tls;
+pub use tls::ServeTls;
 
 /// Why the built-in server cannot serve.
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +69,12 @@ pub enum ServerError {
 
 /// TechEmpower's plaintext body.
 pub const HELLO_WORLD: &[u8] = b"Hello, World!";
-/// The prefix of the one line `loadgate serve` prints to stdout once it listens.
+/// The prefix of the one line `loadgate serve` prints to stdout once it listens (`https://` with TLS).
 pub const LISTENING_PREFIX: &str = "listening on http://";
+/// The prefix of the listening line of a server speaking TLS.
+pub const LISTENING_PREFIX_TLS: &str = "listening on https://";
+/// How long a TLS handshake may take before the server drops the connection.
+const TLS_HANDSHAKE_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 /// The largest request body the server reads, and the largest body `/bytes/{n}` and `/chunked/{n}` send.
 pub const MAX_BODY: usize = 64 * 1024 * 1024;
 /// The largest request head (request line and headers) the server reads.
@@ -82,12 +94,14 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// Server threads, each with its own runtime and listener; `0` means one per CPU the process may run on.
     pub threads: usize,
+    /// Serve HTTPS with this certificate.
+    pub tls: Option<ServeTls>,
 }
 
 impl ServeConfig {
     /// A server with the given behaviour on an ephemeral loopback port, one thread per allowed CPU.
     pub fn new(server: BuiltinServer) -> Self {
-        ServeConfig { server, listen: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 0 }
+        ServeConfig { server, listen: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 0, tls: None }
     }
 
     /// The arguments after `loadgate serve` that describe this configuration, in the form
@@ -115,6 +129,16 @@ impl ServeConfig {
         if self.server.chunked {
             args.push("--chunked".to_owned());
         }
+        match &self.tls {
+            None => {}
+            Some(ServeTls::SelfSigned) => args.push("--tls".to_owned()),
+            Some(ServeTls::Files { cert, key }) => {
+                args.push("--tls-cert".to_owned());
+                args.push(cert.display().to_string());
+                args.push("--tls-key".to_owned());
+                args.push(key.display().to_string());
+            }
+        }
         args
     }
 
@@ -139,6 +163,12 @@ impl ServeConfig {
             };
             if flag == "--chunked" {
                 cfg.server.chunked = true;
+                continue;
+            }
+            if flag == "--tls" {
+                if cfg.tls.is_none() {
+                    cfg.tls = Some(ServeTls::SelfSigned);
+                }
                 continue;
             }
             let mut value = || -> Result<String, ServerError> {
@@ -188,7 +218,25 @@ impl ServeConfig {
                         })?;
                     cfg.server.body_size = Some(n.0);
                 }
+                "--tls-cert" | "--tls-key" => {
+                    let v = std::path::PathBuf::from(value()?);
+                    let (mut cert, mut key) = match cfg.tls.take() {
+                        Some(ServeTls::Files { cert, key }) => (Some(cert), Some(key)),
+                        _ => (None, None),
+                    };
+                    if flag == "--tls-cert" {
+                        cert = Some(v);
+                    } else {
+                        key = Some(v);
+                    }
+                    cfg.tls = Some(ServeTls::Files { cert: cert.unwrap_or_default(), key: key.unwrap_or_default() });
+                }
                 other => return Err(ServerError::InvalidArgs(format!("unknown argument `{other}`"))),
+            }
+        }
+        if let Some(ServeTls::Files { cert, key }) = &cfg.tls {
+            if cert.as_os_str().is_empty() || key.as_os_str().is_empty() {
+                return Err(ServerError::InvalidArgs("`--tls-cert` and `--tls-key` go together".to_owned()));
             }
         }
         Ok(cfg)
@@ -213,14 +261,20 @@ fn parse_kind(s: &str) -> Option<BuiltinKind> {
     }
 }
 
-/// The exact line (without newline) `loadgate serve` prints once bound: `listening on http://127.0.0.1:PORT`.
-pub fn listening_line(addr: SocketAddr) -> String {
-    format!("{LISTENING_PREFIX}{addr}")
+/// The exact line (without newline) `loadgate serve` prints once bound: `listening on http://127.0.0.1:PORT`
+/// (`https://` when it speaks TLS).
+pub fn listening_line(addr: SocketAddr, tls: bool) -> String {
+    format!("{}{addr}", if tls { LISTENING_PREFIX_TLS } else { LISTENING_PREFIX })
 }
 
 /// Reads the address back from a [`listening_line`].
 pub fn parse_listening_line(line: &str) -> Option<SocketAddr> {
-    line.trim().strip_prefix(LISTENING_PREFIX)?.trim_end_matches('/').parse().ok()
+    let line = line.trim();
+    line.strip_prefix(LISTENING_PREFIX)
+        .or_else(|| line.strip_prefix(LISTENING_PREFIX_TLS))?
+        .trim_end_matches('/')
+        .parse()
+        .ok()
 }
 
 /// Runs the server until the process receives SIGTERM or SIGINT, then shuts down gracefully (stops accepting,
@@ -257,6 +311,7 @@ pub fn serve(cfg: &ServeConfig, on_bound: impl FnOnce(SocketAddr)) -> Result<(),
 #[derive(Debug)]
 pub struct ServerHandle {
     addr: SocketAddr,
+    tls: bool,
     shutdown: watch::Sender<bool>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
@@ -267,9 +322,9 @@ impl ServerHandle {
         self.addr
     }
 
-    /// `http://ADDR`, without a trailing slash.
+    /// `http://ADDR` (`https://ADDR` with TLS), without a trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", if self.tls { "https" } else { "http" }, self.addr)
     }
 
     /// The number of server threads.
@@ -299,12 +354,13 @@ impl Drop for ServerHandle {
 /// Starts the server on background threads of this process and returns once it accepts connections.
 pub fn spawn_in_process(cfg: &ServeConfig) -> Result<ServerHandle, ServerError> {
     let behaviour = Arc::new(Behaviour::new(&cfg.server)?);
+    let acceptor = cfg.tls.as_ref().map(tls::server_config).transpose()?.map(tokio_rustls::TlsAcceptor::from);
     let threads =
         if cfg.threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { cfg.threads };
     let listeners = bind_listeners(cfg.listen, threads)?;
     let addr = listeners[0].local_addr().map_err(|source| ServerError::Bind { addr: cfg.listen, source })?;
     let (tx, rx) = watch::channel(false);
-    let mut handle = ServerHandle { addr, shutdown: tx, threads: Vec::new() };
+    let mut handle = ServerHandle { addr, tls: acceptor.is_some(), shutdown: tx, threads: Vec::new() };
     for (i, listener) in listeners.into_iter().enumerate() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -312,9 +368,10 @@ pub fn spawn_in_process(cfg: &ServeConfig) -> Result<ServerHandle, ServerError> 
             .map_err(|e| ServerError::Server(format!("cannot create a runtime: {e}")))?;
         let behaviour = behaviour.clone();
         let rx = rx.clone();
+        let acceptor = acceptor.clone();
         let thread = std::thread::Builder::new()
             .name(format!("loadgate-serve-{i}"))
-            .spawn(move || rt.block_on(accept_loop(listener, behaviour, rx)))
+            .spawn(move || rt.block_on(accept_loop(listener, behaviour, acceptor, rx)))
             .map_err(|e| ServerError::Server(format!("cannot start a server thread: {e}")))?;
         handle.threads.push(thread);
     }
@@ -409,7 +466,12 @@ fn pattern(n: usize) -> Vec<u8> {
     b"Hello, World! ".iter().copied().cycle().take(n).collect()
 }
 
-async fn accept_loop(listener: std::net::TcpListener, behaviour: Arc<Behaviour>, mut shutdown: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    behaviour: Arc<Behaviour>,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -423,7 +485,21 @@ async fn accept_loop(listener: std::net::TcpListener, behaviour: Arc<Behaviour>,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    conns.spawn(connection(stream, behaviour.clone(), shutdown.clone()));
+                    match &acceptor {
+                        None => {
+                            conns.spawn(connection(stream, behaviour.clone(), shutdown.clone()));
+                        }
+                        Some(acceptor) => {
+                            let accept = acceptor.accept(stream);
+                            let (behaviour, shutdown) = (behaviour.clone(), shutdown.clone());
+                            conns.spawn(async move {
+                                // A client that fails its handshake (or never finishes it) is dropped.
+                                if let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, accept).await {
+                                    connection(stream, behaviour, shutdown).await;
+                                }
+                            });
+                        }
+                    }
                 }
                 // Out of file descriptors or a connection reset before accept: back off briefly.
                 Err(_) => tokio::time::sleep(StdDuration::from_millis(5)).await,
@@ -436,7 +512,11 @@ async fn accept_loop(listener: std::net::TcpListener, behaviour: Arc<Behaviour>,
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while conns.join_next().await.is_some() {} }).await;
 }
 
-async fn connection(mut stream: TcpStream, b: Arc<Behaviour>, mut shutdown: watch::Receiver<bool>) {
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    b: Arc<Behaviour>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut read_at = Instant::now();
@@ -1006,8 +1086,11 @@ mod tests {
             },
             listen: "127.0.0.1:0".parse().unwrap(),
             threads: 2,
+            tls: Some(ServeTls::Files { cert: "c.pem".into(), key: "k.pem".into() }),
         };
         assert_eq!(ServeConfig::from_args(&cfg.to_args()).unwrap(), cfg);
+        assert_eq!(ServeConfig::from_args(&["--tls"]).unwrap().tls, Some(ServeTls::SelfSigned));
+        assert!(ServeConfig::from_args(&["--tls-cert", "c.pem"]).unwrap_err().to_string().contains("go together"));
         let mut with_verb = vec!["serve".to_owned()];
         with_verb.extend(cfg.to_args());
         assert_eq!(ServeConfig::from_args(&with_verb).unwrap(), cfg);
@@ -1019,7 +1102,9 @@ mod tests {
     #[test]
     fn listening_line_round_trip() {
         let addr: SocketAddr = "127.0.0.1:4567".parse().unwrap();
-        assert_eq!(listening_line(addr), "listening on http://127.0.0.1:4567");
+        assert_eq!(listening_line(addr, false), "listening on http://127.0.0.1:4567");
+        assert_eq!(listening_line(addr, true), "listening on https://127.0.0.1:4567");
+        assert_eq!(parse_listening_line("listening on https://127.0.0.1:4567"), Some(addr));
         assert_eq!(parse_listening_line("listening on http://127.0.0.1:4567\n"), Some(addr));
         assert_eq!(parse_listening_line("something else"), None);
     }

@@ -291,11 +291,11 @@ impl Registry {
 }
 
 /// Why a data file is not read: the message and the fix.
-type Refusal = (String, String);
+pub(crate) type Refusal = (String, String);
 
 /// The file a data file name stands for: relative to the spec's directory and inside its tree (symbolic links
 /// followed), unless the options allow any file.
-fn resolve_data_file(data: &DataFiles, file: &str) -> Result<PathBuf, Refusal> {
+pub(crate) fn resolve_data_file(data: &DataFiles, file: &str) -> Result<PathBuf, Refusal> {
     let base = match &data.base {
         Some(b) => b.clone(),
         None => {

@@ -158,13 +158,33 @@ pub struct TargetCpusDoc {
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields, extend("anyOf" = [{"required": ["base_url"]}, {"required": ["builtin"]}]))]
 pub struct TargetDoc {
-    /// `http://host:port[/prefix]`; request paths are appended to it.
-    #[schemars(regex(pattern = r"^(http://.+|.*\{\{.*\}\}.*|)$"))]
+    /// `http://host:port[/prefix]` or `https://...`; request paths are appended to it.
+    #[schemars(regex(pattern = r"^(https?://.+|.*\{\{.*\}\}.*|)$"))]
     pub base_url: Option<String>,
     /// A command loadgate starts before the run and stops after it.
     pub start: Option<StartDoc>,
     /// loadgate's reference server, started on a free loopback port.
     pub builtin: Option<BuiltinDoc>,
+    /// How to speak TLS to an `https://` target (or to a built-in server with `tls: true`).
+    pub tls: Option<TlsDoc>,
+}
+
+/// TLS 1.2 and 1.3 with ALPN `http/1.1`; Mozilla's root certificates are trusted unless `ca` names others.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TlsDoc {
+    /// A PEM file of CA certificates to trust instead of Mozilla's roots, relative to the spec's directory.
+    pub ca: Option<String>,
+    /// Accept any server certificate (self-signed test servers); every report says so.
+    pub insecure: Option<BoolDoc>,
+    /// A PEM certificate chain for mTLS (with `client_key`), relative to the spec's directory.
+    pub client_cert: Option<String>,
+    /// The PEM private key of `client_cert`, relative to the spec's directory.
+    pub client_key: Option<String>,
+    /// Resume TLS sessions on new connections, as browsers do (default true); `false` forces full handshakes.
+    pub resume: Option<BoolDoc>,
+    /// The name sent in SNI and checked against the certificate (default: the URL's host).
+    pub server_name: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -197,6 +217,8 @@ pub struct BuiltinDetailDoc {
     pub body_size: Option<SizeText>,
     /// Send bodies chunked.
     pub chunked: Option<BoolDoc>,
+    /// Serve HTTPS with a self-signed certificate made at start, which loadgate trusts.
+    pub tls: Option<BoolDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -689,6 +711,7 @@ mod tests {
         assert_eq!(props(&schema, "StartDoc"), sorted(START_KEYS));
         assert_eq!(props(&schema, "ReadyDoc"), sorted(READY_KEYS));
         assert_eq!(props(&schema, "BuiltinDetailDoc"), sorted(BUILTIN_KEYS));
+        assert_eq!(props(&schema, "TlsDoc"), sorted(TLS_KEYS));
         assert_eq!(props(&schema, "DefaultsDoc"), sorted(DEFAULTS_KEYS));
         assert_eq!(props(&schema, "ScenarioDoc"), sorted(SCENARIO_KEYS));
         assert_eq!(props(&schema, "GatingDoc"), sorted(GATING_KEYS));

@@ -24,6 +24,8 @@ pub(crate) struct Templates {
     rendered: RefCell<HashMap<RenderKey, Result<String, TemplateError>>>,
     /// The per-request generators met while rendering.
     pub registry: Registry,
+    /// Where data files (and `target.tls` files) are found.
+    pub data: DataFiles,
     /// What the spec's templates have cost so far.
     pub meter: Arc<Meter>,
     /// The spec's resolved variables and `env`, the context of every template.
@@ -71,7 +73,7 @@ impl Templates {
         let meter = Arc::new(Meter::default());
         sandbox::install(&mut env, &meter);
         let registry = Registry::default();
-        crate::generate::register(&mut env, &registry, data, &meter);
+        crate::generate::register(&mut env, &registry, data.clone(), &meter);
         let mut context = vars;
         context.insert("env".to_owned(), Value::from_serialize(&process_env));
         let names = context.keys().cloned().collect();
@@ -80,6 +82,7 @@ impl Templates {
             compiled: RefCell::default(),
             rendered: RefCell::default(),
             registry,
+            data,
             meter,
             context: Value::from_serialize(&context),
             names,

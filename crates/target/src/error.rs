@@ -33,6 +33,11 @@ pub enum TargetError {
     #[error("the target did not become ready within {waited:.1}s ({last}); last lines of its log:\n{log_tail}")]
     NotReady { waited: f64, last: String, log_tail: String },
 
+    /// The readiness probe reached the target and got an answer no wait can change: a certificate the load
+    /// refuses (an unknown CA, another name).
+    #[error("the target's readiness probe cannot succeed: {reason}")]
+    ProbeRefused { reason: String },
+
     /// The target exited before it became ready.
     #[error("the target exited before it became ready ({status}); last lines of its log:\n{log_tail}")]
     ExitedBeforeReady { status: String, log_tail: String },

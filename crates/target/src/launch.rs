@@ -25,6 +25,7 @@ use loadgate_model::units::CpuList;
 use loadgate_plan::ReadyProbe;
 use loadgate_results::TargetExit;
 
+use crate::tls_probe::{self, Failed, ProbeTls};
 use crate::watchdog::Watchdog;
 use crate::TargetError;
 use loadgate_machine::procfs;
@@ -423,6 +424,18 @@ impl Target {
     /// Probes `base_url` until the target is ready, it exits, or the probe's timeout passes. Returns how long it
     /// took. Runs on a thread of its own, so it may be called from inside an async runtime (it blocks).
     pub fn wait_ready(&self, base_url: &str, probe: &ReadyProbe) -> Result<Duration, TargetError> {
+        self.wait_ready_tls(base_url, probe, None)
+    }
+
+    /// [`Target::wait_ready`] for an `https://` base URL: an `http_get` probe speaks TLS as the load will
+    /// ([`ProbeTls`]: the same client configuration, server name and checks) and fails at once on a certificate
+    /// the load would refuse. A `tcp` probe only connects.
+    pub fn wait_ready_tls(
+        &self,
+        base_url: &str,
+        probe: &ReadyProbe,
+        tls: Option<ProbeTls>,
+    ) -> Result<Duration, TargetError> {
         let (timeout, interval) = match probe {
             ReadyProbe::HttpGet { timeout, interval, .. } | ReadyProbe::Tcp { timeout, interval } => {
                 (timeout.as_std(), interval.as_std().max(Duration::from_millis(10)))
@@ -430,38 +443,61 @@ impl Target {
         };
         let url = reqwest::Url::parse(base_url)
             .map_err(|e| TargetError::InvalidLaunch(format!("the base URL `{base_url}` does not parse: {e}")))?;
-        let mut attempt: Box<dyn FnMut(Duration) -> Result<(), String> + Send> = match probe {
-            ReadyProbe::HttpGet { path, status, .. } => {
+        let addrs = || -> Result<Vec<SocketAddr>, TargetError> {
+            url.socket_addrs(|| None)
+                .map_err(|e| TargetError::InvalidLaunch(format!("cannot resolve `{base_url}`: {e}")))
+        };
+        let mut attempt: Box<dyn FnMut(Duration) -> Result<(), Failed> + Send> = match (probe, tls) {
+            (ReadyProbe::HttpGet { path, status, .. }, Some(tls)) => {
+                let full = join_url(base_url, path);
+                let joined = reqwest::Url::parse(&full)
+                    .map_err(|e| TargetError::InvalidLaunch(format!("the probe URL `{full}` does not parse: {e}")))?;
+                let target = match joined.query() {
+                    Some(q) => format!("{}?{q}", joined.path()),
+                    None => joined.path().to_owned(),
+                };
+                let host = match (url.host_str(), url.port()) {
+                    (Some(h), Some(p)) => format!("{h}:{p}"),
+                    (Some(h), None) => h.to_owned(),
+                    (None, _) => {
+                        return Err(TargetError::InvalidLaunch(format!("the base URL `{base_url}` has no host")));
+                    }
+                };
+                let addrs = addrs()?;
+                let expected = *status;
+                Box::new(move |per_try: Duration| match tls_probe::get_status(&tls, &addrs, &host, &target, per_try)? {
+                    got if got == expected => Ok(()),
+                    got => Err(Failed::retry(format!("GET {full} answered {got}, expected {expected}"))),
+                })
+            }
+            (ReadyProbe::HttpGet { path, status, .. }, None) => {
                 let full = join_url(base_url, path);
                 let expected = *status;
                 let mut client = None;
                 Box::new(move |per_try: Duration| {
                     if client.is_none() {
-                        client = Some(
-                            reqwest::blocking::Client::builder()
-                                .no_proxy()
-                                .redirect(reqwest::redirect::Policy::none())
-                                .build()
-                                .map_err(|e| format!("cannot build an HTTP client: {}", root_cause(&e)))?,
-                        );
+                        let builder =
+                            reqwest::blocking::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none());
+                        client =
+                            Some(builder.build().map_err(|e| {
+                                Failed::retry(format!("cannot build an HTTP client: {}", root_cause(&e)))
+                            })?);
                     }
                     let Some(c) = client.as_ref() else {
-                        return Err("no HTTP client".to_owned());
+                        return Err(Failed::retry("no HTTP client".to_owned()));
                     };
                     match c.get(&full).timeout(per_try).send() {
                         Ok(resp) if resp.status().as_u16() == expected => Ok(()),
-                        Ok(resp) => Err(format!("GET {full} answered {}, expected {expected}", resp.status().as_u16())),
-                        Err(e) => Err(format!("GET {full} failed: {}", root_cause(&e))),
+                        Ok(resp) => Err(Failed::retry(format!(
+                            "GET {full} answered {}, expected {expected}",
+                            resp.status().as_u16()
+                        ))),
+                        Err(e) => Err(Failed::retry(format!("GET {full} failed: {}", root_cause(&e)))),
                     }
                 })
             }
-            ReadyProbe::Tcp { .. } => {
-                let addrs: Vec<SocketAddr> = match url.socket_addrs(|| None) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        return Err(TargetError::InvalidLaunch(format!("cannot resolve `{base_url}`: {e}")));
-                    }
-                };
+            (ReadyProbe::Tcp { .. }, _) => {
+                let addrs = addrs()?;
                 Box::new(move |per_try: Duration| {
                     let mut last = String::from("no address to connect to");
                     for a in &addrs {
@@ -470,15 +506,15 @@ impl Target {
                             Err(e) => last = format!("TCP connect to {a} failed: {e}"),
                         }
                     }
-                    Err(last)
+                    Err(Failed::retry(last))
                 })
             }
         };
         let begin = Instant::now();
         let deadline = begin + timeout;
         let outcome = std::thread::scope(|s| {
-            s.spawn(|| -> Result<Duration, String> {
-                let mut last = "no attempt finished".to_owned();
+            s.spawn(|| -> Result<Duration, Failed> {
+                let mut last = Failed::retry("no attempt finished".to_owned());
                 loop {
                     if self.exited().is_some() {
                         return Err(last);
@@ -490,6 +526,7 @@ impl Target {
                     let per_try = interval.max(Duration::from_secs(1)).min(remaining);
                     match attempt(per_try) {
                         Ok(()) => return Ok(begin.elapsed()),
+                        Err(e) if e.fatal => return Err(e),
                         Err(e) => last = e,
                     }
                     let remaining = deadline.saturating_duration_since(Instant::now());
@@ -500,7 +537,7 @@ impl Target {
                 }
             })
             .join()
-            .unwrap_or_else(|_| Err("the readiness probe panicked".to_owned()))
+            .unwrap_or_else(|_| Err(Failed::retry("the readiness probe panicked".to_owned())))
         });
         match outcome {
             Ok(took) => Ok(took),
@@ -511,9 +548,12 @@ impl Target {
                         log_tail: self.log_tail(LOG_TAIL_LINES),
                     });
                 }
+                if last.fatal {
+                    return Err(TargetError::ProbeRefused { reason: last.message });
+                }
                 Err(TargetError::NotReady {
                     waited: begin.elapsed().as_secs_f64(),
-                    last,
+                    last: last.message,
                     log_tail: self.log_tail(LOG_TAIL_LINES),
                 })
             }

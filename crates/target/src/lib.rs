@@ -26,6 +26,8 @@
 
 mod error;
 pub mod launch;
+mod tls_probe;
 pub mod watchdog;
 
 pub use error::TargetError;
+pub use tls_probe::ProbeTls;

@@ -86,7 +86,7 @@ impl Server {
     }
 
     pub fn target(&self) -> Target {
-        Target { addr: self.addr, host: format!("{}", self.addr) }
+        Target { addr: self.addr, host: format!("{}", self.addr), tls: None }
     }
 }
 

@@ -47,10 +47,11 @@ pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
 pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
-pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin"];
+pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls"];
+pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_key", "resume", "server_name"];
 pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
-pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked"];
+pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked", "tls"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
 pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "description",

@@ -9,7 +9,7 @@ use crate::read::Cx;
 use crate::units::{ByteSize, Duration};
 use crate::BuiltinKind;
 
-use super::{enum_error, read_string_map, BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS};
+use super::{enum_error, read_string_map, BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS, TLS_KEYS};
 
 /// The scheme of a URL-like text and what follows its colon: `htp:/x` -> (`htp`, `/x`). `localhost:8080` has
 /// none (a port follows the colon).
@@ -25,23 +25,29 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
     let fail = |cx: &mut Cx<'_>, msg: &str, help: Option<String>| {
         cx.error(
             Diagnostic::error(path, node.span, msg.to_owned())
-                .expected("an http URL such as `http://127.0.0.1:8080`")
+                .expected("an http or https URL such as `http://127.0.0.1:8080`")
                 .found(format!("`{text}`"))
                 .help_opt(help),
         );
         None
     };
-    let rest = if let Some(r) = text.strip_prefix("http://") {
-        r
-    } else if text.starts_with("https://") {
-        return fail(cx, "https targets are not supported by the engine yet", Some("use an http:// URL".to_owned()));
+    let (rest, https) = if let Some(r) = text.strip_prefix("http://") {
+        (r, false)
+    } else if let Some(r) = text.strip_prefix("https://") {
+        (r, true)
     } else if let Some((scheme, after)) = scheme_of(&text) {
-        // `htp:/nowhere`, `ftp://host`, `http:/host`: a scheme that is not `http://`; suggest the host with one.
+        // `htp:/nowhere`, `ftp://host`, `http:/host`: a scheme that is not `http://` or `https://`; suggest the
+        // host with one.
         let host = after.trim_start_matches('/');
+        let scheme_fix =
+            if scheme.eq_ignore_ascii_case("https") || scheme.starts_with("htps") { "https" } else { "http" };
         return fail(
             cx,
-            &format!("`base_url` starts with `{scheme}:{}`, not `http://`", &after[..after.len() - host.len()]),
-            Some(format!("write `http://{host}`")),
+            &format!(
+                "`base_url` starts with `{scheme}:{}`, not `http://` or `https://`",
+                &after[..after.len() - host.len()]
+            ),
+            Some(format!("write `{scheme_fix}://{host}`")),
         );
     } else {
         return fail(cx, "`base_url` has no scheme", Some(format!("write `http://{text}`")));
@@ -72,6 +78,7 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         return fail(cx, "`base_url` has no host", None);
     }
     let port = match port {
+        None if https => 443,
         None => 80,
         Some(p) => match p.parse::<u16>() {
             Ok(p) if p > 0 => p,
@@ -79,7 +86,7 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         },
     };
     let prefix = prefix.trim_end_matches('/').to_owned();
-    Some(BaseUrl { url: text.clone(), host, port, prefix })
+    Some(BaseUrl { url: text.clone(), host, port, prefix, tls: https.then(TlsOptions::default) })
 }
 
 pub(super) fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Target> {
@@ -93,9 +100,16 @@ pub(super) fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<T
             None => None,
         };
         if url_text.as_deref().is_none_or(|u| u.trim().is_empty()) {
-            // The built-in server stands in for the whole target, the `start` command included.
+            // The built-in server stands in for the whole target, the `start` command included (and the `tls`
+            // block, unless it serves HTTPS).
             let (n, p) = f.get("builtin")?;
-            return read_builtin(cx, n, &p).map(|server| Target::Builtin { server });
+            let mut server = read_builtin(cx, n, &p)?;
+            if server.tls.is_some() {
+                if let Some((n, p)) = f.get("tls") {
+                    server.tls = Some(read_tls(cx, n, &p)?);
+                }
+            }
+            return Some(Target::Builtin { server });
         }
     }
     let Some((n, p)) = f.get("base_url") else {
@@ -106,7 +120,26 @@ pub(super) fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<T
         );
         return None;
     };
-    let base_url = read_base_url(cx, n, &p);
+    let mut base_url = read_base_url(cx, n, &p);
+    if let (Some(url), Some((tn, tp))) = (&mut base_url, f.get("tls")) {
+        if url.tls.is_some() {
+            url.tls = read_tls(cx, tn, &tp);
+            if url.tls.is_none() {
+                base_url = None;
+            }
+        } else {
+            cx.error(
+                Diagnostic::error(&tp, f.key_span("tls"), "`tls` applies to https targets")
+                    .expected("`base_url: https://...` with a `tls` block")
+                    .found(format!("`base_url: {}`", url.url))
+                    .help(format!(
+                        "write `base_url: https://{}`, or remove `tls`",
+                        url.url.trim_start_matches("http://")
+                    )),
+            );
+            base_url = None;
+        }
+    }
     let start = f.get("start").map(|(n, p)| read_start(cx, n, &p));
     match (base_url, start) {
         (Some(base_url), None) => Some(Target::Url { base_url }),
@@ -128,7 +161,8 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
             }
         }
     };
-    let mut b = Builtin { kind: BuiltinKind::Plaintext, delay: None, status: 200, body_size: None, chunked: false };
+    let mut b =
+        Builtin { kind: BuiltinKind::Plaintext, delay: None, status: 200, body_size: None, chunked: false, tls: None };
     if let NodeKind::Map(_) = node.kind {
         let f = cx.map(node, path, BUILTIN_KEYS, "`target.builtin`")?;
         let mut ok = true;
@@ -166,6 +200,12 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
         if let Some((n, p)) = f.get("chunked") {
             match cx.boolean(n, &p, "`chunked`") {
                 Some(c) => b.chunked = c,
+                None => ok = false,
+            }
+        }
+        if let Some((n, p)) = f.get("tls") {
+            match cx.boolean(n, &p, "`tls`") {
+                Some(t) => b.tls = t.then(TlsOptions::default),
                 None => ok = false,
             }
         }
@@ -207,6 +247,154 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
             return None;
         }
         Some(b)
+    }
+}
+
+/// `target.tls`: `{ ca, insecure, client_cert, client_key, resume, server_name }`, every file checked now.
+fn read_tls(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<TlsOptions> {
+    let f = cx.map(node, path, TLS_KEYS, "`target.tls`")?;
+    let mut ok = true;
+    let mut tls = TlsOptions::default();
+    if let Some((n, p)) = f.get("insecure") {
+        match cx.boolean(n, &p, "`insecure`") {
+            Some(v) => tls.insecure = v,
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("resume") {
+        match cx.boolean(n, &p, "`resume`") {
+            Some(v) => tls.resume = v,
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("server_name") {
+        match cx.string(n, &p, "`server_name`") {
+            Some(name) if rustls_pki_types::ServerName::try_from(name.as_str()).is_ok() => tls.server_name = Some(name),
+            Some(_) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`server_name` is not a DNS name or an IP address")
+                        .expected("a name the server's certificate holds, such as `api.example.com`")
+                        .found(n.describe()),
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    let file = |cx: &mut Cx<'_>, key: &str, what: Pem| -> Option<String> {
+        let (n, p) = f.get(key)?;
+        let name = cx.string(n, &p, &format!("`{key}`"))?;
+        match check_pem_file(&cx.templates.data, &name, what) {
+            Ok(()) => Some(name),
+            Err((message, help)) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, message).expected(what.expected()).found(n.describe()).help(help),
+                );
+                None
+            }
+        }
+    };
+    tls.ca = file(cx, "ca", Pem::Certificates);
+    tls.client_cert = file(cx, "client_cert", Pem::Certificates);
+    tls.client_key = file(cx, "client_key", Pem::PrivateKey);
+    ok &= f.has("ca") == tls.ca.is_some()
+        && f.has("client_cert") == tls.client_cert.is_some()
+        && f.has("client_key") == tls.client_key.is_some();
+    match (f.has("client_cert"), f.has("client_key")) {
+        (true, false) => {
+            cx.error(
+                Diagnostic::error(path, node.span, "`client_cert` needs `client_key`")
+                    .expected("both `client_cert` and `client_key` (mTLS), or neither")
+                    .help("add `client_key: client.key` (the PEM private key of the certificate)"),
+            );
+            ok = false;
+        }
+        (false, true) => {
+            cx.error(
+                Diagnostic::error(path, node.span, "`client_key` needs `client_cert`")
+                    .expected("both `client_cert` and `client_key` (mTLS), or neither")
+                    .help("add `client_cert: client.pem` (the PEM certificate of the key)"),
+            );
+            ok = false;
+        }
+        _ => {}
+    }
+    if tls.insecure {
+        if let Some((n, p)) = f.get("insecure") {
+            cx.error(
+                Diagnostic::warning(
+                    &p,
+                    n.span,
+                    "`insecure: true`: the server's certificate is not checked; every report of the run says so",
+                )
+                .help("for a server with its own CA, give the CA with `ca: ca.pem` instead"),
+            );
+        }
+        if let Some((n, p)) = f.get("ca") {
+            cx.error(
+                Diagnostic::warning(&p, n.span, "`ca` is not used: `insecure: true` checks no certificate")
+                    .help("remove `insecure: true` to check the certificate against this CA"),
+            );
+        }
+    }
+    ok.then_some(tls)
+}
+
+/// What a `target.tls` file must hold.
+#[derive(Debug, Clone, Copy)]
+enum Pem {
+    Certificates,
+    PrivateKey,
+}
+
+impl Pem {
+    fn expected(self) -> &'static str {
+        match self {
+            Pem::Certificates => "a PEM file of certificates (`-----BEGIN CERTIFICATE-----`) in the spec's directory",
+            Pem::PrivateKey => "a PEM private key (`-----BEGIN PRIVATE KEY-----`) in the spec's directory",
+        }
+    }
+}
+
+/// The largest TLS file read (a CA bundle of every public root is about 250 KiB).
+const MAX_PEM_BYTES: u64 = 4 << 20;
+
+/// Checks a `target.tls` file where data files are found (relative to the spec and inside its tree, unless
+/// allowed otherwise): a regular file, at most 4 MiB, holding what `what` says.
+fn check_pem_file(data: &crate::generate::DataFiles, name: &str, what: Pem) -> Result<(), crate::generate::Refusal> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::Read as _;
+    let path = crate::generate::resolve_data_file(data, name)?;
+    let cannot = |e: std::io::Error| (format!("cannot read `{name}`: {e}"), "check its permissions".to_owned());
+    let handle = std::fs::File::open(&path).map_err(cannot)?;
+    let meta = handle.metadata().map_err(cannot)?;
+    if !meta.is_file() || meta.len() > MAX_PEM_BYTES {
+        return Err((
+            format!("`{name}` is not a regular file of at most 4 MiB"),
+            "name the PEM file itself".to_owned(),
+        ));
+    }
+    let mut bytes = Vec::new();
+    handle.take(MAX_PEM_BYTES).read_to_end(&mut bytes).map_err(cannot)?;
+    match what {
+        Pem::Certificates => match CertificateDer::pem_slice_iter(&bytes).collect::<Result<Vec<_>, _>>() {
+            Ok(certs) if !certs.is_empty() => Ok(()),
+            Ok(_) => Err((
+                format!("`{name}` holds no PEM certificate"),
+                "a certificate starts with `-----BEGIN CERTIFICATE-----`; convert a DER file with `openssl x509 -inform der -in FILE -out FILE.pem`"
+                    .to_owned(),
+            )),
+            Err(e) => Err((format!("`{name}` is not a valid PEM file: {e}"), "check the file".to_owned())),
+        },
+        Pem::PrivateKey => match PrivateKeyDer::from_pem_slice(&bytes) {
+            Ok(_) => Ok(()),
+            Err(e) => Err((
+                format!("`{name}` holds no PEM private key ({e})"),
+                "give the key of the client certificate, starting with `-----BEGIN PRIVATE KEY-----` (PKCS#8), `-----BEGIN RSA PRIVATE KEY-----` or `-----BEGIN EC PRIVATE KEY-----`"
+                    .to_owned(),
+            )),
+        },
     }
 }
 

@@ -14,7 +14,7 @@ fn main() {
     };
     let result = loadgate_server::serve(&cfg, |addr| {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", loadgate_server::listening_line(addr));
+        let _ = writeln!(out, "{}", loadgate_server::listening_line(addr, cfg.tls.is_some()));
         let _ = out.flush();
     });
     if let Err(e) = result {
