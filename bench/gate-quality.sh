@@ -31,7 +31,7 @@ GEN_CPU=${GEN_CPU:-1}
 DELAY_A=${DELAY_A:-50ms}
 DELAY_B=${DELAY_B:-55ms}
 RATE=${RATE:-2000/s}
-CONNS=${CONNS:-512}
+CONNS=${CONNS:-256}
 REP=${REP:-500ms}
 REPEAT=${REPEAT:-12}
 MAX_REPEAT=${MAX_REPEAT:-160}
@@ -50,6 +50,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 if [ "$NOISE" = 1 ]; then
   taskset -c "$TARGET_CPU" python3 - <<'PY' &
@@ -121,10 +122,13 @@ PY
 }
 
 STREAMS=${STREAMS:-1}
+streams=()
 for i in $(seq 1 "$STREAMS"); do
   stream "$i" &
+  streams+=($!)
 done
-wait
+# Wait for the streams only: the noise injector runs until the cleanup stops it.
+wait "${streams[@]}"
 results="$work/trials.tsv"
 cat "$work"/s*/trials.tsv > "$results"
 echo >&2

@@ -231,6 +231,40 @@ scenarios:
 }
 
 #[test]
+fn rounds_invalid_as_a_measurement_are_run_again_within_the_budget_then_the_instance_is_invalid() {
+    // Every round is generator-limited (as above): with `rerun_invalid: 1` the first invalid round is discarded
+    // and run again, the second stays, and the instance is invalid (exit 4) with the discarded round listed.
+    let yaml = r#"
+version: 1
+name: e2e-rerun-invalid
+hardware: { generator: { threads: 1 }, on_mismatch: warn }
+target: { builtin: plaintext }
+gating: { repeat: 2, rerun_invalid: 1 }
+scenarios:
+  flood:
+    request: { method: POST, path: /, body: "{{ random_string(65536) }}" }
+    load: { open: { rate: 1000000/s, duration: 500ms, connections: 64 } }
+"#;
+    let (_dir, out, r) = run_spec(yaml, "e2e-rerun-invalid");
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    assert_eq!(r["gating"]["rerun_invalid"], 1);
+    let s = &r["scenarios"][0];
+    let discarded = s["discarded_rounds"].as_array().expect("discarded_rounds");
+    assert_eq!(discarded.len(), 1, "{:#}", s["discarded_rounds"]);
+    assert_eq!(discarded[0]["round"], 1);
+    let reasons = discarded[0]["reasons"].as_array().unwrap();
+    assert!(reasons.iter().any(|r| r.as_str().unwrap().contains("the generator limited the rate")), "{discarded:#?}");
+    let reps = s["repetitions"].as_array().expect("repetitions");
+    assert_eq!(reps.iter().map(|r| r["round"].as_u64().unwrap()).collect::<Vec<_>>(), [2, 3], "round 1 was replaced");
+    assert!(reps.iter().all(|r| r["valid"] == false), "the later rounds stay, invalid: {reps:#?}");
+    assert_eq!(s["validity"]["valid"], false);
+    let warned = format!("{stdout}{stderr}");
+    assert!(warned.contains("round 1 was invalid as a measurement"), "{warned}");
+}
+
+#[test]
 fn a_capacity_search_finds_a_fixed_capacity_within_its_precision() {
     // The server answers 250 requests a second at most. Below that a request waits at most for its own slot
     // (4 ms); above it the queue grows until the 64 connections are busy, so p99 passes 100 ms within a step or

@@ -622,6 +622,7 @@ fn assemble(
         aborted,
         by_request: by_request(phase, finals, duration),
         repetitions: Vec::new(),
+        discarded_rounds: Vec::new(),
         ab_baseline: None,
         resources: None,
         capacity: None,

@@ -129,6 +129,9 @@ pub struct Gating {
     pub confidence: f64,
     pub on_inconclusive: OnInconclusive,
     pub order: RoundOrder,
+    /// How many rounds of each gated instance that were invalid as a measurement (the generator limited them)
+    /// are discarded, with their A/B pair, and run again before the instance is called invalid.
+    pub rerun_invalid: u32,
 }
 
 impl Default for Gating {
@@ -140,9 +143,15 @@ impl Default for Gating {
             confidence: DEFAULT_CONFIDENCE,
             on_inconclusive: OnInconclusive::Inconclusive,
             order: RoundOrder::Abba,
+            rerun_invalid: DEFAULT_RERUN_INVALID,
         }
     }
 }
+
+/// Rounds invalid as a measurement that are run again per gated instance unless `gating.rerun_invalid` says
+/// otherwise: enough for a noisy runner's occasional stall, few enough that a generator that cannot carry the
+/// load is called out within a few rounds.
+pub const DEFAULT_RERUN_INVALID: u32 = 3;
 
 impl Gating {
     /// Whether this is the default (one run, no statistics): plans without a `gating` block stay as they were.

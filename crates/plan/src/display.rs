@@ -174,7 +174,7 @@ impl ExecutionPlan {
             let g = &self.gating;
             let _ = writeln!(
                 out,
-                "  gating       {} repetition{} per gated phase{}, {}% confidence, inconclusive {}{}",
+                "  gating       {} repetition{} per gated phase{}, {}% confidence, inconclusive {}{}, {}",
                 g.repeat,
                 if g.repeat == 1 { "" } else { "s" },
                 if g.max_repeat > g.repeat {
@@ -192,7 +192,12 @@ impl ExecutionPlan {
                     crate::OnInconclusive::Fail => "fails (exit 1)",
                     crate::OnInconclusive::Pass => "passes (exit 0)",
                 },
-                if g.restart == crate::Restart::EachRound { ", target restarted each round" } else { "" }
+                if g.restart == crate::Restart::EachRound { ", target restarted each round" } else { "" },
+                match g.rerun_invalid {
+                    0 => "an invalid round makes the phase invalid".to_owned(),
+                    1 => "1 invalid round run again".to_owned(),
+                    n => format!("up to {n} invalid rounds run again"),
+                }
             );
         }
         let workers: Vec<String> = self

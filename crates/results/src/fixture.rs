@@ -210,6 +210,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         aborted: None,
         by_request: Vec::new(),
         repetitions: Vec::new(),
+        discarded_rounds: Vec::new(),
         ab_baseline: None,
         resources: None,
         capacity: None,
@@ -477,6 +478,7 @@ pub fn sample_ab_run() -> RunResults {
         confidence: 0.90,
         on_inconclusive: "inconclusive".to_owned(),
         restart: "never".to_owned(),
+        rerun_invalid: 3,
         order: Some("abba".to_owned()),
         candidate: Some("http://127.0.0.1:8081".to_owned()),
     });

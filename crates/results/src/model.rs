@@ -94,6 +94,10 @@ pub struct GatingInfo {
     pub on_inconclusive: String,
     /// `never` or `each_round`.
     pub restart: String,
+    /// Rounds of a gated instance that were invalid as a measurement and were discarded (with their A/B pair)
+    /// and run again, at most this many per instance; each instance lists its own in `discarded_rounds`.
+    #[serde(default)]
+    pub rerun_invalid: u32,
     /// For an A/B run: the order of the sides in each round (`abba` or `shuffle`) and the candidate's URL.
     pub order: Option<String>,
     pub candidate: Option<String>,
@@ -270,6 +274,10 @@ pub struct ScenarioResult {
     /// summed). Empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Repetition>,
+    /// With repetitions: the rounds that were invalid as a measurement and were run again
+    /// (`gating.rerun_invalid`); they are in neither `repetitions` nor the statistics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discarded_rounds: Vec<DiscardedRound>,
     /// In an A/B run: the same scenario instance measured on the baseline target (A), merged over its
     /// repetitions, which it lists; this result is the candidate's (B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -283,6 +291,17 @@ pub struct ScenarioResult {
     /// or the first step when no rate held). See [`crate::capacity`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Capacity>,
+}
+
+/// A round discarded because a side's run of it was invalid as a measurement, and run again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DiscardedRound {
+    /// The round (from 1).
+    pub round: u32,
+    /// The sides whose run was invalid (`A`, `B`); empty in a run without a candidate.
+    pub sides: Vec<String>,
+    /// Why, as the invalid run said it.
+    pub reasons: Vec<String>,
 }
 
 /// What a capacity search found: the highest rate at which the scenario's SLOs held, between which rates, how

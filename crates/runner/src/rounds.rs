@@ -37,6 +37,10 @@ pub struct Rounds {
     max: Vec<u32>,
     /// The rounds after which sequential mode looks at the verdicts.
     looks: Vec<u32>,
+    /// Rounds of each phase discarded as invalid measurements (and run again).
+    discarded: Vec<u32>,
+    /// How many may be, per phase (`gating.rerun_invalid`).
+    rerun_budget: u32,
     ab: bool,
     order: RoundOrder,
     seed: u64,
@@ -55,7 +59,16 @@ impl Rounds {
             .zip(&wanted)
             .map(|(p, w)| if p.gate && p.repeat.is_none() { g.max_repeat.max(*w) } else { *w })
             .collect();
-        Rounds { wanted, max, looks: g.looks(), ab: plan.candidate.is_some(), order: g.order, seed: plan.seed }
+        Rounds {
+            discarded: vec![0; wanted.len()],
+            wanted,
+            max,
+            looks: g.looks(),
+            rerun_budget: g.rerun_invalid,
+            ab: plan.candidate.is_some(),
+            order: g.order,
+            seed: plan.seed,
+        }
     }
 
     /// Whether any phase runs more than once or on two sides: verdicts then come from statistics.
@@ -85,14 +98,39 @@ impl Rounds {
     }
 
     /// Sequential mode: the rounds for `phase` up to its next look (`gating.looks()`), if it may have more.
+    /// Looks count the rounds that were kept: a discarded round's replacement does not bring a look forward.
     /// Returns whether it got any.
     pub fn extend(&mut self, phase: usize) -> bool {
         if self.wanted[phase] >= self.max[phase] {
             return false;
         }
-        let next = self.looks.iter().copied().find(|l| *l > self.wanted[phase]).unwrap_or(self.max[phase]);
+        let d = self.discarded[phase];
+        let kept = self.wanted[phase] - d;
+        let next = self.looks.iter().copied().find(|l| *l > kept).map_or(self.max[phase], |l| l + d);
         self.wanted[phase] = next.min(self.max[phase]);
         true
+    }
+
+    /// A round of `phase` was invalid as a measurement: if the budget (`gating.rerun_invalid`) allows, it is
+    /// discarded and one more round is planned in its place (returns true); else it stays and decides.
+    pub fn rerun(&mut self, phase: usize) -> bool {
+        if self.discarded[phase] >= self.rerun_budget {
+            return false;
+        }
+        self.discarded[phase] += 1;
+        self.wanted[phase] += 1;
+        self.max[phase] += 1;
+        true
+    }
+
+    /// How many rounds of `phase` were discarded and run again.
+    pub fn discarded(&self, phase: usize) -> u32 {
+        self.discarded[phase]
+    }
+
+    /// The most rounds of a phase that may be discarded (`gating.rerun_invalid`).
+    pub fn rerun_budget(&self) -> u32 {
+        self.rerun_budget
     }
 
     /// The rounds planned for a phase so far.
@@ -141,6 +179,26 @@ mod tests {
         assert!(!r.extend(2), "a scenario with its own repeat is not extended");
         assert_eq!(r.last(), 5);
         assert_eq!(r.sides(1), [Side::Target]);
+    }
+
+    #[test]
+    fn an_invalid_round_is_run_again_within_the_budget_and_looks_count_kept_rounds() {
+        let p = plan("gating: { repeat: 4, max_repeat: 12, rerun_invalid: 2 }", false);
+        let mut r = Rounds::new(&p);
+        assert_eq!(p.gating.looks(), [4, 6, 9, 12]);
+        assert!(r.rerun(1), "round 2 was invalid: one more round");
+        assert_eq!((r.wanted(1), r.discarded(1)), (5, 1));
+        assert_eq!(r.last(), 5);
+        assert!(r.extend(1));
+        assert_eq!(r.wanted(1), 7, "the next look is at 6 kept rounds, 7 with the discarded one");
+        assert!(r.rerun(1));
+        assert!(!r.rerun(1), "the budget of 2 is spent");
+        assert_eq!((r.wanted(1), r.discarded(1)), (8, 2));
+        assert!(r.extend(1));
+        assert_eq!(r.wanted(1), 11, "9 kept rounds, plus the two discarded");
+        assert!(r.extend(1));
+        assert_eq!(r.wanted(1), 14, "max_repeat kept rounds, plus the two discarded");
+        assert!(!r.extend(1));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use loadgate_machine::hardware::{self, AppliedPinning, PinningDecision};
 use loadgate_plan::{ExecutionPlan, OnInconclusive, Phase, Restart, RoundOrder, WorkerPlan};
 use loadgate_results::gate::Baseline;
 use loadgate_results::{
-    GatingInfo, Outcome, OutcomeStatus, RunResults, ScenarioResult, SpecInfo, StatisticalStatus, TargetInfo,
-    RESULTS_SCHEMA_VERSION,
+    DiscardedRound, GatingInfo, Outcome, OutcomeStatus, RunResults, ScenarioResult, SpecInfo, StatisticalStatus,
+    TargetInfo, RESULTS_SCHEMA_VERSION,
 };
 
 use crate::abort::aborted_by_slo;
@@ -154,6 +154,8 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     // Every repetition of every instance, per side (0: the target, 1: the candidate), with its round.
     let mut reps: Vec<[Vec<ScenarioResult>; 2]> = plan.phases.iter().map(|_| Default::default()).collect();
     let mut rep_rounds: Vec<Vec<u32>> = plan.phases.iter().map(|_| Vec::new()).collect();
+    // The rounds of each instance discarded as invalid measurements and run again.
+    let mut discarded: Vec<Vec<DiscardedRound>> = plan.phases.iter().map(|_| Vec::new()).collect();
     let mut run_failed = Vec::new();
     // The target's resource samples of sessions that ended (restarts), before the current one's.
     let mut earlier_samples = Vec::new();
@@ -214,6 +216,24 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                     std::thread::sleep(phase.cooldown.as_std());
                 }
             }
+            // A round invalid as a measurement (the generator fell short in it) is discarded with its A/B pair
+            // and run again, while `gating.rerun_invalid` allows: one stall of a noisy runner must not decide.
+            if !stop && phase.gate && rounds.statistical() {
+                if let Some(d) =
+                    discard_invalid_round(&mut reps[phase.index], &mut rep_rounds[phase.index], round, &sides, || {
+                        rounds.rerun(phase.index)
+                    })
+                {
+                    observer.event(&Event::Warning(format!(
+                        "{}: round {round} was invalid as a measurement ({}); it is discarded and run again ({} of {} allowed)",
+                        phase.name,
+                        d.reasons.join("; "),
+                        rounds.discarded(phase.index),
+                        rounds.rerun_budget()
+                    )));
+                    discarded[phase.index].push(d);
+                }
+            }
             // The instance's result so far: one run as it is, repetitions merged and judged.
             let [a, b] = &reps[phase.index];
             let judged = if rounds.statistical() {
@@ -221,6 +241,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                 judge(phase, mine, paired, &rep_rounds[phase.index], plan, request).map(|mut merged| {
                     merged.resources =
                         loadgate_results::PhaseResources::combine(mine.iter().filter_map(|r| r.resources.as_ref()));
+                    note_discarded(&mut merged, &discarded[phase.index]);
                     merged
                 })
             } else {
@@ -363,6 +384,77 @@ fn note_session_ends(
     samples
 }
 
+/// If this round's run of an instance was invalid as a measurement on either side and `rerun` grants a
+/// replacement, removes the round (both sides) from the instance's repetitions and says why.
+fn discard_invalid_round(
+    reps: &mut [Vec<ScenarioResult>; 2],
+    rounds: &mut Vec<u32>,
+    round: u32,
+    sides: &[Side],
+    rerun: impl FnOnce() -> bool,
+) -> Option<DiscardedRound> {
+    if rounds.last() != Some(&round) {
+        return None;
+    }
+    let invalid: Vec<(Side, &ScenarioResult)> = sides
+        .iter()
+        .filter_map(|s| reps[s.index()].last().map(|r| (*s, r)))
+        .filter(|(_, r)| !r.validity.valid)
+        .collect();
+    if invalid.is_empty() || !rerun() {
+        return None;
+    }
+    let ab = sides.len() > 1;
+    let d = DiscardedRound {
+        round,
+        sides: if ab { invalid.iter().map(|(s, _)| s.letter().to_owned()).collect() } else { Vec::new() },
+        reasons: invalid
+            .iter()
+            .flat_map(|(s, r)| {
+                r.validity.problems.iter().map(move |p| {
+                    if ab {
+                        format!("{}: {}", s.letter(), p.message)
+                    } else {
+                        p.message.clone()
+                    }
+                })
+            })
+            .collect(),
+    };
+    for s in sides {
+        reps[s.index()].pop();
+    }
+    rounds.pop();
+    Some(d)
+}
+
+/// Lists an instance's discarded rounds in its merged result, and warns about them in its reports.
+fn note_discarded(merged: &mut ScenarioResult, discarded: &[DiscardedRound]) {
+    merged.discarded_rounds = discarded.to_vec();
+    if !discarded.is_empty() {
+        let list =
+            discarded
+                .iter()
+                .map(|d| {
+                    if d.sides.is_empty() {
+                        d.round.to_string()
+                    } else {
+                        format!("{} ({})", d.round, d.sides.join(", "))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+        merged.validity.warnings.push(loadgate_results::Problem {
+            kind: "rounds_rerun".into(),
+            message: format!(
+                "{} round{} invalid as a measurement, discarded and run again: round {list}",
+                discarded.len(),
+                if discarded.len() == 1 { " was" } else { "s were" }
+            ),
+        });
+    }
+}
+
 /// Merges an instance's repetitions and judges its SLOs over them (against the paired baseline side in an
 /// A/B run, or the stored baseline).
 fn judge(
@@ -420,6 +512,7 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
             Restart::EachRound => "each_round",
         }
         .to_owned(),
+        rerun_invalid: g.rerun_invalid,
         order: candidate.map(|_| {
             match g.order {
                 RoundOrder::Abba => "abba",

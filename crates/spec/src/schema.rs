@@ -89,6 +89,9 @@ pub struct GatingDoc {
     pub on_inconclusive: Option<OnInconclusiveDoc>,
     /// The order of the two sides in each round of an A/B run.
     pub order: Option<OrderDoc>,
+    /// Rounds invalid as a measurement (the generator limited them) that are discarded, with their A/B pair,
+    /// and run again per gated instance before it is called invalid: 0 to 100 (default 3).
+    pub rerun_invalid: Option<CountOrZero>,
 }
 
 #[derive(JsonSchema)]

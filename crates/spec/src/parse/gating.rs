@@ -11,7 +11,7 @@ use super::{read_choice, GATING_KEYS};
 /// The most repetitions a spec may ask for: a bound on what a pull request can make a CI runner do.
 pub(crate) const MAX_REPEAT: u64 = 1000;
 
-/// Reads `gating: { repeat, max_repeat, restart, confidence, on_inconclusive, order }`.
+/// Reads `gating: { repeat, max_repeat, restart, confidence, on_inconclusive, order, rerun_invalid }`.
 pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Gating> {
     let f = cx.map(node, path, GATING_KEYS, "`gating`")?;
     let mut g = Gating::default();
@@ -79,8 +79,25 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
             None => ok = false,
         }
     }
+    if let Some((n, p)) = f.get("rerun_invalid") {
+        match cx.uint(n, &p, "`gating.rerun_invalid`", 0) {
+            Some(r) if r > MAX_RERUN_INVALID => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, format!("`rerun_invalid` of {r} would hide a generator that cannot carry the load"))
+                        .expected(format!("at most {MAX_RERUN_INVALID} rounds run again"))
+                        .help("a few (the default is 3) cover a noisy runner's stalls; give the generator more CPUs when rounds are invalid often"),
+                );
+                ok = false;
+            }
+            Some(r) => g.rerun_invalid = u32::try_from(r).unwrap_or(u32::MAX),
+            None => ok = false,
+        }
+    }
     ok.then_some(g)
 }
+
+/// The most rounds invalid as a measurement that a spec may have run again per instance.
+pub(crate) const MAX_RERUN_INVALID: u64 = 100;
 
 /// A repetition count: 1 to [`MAX_REPEAT`].
 pub(super) fn read_repeat(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str) -> Option<u32> {

@@ -42,7 +42,8 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "defaults",
     "scenarios",
 ];
-pub(crate) const GATING_KEYS: &[&str] = &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order"];
+pub(crate) const GATING_KEYS: &[&str] =
+    &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
