@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::theme::{self, AMBER, BG, BLUE, FG, FONT, GREEN, GRID, ORANGE, RED, SLATE};
-use crate::{axis_top, compact, shorten, time_unit, OrDraw, PlotError};
+use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the capacity search";
 const WIDTH: u32 = 900;
@@ -148,14 +148,7 @@ pub fn capacity(s: &ScenarioResult) -> Result<String, PlotError> {
                 .label(format!("p99 of a step that {name} (left; numbered in run order)"))
                 .legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], colour.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(BG.mix(0.9))
-            .border_style(GRID)
-            .label_font((FONT, 14).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, PLOT)?;
         root.present().or_draw(PLOT)?;
     }
     Ok(theme::finish(&svg, &title, &description, "capacity"))

@@ -56,6 +56,27 @@ impl<T, E: std::fmt::Display> OrDraw<T> for Result<T, E> {
     }
 }
 
+/// The legend of a plot in the theme (its background, border and font), at `position`.
+pub(crate) fn legend<'a, DB, CT>(
+    chart: &mut plotters::chart::ChartContext<'a, DB, CT>,
+    position: plotters::chart::SeriesLabelPosition,
+    plot: &'static str,
+) -> Result<(), PlotError>
+where
+    DB: plotters::prelude::DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    use plotters::prelude::*;
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(theme::BG.mix(0.9))
+        .border_style(theme::GRID)
+        .label_font((theme::FONT, 14).into_font().color(&theme::FG))
+        .draw()
+        .or_draw(plot)
+}
+
 /// What a figure shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FigureKind {

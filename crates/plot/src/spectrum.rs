@@ -8,7 +8,7 @@ use loadgate_results::{format, ScenarioResult};
 use plotters::prelude::*;
 
 use crate::theme::{self, BG, BLUE, FG, FONT, GREEN, GRID, ORANGE, SLATE};
-use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
+use crate::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the latency spectrum";
 /// Points per halving of the distance to 100%: fine enough for a smooth tail.
@@ -121,14 +121,7 @@ pub fn spectrum(s: &ScenarioResult) -> Result<String, PlotError> {
                 .label(c.label.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(BG.mix(0.9))
-            .border_style(GRID)
-            .label_font((FONT, 14).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, PLOT)?;
         root.present().or_draw(PLOT)?;
     }
     Ok(theme::finish(&svg, &title, &description, "spectrum"))

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::theme::{self, BG, BLUE, FG, FONT, GRID, MUTED, ORANGE, RED};
-use crate::{axis_top, compact, shorten, time_unit, OrDraw, PlotError};
+use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the sweep";
 const WIDTH: u32 = 900;
@@ -167,14 +167,7 @@ pub fn sweep(r: &RunResults, sweep: &Sweep) -> Result<String, PlotError> {
                 scaled.iter().map(|p| EmptyElement::at(*p) + Rectangle::new([(-4, -4), (4, 4)], ORANGE.filled())),
             )
             .or_draw(PLOT)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(BG.mix(0.9))
-            .border_style(GRID)
-            .label_font((FONT, 14).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, PLOT)?;
         if knee.is_none() {
             let numeric = vars.len() == 1
                 && cells.iter().all(|c| {
