@@ -155,7 +155,7 @@ impl Rt {
     }
 
     pub(crate) fn sleep_until(&self, at: Instant) -> Sleep<'_> {
-        Sleep { rt: self, at, armed: false }
+        Sleep { rt: self, deadline: Deadline::at(at) }
     }
 
     pub(crate) fn sleep(&self, d: Duration) -> Sleep<'_> {
@@ -343,22 +343,52 @@ impl Rt {
 /// Completes at `at`: the task is woken by the timer heap.
 pub(crate) struct Sleep<'a> {
     rt: &'a Rt,
-    at: Instant,
-    armed: bool,
+    deadline: Deadline,
 }
 
 impl Future for Sleep<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.at {
-            return Poll::Ready(());
+        let (rt, task) = (self.rt, self.rt.current());
+        if self.deadline.passed(rt, task) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
         }
-        if !self.armed {
-            self.rt.add_timer(self.at, self.rt.current());
-            self.armed = true;
+    }
+}
+
+/// A point in time a task waits for beside its sockets (a sleep's end, a connect's or a handshake's timeout):
+/// the timer heap wakes the task there, armed once, on the first look that finds it ahead.
+pub(crate) struct Deadline {
+    at: Option<Instant>,
+    armed: bool,
+}
+
+impl Deadline {
+    pub(crate) fn at(at: Instant) -> Deadline {
+        Deadline { at: Some(at), armed: false }
+    }
+
+    /// `timeout` from now (never, when that is past what an `Instant` holds).
+    pub(crate) fn after(timeout: Duration) -> Deadline {
+        Deadline { at: Instant::now().checked_add(timeout), armed: false }
+    }
+
+    /// Whether the deadline has passed; if not, makes sure `task` is woken at it.
+    pub(crate) fn passed(&mut self, rt: &Rt, task: TaskId) -> bool {
+        match self.at {
+            Some(at) if Instant::now() >= at => true,
+            Some(at) => {
+                if !self.armed {
+                    rt.add_timer(at, task);
+                    self.armed = true;
+                }
+                false
+            }
+            None => false,
         }
-        Poll::Pending
     }
 }
 

@@ -31,7 +31,7 @@ use rustls::{
     RootCertStore, SignatureScheme,
 };
 
-use crate::rt::{Rt, TaskId};
+use crate::rt::{Deadline, Rt, TaskId};
 use crate::transport::{Connecting, Read, Stream, TcpConn};
 
 /// Sessions a worker's cache keeps (rustls keeps up to 8 TLS 1.3 tickets per server within them).
@@ -420,8 +420,7 @@ pub(crate) async fn handshake(
     let task: TaskId = rt.current();
     rt.connect_started();
     let _connecting = Connecting(rt);
-    let deadline = Instant::now().checked_add(timeout);
-    let mut armed = false;
+    let mut deadline = Deadline::after(timeout);
     poll_fn(|_cx| {
         loop {
             let mut progress = false;
@@ -455,16 +454,10 @@ pub(crate) async fn handshake(
                 break;
             }
         }
-        match deadline {
-            Some(d) if Instant::now() >= d => Poll::Ready(Err(TlsFailure::timeout(timeout))),
-            Some(d) => {
-                if !armed {
-                    rt.add_timer(d, task);
-                    armed = true;
-                }
-                Poll::Pending
-            }
-            None => Poll::Pending,
+        if deadline.passed(rt, task) {
+            Poll::Ready(Err(TlsFailure::timeout(timeout)))
+        } else {
+            Poll::Pending
         }
     })
     .await?;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::rt::{Rt, TaskId, READABLE, READ_CLOSED, WRITABLE};
+use crate::rt::{Deadline, Rt, TaskId, READABLE, READ_CLOSED, WRITABLE};
 
 /// `SO_TIMESTAMPNS_NEW` / `SCM_TIMESTAMPNS_NEW` (Linux 5.1): receive timestamps as a 64-bit timespec.
 const SO_TIMESTAMPNS_NEW: libc::c_int = 64;
@@ -132,22 +132,14 @@ pub(crate) async fn connect(rt: &Rt, addr: SocketAddr, timeout: Duration) -> Res
     rt.register(sock.as_raw_fd(), task)?;
     rt.connect_started();
     let _connecting = Connecting(rt);
-    let deadline = Instant::now().checked_add(timeout);
-    let mut armed = false;
+    let mut deadline = Deadline::after(timeout);
     poll_fn(|_cx| {
         if rt.readiness(task) & WRITABLE != 0 {
-            return Poll::Ready(Ok(()));
-        }
-        match deadline {
-            Some(d) if Instant::now() >= d => Poll::Ready(Err(ConnectError::TimedOut)),
-            Some(d) => {
-                if !armed {
-                    rt.add_timer(d, task);
-                    armed = true;
-                }
-                Poll::Pending
-            }
-            None => Poll::Pending,
+            Poll::Ready(Ok(()))
+        } else if deadline.passed(rt, task) {
+            Poll::Ready(Err(ConnectError::TimedOut))
+        } else {
+            Poll::Pending
         }
     })
     .await?;
@@ -184,27 +176,9 @@ impl Stream for TcpConn {
         if rt.readiness(self.task) & WRITABLE == 0 {
             return Ok(None);
         }
-        loop {
-            // SAFETY: `buf` is valid for `buf.len()` bytes; MSG_NOSIGNAL keeps a closed peer from raising SIGPIPE.
-            let n = unsafe { libc::send(self.sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-            if n >= 0 {
-                let n = n as usize;
-                if n < buf.len() {
-                    // The send buffer is full: the next edge says when it has room again.
-                    rt.clear(self.task, WRITABLE);
-                }
-                return Ok(Some(n));
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            if would_block(&e) {
-                rt.clear(self.task, WRITABLE);
-                return Ok(None);
-            }
-            return Err(e);
-        }
+        let fd = self.sock.as_raw_fd();
+        // SAFETY: `buf` is valid for `buf.len()` bytes; MSG_NOSIGNAL keeps a closed peer from raising SIGPIPE.
+        self.sent(rt, buf.len(), || unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) })
     }
 
     fn try_read(&mut self, rt: &Rt, buf: &mut [u8]) -> io::Result<Option<Read>> {
@@ -252,13 +226,22 @@ impl TcpConn {
         // IoSlice is ABI-compatible with iovec on Unix.
         msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
         msg.msg_iovlen = bufs.len() as _;
+        let fd = self.sock.as_raw_fd();
+        // SAFETY: `msg` points at the caller's live slices, read-only for the kernel; MSG_NOSIGNAL keeps a closed
+        // peer from raising SIGPIPE.
+        self.sent(rt, total, || unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) })
+    }
+
+    /// Runs a send system call (retried when interrupted) of `want` bytes and reads its result: the bytes
+    /// written, `None` when the socket cannot take any now. A short or refused write clears the writable flag:
+    /// the send buffer is full, and the next edge says when it has room again.
+    #[inline]
+    fn sent(&mut self, rt: &Rt, want: usize, mut send: impl FnMut() -> isize) -> io::Result<Option<usize>> {
         loop {
-            // SAFETY: `msg` points at the caller's live slices, read-only for the kernel; MSG_NOSIGNAL keeps a
-            // closed peer from raising SIGPIPE.
-            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+            let n = send();
             if n >= 0 {
                 let n = n as usize;
-                if n < total {
+                if n < want {
                     rt.clear(self.task, WRITABLE);
                 }
                 return Ok(Some(n));
