@@ -193,6 +193,18 @@ scenarios:
     assert!(stdout.contains("Connect time: p50 "), "{stdout}");
 }
 
+/// A spec whose one scenario asks one generator worker for a million requests a second, each with a fresh
+/// 64 KiB random body: more than any worker can send (see the generator-limited test below). `gating` is a
+/// top-level block (or empty), `load` the open load's keys besides its rate.
+fn flood_spec(name: &str, gating: &str, load: &str) -> String {
+    format!(
+        "version: 1\nname: {name}\nhardware: {{ generator: {{ threads: 1 }}, on_mismatch: warn }}\n\
+         target: {{ builtin: plaintext }}\n{gating}scenarios:\n  flood:\n    \
+         request: {{ method: POST, path: /, body: \"{{{{ random_string(65536) }}}}\" }}\n    \
+         load: {{ open: {{ rate: 1000000/s, {load} }} }}\n"
+    )
+}
+
 #[test]
 fn a_rate_one_generator_worker_cannot_send_is_generator_limited_and_invalid() {
     // One worker must write a fresh 64 KiB random body for every request: tens of microseconds of its CPU per
@@ -202,17 +214,8 @@ fn a_rate_one_generator_worker_cannot_send_is_generator_limited_and_invalid() {
     // is a few of them). On a busy machine the worker may be descheduled and show less than a saturated CPU,
     // but it still fell short with free connections, which is the generator's limit too; neither way can read
     // as the plan's or the target's.
-    let yaml = r#"
-version: 1
-name: e2e-generator-limited
-hardware: { generator: { threads: 1 }, on_mismatch: warn }
-target: { builtin: plaintext }
-scenarios:
-  flood:
-    request: { method: POST, path: /, body: "{{ random_string(65536) }}" }
-    load: { open: { rate: 1000000/s, duration: 2s, connections: 256 } }
-"#;
-    let (_dir, out, r) = run_spec(yaml, "e2e-generator-limited");
+    let yaml = flood_spec("e2e-generator-limited", "", "duration: 2s, connections: 256");
+    let (_dir, out, r) = run_spec(&yaml, "e2e-generator-limited");
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{stdout}\n{}", text(&out.stderr));
     let s = &r["scenarios"][0];
@@ -234,18 +237,12 @@ scenarios:
 fn rounds_invalid_as_a_measurement_are_run_again_within_the_budget_then_the_instance_is_invalid() {
     // Every round is generator-limited (as above): with `rerun_invalid: 1` the first invalid round is discarded
     // and run again, the second stays, and the instance is invalid (exit 4) with the discarded round listed.
-    let yaml = r#"
-version: 1
-name: e2e-rerun-invalid
-hardware: { generator: { threads: 1 }, on_mismatch: warn }
-target: { builtin: plaintext }
-gating: { repeat: 2, rerun_invalid: 1 }
-scenarios:
-  flood:
-    request: { method: POST, path: /, body: "{{ random_string(65536) }}" }
-    load: { open: { rate: 1000000/s, duration: 500ms, connections: 64 } }
-"#;
-    let (_dir, out, r) = run_spec(yaml, "e2e-rerun-invalid");
+    let yaml = flood_spec(
+        "e2e-rerun-invalid",
+        "gating: { repeat: 2, rerun_invalid: 1 }\n",
+        "duration: 500ms, connections: 64",
+    );
+    let (_dir, out, r) = run_spec(&yaml, "e2e-rerun-invalid");
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
