@@ -63,6 +63,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
+    /// Run a CI run again from its results.json: rebuild the same plan from the spec it embeds (or say why it
+    /// cannot), run it as `loadgate run` does, and print this run beside the artifact's numbers.
+    Repro(ReproArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
     /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
@@ -323,6 +326,19 @@ pub struct ReportArgs {
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproArgs {
+    /// A results.json written by `loadgate run` (a CI artifact).
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+    /// Where this run's reports go: `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
+    pub out: PathBuf,
+    /// The value of a secret variable of the CI run (results.json keeps its name, never its value).
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub secrets: Vec<(String, String)>,
 }
 
 #[derive(Debug, Args)]

@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PlanArgs, ReportArgs, RunArgs,
-    ServeArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PlanArgs, ReportArgs, ReproArgs,
+    RunArgs, ServeArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -48,6 +48,7 @@ pub fn main_impl() -> Exit {
         }
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
+        Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
         Command::Serve(a) => serve(&out, a),
         Command::Import(a) => import(&out, a),
     };
@@ -67,6 +68,8 @@ struct Loaded {
     spec: Spec,
     file: String,
     dir: Option<PathBuf>,
+    /// The spec's text (`None` for a spec built from command-line flags, which `loadgate repro` cannot rebuild).
+    text: Option<String>,
 }
 
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
@@ -77,6 +80,14 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
     let mut invalid = false;
     for path in paths {
         let file = path.display().to_string();
+        if std::fs::read_to_string(path).is_ok_and(|t| loadgate_repro::looks_like_results(&t)) {
+            out.error(&format!(
+                "error: {file} is a results.json, not a spec: `loadgate repro {file}` runs the spec it embeds again \
+                 and compares the two runs"
+            ));
+            invalid = true;
+            continue;
+        }
         match loadgate_spec::load_file(path, &opts) {
             Ok(spec) => {
                 let source = std::fs::read_to_string(path).unwrap_or_default();
@@ -84,7 +95,8 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
                     out.error(&w.render(&file, &source));
                 }
                 let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
-                loaded.push(Loaded { spec, file, dir: dir.and_then(|d| d.canonicalize().ok()) });
+                let dir = dir.and_then(|d| d.canonicalize().ok());
+                loaded.push(Loaded { spec, file, dir, text: Some(source) });
             }
             Err(e) => {
                 out.error(&e.render());
@@ -226,7 +238,7 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
         spec.secrets.scrub(&without_userinfo(&url))
     ));
-    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok() }])
+    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None }])
 }
 
 /// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
@@ -257,6 +269,46 @@ fn annotations_wanted(choice: AnnotationsArg) -> bool {
     }
 }
 
+/// What every spec of a run shares: where reports go, how they are shown, what they are compared with.
+struct RunContext {
+    out_root: PathBuf,
+    to_stdout: bool,
+    json: bool,
+    color: bool,
+    verbose: u8,
+    views: Views,
+    annotate: bool,
+    template: Option<String>,
+    baseline: Option<loadgate_results::RunResults>,
+    save_baseline: Option<PathBuf>,
+    interrupt: Interrupt,
+    exe: PathBuf,
+    step_summary: Option<PathBuf>,
+}
+
+impl RunContext {
+    fn new(out: &Output, out_root: PathBuf, color: bool, verbose: u8, views: Views) -> Result<RunContext, Exit> {
+        let exe = std::env::current_exe().map_err(|e| {
+            fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
+        })?;
+        Ok(RunContext {
+            out_root,
+            to_stdout: false,
+            json: false,
+            color,
+            verbose,
+            views,
+            annotate: false,
+            template: None,
+            baseline: None,
+            save_baseline: None,
+            interrupt: Interrupt::from_signals(),
+            exe,
+            step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into),
+        })
+    }
+}
+
 fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
     // `--out -` and `--json` keep stdout for results.json: the summaries go to stderr.
     let to_stdout = args.out.as_os_str() == "-";
@@ -272,7 +324,6 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         };
     let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone());
     let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
-    let annotate = annotations_wanted(args.annotations);
     let template = read_template(out, args.template.as_deref())?;
     let baseline = args
         .baseline
@@ -285,62 +336,79 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         })
         .transpose()?;
     let specs = run_specs(out, &args)?;
-    let interrupt = Interrupt::from_signals();
-    let exe = std::env::current_exe().map_err(|e| {
-        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
-    })?;
-    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
+    let mut cx = RunContext::new(out, out_root, color, verbose, views)?;
+    cx.to_stdout = to_stdout;
+    cx.json = args.json;
+    cx.annotate = annotations_wanted(args.annotations);
+    cx.template = template;
+    cx.baseline = baseline;
+    cx.save_baseline = args.save_baseline.clone();
+    let overrides = loadgate_repro::RunOverrides {
+        repeat: args.repeat,
+        on_inconclusive: args.on_inconclusive.map(|on| match on {
+            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+            InconclusiveArg::Fail => OnInconclusive::Fail,
+            InconclusiveArg::Pass => OnInconclusive::Pass,
+        }),
+    };
     let mut exit = Exit::Pass;
-    for Loaded { spec, file, dir } in specs {
-        if interrupt.is_interrupted() {
+    for Loaded { mut spec, file, dir, text } in specs {
+        if cx.interrupt.is_interrupted() {
             break;
         }
-        let mut spec = spec;
-        if let Some(n) = args.repeat {
-            spec.gating.repeat = n;
-            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
-        }
-        if let Some(on) = args.on_inconclusive {
-            spec.gating.on_inconclusive = match on {
-                InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-                InconclusiveArg::Fail => OnInconclusive::Fail,
-                InconclusiveArg::Pass => OnInconclusive::Pass,
-            };
-        }
-        let plan = loadgate_plan::compile(&spec);
-        let request = RunRequest {
-            out_root: out_root.clone(),
-            spec_file: file,
-            source_dir: dir,
-            spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
-            baseline: baseline.clone(),
-            template: template.clone(),
-            step_summary: step_summary.clone(),
-            builtin: BuiltinServer::Process { exe: exe.clone() },
-            interrupt: interrupt.clone(),
-            loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-            secrets: spec.secrets.clone(),
-        };
-        let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
-        let ran = loadgate_runner::run(&plan, &request, &mut renderer);
-        if let Ok(outcome) = &ran {
-            if let Some(results) = &outcome.results {
-                if annotate {
-                    // Workflow commands are read from stdout; on stderr when stdout carries results.json.
-                    for line in loadgate_report::github_annotations(results) {
-                        out.data(&spec.secrets.scrub(&line));
-                    }
+        overrides.apply(&mut spec);
+        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &overrides));
+        exit = exit.worst(run_one(out, &cx, &spec, file, dir, source).0);
+    }
+    Ok(exit)
+}
+
+/// Runs one validated spec (its `--repeat`-like overrides applied) through the runner, renders it, prints what
+/// `--json`, annotations and `--save-baseline` ask for. The exit code and the results.
+fn run_one(
+    out: &Output,
+    cx: &RunContext,
+    spec: &Spec,
+    file: String,
+    dir: Option<PathBuf>,
+    source: Option<loadgate_results::SpecSource>,
+) -> (Exit, Option<loadgate_results::RunResults>) {
+    let plan = loadgate_plan::compile(spec);
+    let request = RunRequest {
+        out_root: cx.out_root.clone(),
+        spec_file: file,
+        source_dir: dir,
+        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
+        baseline: cx.baseline.clone(),
+        template: cx.template.clone(),
+        step_summary: cx.step_summary.clone(),
+        builtin: BuiltinServer::Process { exe: cx.exe.clone() },
+        interrupt: cx.interrupt.clone(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        secrets: spec.secrets.clone(),
+        source,
+    };
+    let mut renderer = Renderer::new(out, cx.color, cx.verbose, &spec.secrets, cx.views);
+    let ran = loadgate_runner::run(&plan, &request, &mut renderer);
+    if let Ok(outcome) = &ran {
+        if let Some(results) = &outcome.results {
+            if cx.annotate {
+                // Workflow commands are read from stdout; on stderr when stdout carries results.json.
+                for line in loadgate_report::github_annotations(results) {
+                    out.data(&spec.secrets.scrub(&line));
                 }
-                if to_stdout || args.json {
-                    match loadgate_results::to_json(results) {
-                        Ok(json) => out.document(&spec.secrets.scrub(&json)),
-                        Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
-                    }
+            }
+            if cx.to_stdout || cx.json {
+                match loadgate_results::to_json(results) {
+                    Ok(json) => out.document(&spec.secrets.scrub(&json)),
+                    Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
                 }
             }
         }
-        exit = exit.worst(match ran {
-            Ok(outcome) => match (&args.save_baseline, &outcome.results) {
+    }
+    match ran {
+        Ok(outcome) => {
+            let exit = match (&cx.save_baseline, &outcome.results) {
                 (Some(path), Some(results)) => {
                     match loadgate_runner::reports::save_baseline(results, path, &spec.secrets) {
                         Ok(()) => {
@@ -351,11 +419,54 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
                     }
                 }
                 _ => renderer.outcome(&outcome),
-            },
-            // An output directory that cannot be used is a wrong `--out`: nothing ran.
-            Err(e @ RunError::OutputDir { .. }) => fail(out, Exit::InvalidInput)(e.to_string()),
-            Err(e) => fail(out, Exit::RunFailed)(e.to_string()),
-        });
+            };
+            (exit, outcome.results)
+        }
+        // An output directory that cannot be used is a wrong `--out`: nothing ran.
+        Err(e @ RunError::OutputDir { .. }) => (fail(out, Exit::InvalidInput)(e.to_string()), None),
+        Err(e) => (fail(out, Exit::RunFailed)(e.to_string()), None),
+    }
+}
+
+/// `loadgate repro RESULTS`: rebuild the CI run's plan from the spec results.json embeds, run it as `loadgate run`
+/// does, print the two runs side by side.
+fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    let path = args.results.display().to_string();
+    let text = std::fs::read_to_string(&args.results)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {path}: {e}")))?;
+    let ci = loadgate_results::from_json(&text).map_err(|e| fail(out, Exit::InvalidInput)(format!("{path}: {e}")))?;
+    let work = ScratchDir::new().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot create a temporary directory to rebuild the spec: {e}"))
+    })?;
+    // The spec's directory as CI had it, relative to here: files kept by digest only are read there, and the
+    // target's relative paths (a start command's `cwd`) resolve there when it exists.
+    let original_dir = Path::new(&ci.spec.file)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let opts = loadgate_repro::RebuildOptions {
+        secrets: args.secrets.clone(),
+        env: std::env::vars().collect(),
+        work_dir: work.0.clone(),
+        original_dir: original_dir.clone(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let rebuilt = loadgate_repro::rebuild(&ci, &opts).map_err(|e| {
+        let e = e.to_string().replace("results.json holds", &format!("{path} holds"));
+        fail(out, Exit::InvalidInput)(e)
+    })?;
+    out.info(&format!(
+        "reproducing {} from {path}: plan {} rebuilt identically (loadgate {})",
+        ci.spec.name, rebuilt.plan.hash, ci.loadgate_version
+    ));
+    let color = out.use_color(color);
+    let views = Views { latency: false, u_latency: false, no_files: false };
+    let cx = RunContext::new(out, args.out.clone(), color, verbose, views)?;
+    let source_dir = original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.0.canonicalize().ok());
+    let source = loadgate_repro::embed(&rebuilt.text, &rebuilt.spec, &rebuilt.overrides);
+    let (exit, here) = run_one(out, &cx, &rebuilt.spec, ci.spec.file.clone(), source_dir, Some(source));
+    if let Some(here) = here {
+        out.data(&rebuilt.spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, &here)));
     }
     Ok(exit)
 }

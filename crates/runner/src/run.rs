@@ -45,6 +45,8 @@ pub struct RunRequest {
     pub loadgate_version: String,
     /// Values that must not reach a report (the spec's [`loadgate_model::Spec::secrets`]).
     pub secrets: loadgate_model::secrets::Redactor,
+    /// The spec's text and files, embedded in results.json for `loadgate repro` (`None`: not kept).
+    pub source: Option<loadgate_results::SpecSource>,
 }
 
 impl RunRequest {
@@ -62,6 +64,7 @@ impl RunRequest {
             interrupt: Interrupt::new(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: Default::default(),
+            source: None,
         }
     }
 }
@@ -681,6 +684,7 @@ fn new_results(
             plan_hash: plan.hash.clone(),
             vars,
             seed: plan.seed,
+            source: request.source.clone(),
         },
         started_at: now_rfc3339(),
         finished_at: None,
