@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PlanArgs, ReportArgs, ReproArgs,
-    RunArgs, ServeArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, PlanArgs, ReportArgs,
+    ReproArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -49,6 +49,7 @@ pub fn main_impl() -> Exit {
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
         Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
+        Command::K8s(a) => k8s(&out, a),
         Command::Serve(a) => serve(&out, a),
         Command::Import(a) => import(&out, a),
     };
@@ -469,6 +470,37 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         out.data(&rebuilt.spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, &here)));
     }
     Ok(exit)
+}
+
+/// `loadgate k8s SPEC --shards N --image IMAGE`: the manifests of a sharded run on stdout.
+fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
+    let opts = loadgate_spec::LoadOptions::from_process_env(args.sets.clone());
+    let spec = loadgate_spec::load_file(&args.spec, &opts).map_err(|e| {
+        out.error(&e.render());
+        Exit::InvalidInput
+    })?;
+    let text = std::fs::read_to_string(&args.spec)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {}: {e}", args.spec.display())))?;
+    let plan = loadgate_plan::compile(&spec);
+    let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
+    let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
+    let request = loadgate_k8s::K8sRequest {
+        plan: &plan,
+        spec_file_name: &file_name,
+        spec_text: &text,
+        files: source.files.into_iter().map(|f| (f.name, f.text)).collect(),
+        shards: args.shards,
+        image: &args.image,
+        name: args.name.as_deref(),
+        namespace: args.namespace.as_deref(),
+        sets: &args.sets,
+        secret_vars: spec.secrets.vars(),
+        secret_from: args.secret_from.as_deref(),
+        memory: &args.memory,
+    };
+    let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    out.document(&yaml);
+    Ok(Exit::Pass)
 }
 
 fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
