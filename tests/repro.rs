@@ -129,3 +129,36 @@ fn results_without_an_embedded_spec_are_refused() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("holds no spec to rebuild"), "{stderr}");
 }
+
+/// `--repeat` and `--on-inconclusive` change the plan: the artifact keeps them and the reproduction applies them
+/// again; the CI run's repetitions give intervals this run is placed in.
+#[test]
+fn a_repeated_run_is_reproduced_with_its_repetitions_and_their_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let ci = dir.path().join("ci");
+    let ci_arg = ci.to_str().unwrap();
+    let out = loadgate(&[
+        "-q",
+        "run",
+        "specs/quickstart.yaml",
+        "--set",
+        "scale=0.1",
+        "--repeat",
+        "2",
+        "--on-inconclusive",
+        "pass",
+        "--out",
+        ci_arg,
+    ]);
+    ok(&out);
+    let artifact = ci.join("quickstart/results.json");
+    let source = &results(&artifact)["spec"]["source"];
+    assert_eq!(source["repeat"], 2);
+    assert_eq!(source["on_inconclusive"], "pass");
+    let here = dir.path().join("here");
+    let out = loadgate(&["-q", "repro", artifact.to_str().unwrap(), "--out", here.to_str().unwrap()]);
+    ok(&out);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("the CI run's 2 repetitions, median and 90% interval:"), "{stdout}");
+    assert!(stdout.contains("this run's "), "{stdout}");
+}

@@ -342,6 +342,9 @@ pub struct ReproArgs {
     /// The value of a secret variable of the CI run (results.json keeps its name, never its value).
     #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub secrets: Vec<(String, String)>,
+    /// The baseline the CI run compared with, for SLOs such as `p99 <= baseline * 1.10`.
+    #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
+    pub baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

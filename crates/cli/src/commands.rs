@@ -270,46 +270,6 @@ fn annotations_wanted(choice: AnnotationsArg) -> bool {
     }
 }
 
-/// What every spec of a run shares: where reports go, how they are shown, what they are compared with.
-struct RunContext {
-    out_root: PathBuf,
-    to_stdout: bool,
-    json: bool,
-    color: bool,
-    verbose: u8,
-    views: Views,
-    annotate: bool,
-    template: Option<String>,
-    baseline: Option<loadgate_results::RunResults>,
-    save_baseline: Option<PathBuf>,
-    interrupt: Interrupt,
-    exe: PathBuf,
-    step_summary: Option<PathBuf>,
-}
-
-impl RunContext {
-    fn new(out: &Output, out_root: PathBuf, color: bool, verbose: u8, views: Views) -> Result<RunContext, Exit> {
-        let exe = std::env::current_exe().map_err(|e| {
-            fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
-        })?;
-        Ok(RunContext {
-            out_root,
-            to_stdout: false,
-            json: false,
-            color,
-            verbose,
-            views,
-            annotate: false,
-            template: None,
-            baseline: None,
-            save_baseline: None,
-            interrupt: Interrupt::from_signals(),
-            exe,
-            step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into),
-        })
-    }
-}
-
 fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
     // `--out -` and `--json` keep stdout for results.json: the summaries go to stderr.
     let to_stdout = args.out.as_os_str() == "-";
@@ -325,6 +285,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         };
     let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone());
     let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
+    let annotate = annotations_wanted(args.annotations);
     let template = read_template(out, args.template.as_deref())?;
     let baseline = args
         .baseline
@@ -337,79 +298,65 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         })
         .transpose()?;
     let specs = run_specs(out, &args)?;
-    let mut cx = RunContext::new(out, out_root, color, verbose, views)?;
-    cx.to_stdout = to_stdout;
-    cx.json = args.json;
-    cx.annotate = annotations_wanted(args.annotations);
-    cx.template = template;
-    cx.baseline = baseline;
-    cx.save_baseline = args.save_baseline.clone();
-    let overrides = loadgate_repro::RunOverrides {
-        repeat: args.repeat,
-        on_inconclusive: args.on_inconclusive.map(|on| match on {
-            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-            InconclusiveArg::Fail => OnInconclusive::Fail,
-            InconclusiveArg::Pass => OnInconclusive::Pass,
-        }),
-    };
+    let interrupt = Interrupt::from_signals();
+    let exe = std::env::current_exe().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
+    })?;
+    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
     let mut exit = Exit::Pass;
-    for Loaded { mut spec, file, dir, text } in specs {
-        if cx.interrupt.is_interrupted() {
+    for Loaded { spec, file, dir, text } in specs {
+        if interrupt.is_interrupted() {
             break;
         }
-        overrides.apply(&mut spec);
-        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &overrides));
-        exit = exit.worst(run_one(out, &cx, &spec, file, dir, source).0);
-    }
-    Ok(exit)
-}
-
-/// Runs one validated spec (its `--repeat`-like overrides applied) through the runner, renders it, prints what
-/// `--json`, annotations and `--save-baseline` ask for. The exit code and the results.
-fn run_one(
-    out: &Output,
-    cx: &RunContext,
-    spec: &Spec,
-    file: String,
-    dir: Option<PathBuf>,
-    source: Option<loadgate_results::SpecSource>,
-) -> (Exit, Option<loadgate_results::RunResults>) {
-    let plan = loadgate_plan::compile(spec);
-    let request = RunRequest {
-        out_root: cx.out_root.clone(),
-        spec_file: file,
-        source_dir: dir,
-        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
-        baseline: cx.baseline.clone(),
-        template: cx.template.clone(),
-        step_summary: cx.step_summary.clone(),
-        builtin: BuiltinServer::Process { exe: cx.exe.clone() },
-        interrupt: cx.interrupt.clone(),
-        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-        secrets: spec.secrets.clone(),
-        source,
-    };
-    let mut renderer = Renderer::new(out, cx.color, cx.verbose, &spec.secrets, cx.views);
-    let ran = loadgate_runner::run(&plan, &request, &mut renderer);
-    if let Ok(outcome) = &ran {
-        if let Some(results) = &outcome.results {
-            if cx.annotate {
-                // Workflow commands are read from stdout; on stderr when stdout carries results.json.
-                for line in loadgate_report::github_annotations(results) {
-                    out.data(&spec.secrets.scrub(&line));
+        // What `loadgate repro` needs to rebuild this plan, kept in results.json.
+        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
+        let mut spec = spec;
+        if let Some(n) = args.repeat {
+            spec.gating.repeat = n;
+            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
+        }
+        if let Some(on) = args.on_inconclusive {
+            spec.gating.on_inconclusive = match on {
+                InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+                InconclusiveArg::Fail => OnInconclusive::Fail,
+                InconclusiveArg::Pass => OnInconclusive::Pass,
+            };
+        }
+        let plan = loadgate_plan::compile(&spec);
+        let request = RunRequest {
+            out_root: out_root.clone(),
+            spec_file: file,
+            source_dir: dir,
+            spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
+            baseline: baseline.clone(),
+            template: template.clone(),
+            step_summary: step_summary.clone(),
+            builtin: BuiltinServer::Process { exe: exe.clone() },
+            interrupt: interrupt.clone(),
+            loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+            secrets: spec.secrets.clone(),
+            source,
+        };
+        let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
+        let ran = loadgate_runner::run(&plan, &request, &mut renderer);
+        if let Ok(outcome) = &ran {
+            if let Some(results) = &outcome.results {
+                if annotate {
+                    // Workflow commands are read from stdout; on stderr when stdout carries results.json.
+                    for line in loadgate_report::github_annotations(results) {
+                        out.data(&spec.secrets.scrub(&line));
+                    }
                 }
-            }
-            if cx.to_stdout || cx.json {
-                match loadgate_results::to_json(results) {
-                    Ok(json) => out.document(&spec.secrets.scrub(&json)),
-                    Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+                if to_stdout || args.json {
+                    match loadgate_results::to_json(results) {
+                        Ok(json) => out.document(&spec.secrets.scrub(&json)),
+                        Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+                    }
                 }
             }
         }
-    }
-    match ran {
-        Ok(outcome) => {
-            let exit = match (&cx.save_baseline, &outcome.results) {
+        exit = exit.worst(match ran {
+            Ok(outcome) => match (&args.save_baseline, &outcome.results) {
                 (Some(path), Some(results)) => {
                     match loadgate_runner::reports::save_baseline(results, path, &spec.secrets) {
                         Ok(()) => {
@@ -420,12 +367,24 @@ fn run_one(
                     }
                 }
                 _ => renderer.outcome(&outcome),
-            };
-            (exit, outcome.results)
-        }
-        // An output directory that cannot be used is a wrong `--out`: nothing ran.
-        Err(e @ RunError::OutputDir { .. }) => (fail(out, Exit::InvalidInput)(e.to_string()), None),
-        Err(e) => (fail(out, Exit::RunFailed)(e.to_string()), None),
+            },
+            // An output directory that cannot be used is a wrong `--out`: nothing ran.
+            Err(e @ RunError::OutputDir { .. }) => fail(out, Exit::InvalidInput)(e.to_string()),
+            Err(e) => fail(out, Exit::RunFailed)(e.to_string()),
+        });
+    }
+    Ok(exit)
+}
+
+/// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
+fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
+    loadgate_repro::RunOverrides {
+        repeat: args.repeat,
+        on_inconclusive: args.on_inconclusive.map(|on| match on {
+            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+            InconclusiveArg::Fail => OnInconclusive::Fail,
+            InconclusiveArg::Pass => OnInconclusive::Pass,
+        }),
     }
 }
 
@@ -460,16 +419,48 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         "reproducing {} from {path}: plan {} rebuilt identically (loadgate {})",
         ci.spec.name, rebuilt.plan.hash, ci.loadgate_version
     ));
-    let color = out.use_color(color);
+    let baseline = args
+        .baseline
+        .as_ref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
+        })
+        .transpose()?;
+    let exe = std::env::current_exe().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
+    })?;
+    let spec = &rebuilt.spec;
+    let request = RunRequest {
+        out_root: args.out.clone(),
+        // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
+        spec_file: ci.spec.file.clone(),
+        source_dir: original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.0.canonicalize().ok()),
+        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
+        baseline,
+        template: None,
+        step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into),
+        builtin: BuiltinServer::Process { exe },
+        interrupt: Interrupt::from_signals(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        secrets: spec.secrets.clone(),
+        source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
+    };
     let views = Views { latency: false, u_latency: false, no_files: false };
-    let cx = RunContext::new(out, args.out.clone(), color, verbose, views)?;
-    let source_dir = original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.0.canonicalize().ok());
-    let source = loadgate_repro::embed(&rebuilt.text, &rebuilt.spec, &rebuilt.overrides);
-    let (exit, here) = run_one(out, &cx, &rebuilt.spec, ci.spec.file.clone(), source_dir, Some(source));
-    if let Some(here) = here {
-        out.data(&rebuilt.spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, &here)));
+    let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
+    match loadgate_runner::run(&rebuilt.plan, &request, &mut renderer) {
+        Ok(outcome) => {
+            let exit = renderer.outcome(&outcome);
+            if let Some(here) = &outcome.results {
+                out.data(&spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, here)));
+            }
+            Ok(exit)
+        }
+        Err(e @ RunError::OutputDir { .. }) => Err(fail(out, Exit::InvalidInput)(e.to_string())),
+        Err(e) => Err(fail(out, Exit::RunFailed)(e.to_string())),
     }
-    Ok(exit)
 }
 
 /// `loadgate k8s SPEC --shards N --image IMAGE`: the manifests of a sharded run on stdout.
