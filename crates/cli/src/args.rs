@@ -155,6 +155,9 @@ pub struct PlanArgs {
     /// Print the plan as JSON for machines.
     #[arg(long)]
     pub json: bool,
+    /// Show slice I of N of the plan (what `loadgate run SPEC --shard I/N` runs), I from 1.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<loadgate_plan::Slice>,
     #[command(flatten)]
     pub vars: VarArgs,
 }

@@ -121,7 +121,10 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
 fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
     let loaded = load_all(out, std::slice::from_ref(&args.spec), &args.vars).map_err(|_| Exit::InvalidInput)?;
     let spec = &loaded[0].spec;
-    let plan = loadgate_plan::compile(spec);
+    let mut plan = loadgate_plan::compile(spec);
+    if let Some(slice) = args.shard {
+        plan = loadgate_plan::shard(&plan, slice).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    }
     let text = if args.json {
         serde_json::to_string_pretty(&plan)
             .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot serialize the plan: {e}")))?

@@ -692,6 +692,8 @@ fn new_results(
         sweeps: Vec::new(),
         gating: None,
         not_run: Vec::new(),
+        shard: None,
+        shards: Vec::new(),
     }
 }
 
