@@ -250,3 +250,52 @@ fn shard_flags_are_checked() {
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(text(&o.stderr).contains("--start-at"), "{}", describe(&o));
 }
+
+fn pid_alive(pid: u32) -> bool {
+    // A zombie is dead for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_stops_every_local_shard_and_the_run_is_incomplete() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "stopped", server.port, "{ open: { rate: 100/s, connections: 2, duration: 60s } }");
+    let out = dir.path().join("out");
+    let parent = command(&["run", spec.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the load to flow, and note the shard processes (the launcher's children and theirs).
+    let mut shards = Vec::new();
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(50));
+        shards = children(parent.id()).into_iter().flat_map(|c| std::iter::once(c).chain(children(c))).collect();
+        if server.paths().len() > 50 {
+            break;
+        }
+    }
+    assert!(server.paths().len() > 50, "the shards sent load");
+    let sent = std::process::Command::new("kill").arg("-INT").arg(parent.id().to_string()).status().unwrap();
+    assert!(sent.success());
+    let o = parent.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "an interrupted sharded run is incomplete:\n{}", describe(&o));
+    std::thread::sleep(Duration::from_millis(300));
+    let alive: Vec<u32> = shards.iter().copied().filter(|p| pid_alive(*p)).collect();
+    assert!(alive.is_empty(), "processes outlived the run: {alive:?}");
+    let results = json(&out.join("stopped/results.json"));
+    assert_eq!(results["shards"].as_array().map(Vec::len), Some(2), "each shard wrote what it had");
+}

@@ -535,7 +535,7 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let color = out.use_color(color);
     let secrets = loadgate_model::secrets::Redactor::default();
     let mut renderer = Renderer::new(out, color, verbose, &secrets, Views::default());
-    let outcome = loadgate_runner::shards::merge_and_report(parts, &dir, template, &mut renderer)
+    let outcome = loadgate_runner::shards::merge_and_report(parts, &dir, template, false, &mut renderer)
         .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
         out.info(&format!(

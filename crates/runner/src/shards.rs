@@ -222,13 +222,21 @@ fn barrier(
 
 /// Merges shard results into one run and writes its reports into `dir` (results.json, junit.xml, report.md,
 /// ...), as `loadgate run` does. `Err` when nothing can be merged (no shard result at all).
+///
+/// `interrupted`: the run was stopped (Ctrl-C) before its shards finished; it is then incomplete (exit 3), as
+/// any interrupted run.
 pub fn merge_and_report(
     parts: Vec<ShardPart>,
     dir: &Path,
     template: Option<String>,
+    interrupted: bool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
     let mut results = loadgate_results::merge_shards(parts).map_err(|e| RunError::Shards(e.to_string()))?;
+    if interrupted {
+        results.finished_at = None;
+        results.outcome = loadgate_results::outcome(&results);
+    }
     std::fs::create_dir_all(dir).map_err(|source| RunError::OutputDir { path: dir.to_path_buf(), source })?;
     let mut reports = ReportWriter::new(dir, template, Default::default());
     let mut failures = Vec::new();
@@ -336,7 +344,7 @@ pub fn run_local(
         return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
     }
     // A shard that never reported is missing from the merge: `merge_shards` says so.
-    merge_and_report(parts, &dir, template, observer)
+    merge_and_report(parts, &dir, template, interrupt.is_interrupted(), observer)
 }
 
 /// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).
