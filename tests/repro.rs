@@ -6,13 +6,13 @@ use std::process::Output;
 mod common;
 use common::{loadgate, text};
 
-/// A run that ran: passed, or judged by its SLOs or its validity, which a loaded machine may change (0, 1, 4, 5);
-/// never invalid input (2) nor a run that could not be carried out (3).
+/// A run that was carried out and wrote its results: on a busy machine the quickstart's open scenario can be
+/// limited by the generator (exit 4); the verdict is the machine's, what is tested here is the reproduction.
 fn ran(out: &Output) {
-    let code = out.status.code();
     assert!(
-        matches!(code, Some(0 | 1 | 4 | 5)),
-        "exit {code:?}\nstdout:\n{}\nstderr:\n{}",
+        matches!(out.status.code(), Some(0 | 1 | 4 | 5)),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
         text(&out.stdout),
         text(&out.stderr)
     );

@@ -63,15 +63,15 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
+    /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
+    /// that every shard is there once, add the histograms, gate, write the reports.
+    Merge(MergeArgs),
     /// Run a CI run again from its results.json: rebuild the same plan from the spec it embeds (or say why it
     /// cannot), run it as `loadgate run` does, and print this run beside the artifact's numbers.
     Repro(ReproArgs),
     /// Print Kubernetes manifests (a ConfigMap with the spec, a headless Service, an Indexed Job) that run the
     /// spec in N shards; collect with `kubectl logs` and merge with `loadgate merge`.
     K8s(K8sArgs),
-    /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
-    /// that every shard is there once, add the histograms, gate, write the reports.
-    Merge(MergeArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
     /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).

@@ -45,11 +45,11 @@ pub struct RunRequest {
     pub loadgate_version: String,
     /// Values that must not reach a report (the spec's [`loadgate_model::Spec::secrets`]).
     pub secrets: loadgate_model::secrets::Redactor,
-    /// The spec's text and files, embedded in results.json for `loadgate repro` (`None`: not kept).
-    pub source: Option<loadgate_results::SpecSource>,
     /// This run is one shard of a run on several generators (`--shard I/N`): its start is synchronised and
     /// its results carry a [`loadgate_results::ShardInfo`]. The plan is then the shard's slice.
     pub shard: Option<crate::shards::ShardRun>,
+    /// The spec's text and files, embedded in results.json for `loadgate repro` (`None`: not kept).
+    pub source: Option<loadgate_results::SpecSource>,
 }
 
 impl RunRequest {
@@ -67,8 +67,8 @@ impl RunRequest {
             interrupt: Interrupt::new(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: Default::default(),
-            source: None,
             shard: None,
+            source: None,
         }
     }
 }
