@@ -365,7 +365,9 @@ impl Fields {
                 self.chunked = true;
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
-                if has_token(value, b"close") {
+                if value.eq_ignore_ascii_case(b"keep-alive") {
+                    self.close = false;
+                } else if has_token(value, b"close") {
                     self.close = true;
                 } else if has_token(value, b"keep-alive") {
                     self.close = false;
@@ -421,10 +423,7 @@ fn plain_head(buf: &[u8]) -> Option<Result<Head, ProtocolError>> {
         return None;
     }
     let status = code[..3].iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
-    let mut i = 13;
-    while CLASS[usize::from(*buf.get(i)?)] & TEXT != 0 {
-        i += 1;
-    }
+    let mut i = scan_text(buf, 13)?;
     if buf.get(i..i + 2)? != b"\r\n" {
         return None;
     }
@@ -436,9 +435,7 @@ fn plain_head(buf: &[u8]) -> Option<Result<Head, ProtocolError>> {
     let mut count = 0;
     loop {
         let name_start = i;
-        while CLASS[usize::from(*buf.get(i)?)] & TOKEN != 0 {
-            i += 1;
-        }
+        i = scan(buf, i, TOKEN)?;
         if i == name_start {
             // Not a header line: the blank line that ends the head, or something httparse must judge.
             if buf.get(i..i + 2)? != b"\r\n" {
@@ -458,9 +455,7 @@ fn plain_head(buf: &[u8]) -> Option<Result<Head, ProtocolError>> {
             i += 1;
         }
         let value_start = i;
-        while CLASS[usize::from(*buf.get(i)?)] & TEXT != 0 {
-            i += 1;
-        }
+        i = scan_text(buf, i)?;
         if buf.get(i..i + 2)? != b"\r\n" {
             return None;
         }
@@ -471,6 +466,32 @@ fn plain_head(buf: &[u8]) -> Option<Result<Head, ProtocolError>> {
             wrong = fields.header(name, value).err();
         }
     }
+}
+
+/// The first index from `i` on whose byte is not of `class`; `None` when the buffer ends first.
+#[inline]
+fn scan(buf: &[u8], i: usize, class: u8) -> Option<usize> {
+    buf.get(i..)?.iter().position(|&b| CLASS[usize::from(b)] & class == 0).map(|n| i + n)
+}
+
+/// `scan(buf, i, TEXT)`, skipping 8 bytes at a time while none of them is a control byte or DEL (HTAB, the
+/// only control byte of TEXT, and the CR that ends the line are then looked at one by one).
+#[inline]
+fn scan_text(buf: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = buf.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().ok()?);
+        // Some byte below 0x20, or some byte equal to 0x7f (bit tricks valid for unsigned bytes below 0x80).
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let y = x ^ (ONES * 0x7f);
+        let del = y.wrapping_sub(ONES) & !y & HIGH;
+        if control | del != 0 {
+            break;
+        }
+        i += 8;
+    }
+    scan(buf, i, TEXT)
 }
 
 /// A Content-Length value: decimal digits, optionally surrounded by whitespace, that fit a u64.
@@ -637,6 +658,19 @@ mod tests {
         for n in 0..=MAX_HEADERS + 1 {
             assert_eq!(both(&[&many[..], b"\r\n"].concat()).is_ok(), n <= MAX_HEADERS, "{n} headers");
             many.extend_from_slice(b"X-N: 1\r\n");
+        }
+    }
+
+    #[test]
+    fn the_word_at_a_time_scan_stops_where_the_byte_scan_does() {
+        for b in 0..=255u8 {
+            for at in 0..24 {
+                let mut v = vec![b'a'; 24];
+                v[at] = b;
+                for from in 0..24 {
+                    assert_eq!(scan_text(&v, from), scan(&v, from, TEXT), "byte {b:#x} at {at} from {from}");
+                }
+            }
         }
     }
 
