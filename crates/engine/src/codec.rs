@@ -593,8 +593,11 @@ mod tests {
         assert_eq!(p.eof(), Eof::Completed(Completed { status: 200, close: true }));
     }
 
+    /// A parsed head's fields (length, status, close, chunked, Content-Length), `Ok(None)` while incomplete.
+    type Parsed = Result<Option<(usize, u16, bool, bool, Option<u64>)>, ()>;
+
     /// httparse alone, as `parse_head` was before the plain path: the reference the plain path must agree with.
-    fn httparse_head(buf: &[u8]) -> Result<Option<(usize, u16, bool, bool, Option<u64>)>, ()> {
+    fn httparse_head(buf: &[u8]) -> Parsed {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut headers);
         let len = match response.parse(buf) {
@@ -610,7 +613,7 @@ mod tests {
         Ok(Some((h.len, h.status, h.close, h.chunked, h.content_length)))
     }
 
-    fn both(buf: &[u8]) -> Result<Option<(usize, u16, bool, bool, Option<u64>)>, ()> {
+    fn both(buf: &[u8]) -> Parsed {
         let got =
             parse_head(buf).map(|h| h.map(|h| (h.len, h.status, h.close, h.chunked, h.content_length))).map_err(|_| ());
         assert_eq!(got, httparse_head(buf), "{:?}", String::from_utf8_lossy(buf));
