@@ -124,6 +124,7 @@ fn main() -> ExitCode {
                 pipeline: args.pipeline,
                 pipeline_mode: if args.window { PipelineMode::Window } else { PipelineMode::Batch },
                 keep_alive: args.keep_alive,
+                connect_rate: loadgate_plan::ConnectRate::Auto,
             },
         },
         workers: (0..n)

@@ -154,6 +154,11 @@ impl Rt {
         self.timers.borrow_mut().push(Reverse((at, task)));
     }
 
+    /// Forgets every timer (the tasks that armed them are gone: a run over other tasks follows).
+    pub(crate) fn clear_timers(&self) {
+        self.timers.borrow_mut().clear();
+    }
+
     pub(crate) fn sleep_until(&self, at: Instant) -> Sleep<'_> {
         Sleep { rt: self, deadline: Deadline::at(at) }
     }

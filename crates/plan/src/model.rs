@@ -293,9 +293,9 @@ pub enum Arrival {
 /// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
-    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind,
-    OnInconclusive, OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo,
-    Threshold, UserStep,
+    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, ConnectRate, DynamicRequest, Gating, Generator, Metric,
+    MetricKind, OnInconclusive, OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment,
+    Slo, SweepSlo, Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -316,6 +316,9 @@ pub struct ConnectionPolicy {
     pub pipeline_mode: PipelineMode,
     /// `false`: a new connection per request, as ab without `-k`.
     pub keep_alive: bool,
+    /// How fast keep-alive connections open before the phase starts measuring.
+    #[serde(default, skip_serializing_if = "ConnectRate::is_auto")]
+    pub connect_rate: ConnectRate,
 }
 
 /// One worker's part of a phase. Across the workers of a phase, `connections` and `requests` sum exactly to the

@@ -186,6 +186,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             opened: shape.opened,
             failed: shape.connections.saturating_sub(shape.opened),
             reconnects: 0,
+            opening: None,
         },
         bytes: ByteCounts {
             read: shape.completed * shape.response_bytes,

@@ -289,6 +289,7 @@ pub struct PhaseBuilder {
     pub pipeline: u32,
     pub mode: PipelineMode,
     pub keep_alive: bool,
+    pub connect_rate: loadgate_plan::ConnectRate,
     pub workers: usize,
     pub method: String,
     pub timeout: Duration,
@@ -308,6 +309,7 @@ impl PhaseBuilder {
             pipeline: 1,
             mode: PipelineMode::Batch,
             keep_alive: true,
+            connect_rate: loadgate_plan::ConnectRate::Auto,
             workers: 1,
             method: "GET".into(),
             timeout: Duration::from_secs(5),
@@ -348,6 +350,11 @@ impl PhaseBuilder {
 
     pub fn keep_alive(mut self, on: bool) -> Self {
         self.keep_alive = on;
+        self
+    }
+
+    pub fn connect_rate(mut self, rate: loadgate_plan::ConnectRate) -> Self {
+        self.connect_rate = rate;
         self
     }
 
@@ -427,6 +434,7 @@ impl PhaseBuilder {
                     pipeline: self.pipeline,
                     pipeline_mode: self.mode,
                     keep_alive: self.keep_alive,
+                    connect_rate: self.connect_rate,
                 },
             },
             workers: shares,
