@@ -203,6 +203,10 @@ pub struct RunArgs {
     /// (overrides the spec's `gating.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
+    /// How fast keep-alive connections open before each phase measures: auto (paced from what the target
+    /// takes), unlimited, or a rate such as 2000/s (overrides every load's `connect_rate`).
+    #[arg(long, value_name = "RATE", value_parser = parse_connect_rate)]
+    pub connect_rate: Option<loadgate_model::ConnectRate>,
     /// What an inconclusive verdict makes of the run: inconclusive (exit 5), fail (exit 1) or pass (exit 0).
     #[arg(long, value_name = "WHAT", value_enum)]
     pub on_inconclusive: Option<InconclusiveArg>,
@@ -212,6 +216,10 @@ pub struct RunArgs {
     pub save_baseline: Option<PathBuf>,
     #[command(flatten)]
     pub flags: FlagArgs,
+}
+
+fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {
+    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }
 
 /// A one-scenario run from the flags people type from memory (wrk, wrk2, ab).

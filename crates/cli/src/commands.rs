@@ -300,6 +300,11 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             spec.gating.repeat = n;
             spec.gating.max_repeat = spec.gating.max_repeat.max(n);
         }
+        if let Some(rate) = args.connect_rate {
+            for cell in spec.scenarios.iter_mut().flat_map(|s| s.cells.iter_mut()) {
+                cell.load.set_connect_rate(rate);
+            }
+        }
         if let Some(on) = args.on_inconclusive {
             spec.gating.on_inconclusive = match on {
                 InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,

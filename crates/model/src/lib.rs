@@ -103,7 +103,10 @@ impl std::str::FromStr for ConnectRate {
         match s.trim() {
             "auto" => Ok(ConnectRate::Auto),
             "unlimited" => Ok(ConnectRate::Unlimited),
-            other => other.parse().map(ConnectRate::Rate),
+            other => other.parse().map(ConnectRate::Rate).map_err(|_| crate::units::UnitError {
+                expected: "`auto`, `unlimited`, or a rate such as `2000/s`",
+                help: Some("`auto` paces connects from what the target takes; a rate caps them".into()),
+            }),
         }
     }
 }
