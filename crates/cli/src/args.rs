@@ -207,6 +207,10 @@ pub struct RunArgs {
     /// takes), unlimited, or a rate such as 2000/s (overrides every load's `connect_rate`).
     #[arg(long, value_name = "RATE", value_parser = parse_connect_rate)]
     pub connect_rate: Option<loadgate_model::ConnectRate>,
+    /// How open loads wait for each request's intended send time: default, or precise (poll until due, for
+    /// a pinned, dedicated generator core; overrides `hardware.generator.pacing`).
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub pacing: Option<PacingArg>,
     /// What an inconclusive verdict makes of the run: inconclusive (exit 5), fail (exit 1) or pass (exit 0).
     #[arg(long, value_name = "WHAT", value_enum)]
     pub on_inconclusive: Option<InconclusiveArg>,
@@ -216,6 +220,13 @@ pub struct RunArgs {
     pub save_baseline: Option<PathBuf>,
     #[command(flatten)]
     pub flags: FlagArgs,
+}
+
+/// `--pacing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacingArg {
+    Default,
+    Precise,
 }
 
 fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {

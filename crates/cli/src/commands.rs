@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PlanArgs, ReportArgs, RunArgs,
-    ServeArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PacingArg, PlanArgs, ReportArgs,
+    RunArgs, ServeArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -299,6 +299,12 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         if let Some(n) = args.repeat {
             spec.gating.repeat = n;
             spec.gating.max_repeat = spec.gating.max_repeat.max(n);
+        }
+        if let Some(p) = args.pacing {
+            spec.hardware.pacing = match p {
+                PacingArg::Default => loadgate_model::Pacing::Default,
+                PacingArg::Precise => loadgate_model::Pacing::Precise,
+            };
         }
         if let Some(rate) = args.connect_rate {
             for cell in spec.scenarios.iter_mut().flat_map(|s| s.cells.iter_mut()) {

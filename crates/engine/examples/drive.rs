@@ -140,8 +140,9 @@ fn main() -> ExitCode {
         capacity: None,
         seed: 0,
     };
-    let workers: Vec<WorkerPlan> =
-        (0..n as usize).map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied() }).collect();
+    let workers: Vec<WorkerPlan> = (0..n as usize)
+        .map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied(), pacing: loadgate_plan::Pacing::Default })
+        .collect();
     let target = Target { addr, host: authority.to_owned(), tls: None };
     let result = match run_phase(&phase, &workers, &target, &StopSignal::new(), &mut |_| Control::Continue) {
         Ok(r) => r,

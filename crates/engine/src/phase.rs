@@ -290,6 +290,7 @@ fn configure(
             timeout,
             drain,
             connect_rate: load.connections.connect_rate,
+            precise: wp.pacing == loadgate_plan::Pacing::Precise,
             connect_share: if total_connections > 0 {
                 share.connections as f64 / total_connections as f64
             } else {
@@ -548,7 +549,8 @@ fn assemble(
             }
         }
         let wall = f.end.saturating_duration_since(start).as_secs_f64();
-        let used = f.user_seconds + f.system_seconds;
+        // Precise pacing's polling is a cost chosen for accuracy, not a sign of a generator out of CPU.
+        let used = (f.user_seconds + f.system_seconds - f.spin_seconds.unwrap_or(0.0)).max(0.0);
         let utilization = if wall > 0.0 { used / wall } else { 0.0 };
         worker_stats.push(WorkerStats {
             index: i,
@@ -557,6 +559,7 @@ fn assemble(
             system_seconds: f.system_seconds,
             utilization,
             saturated: utilization >= SATURATED,
+            spin_seconds: f.spin_seconds,
         });
     }
 

@@ -68,6 +68,9 @@ const SCRATCH_BYTES: usize = 64 * 1024;
 const BACKOFF_MIN: Duration = Duration::from_millis(1);
 const BACKOFF_MAX: Duration = Duration::from_millis(100);
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+/// `pacing: precise`: how long before a timer the worker stops sleeping and polls its sockets until it is due
+/// (this VM's wake-ups come tens of microseconds late, sometimes more).
+const PRECISE_AHEAD: Duration = Duration::from_micros(200);
 
 /// What a worker is asked to do.
 #[derive(Debug)]
@@ -102,6 +105,8 @@ pub(crate) struct WorkerConfig {
     /// How fast the keep-alive connections open before the start, and this worker's share of that rate.
     pub connect_rate: ConnectRate,
     pub connect_share: f64,
+    /// `pacing: precise`: wake ahead of every intended send time and poll until it is due.
+    pub precise: bool,
     /// Stop issuing requests this long after the start.
     pub duration: Option<Duration>,
     pub stop: StopSignal,
@@ -169,6 +174,8 @@ pub(crate) struct WorkerFinal {
     pub end: Instant,
     pub user_seconds: f64,
     pub system_seconds: f64,
+    /// `pacing: precise`: the time spent polling for the next due time.
+    pub spin_seconds: Option<f64>,
     /// Per mix entry, in the mix's order (empty without a mix).
     pub by_entry: Vec<EntryStats>,
 }
@@ -280,6 +287,9 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
         return;
     }
     let Ok(start) = start_rx.recv() else { return };
+    if cfg.precise {
+        rt.spin_ahead(PRECISE_AHEAD);
+    }
     let (user0, sys0) = crate::sys::thread_cpu_seconds();
     let ctx = Rc::new(Ctx::new(cfg, start, rt, opened));
     // Task 0 is the ticker; task `1 + i` is slot `i`.
@@ -747,6 +757,7 @@ impl Ctx {
             end: Instant::now(),
             user_seconds: 0.0,
             system_seconds: 0.0,
+            spin_seconds: self.cfg.precise.then(|| self.rt.spun().as_secs_f64()),
             by_entry: std::mem::take(&mut stats.by_entry),
         }
     }
@@ -758,13 +769,16 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     let mut next_tick = ctx.start + tick;
     // I/O may wait for the pacer only in open keep-alive loads of single requests without pipelining (see the
     // module docs): a read's timestamp is that of its last bytes, so a deferred read must hold one response.
-    let may_defer = ctx.open_loop && ctx.cfg.keep_alive && ctx.cfg.pipeline == 1 && ctx.cfg.session.is_empty();
+    let may_defer =
+        ctx.open_loop && ctx.cfg.keep_alive && ctx.cfg.pipeline == 1 && ctx.cfg.session.is_empty() && !ctx.cfg.precise;
+    // Precise pacing wakes for every request a connection waits for; the default at most once a tick for that.
+    let gap = if ctx.cfg.precise { Duration::ZERO } else { tick };
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
     let mut interval = 0u64;
     let mut last = Counters::default();
     let drain = ctx.cfg.drain;
     loop {
-        let paced = ctx.pace_at(tick).filter(|&t| t < next_tick);
+        let paced = ctx.pace_at(gap).filter(|&t| t < next_tick);
         let mut sleep = ctx.rt.sleep_until(paced.unwrap_or(next_tick));
         poll_fn(|cx| {
             if ctx.live_slots.get() == 0 {

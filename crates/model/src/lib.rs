@@ -111,6 +111,24 @@ impl std::str::FromStr for ConnectRate {
     }
 }
 
+/// How an open load's pacer waits for a request's intended send time (`hardware.generator.pacing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    /// Sleep until the time (the kernel's wake-up decides how late), waking at most once a millisecond for it.
+    #[default]
+    Default,
+    /// For a pinned, dedicated generator core: wake ahead of every request's time and poll the sockets until
+    /// it is due, at the cost of that core's CPU (reported per worker as `spin_seconds`).
+    Precise,
+}
+
+impl Pacing {
+    pub fn is_default(&self) -> bool {
+        *self == Pacing::Default
+    }
+}
+
 /// How pipelined requests are kept in flight on a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

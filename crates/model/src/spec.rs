@@ -53,6 +53,8 @@ pub struct Hardware {
     pub generator_cpus: Option<CpuList>,
     /// Worker threads; defaults to one per generator CPU, or 1 when the generator is not pinned.
     pub threads: Option<u32>,
+    /// How open loads wait for their requests' intended send times.
+    pub pacing: crate::Pacing,
     pub target_cpus: Option<CpuList>,
     pub on_mismatch: OnMismatch,
     pub saturation: SaturationPolicy,

@@ -175,6 +175,7 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
         .map(|index| WorkerPlan {
             index,
             cpu: hw.generator_cpus.as_ref().filter(|c| !c.is_empty()).map(|c| c.cpus()[index % c.len()]),
+            pacing: hw.pacing,
         })
         .collect();
     HardwarePlan {

@@ -77,6 +77,9 @@ pub struct WorkerPlan {
     pub index: usize,
     /// The CPU the worker thread is pinned to; `None` when unpinned.
     pub cpu: Option<u32>,
+    /// How the worker waits for an open load's intended send times.
+    #[serde(default, skip_serializing_if = "Pacing::is_default")]
+    pub pacing: Pacing,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -294,8 +297,8 @@ pub enum Arrival {
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
     AbortOnFail, BuiltinKind, CapacitySearch, Comparison, ConnectRate, DynamicRequest, Gating, Generator, Metric,
-    MetricKind, OnInconclusive, OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment,
-    Slo, SweepSlo, Threshold, UserStep,
+    MetricKind, OnInconclusive, OnMismatch, Pacing, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy,
+    Segment, Slo, SweepSlo, Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -142,6 +142,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         })
         .collect();
     let workers = vec![WorkerStats {
+        spin_seconds: None,
         index: 0,
         cpu: Some(1),
         user_seconds: shape.duration * shape.utilization * 0.4,

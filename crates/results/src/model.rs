@@ -876,10 +876,15 @@ pub struct WorkerStats {
     pub user_seconds: f64,
     /// CPU seconds in the kernel during the phase.
     pub system_seconds: f64,
-    /// (user + system) / wall time of the phase: 1.0 is a saturated core.
+    /// (user + system) / wall time of the phase: 1.0 is a saturated core. With `pacing: precise`, the time
+    /// spent polling for the next send time is left out (it is `spin_seconds`).
     pub utilization: f64,
     /// Whether the worker's CPU was saturated, so the generator may have been the bottleneck.
     pub saturated: bool,
+    /// `pacing: precise`: the CPU seconds the worker spent polling until its requests were due (part of
+    /// `user_seconds + system_seconds`, the cost of precise pacing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_seconds: Option<f64>,
 }
 
 /// Whether a phase's numbers describe the target or the generator.

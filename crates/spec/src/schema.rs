@@ -147,6 +147,16 @@ pub struct GeneratorDoc {
     pub cpus: Option<CpuListText>,
     /// Worker threads (default: one per CPU, or 1 when unpinned); workers are pinned round-robin over `cpus`.
     pub threads: Option<Count>,
+    /// How open loads wait for a request's intended send time: `default` (sleep; at most one wake-up a
+    /// millisecond for it) or `precise` (wake ahead and poll until due, for a pinned, dedicated core).
+    pub pacing: Option<PacingDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum PacingDoc {
+    Default,
+    Precise,
 }
 
 #[derive(JsonSchema)]

@@ -290,6 +290,7 @@ pub struct PhaseBuilder {
     pub mode: PipelineMode,
     pub keep_alive: bool,
     pub connect_rate: loadgate_plan::ConnectRate,
+    pub pacing: loadgate_plan::Pacing,
     pub workers: usize,
     pub method: String,
     pub timeout: Duration,
@@ -310,6 +311,7 @@ impl PhaseBuilder {
             mode: PipelineMode::Batch,
             keep_alive: true,
             connect_rate: loadgate_plan::ConnectRate::Auto,
+            pacing: loadgate_plan::Pacing::Default,
             workers: 1,
             method: "GET".into(),
             timeout: Duration::from_secs(5),
@@ -355,6 +357,11 @@ impl PhaseBuilder {
 
     pub fn connect_rate(mut self, rate: loadgate_plan::ConnectRate) -> Self {
         self.connect_rate = rate;
+        self
+    }
+
+    pub fn pacing(mut self, pacing: loadgate_plan::Pacing) -> Self {
+        self.pacing = pacing;
         self
     }
 
@@ -443,7 +450,7 @@ impl PhaseBuilder {
             session: self.session.clone(),
             capacity: None,
         };
-        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
+        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None, pacing: self.pacing }).collect();
         (phase, workers)
     }
 

@@ -46,7 +46,7 @@ pub(crate) const GATING_KEYS: &[&str] =
     &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
-pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads"];
+pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads", "pacing"];
 pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
 pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls"];
 pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_key", "resume", "server_name"];
