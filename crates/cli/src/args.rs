@@ -63,6 +63,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
+    /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
+    /// that every shard is there once, add the histograms, gate, write the reports.
+    Merge(MergeArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
     /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
@@ -155,6 +158,9 @@ pub struct PlanArgs {
     /// Print the plan as JSON for machines.
     #[arg(long)]
     pub json: bool,
+    /// Show slice I of N of the plan (what `loadgate run SPEC --shard I/N` runs), I from 1.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<loadgate_plan::Slice>,
     #[command(flatten)]
     pub vars: VarArgs,
 }
@@ -219,6 +225,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
     #[command(flatten)]
+    pub shards: ShardArgs,
+    #[command(flatten)]
     pub flags: FlagArgs,
 }
 
@@ -231,6 +239,38 @@ pub enum PacingArg {
 
 fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {
     text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
+}
+
+/// One run on several generators (see docs/scale-out.md).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Shards (one run on several generators)")]
+#[group(id = "shard_or_count", multiple = true, args = ["shard", "shard_count"])]
+pub struct ShardArgs {
+    /// Run slice I of N of the plan (I from 1) and write a shard result, `<DIR>/<spec name>/shard-I-of-N.json`
+    /// (with `--out -`, framed on stdout); `loadgate merge` adds the shards into one run.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["shard_count", "shards"])]
+    pub shard: Option<loadgate_plan::Slice>,
+    /// Run slice JOB_COMPLETION_INDEX + 1 of N (the index a Kubernetes Indexed Job gives each pod, from 0).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000), conflicts_with = "shards")]
+    pub shard_count: Option<u32>,
+    /// Run N shards as processes on this machine, then merge them (what `loadgate merge` does) into
+    /// `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: Option<u32>,
+    /// The identity shared by the shards of one run: `loadgate merge` refuses a shard of another run. Default:
+    /// the plan's hash.
+    #[arg(long, value_name = "ID", env = "LOADGATE_RUN_ID")]
+    pub run_id: Option<String>,
+    /// Start the first phase at this time (RFC 3339, `2026-11-24T21:00:00Z`); each shard records its skew.
+    #[arg(long, value_name = "TIME", requires = "shard_or_count")]
+    pub start_at: Option<String>,
+    /// Meet the other shards before the first phase: shard 1 listens on PORT (all interfaces), the others
+    /// connect to HOST:PORT; all start together a moment after the last one arrived.
+    #[arg(long, value_name = "HOST:PORT", requires = "shard_or_count", conflicts_with = "start_at")]
+    pub barrier: Option<String>,
+    /// How long a shard waits at the barrier for the others (default 5m).
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub barrier_timeout: String,
 }
 
 /// A one-scenario run from the flags people type from memory (wrk, wrk2, ab).
@@ -329,6 +369,19 @@ impl FlagArgs {
             insecure: self.insecure,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard result files (`shard-1-of-4.json`), or any text holding `LOADGATE SHARD` frames (`kubectl logs`).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where the merged reports go: `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
+    pub out: PathBuf,
+    /// A minijinja template that replaces the built-in Markdown report.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

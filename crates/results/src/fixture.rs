@@ -415,6 +415,8 @@ pub fn sample_run() -> RunResults {
         sweeps: Vec::new(),
         gating: None,
         not_run: Vec::new(),
+        shard: None,
+        shards: Vec::new(),
     };
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);

@@ -58,6 +58,43 @@ pub struct RunResults {
     /// instance ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRun>,
+    /// A shard result (`loadgate run SPEC --shard I/N`): which slice of the plan this generator ran, and when
+    /// it started. `loadgate merge` adds the shard results of one run into one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// A run merged from shard results (`loadgate merge`, `loadgate run --shards N`): every shard's slice and
+    /// start, in slice order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardInfo>,
+}
+
+/// One shard of a run on several generators.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardInfo {
+    /// The slice, from 1.
+    pub index: u32,
+    /// How many shards the run has.
+    pub count: u32,
+    /// The identity shared by the shards of one run (`--run-id`, `LOADGATE_RUN_ID`).
+    pub run_id: String,
+    /// The host the shard ran on.
+    #[serde(default)]
+    pub host: String,
+    /// When the shards were to start their first phase (RFC 3339 UTC, milliseconds): `--start-at`, or the
+    /// barrier's common start; `None` when the shard started on its own.
+    #[serde(default)]
+    pub planned_start: Option<String>,
+    /// The shard's first phase started this long after `planned_start`, in milliseconds, by this host's clock
+    /// (negative: early).
+    #[serde(default)]
+    pub start_skew_ms: Option<f64>,
+    /// The skew exceeded [`crate::shards::LATE_AFTER_MS`]: the shard's load did not overlap the others' as
+    /// planned, and a merge that includes it is invalid as a measurement.
+    #[serde(default)]
+    pub late: bool,
+    /// The shard's own outcome (`passed`, `invalid_measurement`, ...), judged on its slice alone.
+    #[serde(default)]
+    pub status: Option<OutcomeStatus>,
 }
 
 /// A scenario instance of the plan that did not run.
