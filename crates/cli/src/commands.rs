@@ -356,6 +356,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             secrets: spec.secrets.clone(),
             shard,
             source,
+            pin_within_affinity: args.pin_within_affinity,
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -487,6 +488,9 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
     }
     if let Some(n) = args.repeat {
         argv.extend(["--repeat".to_owned(), n.to_string()]);
+    }
+    if args.pin_within_affinity {
+        argv.push("--pin-within-affinity".to_owned());
     }
     argv
 }
@@ -636,6 +640,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         secrets: spec.secrets.clone(),
         source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
         shard: None,
+        pin_within_affinity: false,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);

@@ -69,6 +69,7 @@ fn renders_the_config_map_the_headless_service_and_the_indexed_job() {
             "checkout-api-v2-0.checkout-api-v2:7878",
             "--out",
             "-",
+            "--pin-within-affinity",
             "--set",
             "url=http://checkout.shop:8080"
         ]
@@ -90,7 +91,7 @@ fn hostile_strings_stay_scalars() {
     assert_eq!(docs.len(), 3, "{yaml}");
     let c = &docs[2]["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["image"].as_str(), Some(req.image));
-    assert_eq!(c["args"][9].as_str(), Some(format!("url={}", sets[0].1).as_str()));
+    assert_eq!(c["args"][10].as_str(), Some(format!("url={}", sets[0].1).as_str()));
     assert_eq!(docs[0]["data"]["checkout.yaml"].as_str(), Some(req.spec_text));
     // A literal block when the text is readable, and still exact.
     req.spec_text = "  leading\nmiddle\n\n\ntrailing blank lines\n\n\n";
