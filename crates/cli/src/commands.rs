@@ -669,6 +669,9 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
     let plan = loadgate_plan::compile(&spec);
     let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
     let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
+    // `target.base_url` as written (`{{ url }}`), to name the variable to `--set` when the target is built in.
+    let raw = loadgate_spec::yaml_to_json(&text).ok();
+    let base_url_template = raw.as_ref().and_then(|v| v["target"]["base_url"].as_str());
     let request = loadgate_k8s::K8sRequest {
         plan: &plan,
         spec_file_name: &file_name,
@@ -682,6 +685,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
         secret_vars: spec.secrets.vars(),
         secret_from: args.secret_from.as_deref(),
         memory: &args.memory,
+        base_url_template,
     };
     let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     out.document(&yaml);
