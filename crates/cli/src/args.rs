@@ -424,6 +424,10 @@ pub struct ReproArgs {
     /// The baseline the CI run compared with, for SLOs such as `p99 <= baseline * 1.10`.
     #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
     pub baseline: Option<PathBuf>,
+    /// Map the spec's pinned CPUs onto the CPUs this process may use, as `run --pin-within-affinity` does (a
+    /// pod's run reproduced in a container whose CPU ids are not the spec's).
+    #[arg(long, env = "LOADGATE_PIN_WITHIN_AFFINITY", value_parser = clap::builder::BoolishValueParser::new())]
+    pub pin_within_affinity: bool,
 }
 
 #[derive(Debug, Args)]

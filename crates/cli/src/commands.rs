@@ -640,7 +640,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         secrets: spec.secrets.clone(),
         source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
         shard: None,
-        pin_within_affinity: false,
+        pin_within_affinity: args.pin_within_affinity,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
