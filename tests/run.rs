@@ -1208,4 +1208,23 @@ fn pinning_within_affinity_maps_the_specs_cpus_onto_the_allowed_ones() {
         "{}",
         text(&out.stderr)
     );
+
+    // A server loadgate does not start is never pinned: its CPUs are not mapped and take none of the process's.
+    use std::io::BufRead as _;
+    let mut server = command(&["serve", "--kind", "plaintext"]).stdout(Stdio::piped()).spawn().expect("serve");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    std::fs::write(
+        &path,
+        format!("version: 1\nname: in-pod\nhardware: {{ generator: {{ cpus: \"4000\" }}, target: {{ cpus: \"0-4095\" }}, on_mismatch: fail }}\ntarget: {{ base_url: \"{url}\" }}\nscenarios:\n  s:\n    request: {{ path: /plaintext }}\n    load: {{ closed: {{ connections: 1, requests: 50 }} }}\n"),
+    )
+    .unwrap();
+    let out = run(&["run", p, "--out", o, "--quiet", "--pin-within-affinity"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{}", text(&out.stderr));
+    let pinning = &results(dir.path(), "in-pod")["pinning"];
+    assert_eq!(pinning["cpu_map"], serde_json::json!([{ "spec": 4000, "cpu": first }]));
+    assert_eq!(pinning["target_requested"], "0-4095");
 }

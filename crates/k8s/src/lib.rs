@@ -268,8 +268,8 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
         "-".to_owned(),
     ];
     // The CPUs a static CPU manager gives the pod are not the ones the spec names: the run maps the spec's
-    // pinned CPUs onto them.
-    if req.plan.hardware.generator_cpus.is_some() || req.plan.hardware.target_cpus.is_some() {
+    // pinned generator CPUs onto them (the target is a `base_url` server, never pinned by the pods).
+    if req.plan.hardware.generator_cpus.is_some() {
         args.push("--pin-within-affinity".to_owned());
     }
     for (k, v) in req.sets {

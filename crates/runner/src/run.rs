@@ -675,13 +675,21 @@ pub fn own_output_dir(dir: &std::path::Path) -> Result<Option<PathBuf>, RunError
 ///
 /// `within_affinity` (`run --pin-within-affinity`) first maps the spec's pinned CPUs onto the CPUs this
 /// process may use, the i-th onto the i-th ([`hardware::map_within_affinity`]), and refuses the run (exit 3)
-/// when fewer are allowed than the spec pins; results.json's `pinning.cpu_map` records the mapping.
+/// when fewer are allowed than the spec pins; results.json's `pinning.cpu_map` records the mapping. The target's
+/// CPUs count only for a target loadgate starts (a `base_url` server is never pinned).
 pub fn decide_pinning(plan: &ExecutionPlan, within_affinity: bool) -> Result<Result<AppliedPinning, String>, RunError> {
     let topo = hardware::CpuTopology::read().map_err(RunError::Topology)?;
     let hw = &plan.hardware;
     let (generator, target) = (hw.generator_cpus.as_ref(), hw.target_cpus.as_ref());
     let decision = if within_affinity {
-        hardware::check_pinning_within_affinity(&topo, generator, target, hw.on_mismatch)
+        // A server loadgate does not start is never pinned: its CPUs take none of this process's.
+        let started = !matches!(plan.target, loadgate_plan::TargetPlan::Url { .. });
+        let mut decision =
+            hardware::check_pinning_within_affinity(&topo, generator, target.filter(|_| started), hw.on_mismatch);
+        if let PinningDecision::Run(p) = &mut decision {
+            p.target_requested = target.cloned();
+        }
+        decision
     } else {
         hardware::check_pinning(&topo, generator, target, hw.on_mismatch)
     };
