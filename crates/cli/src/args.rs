@@ -243,8 +243,8 @@ pub struct RunArgs {
     pub save_baseline: Option<PathBuf>,
     /// Map the spec's pinned CPUs (`hardware.generator.cpus`, `hardware.target.cpus`) onto the CPUs this process
     /// may use (its affinity): the i-th pinned CPU becomes the i-th allowed one (the target's count only when
-    /// loadgate starts the target). For a container or pod whose CPU
-    /// ids are not the spec's (Kubernetes' static CPU manager gives a pod pinned to 2-5 CPUs such as 7-10).
+    /// loadgate starts the target). For a container or pod whose CPU ids are not the spec's (Kubernetes' static
+    /// CPU manager gives a pod pinned to 2-5 CPUs such as 7-10).
     /// Refused (exit 3) when fewer CPUs are allowed than the spec pins; results.json's `pinning.cpu_map` records
     /// the mapping.
     #[arg(long, env = "LOADGATE_PIN_WITHIN_AFFINITY", value_parser = clap::builder::BoolishValueParser::new())]
