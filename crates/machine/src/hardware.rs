@@ -14,6 +14,10 @@
 //!   unpinned when none of them does. A generator worker planned on a missing CPU runs unpinned
 //!   ([`effective_worker_cpus`]), so the worker count the plan chose never changes.
 //!
+//! [`check_pinning_within_affinity`] (`run --pin-within-affinity`, in a container or pod whose CPU ids are not
+//! the spec's) first maps the spec's CPUs onto the allowed ones, the i-th onto the i-th
+//! ([`map_within_affinity`]), and fails when fewer are allowed than the spec names.
+//!
 //! Two findings are always warnings, never mismatches, and are checked on the CPUs actually applied: generator
 //! and target sharing CPUs, and SMT siblings (hyperthreads of one core) split between the generator and the
 //! target.
