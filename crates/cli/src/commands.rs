@@ -346,6 +346,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             secrets: spec.secrets.clone(),
             shard,
             source,
+            pin_within_affinity: args.pin_within_affinity,
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -487,6 +488,9 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
             PacingArg::Precise => "precise",
         };
         argv.extend(["--pacing".to_owned(), mode.to_owned()]);
+    }
+    if args.pin_within_affinity {
+        argv.push("--pin-within-affinity".to_owned());
     }
     argv
 }
@@ -641,6 +645,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         secrets: spec.secrets.clone(),
         source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
         shard: None,
+        pin_within_affinity: args.pin_within_affinity,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
@@ -669,6 +674,9 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
     let plan = loadgate_plan::compile(&spec);
     let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
     let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
+    // `target.base_url` as written (`{{ url }}`), to name the variable to `--set` when the target is built in.
+    let raw = loadgate_spec::yaml_to_json(&text).ok();
+    let base_url_template = raw.as_ref().and_then(|v| v["target"]["base_url"].as_str());
     let request = loadgate_k8s::K8sRequest {
         plan: &plan,
         spec_file_name: &file_name,
@@ -682,6 +690,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
         secret_vars: spec.secrets.vars(),
         secret_from: args.secret_from.as_deref(),
         memory: &args.memory,
+        base_url_template,
     };
     let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     out.document(&yaml);

@@ -402,6 +402,7 @@ pub fn sample_run() -> RunResults {
             target_applied: Some("0".to_owned()),
             workers: vec![Some(1)],
             warnings: vec!["this machine has 2 CPUs; the generator runs on CPU 1 instead of 16-31, the target on CPU 0 instead of 0-15 (on_mismatch: warn)".to_owned()],
+            cpu_map: Vec::new(),
         },
         target: TargetInfo {
             kind: "command".to_owned(),

@@ -251,6 +251,19 @@ pub struct Pinning {
     pub workers: Vec<Option<u32>>,
     /// Why the pinning differs from the spec (`on_mismatch: warn`), or overlaps between generator and target.
     pub warnings: Vec<String>,
+    /// `run --pin-within-affinity`: each CPU the spec pins and the CPU of this process's affinity it ran on
+    /// instead (the i-th pinned CPU on the i-th allowed one). Empty: the spec's CPU ids were used as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_map: Vec<CpuMapping>,
+}
+
+/// One CPU of the spec's pinning and the CPU it was mapped onto (`run --pin-within-affinity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuMapping {
+    /// The CPU id the spec names.
+    pub spec: u32,
+    /// The CPU id used.
+    pub cpu: u32,
 }
 
 /// The server under test.
