@@ -66,6 +66,12 @@ pub enum Command {
     /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
     /// that every shard is there once, add the histograms, gate, write the reports.
     Merge(MergeArgs),
+    /// Run a CI run again from its results.json: rebuild the same plan from the spec it embeds (or say why it
+    /// cannot), run it as `loadgate run` does, and print this run beside the artifact's numbers.
+    Repro(ReproArgs),
+    /// Print Kubernetes manifests (a ConfigMap with the spec, a headless Service, an Indexed Job) that run the
+    /// spec in N shards; collect with `kubectl logs` and merge with `loadgate merge`.
+    K8s(K8sArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
     /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
@@ -376,6 +382,51 @@ pub struct ReportArgs {
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproArgs {
+    /// A results.json written by `loadgate run` (a CI artifact).
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+    /// Where this run's reports go: `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
+    pub out: PathBuf,
+    /// The value of a secret variable of the CI run (results.json keeps its name, never its value).
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub secrets: Vec<(String, String)>,
+    /// The baseline the CI run compared with, for SLOs such as `p99 <= baseline * 1.10`.
+    #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
+    pub baseline: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// The spec file (its data files travel in the ConfigMap).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// How many shards (pods) run the plan, each slice I of N.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// The container image with `loadgate` on its PATH.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// The name of the Job, Service and ConfigMap (a DNS label; default: derived from the spec's name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The namespace of the three objects (default: the one `kubectl` uses).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Override a spec variable, here and in every pod: `--set url=http://my-service:8080`.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub sets: Vec<(String, String)>,
+    /// A Kubernetes Secret whose keys become every pod's environment (`LOADGATE_VAR_<NAME>` for a secret
+    /// variable, or what the spec reads with `{{ env.NAME }}`); secret values are never written into a manifest.
+    #[arg(long, value_name = "SECRET")]
+    pub secret_from: Option<String>,
+    /// Memory per pod, requests = limits (a Kubernetes quantity).
+    #[arg(long, value_name = "QUANTITY", default_value = "1Gi")]
+    pub memory: String,
 }
 
 #[derive(Debug, Args)]

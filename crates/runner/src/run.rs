@@ -48,6 +48,8 @@ pub struct RunRequest {
     /// This run is one shard of a run on several generators (`--shard I/N`): its start is synchronised and
     /// its results carry a [`loadgate_results::ShardInfo`]. The plan is then the shard's slice.
     pub shard: Option<crate::shards::ShardRun>,
+    /// The spec's text and files, embedded in results.json for `loadgate repro` (`None`: not kept).
+    pub source: Option<loadgate_results::SpecSource>,
 }
 
 impl RunRequest {
@@ -66,6 +68,7 @@ impl RunRequest {
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: Default::default(),
             shard: None,
+            source: None,
         }
     }
 }
@@ -712,6 +715,7 @@ fn new_results(
             plan_hash: plan.hash.clone(),
             vars,
             seed: plan.seed,
+            source: request.source.clone(),
         },
         started_at: now_rfc3339(),
         finished_at: None,
