@@ -6,10 +6,6 @@ use std::process::Output;
 mod common;
 use common::{loadgate, text};
 
-fn ok(out: &Output) {
-    assert_eq!(out.status.code(), Some(0), "stdout:\n{}\nstderr:\n{}", text(&out.stdout), text(&out.stderr));
-}
-
 /// A run that was carried out and wrote its results: on a busy machine the quickstart's open scenario can be
 /// limited by the generator (exit 4); the verdict is the machine's, what is tested here is the reproduction.
 fn ran(out: &Output) {
@@ -98,7 +94,7 @@ fn a_secret_is_asked_for_and_a_different_plan_is_refused_with_the_reason() {
     std::fs::write(&spec, SECRET_SPEC).unwrap();
     let out_dir = ci_dir.path().join("out");
     let spec_arg = spec.to_str().unwrap();
-    ok(&loadgate(&["-q", "run", spec_arg, "--secret", "token=hunter22", "--out", out_dir.to_str().unwrap()]));
+    ran(&loadgate(&["-q", "run", spec_arg, "--secret", "token=hunter22", "--out", out_dir.to_str().unwrap()]));
     let artifact = out_dir.join("repro-secret/results.json");
     let json = std::fs::read_to_string(&artifact).unwrap();
     assert!(!json.contains("hunter22"), "a secret's value reached results.json");
@@ -123,7 +119,7 @@ fn a_secret_is_asked_for_and_a_different_plan_is_refused_with_the_reason() {
     assert!(!here.exists(), "nothing ran");
 
     let out = loadgate(&["-q", "repro", moved_arg, "--out", here_arg, "--secret", "token=hunter22"]);
-    ok(&out);
+    ran(&out);
     assert!(text(&out.stdout).contains("this run beside the CI run"));
     let again = std::fs::read_to_string(here.join("repro-secret/results.json")).unwrap();
     assert!(!again.contains("hunter22"));
@@ -162,7 +158,7 @@ fn a_repeated_run_is_reproduced_with_its_repetitions_and_their_intervals() {
         "--out",
         ci_arg,
     ]);
-    ok(&out);
+    ran(&out);
     let artifact = ci.join("quickstart/results.json");
     let source = &results(&artifact)["spec"]["source"];
     assert_eq!(source["repeat"], 2);

@@ -215,6 +215,14 @@ pub struct RunArgs {
     /// (overrides the spec's `gating.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
+    /// How fast keep-alive connections open before each phase measures: auto (paced from what the target
+    /// takes), unlimited, or a rate such as 2000/s (overrides every load's `connect_rate`).
+    #[arg(long, value_name = "RATE", value_parser = parse_connect_rate)]
+    pub connect_rate: Option<loadgate_model::ConnectRate>,
+    /// How open loads wait for each request's intended send time: default, or precise (poll until due, for
+    /// a pinned, dedicated generator core; overrides `hardware.generator.pacing`).
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub pacing: Option<PacingArg>,
     /// What an inconclusive verdict makes of the run: inconclusive (exit 5), fail (exit 1) or pass (exit 0).
     #[arg(long, value_name = "WHAT", value_enum)]
     pub on_inconclusive: Option<InconclusiveArg>,
@@ -226,6 +234,17 @@ pub struct RunArgs {
     pub shards: ShardArgs,
     #[command(flatten)]
     pub flags: FlagArgs,
+}
+
+/// `--pacing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacingArg {
+    Default,
+    Precise,
+}
+
+fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {
+    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }
 
 /// One run on several generators (see docs/scale-out.md).

@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PlanArgs,
-    ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
+    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -319,17 +319,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         // What `loadgate repro` needs to rebuild this plan, kept in results.json.
         let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;
-        if let Some(n) = args.repeat {
-            spec.gating.repeat = n;
-            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
-        }
-        if let Some(on) = args.on_inconclusive {
-            spec.gating.on_inconclusive = match on {
-                InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-                InconclusiveArg::Fail => OnInconclusive::Fail,
-                InconclusiveArg::Pass => OnInconclusive::Pass,
-            };
-        }
+        run_overrides(&args).apply(&mut spec);
         let mut plan = loadgate_plan::compile(&spec);
         let shard = match &sync {
             Some(ShardSync::Slice(slice, start)) => {
@@ -488,6 +478,16 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
     if let Some(n) = args.repeat {
         argv.extend(["--repeat".to_owned(), n.to_string()]);
     }
+    if let Some(rate) = args.connect_rate {
+        argv.extend(["--connect-rate".to_owned(), rate.to_string()]);
+    }
+    if let Some(p) = args.pacing {
+        let mode = match p {
+            PacingArg::Default => "default",
+            PacingArg::Precise => "precise",
+        };
+        argv.extend(["--pacing".to_owned(), mode.to_owned()]);
+    }
     argv
 }
 
@@ -573,6 +573,11 @@ fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
             InconclusiveArg::Fail => OnInconclusive::Fail,
             InconclusiveArg::Pass => OnInconclusive::Pass,
         }),
+        pacing: args.pacing.map(|p| match p {
+            PacingArg::Default => loadgate_model::Pacing::Default,
+            PacingArg::Precise => loadgate_model::Pacing::Precise,
+        }),
+        connect_rate: args.connect_rate,
     }
 }
 

@@ -515,9 +515,9 @@ mod tests {
     #[test]
     fn workers_on_missing_cpus_run_unpinned() {
         let workers = vec![
-            WorkerPlan { index: 0, cpu: Some(1) },
-            WorkerPlan { index: 1, cpu: Some(17) },
-            WorkerPlan { index: 2, cpu: None },
+            WorkerPlan { index: 0, cpu: Some(1), pacing: Default::default() },
+            WorkerPlan { index: 1, cpu: Some(17), pacing: Default::default() },
+            WorkerPlan { index: 2, cpu: None, pacing: Default::default() },
         ];
         assert_eq!(effective_worker_cpus(&workers, Some(&cpus("0-1"))), vec![Some(1), None, None]);
         assert_eq!(effective_worker_cpus(&workers, None), vec![None, None, None]);

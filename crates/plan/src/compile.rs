@@ -176,6 +176,7 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
         .map(|index| WorkerPlan {
             index,
             cpu: hw.generator_cpus.as_ref().filter(|c| !c.is_empty()).map(|c| c.cpus()[index % c.len()]),
+            pacing: hw.pacing,
         })
         .collect();
     HardwarePlan {
@@ -232,7 +233,7 @@ fn tls_plan(t: &loadgate_model::spec::TlsOptions) -> TlsPlan {
 
 fn load_plan(load: &Load) -> LoadPlan {
     match load {
-        Load::Closed { connections, stop, pipeline, pipeline_mode, keep_alive } => LoadPlan {
+        Load::Closed { connections, stop, pipeline, pipeline_mode, keep_alive, connect_rate } => LoadPlan {
             arrival: Arrival::Closed,
             stop: match stop {
                 Stop::Duration(d) => StopCondition::Duration { duration: *d },
@@ -243,23 +244,24 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline: *pipeline,
                 pipeline_mode: *pipeline_mode,
                 keep_alive: *keep_alive,
+                connect_rate: *connect_rate,
             },
         },
-        Load::Open { rate, duration, connections } => LoadPlan {
+        Load::Open { rate, duration, connections, connect_rate } => LoadPlan {
             arrival: Arrival::Constant { rate: *rate },
             stop: StopCondition::Duration { duration: *duration },
-            connections: open_connections(*connections),
+            connections: open_connections(*connections, *connect_rate),
         },
-        Load::Ramp { connections, start_rate, stages } => LoadPlan {
+        Load::Ramp { connections, start_rate, stages, connect_rate } => LoadPlan {
             arrival: Arrival::Ramp { start: *start_rate, stages: stages.clone() },
             stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
-            connections: open_connections(*connections),
+            connections: open_connections(*connections, *connect_rate),
         },
         // A capacity search's load is its first step; the runner runs the others at their rates.
-        Load::Capacity { search, connections } => LoadPlan {
+        Load::Capacity { search, connections, connect_rate } => LoadPlan {
             arrival: Arrival::Constant { rate: search.from },
             stop: StopCondition::Duration { duration: search.duration },
-            connections: open_connections(*connections),
+            connections: open_connections(*connections, *connect_rate),
         },
         Load::Users { steps, max_connections } => LoadPlan {
             arrival: Arrival::Users { steps: steps.clone() },
@@ -269,13 +271,20 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline: 1,
                 pipeline_mode: loadgate_model::PipelineMode::Batch,
                 keep_alive: false,
+                connect_rate: ConnectRate::Auto,
             },
         },
     }
 }
 
-fn open_connections(connections: u64) -> ConnectionPolicy {
-    ConnectionPolicy { connections, pipeline: 1, pipeline_mode: loadgate_model::PipelineMode::Batch, keep_alive: true }
+fn open_connections(connections: u64, connect_rate: ConnectRate) -> ConnectionPolicy {
+    ConnectionPolicy {
+        connections,
+        pipeline: 1,
+        pipeline_mode: loadgate_model::PipelineMode::Batch,
+        keep_alive: true,
+        connect_rate,
+    }
 }
 
 /// Splits `total` into `parts` integers that differ by at most one and sum to `total`; the first ones get the

@@ -142,6 +142,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         })
         .collect();
     let workers = vec![WorkerStats {
+        spin_seconds: None,
         index: 0,
         cpu: Some(1),
         user_seconds: shape.duration * shape.utilization * 0.4,
@@ -186,6 +187,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             opened: shape.opened,
             failed: shape.connections.saturating_sub(shape.opened),
             reconnects: 0,
+            opening: None,
         },
         bytes: ByteCounts {
             read: shape.completed * shape.response_bytes,

@@ -681,7 +681,12 @@ pub fn decide_pinning(plan: &ExecutionPlan) -> Result<Result<AppliedPinning, Str
 /// One worker per planned worker, each on the CPU the pinning gives it.
 pub fn worker_plans(plan: &ExecutionPlan, pinning: &AppliedPinning) -> Vec<WorkerPlan> {
     let cpus = hardware::effective_worker_cpus(&plan.hardware.workers, pinning.generator.as_ref());
-    plan.hardware.workers.iter().zip(cpus).map(|(w, cpu)| WorkerPlan { index: w.index, cpu }).collect()
+    plan.hardware
+        .workers
+        .iter()
+        .zip(cpus)
+        .map(|(w, cpu)| WorkerPlan { index: w.index, cpu, pacing: w.pacing })
+        .collect()
 }
 
 fn warn_about_file_limit(plan: &ExecutionPlan, observer: &mut dyn Observer) {

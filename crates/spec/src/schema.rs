@@ -147,6 +147,16 @@ pub struct GeneratorDoc {
     pub cpus: Option<CpuListText>,
     /// Worker threads (default: one per CPU, or 1 when unpinned); workers are pinned round-robin over `cpus`.
     pub threads: Option<Count>,
+    /// How open loads wait for a request's intended send time: `default` (sleep; at most one wake-up a
+    /// millisecond for it) or `precise` (wake ahead and poll until due, for a pinned, dedicated core).
+    pub pacing: Option<PacingDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum PacingDoc {
+    Default,
+    Precise,
 }
 
 #[derive(JsonSchema)]
@@ -419,6 +429,9 @@ pub struct CapacityDoc {
     pub max_duration: Option<DurationText>,
     /// A pause before every step after the first (default 0s).
     pub pause: Option<DurationText>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -435,6 +448,9 @@ pub struct ClosedDoc {
     pub pipeline_mode: Option<PipelineModeDoc>,
     /// `false` opens a new connection per request (ab without `-k`).
     pub keep_alive: Option<BoolDoc>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -451,6 +467,9 @@ pub struct OpenDoc {
     pub duration: DurationText,
     /// The connections requests are spread over (wrk2 `-c`).
     pub connections: Count,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -461,6 +480,9 @@ pub struct RampDoc {
     pub start_rate: Option<RateText>,
     #[schemars(length(min = 1))]
     pub stages: Vec<RampStageDoc>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -628,6 +650,21 @@ impl JsonSchema for FactorDoc {
                 { "type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[x×]\s*$" },
                 { "type": "string", "pattern": TEMPLATE }
             ]
+        })
+    }
+}
+
+/// `auto`, `unlimited` or a rate.
+pub struct ConnectRateDoc;
+impl JsonSchema for ConnectRateDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConnectRate".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let rate = RateText::json_schema(g);
+        json_schema!({
+            "description": "`auto`, `unlimited`, or a rate such as `2000/s`.",
+            "anyOf": [ { "type": "string", "enum": ["auto", "unlimited"] }, rate ]
         })
     }
 }

@@ -289,6 +289,8 @@ pub struct PhaseBuilder {
     pub pipeline: u32,
     pub mode: PipelineMode,
     pub keep_alive: bool,
+    pub connect_rate: loadgate_plan::ConnectRate,
+    pub pacing: loadgate_plan::Pacing,
     pub workers: usize,
     pub method: String,
     pub timeout: Duration,
@@ -308,6 +310,8 @@ impl PhaseBuilder {
             pipeline: 1,
             mode: PipelineMode::Batch,
             keep_alive: true,
+            connect_rate: loadgate_plan::ConnectRate::Auto,
+            pacing: loadgate_plan::Pacing::Default,
             workers: 1,
             method: "GET".into(),
             timeout: Duration::from_secs(5),
@@ -348,6 +352,16 @@ impl PhaseBuilder {
 
     pub fn keep_alive(mut self, on: bool) -> Self {
         self.keep_alive = on;
+        self
+    }
+
+    pub fn connect_rate(mut self, rate: loadgate_plan::ConnectRate) -> Self {
+        self.connect_rate = rate;
+        self
+    }
+
+    pub fn pacing(mut self, pacing: loadgate_plan::Pacing) -> Self {
+        self.pacing = pacing;
         self
     }
 
@@ -428,6 +442,7 @@ impl PhaseBuilder {
                     pipeline: self.pipeline,
                     pipeline_mode: self.mode,
                     keep_alive: self.keep_alive,
+                    connect_rate: self.connect_rate,
                 },
             },
             workers: shares,
@@ -436,7 +451,7 @@ impl PhaseBuilder {
             session: self.session.clone(),
             capacity: None,
         };
-        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
+        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None, pacing: self.pacing }).collect();
         (phase, workers)
     }
 
