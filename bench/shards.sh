@@ -89,7 +89,7 @@ r = json.load(open(sys.argv[1]))
 s = r["scenarios"][0]
 lat = s["latency"]
 print(sys.argv[2], sys.argv[3], sys.argv[4], s["requests"]["completed"], round(s["load"]["achieved_rate"], 1),
-      round(s["load"]["target_rate"], 1), lat["p50_us"], lat["p99_us"])
+      round(s["load"]["target_rate"], 1), lat["percentiles"]["p50"], lat["percentiles"]["p99"])
 PY
 }
 

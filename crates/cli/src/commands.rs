@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, MergeArgs, PacingArg, PlanArgs,
-    ReportArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
+    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -49,6 +49,8 @@ pub fn main_impl() -> Exit {
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
         Command::Merge(a) => merge(&out, a, cli.color, cli.verbose),
+        Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
+        Command::K8s(a) => k8s(&out, a),
         Command::Serve(a) => serve(&out, a),
         Command::Import(a) => import(&out, a),
     };
@@ -68,6 +70,8 @@ struct Loaded {
     spec: Spec,
     file: String,
     dir: Option<PathBuf>,
+    /// The spec's text (`None` for a spec built from command-line flags, which `loadgate repro` cannot rebuild).
+    text: Option<String>,
 }
 
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
@@ -78,6 +82,14 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
     let mut invalid = false;
     for path in paths {
         let file = path.display().to_string();
+        if std::fs::read_to_string(path).is_ok_and(|t| loadgate_repro::looks_like_results(&t)) {
+            out.error(&format!(
+                "error: {file} is a results.json, not a spec: `loadgate repro {file}` runs the spec it embeds again \
+                 and compares the two runs"
+            ));
+            invalid = true;
+            continue;
+        }
         match loadgate_spec::load_file(path, &opts) {
             Ok(spec) => {
                 let source = std::fs::read_to_string(path).unwrap_or_default();
@@ -85,7 +97,8 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
                     out.error(&w.render(&file, &source));
                 }
                 let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
-                loaded.push(Loaded { spec, file, dir: dir.and_then(|d| d.canonicalize().ok()) });
+                let dir = dir.and_then(|d| d.canonicalize().ok());
+                loaded.push(Loaded { spec, file, dir, text: Some(source) });
             }
             Err(e) => {
                 out.error(&e.render());
@@ -230,7 +243,7 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
         spec.secrets.scrub(&without_userinfo(&url))
     ));
-    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok() }])
+    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None }])
 }
 
 /// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
@@ -299,33 +312,14 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     })?;
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
     let mut exit = Exit::Pass;
-    for Loaded { spec, file, dir } in specs {
+    for Loaded { spec, file, dir, text } in specs {
         if interrupt.is_interrupted() {
             break;
         }
+        // What `loadgate repro` needs to rebuild this plan, kept in results.json.
+        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;
-        if let Some(n) = args.repeat {
-            spec.gating.repeat = n;
-            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
-        }
-        if let Some(p) = args.pacing {
-            spec.hardware.pacing = match p {
-                PacingArg::Default => loadgate_model::Pacing::Default,
-                PacingArg::Precise => loadgate_model::Pacing::Precise,
-            };
-        }
-        if let Some(rate) = args.connect_rate {
-            for cell in spec.scenarios.iter_mut().flat_map(|s| s.cells.iter_mut()) {
-                cell.load.set_connect_rate(rate);
-            }
-        }
-        if let Some(on) = args.on_inconclusive {
-            spec.gating.on_inconclusive = match on {
-                InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-                InconclusiveArg::Fail => OnInconclusive::Fail,
-                InconclusiveArg::Pass => OnInconclusive::Pass,
-            };
-        }
+        run_overrides(&args).apply(&mut spec);
         let mut plan = loadgate_plan::compile(&spec);
         let shard = match &sync {
             Some(ShardSync::Slice(slice, start)) => {
@@ -351,6 +345,8 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: spec.secrets.clone(),
             shard,
+            source,
+            pin_within_affinity: args.pin_within_affinity,
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -493,6 +489,9 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
         };
         argv.extend(["--pacing".to_owned(), mode.to_owned()]);
     }
+    if args.pin_within_affinity {
+        argv.push("--pin-within-affinity".to_owned());
+    }
     argv
 }
 
@@ -567,6 +566,135 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
         ));
     }
     Ok(renderer.outcome(&outcome))
+}
+
+/// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
+fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
+    loadgate_repro::RunOverrides {
+        repeat: args.repeat,
+        on_inconclusive: args.on_inconclusive.map(|on| match on {
+            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+            InconclusiveArg::Fail => OnInconclusive::Fail,
+            InconclusiveArg::Pass => OnInconclusive::Pass,
+        }),
+        pacing: args.pacing.map(|p| match p {
+            PacingArg::Default => loadgate_model::Pacing::Default,
+            PacingArg::Precise => loadgate_model::Pacing::Precise,
+        }),
+        connect_rate: args.connect_rate,
+    }
+}
+
+/// `loadgate repro RESULTS`: rebuild the CI run's plan from the spec results.json embeds, run it as `loadgate run`
+/// does, print the two runs side by side.
+fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    let path = args.results.display().to_string();
+    let text = std::fs::read_to_string(&args.results)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {path}: {e}")))?;
+    let ci = loadgate_results::from_json(&text).map_err(|e| fail(out, Exit::InvalidInput)(format!("{path}: {e}")))?;
+    let work = ScratchDir::new().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot create a temporary directory to rebuild the spec: {e}"))
+    })?;
+    // The spec's directory as CI had it, relative to here: files kept by digest only are read there, and the
+    // target's relative paths (a start command's `cwd`) resolve there when it exists.
+    let original_dir = Path::new(&ci.spec.file)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let opts = loadgate_repro::RebuildOptions {
+        secrets: args.secrets.clone(),
+        env: std::env::vars().collect(),
+        work_dir: work.0.clone(),
+        original_dir: original_dir.clone(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let rebuilt = loadgate_repro::rebuild(&ci, &opts).map_err(|e| {
+        let e = e.to_string().replace("results.json holds", &format!("{path} holds"));
+        fail(out, Exit::InvalidInput)(e)
+    })?;
+    out.info(&format!(
+        "reproducing {} from {path}: plan {} rebuilt identically (loadgate {})",
+        ci.spec.name, rebuilt.plan.hash, ci.loadgate_version
+    ));
+    let baseline = args
+        .baseline
+        .as_ref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
+        })
+        .transpose()?;
+    let exe = std::env::current_exe().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
+    })?;
+    let spec = &rebuilt.spec;
+    let request = RunRequest {
+        out_root: args.out.clone(),
+        // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
+        spec_file: ci.spec.file.clone(),
+        source_dir: original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.0.canonicalize().ok()),
+        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
+        baseline,
+        template: None,
+        step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into),
+        builtin: BuiltinServer::Process { exe },
+        interrupt: Interrupt::from_signals(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        secrets: spec.secrets.clone(),
+        source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
+        shard: None,
+        pin_within_affinity: args.pin_within_affinity,
+    };
+    let views = Views { latency: false, u_latency: false, no_files: false };
+    let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
+    match loadgate_runner::run(&rebuilt.plan, &request, &mut renderer) {
+        Ok(outcome) => {
+            let exit = renderer.outcome(&outcome);
+            if let Some(here) = &outcome.results {
+                out.data(&spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, here)));
+            }
+            Ok(exit)
+        }
+        Err(e @ RunError::OutputDir { .. }) => Err(fail(out, Exit::InvalidInput)(e.to_string())),
+        Err(e) => Err(fail(out, Exit::RunFailed)(e.to_string())),
+    }
+}
+
+/// `loadgate k8s SPEC --shards N --image IMAGE`: the manifests of a sharded run on stdout.
+fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
+    let opts = loadgate_spec::LoadOptions::from_process_env(args.sets.clone());
+    let spec = loadgate_spec::load_file(&args.spec, &opts).map_err(|e| {
+        out.error(&e.render());
+        Exit::InvalidInput
+    })?;
+    let text = std::fs::read_to_string(&args.spec)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {}: {e}", args.spec.display())))?;
+    let plan = loadgate_plan::compile(&spec);
+    let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
+    let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
+    // `target.base_url` as written (`{{ url }}`), to name the variable to `--set` when the target is built in.
+    let raw = loadgate_spec::yaml_to_json(&text).ok();
+    let base_url_template = raw.as_ref().and_then(|v| v["target"]["base_url"].as_str());
+    let request = loadgate_k8s::K8sRequest {
+        plan: &plan,
+        spec_file_name: &file_name,
+        spec_text: &text,
+        files: source.files.into_iter().map(|f| (f.name, f.text)).collect(),
+        shards: args.shards,
+        image: &args.image,
+        name: args.name.as_deref(),
+        namespace: args.namespace.as_deref(),
+        sets: &args.sets,
+        secret_vars: spec.secrets.vars(),
+        secret_from: args.secret_from.as_deref(),
+        memory: &args.memory,
+        base_url_template,
+    };
+    let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    out.document(&yaml);
+    Ok(Exit::Pass)
 }
 
 fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {

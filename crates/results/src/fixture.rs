@@ -376,6 +376,7 @@ pub fn sample_run() -> RunResults {
             plan_hash: "sha256:4f1c2b9e7a30d5c8".to_owned(),
             vars: BTreeMap::from([("base_url".to_owned(), "http://127.0.0.1:8080".to_owned())]),
             seed: 42,
+            source: None,
         },
         started_at: STARTED_AT.to_owned(),
         finished_at: Some(FINISHED_AT.to_owned()),
@@ -401,6 +402,7 @@ pub fn sample_run() -> RunResults {
             target_applied: Some("0".to_owned()),
             workers: vec![Some(1)],
             warnings: vec!["this machine has 2 CPUs; the generator runs on CPU 1 instead of 16-31, the target on CPU 0 instead of 0-15 (on_mismatch: warn)".to_owned()],
+            cpu_map: Vec::new(),
         },
         target: TargetInfo {
             kind: "command".to_owned(),

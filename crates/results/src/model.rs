@@ -155,6 +155,54 @@ pub struct SpecInfo {
     pub vars: BTreeMap<String, String>,
     /// The seed of the random request data.
     pub seed: u64,
+    /// What `loadgate repro` needs to rebuild the plan: the spec's text and the files it read. Absent in files
+    /// of an older loadgate and for a run built from command-line flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SpecSource>,
+}
+
+/// The spec as it ran, embedded so that the run can be reproduced from results.json alone (`loadgate repro`).
+///
+/// Secret values never reach it: the text is scrubbed like every artifact (a secret written in the spec
+/// becomes `***`, and `loadgate repro` asks for it with `--secret`), `secret_vars` keeps the names only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpecSource {
+    /// The spec file's text, as read.
+    pub text: String,
+    /// The variables whose values are secret (the spec's `secrets.vars` and `--secret` names): their values
+    /// in `vars` are `***`, and `loadgate repro` needs them again with `--secret NAME=VALUE`.
+    #[serde(default)]
+    pub secret_vars: Vec<String>,
+    /// The `--repeat`, `--on-inconclusive`, `--pacing` and `--connect-rate` given to `loadgate run`, which change
+    /// the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_inconclusive: Option<String>,
+    /// The `--pacing` given to `loadgate run` (`default` or `precise`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<String>,
+    /// The `--connect-rate` given to `loadgate run` (`auto`, `unlimited` or a rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<String>,
+    /// Every file the spec read besides itself, in the order first read.
+    #[serde(default)]
+    pub files: Vec<SourceFile>,
+}
+
+/// A file a spec read: a data file of `pick_line`/`pick_csv`, or a `target.tls` PEM file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceFile {
+    /// The name as the spec gives it (relative to the spec's directory).
+    pub name: String,
+    /// `data` (pick_line, pick_csv) or `tls` (a certificate or key).
+    pub kind: String,
+    /// Hex SHA-256 of the file's bytes when it was read.
+    pub sha256: String,
+    /// The file's text: data files up to 1 MiB. Absent for TLS files (a key never reaches an artifact) and
+    /// larger data files: `loadgate repro` then reads the file where the spec named it and checks its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// The machine fingerprint: what the seeds paste from `lscpu` by hand.
@@ -203,6 +251,19 @@ pub struct Pinning {
     pub workers: Vec<Option<u32>>,
     /// Why the pinning differs from the spec (`on_mismatch: warn`), or overlaps between generator and target.
     pub warnings: Vec<String>,
+    /// `run --pin-within-affinity`: each CPU the spec pins and the CPU of this process's affinity it ran on
+    /// instead (the i-th pinned CPU on the i-th allowed one). Empty: the spec's CPU ids were used as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_map: Vec<CpuMapping>,
+}
+
+/// One CPU of the spec's pinning and the CPU it was mapped onto (`run --pin-within-affinity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuMapping {
+    /// The CPU id the spec names.
+    pub spec: u32,
+    /// The CPU id used.
+    pub cpu: u32,
 }
 
 /// The server under test.
