@@ -242,6 +242,7 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline: *pipeline,
                 pipeline_mode: *pipeline_mode,
                 keep_alive: *keep_alive,
+                streams: 1,
             },
         },
         Load::Open { rate, duration, connections } => LoadPlan {
@@ -268,13 +269,20 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline: 1,
                 pipeline_mode: loadgate_model::PipelineMode::Batch,
                 keep_alive: false,
+                streams: 1,
             },
         },
     }
 }
 
 fn open_connections(connections: u64) -> ConnectionPolicy {
-    ConnectionPolicy { connections, pipeline: 1, pipeline_mode: loadgate_model::PipelineMode::Batch, keep_alive: true }
+    ConnectionPolicy {
+        connections,
+        pipeline: 1,
+        pipeline_mode: loadgate_model::PipelineMode::Batch,
+        keep_alive: true,
+        streams: 1,
+    }
 }
 
 /// Splits `total` into `parts` integers that differ by at most one and sum to `total`; the first ones get the

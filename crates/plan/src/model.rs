@@ -316,6 +316,17 @@ pub struct ConnectionPolicy {
     pub pipeline_mode: PipelineMode,
     /// `false`: a new connection per request, as ab without `-k`.
     pub keep_alive: bool,
+    /// HTTP/2: concurrent streams per connection (h2load's `-m`); 1 without HTTP/2.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// One worker's part of a phase. Across the workers of a phase, `connections` and `requests` sum exactly to the

@@ -150,7 +150,7 @@ impl RunningTarget {
         process: Option<launch::Target>,
     ) -> Self {
         RunningTarget {
-            engine: loadgate_engine::Target { addr, host, tls },
+            engine: loadgate_engine::Target { addr, host, tls, protocol: loadgate_model::Protocol::Http1 },
             base_url,
             kind,
             process,

@@ -86,7 +86,7 @@ impl Server {
     }
 
     pub fn target(&self) -> Target {
-        Target { addr: self.addr, host: format!("{}", self.addr), tls: None }
+        Target { addr: self.addr, host: format!("{}", self.addr), tls: None, protocol: loadgate_model::Protocol::Http1 }
     }
 }
 
@@ -289,6 +289,8 @@ pub struct PhaseBuilder {
     pub pipeline: u32,
     pub mode: PipelineMode,
     pub keep_alive: bool,
+    /// HTTP/2 streams per connection (1 without HTTP/2).
+    pub streams: u32,
     pub workers: usize,
     pub method: String,
     pub timeout: Duration,
@@ -308,6 +310,7 @@ impl PhaseBuilder {
             pipeline: 1,
             mode: PipelineMode::Batch,
             keep_alive: true,
+            streams: 1,
             workers: 1,
             method: "GET".into(),
             timeout: Duration::from_secs(5),
@@ -338,6 +341,11 @@ impl PhaseBuilder {
     pub fn pipeline(mut self, depth: u32, mode: PipelineMode) -> Self {
         self.pipeline = depth;
         self.mode = mode;
+        self
+    }
+
+    pub fn streams(mut self, n: u32) -> Self {
+        self.streams = n;
         self
     }
 
@@ -427,6 +435,7 @@ impl PhaseBuilder {
                     pipeline: self.pipeline,
                     pipeline_mode: self.mode,
                     keep_alive: self.keep_alive,
+                    streams: self.streams,
                 },
             },
             workers: shares,
