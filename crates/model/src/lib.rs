@@ -92,8 +92,8 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    pub fn is_http1(self) -> bool {
-        self == Protocol::Http1
+    pub fn is_http1(&self) -> bool {
+        *self == Protocol::Http1
     }
 }
 

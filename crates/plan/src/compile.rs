@@ -27,6 +27,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 format!("{}[{}]", scenario.name, parts.join(","))
             };
             let mut load = load_plan(&cell.load);
+            load.connections.streams = cell.streams.max(1);
             if let (Arrival::Users { .. }, StopCondition::Duration { duration }) = (&load.arrival, &mut load.stop) {
                 // A profile of `at_once` steps only injects everything at the start and takes no time: its
                 // users get up to the request timeout to finish (the phase ends as soon as they have).
@@ -189,10 +190,15 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
 fn target_plan(t: &Target) -> TargetPlan {
     match t {
         Target::Url { base_url } => {
-            TargetPlan::Url { base_url: base_url.url.clone(), tls: base_url.tls.as_ref().map(tls_plan) }
+            TargetPlan::Url {
+                base_url: base_url.url.clone(),
+                protocol: base_url.protocol,
+                tls: base_url.tls.as_ref().map(tls_plan),
+            }
         }
         Target::Command { base_url, start } => TargetPlan::Command {
             base_url: base_url.url.clone(),
+            protocol: base_url.protocol,
             tls: base_url.tls.as_ref().map(tls_plan),
             command: start.command.clone(),
             env: start.env.clone(),
@@ -213,6 +219,7 @@ fn target_plan(t: &Target) -> TargetPlan {
                 body_size: server.body_size.map(|b| b.0),
                 chunked: server.chunked,
             },
+            protocol: server.protocol,
             tls: server.tls.as_ref().map(tls_plan),
         },
     }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use loadgate_model::units::{CpuList, Duration, Rate};
+pub use loadgate_model::Protocol;
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan's JSON form (`loadgate plan --json`).
@@ -85,6 +86,9 @@ pub enum TargetPlan {
     /// A server that is already running.
     Url {
         base_url: String,
+        /// The HTTP version spoken (`target.protocol`).
+        #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+        protocol: Protocol,
         /// `https://` targets: how to speak TLS.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsPlan>,
@@ -92,6 +96,8 @@ pub enum TargetPlan {
     /// A server loadgate starts, waits for and stops.
     Command {
         base_url: String,
+        #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+        protocol: Protocol,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsPlan>,
         command: Vec<String>,
@@ -103,6 +109,8 @@ pub enum TargetPlan {
     /// The built-in reference server (`loadgate serve`), started on an ephemeral loopback port.
     Builtin {
         server: BuiltinServer,
+        #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+        protocol: Protocol,
         /// Served over HTTPS with a self-signed certificate made at start, which loadgate then trusts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsPlan>,
@@ -110,6 +118,15 @@ pub enum TargetPlan {
 }
 
 impl TargetPlan {
+    /// The HTTP version to speak (`target.protocol`).
+    pub fn protocol(&self) -> Protocol {
+        match self {
+            TargetPlan::Url { protocol, .. }
+            | TargetPlan::Command { protocol, .. }
+            | TargetPlan::Builtin { protocol, .. } => *protocol,
+        }
+    }
+
     /// How to speak TLS to the target (`None`: plain HTTP).
     pub fn tls(&self) -> Option<&TlsPlan> {
         match self {
