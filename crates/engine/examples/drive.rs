@@ -150,7 +150,10 @@ fn main() -> ExitCode {
     };
     let workers: Vec<WorkerPlan> =
         (0..n as usize).map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied() }).collect();
-    let target = Target { addr, host: authority.to_owned(), tls: None,
+    let target = Target {
+        addr,
+        host: authority.to_owned(),
+        tls: None,
         protocol: if args.http2 { Protocol::Http2 } else { Protocol::Http1 },
     };
     let result = match run_phase(&phase, &workers, &target, &StopSignal::new(), &mut |_| Control::Continue) {

@@ -12,8 +12,9 @@ use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
 use loadgate_results::{
-    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats, LatencySummary, LoadSummary, Problem,
-    RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, TlsStats, Validity, WorkerStats,
+    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats, LatencySummary, LoadSummary,
+    Problem, RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, TlsStats, Validity,
+    WorkerStats,
 };
 
 use crate::tls::TlsClient;

@@ -189,13 +189,11 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
 
 fn target_plan(t: &Target) -> TargetPlan {
     match t {
-        Target::Url { base_url } => {
-            TargetPlan::Url {
-                base_url: base_url.url.clone(),
-                protocol: base_url.protocol,
-                tls: base_url.tls.as_ref().map(tls_plan),
-            }
-        }
+        Target::Url { base_url } => TargetPlan::Url {
+            base_url: base_url.url.clone(),
+            protocol: base_url.protocol,
+            tls: base_url.tls.as_ref().map(tls_plan),
+        },
         Target::Command { base_url, start } => TargetPlan::Command {
             base_url: base_url.url.clone(),
             protocol: base_url.protocol,

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 
-use crate::{pattern, precise_sleep_until, route, BodySource, Behaviour, Request, MAX_BODY};
+use crate::{pattern, precise_sleep_until, route, Behaviour, BodySource, Request, MAX_BODY};
 
 /// The client connection preface of HTTP/2.
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

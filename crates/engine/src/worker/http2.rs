@@ -13,7 +13,7 @@
 use std::ops::Range;
 
 use super::{count_failure, Acquired, Ctx, End, Failure, InFlight, SlotIo, Stats};
-use crate::h2::{self, FrameHeader, RequestHead, Repr};
+use crate::h2::{self, FrameHeader, Repr, RequestHead};
 use crate::transport::Stream;
 
 use std::collections::VecDeque;
@@ -262,7 +262,8 @@ impl<S: Stream> H2<S> {
             while let Some(chunk) = chunks.next() {
                 let last = chunks.peek().is_none();
                 let kind = if first { h2::HEADERS } else { h2::CONTINUATION };
-                let flags = if last { h2::END_HEADERS } else { 0 } | if first && end_stream { h2::END_STREAM } else { 0 };
+                let flags =
+                    if last { h2::END_HEADERS } else { 0 } | if first && end_stream { h2::END_STREAM } else { 0 };
                 h2::put_header(&mut self.wbuf, chunk.len(), kind, flags, id);
                 self.wbuf.extend_from_slice(chunk);
                 first = false;
@@ -550,9 +551,7 @@ impl<S: Stream> H2<S> {
                 self.resend_queued(ctx, stats, quota);
             }
             h2::WINDOW_UPDATE => {
-                let inc = i64::from(
-                    u32::from_be_bytes(payload.try_into().map_err(|_| Broken)?) & h2::MAX_WINDOW,
-                );
+                let inc = i64::from(u32::from_be_bytes(payload.try_into().map_err(|_| Broken)?) & h2::MAX_WINDOW);
                 if h.stream == 0 {
                     self.send_window += inc;
                 } else if let Some(b) = self.blocked.as_mut().filter(|b| b.id == h.stream) {
@@ -615,11 +614,8 @@ impl<S: Stream> super::Driver for H2<S> {
             let mut progress = false;
             // 1. Take new requests, as many as the connection has streams for.
             if cfg.keep_alive {
-                let room = if self.goaway {
-                    0
-                } else {
-                    self.cap(ctx).saturating_sub(self.open.len() + self.queue.len())
-                };
+                let room =
+                    if self.goaway { 0 } else { self.cap(ctx).saturating_sub(self.open.len() + self.queue.len()) };
                 if room > 0 {
                     let queue = &mut self.queue;
                     let acquired = if cfg.request.is_some() {

@@ -124,12 +124,7 @@ pub(super) fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<T
     Some(target)
 }
 
-fn read_target_fields(
-    cx: &mut Cx<'_>,
-    node: &Node,
-    path: &Path,
-    f: &Fields<'_>,
-) -> Option<Target> {
+fn read_target_fields(cx: &mut Cx<'_>, node: &Node, path: &Path, f: &Fields<'_>) -> Option<Target> {
     // `target: { builtin: plaintext }`, `target: { base_url: ..., start: ... }`, or both: the built-in server
     // stands in (and `start` is not used) whenever `base_url` renders empty, so one variable switches a spec
     // between the two.
@@ -200,16 +195,15 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
             }
         }
     };
-    let mut b =
-        Builtin {
-            kind: BuiltinKind::Plaintext,
-            delay: None,
-            status: 200,
-            body_size: None,
-            chunked: false,
-            protocol: Protocol::Http1,
-            tls: None,
-        };
+    let mut b = Builtin {
+        kind: BuiltinKind::Plaintext,
+        delay: None,
+        status: 200,
+        body_size: None,
+        chunked: false,
+        protocol: Protocol::Http1,
+        tls: None,
+    };
     if let NodeKind::Map(_) = node.kind {
         let f = cx.map(node, path, BUILTIN_KEYS, "`target.builtin`")?;
         let mut ok = true;
