@@ -524,11 +524,9 @@ impl<S: Stream> H2<S> {
                 }
                 self.send_body(ctx);
             }
-            h2::PING => {
-                if h.flags & h2::ACK == 0 {
-                    h2::put_header(&mut self.wbuf, payload.len(), h2::PING, h2::ACK, 0);
-                    self.wbuf.extend_from_slice(payload);
-                }
+            h2::PING if h.flags & h2::ACK == 0 => {
+                h2::put_header(&mut self.wbuf, payload.len(), h2::PING, h2::ACK, 0);
+                self.wbuf.extend_from_slice(payload);
             }
             h2::GOAWAY => {
                 let last = u32::from_be_bytes(payload.get(..4).ok_or(Broken)?.try_into().map_err(|_| Broken)?)
