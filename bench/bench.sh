@@ -3,6 +3,7 @@
 #
 #   bench/bench.sh                  # all cases, 3 runs each, 10 s per run
 #   RUNS=1 DUR=5 bench/bench.sh closed pipeline
+#   RUNS=10 LOCK=/tmp/loadgate-bench.lock bench/bench.sh pipeline   # 10 pairs, the lock held per pair
 #
 # nginx (Debian) runs one worker pinned to NGINX_CPU (default 0) and answers GET / with the 13-byte
 # `Hello, World!`; every generator runs pinned to GEN_CPU (default 1) with `taskset`. loadgate and the peer
@@ -11,7 +12,11 @@
 # loadgate is the real CLI (`loadgate run --url ...`; LOADGATE, default target/release/loadgate; build it with
 # `cargo build --release -p loadgate`). The open-loop case compares with h2load (`apt-get install nghttp2-client`)
 # and, when it is installed (`cargo install oha`), with oha.
-# Prints one table row per case: medians of RUNS runs and the loadgate/peer ratios.
+# Prints one table row per case: medians of RUNS runs and the loadgate/peer ratios. Each run is a pair (the peer
+# and loadgate back to back, the order swapped every other pair, so a drift of the machine hits both sides alike);
+# with RUNS > 1 a second table gives, per case, the median of the pairs' own ratios and their spread (min-max and
+# the interquartile range), so that a claim of parity is an interval, not one lucky run. LOCK=FILE takes
+# `flock FILE` around each pair only (other users of the machine can measure between pairs).
 set -euo pipefail
 
 NGINX_CPU=${NGINX_CPU:-0}
@@ -19,6 +24,7 @@ GEN_CPU=${GEN_CPU:-1}
 RUNS=${RUNS:-3}
 DUR=${DUR:-10}
 PORT=${PORT:-18080}
+LOCK=${LOCK:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
@@ -102,14 +108,30 @@ run() {
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
+# spread: numbers on stdin -> "median min max q1 q3" (quartiles by linear interpolation between ranks).
+spread() {
+  sort -g | awk '{a[NR]=$1}
+    function q(p,  h, l) { h = (NR - 1) * p + 1; l = int(h); return l >= NR ? a[NR] : a[l] + (h - l) * (a[l+1] - a[l]) }
+    END { if (NR) printf "%.3f %.3f %.3f %.3f %.3f\n", q(0.5), a[1], a[NR], q(0.25), q(0.75) }'
+}
+
+# pair PEER "PEER CMD" "LOADGATE CMD" RUN_INDEX: one run of each, the peer first in even runs, under LOCK if set.
+pair() {
+  local peer=$1 peer_cmd=$2 lg_cmd=$3 i=$4
+  if [ -n "$LOCK" ]; then exec 9>"$LOCK"; flock 9; fi
+  if [ "$peer" != "-" ] && [ $((i % 2)) = 0 ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
+  eval "run $lg_cmd" >>"$work/lg.txt"
+  cp "$work/out" "$work/last-loadgate.txt"
+  if [ "$peer" != "-" ] && [ $((i % 2)) = 1 ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
+  if [ -n "$LOCK" ]; then flock -u 9; exec 9>&-; fi
+}
+
 # case NAME PEER_NAME "PEER CMD" "LOADGATE CMD"
 row() {
   local name=$1 peer=$2 peer_cmd=$3 lg_cmd=$4
   : >"$work/peer.txt"; : >"$work/lg.txt"
-  for _ in $(seq "$RUNS"); do
-    if [ "$peer" != "-" ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
-    eval "run $lg_cmd" >>"$work/lg.txt"
-    cp "$work/out" "$work/last-loadgate.txt"
+  for i in $(seq 0 $((RUNS - 1))); do
+    pair "$peer" "$peer_cmd" "$lg_cmd" "$i"
   done
   stats() { # file -> "rps us_per_req rss_mib"
     local f=$1
@@ -125,6 +147,17 @@ row() {
     awk -v n="$name" -v p="$peer" -v pr="$pr" -v pc="$pc" -v pm="$pm" -v lr="$lr" -v lc="$lc" -v lm="$lm" 'BEGIN {
       printf "| %s | %s | %.0f | %.2f | %.1f | %.0f | %.2f | %.1f | %.2fx | %.2fx | %.2fx |\n",
         n, p, pr, pc, pm, lr, lc, lm, lr/pr, lc/pc, lm/pm }'
+    # Per pair: loadgate/peer req/s and CPU/req ratios (the raw lines stay in the log for the record).
+    paste -d ' ' "$work/lg.txt" "$work/peer.txt" | awk '{
+      lc = $1 > 0 ? ($2+$3)/$1 : 0; pc = $5 > 0 ? ($6+$7)/$5 : 0
+      printf "%.4f %.4f\n", ($5 > 0 ? $1/$5 : 0), (pc > 0 ? lc/pc : 0) }' >"$work/ratios.txt"
+    if [ "$RUNS" -gt 1 ]; then
+      read -r rm rlo rhi rq1 rq3 < <(cut -d' ' -f1 "$work/ratios.txt" | spread)
+      read -r cm clo chi cq1 cq3 < <(cut -d' ' -f2 "$work/ratios.txt" | spread)
+      printf "| %s | %s | %s | %.2fx | %.2f-%.2fx | %.2f-%.2fx | %.2fx | %.2f-%.2fx | %.2f-%.2fx |\n" \
+        "$name" "$peer" "$RUNS" "$rm" "$rlo" "$rhi" "$rq1" "$rq3" "$cm" "$clo" "$chi" "$cq1" "$cq3" >>"$work/spread.md"
+    fi
+    echo "    pairs (req/s ratio, CPU/req ratio): $(tr '\n' ';' <"$work/ratios.txt")" >&2
   else
     awk -v n="$name" -v lr="$lr" -v lc="$lc" -v lm="$lm" 'BEGIN {
       printf "| %s | - | - | - | - | %.0f | %.2f | %.1f | - | - | - |\n", n, lr, lc, lm }'
@@ -178,3 +211,11 @@ for c in $CASES; do
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
+if [ -s "$work/spread.md" ]; then
+  echo
+  echo "Per-pair ratios over $RUNS pairs: median, min-max, interquartile range"
+  echo
+  echo "| case | peer | pairs | req/s ratio | min-max | IQR | CPU/req ratio | min-max | IQR |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  cat "$work/spread.md"
+fi

@@ -63,6 +63,15 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
+    /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
+    /// that every shard is there once, add the histograms, gate, write the reports.
+    Merge(MergeArgs),
+    /// Run a CI run again from its results.json: rebuild the same plan from the spec it embeds (or say why it
+    /// cannot), run it as `loadgate run` does, and print this run beside the artifact's numbers.
+    Repro(ReproArgs),
+    /// Print Kubernetes manifests (a ConfigMap with the spec, a headless Service, an Indexed Job) that run the
+    /// spec in N shards; collect with `kubectl logs` and merge with `loadgate merge`.
+    K8s(K8sArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
     /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
@@ -155,6 +164,9 @@ pub struct PlanArgs {
     /// Print the plan as JSON for machines.
     #[arg(long)]
     pub json: bool,
+    /// Show slice I of N of the plan (what `loadgate run SPEC --shard I/N` runs), I from 1.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<loadgate_plan::Slice>,
     #[command(flatten)]
     pub vars: VarArgs,
 }
@@ -211,7 +223,41 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
     #[command(flatten)]
+    pub shards: ShardArgs,
+    #[command(flatten)]
     pub flags: FlagArgs,
+}
+
+/// One run on several generators (see docs/scale-out.md).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Shards (one run on several generators)")]
+#[group(id = "shard_or_count", multiple = true, args = ["shard", "shard_count"])]
+pub struct ShardArgs {
+    /// Run slice I of N of the plan (I from 1) and write a shard result, `<DIR>/<spec name>/shard-I-of-N.json`
+    /// (with `--out -`, framed on stdout); `loadgate merge` adds the shards into one run.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["shard_count", "shards"])]
+    pub shard: Option<loadgate_plan::Slice>,
+    /// Run slice JOB_COMPLETION_INDEX + 1 of N (the index a Kubernetes Indexed Job gives each pod, from 0).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000), conflicts_with = "shards")]
+    pub shard_count: Option<u32>,
+    /// Run N shards as processes on this machine, then merge them (what `loadgate merge` does) into
+    /// `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: Option<u32>,
+    /// The identity shared by the shards of one run: `loadgate merge` refuses a shard of another run. Default:
+    /// the plan's hash.
+    #[arg(long, value_name = "ID", env = "LOADGATE_RUN_ID")]
+    pub run_id: Option<String>,
+    /// Start the first phase at this time (RFC 3339, `2026-11-24T21:00:00Z`); each shard records its skew.
+    #[arg(long, value_name = "TIME", requires = "shard_or_count")]
+    pub start_at: Option<String>,
+    /// Meet the other shards before the first phase: shard 1 listens on PORT (all interfaces), the others
+    /// connect to HOST:PORT; all start together a moment after the last one arrived.
+    #[arg(long, value_name = "HOST:PORT", requires = "shard_or_count", conflicts_with = "start_at")]
+    pub barrier: Option<String>,
+    /// How long a shard waits at the barrier for the others (default 5m).
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub barrier_timeout: String,
 }
 
 /// A one-scenario run from the flags people type from memory (wrk, wrk2, ab).
@@ -327,6 +373,19 @@ impl FlagArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard result files (`shard-1-of-4.json`), or any text holding `LOADGATE SHARD` frames (`kubectl logs`).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Where the merged reports go: `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
+    pub out: PathBuf,
+    /// A minijinja template that replaces the built-in Markdown report.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A results.json written by `loadgate run`.
     #[arg(value_name = "RESULTS")]
@@ -337,6 +396,51 @@ pub struct ReportArgs {
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproArgs {
+    /// A results.json written by `loadgate run` (a CI artifact).
+    #[arg(value_name = "RESULTS")]
+    pub results: PathBuf,
+    /// Where this run's reports go: `<DIR>/<spec name>/`.
+    #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
+    pub out: PathBuf,
+    /// The value of a secret variable of the CI run (results.json keeps its name, never its value).
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub secrets: Vec<(String, String)>,
+    /// The baseline the CI run compared with, for SLOs such as `p99 <= baseline * 1.10`.
+    #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
+    pub baseline: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// The spec file (its data files travel in the ConfigMap).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// How many shards (pods) run the plan, each slice I of N.
+    #[arg(long, value_name = "N")]
+    pub shards: u32,
+    /// The container image with `loadgate` on its PATH.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// The name of the Job, Service and ConfigMap (a DNS label; default: derived from the spec's name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The namespace of the three objects (default: the one `kubectl` uses).
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Override a spec variable, here and in every pod: `--set url=http://my-service:8080`.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    pub sets: Vec<(String, String)>,
+    /// A Kubernetes Secret whose keys become every pod's environment (`LOADGATE_VAR_<NAME>` for a secret
+    /// variable, or what the spec reads with `{{ env.NAME }}`); secret values are never written into a manifest.
+    #[arg(long, value_name = "SECRET")]
+    pub secret_from: Option<String>,
+    /// Memory per pod, requests = limits (a Kubernetes quantity).
+    #[arg(long, value_name = "QUANTITY", default_value = "1Gi")]
+    pub memory: String,
 }
 
 #[derive(Debug, Args)]

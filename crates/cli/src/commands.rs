@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, ManArgs, PlanArgs, ReportArgs, RunArgs,
-    ServeArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PlanArgs,
+    ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -48,6 +48,9 @@ pub fn main_impl() -> Exit {
         }
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
+        Command::Merge(a) => merge(&out, a, cli.color, cli.verbose),
+        Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
+        Command::K8s(a) => k8s(&out, a),
         Command::Serve(a) => serve(&out, a),
         Command::Import(a) => import(&out, a),
     };
@@ -67,6 +70,8 @@ struct Loaded {
     spec: Spec,
     file: String,
     dir: Option<PathBuf>,
+    /// The spec's text (`None` for a spec built from command-line flags, which `loadgate repro` cannot rebuild).
+    text: Option<String>,
 }
 
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
@@ -77,6 +82,14 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
     let mut invalid = false;
     for path in paths {
         let file = path.display().to_string();
+        if std::fs::read_to_string(path).is_ok_and(|t| loadgate_repro::looks_like_results(&t)) {
+            out.error(&format!(
+                "error: {file} is a results.json, not a spec: `loadgate repro {file}` runs the spec it embeds again \
+                 and compares the two runs"
+            ));
+            invalid = true;
+            continue;
+        }
         match loadgate_spec::load_file(path, &opts) {
             Ok(spec) => {
                 let source = std::fs::read_to_string(path).unwrap_or_default();
@@ -84,7 +97,8 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
                     out.error(&w.render(&file, &source));
                 }
                 let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
-                loaded.push(Loaded { spec, file, dir: dir.and_then(|d| d.canonicalize().ok()) });
+                let dir = dir.and_then(|d| d.canonicalize().ok());
+                loaded.push(Loaded { spec, file, dir, text: Some(source) });
             }
             Err(e) => {
                 out.error(&e.render());
@@ -121,7 +135,10 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
 fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
     let loaded = load_all(out, std::slice::from_ref(&args.spec), &args.vars).map_err(|_| Exit::InvalidInput)?;
     let spec = &loaded[0].spec;
-    let plan = loadgate_plan::compile(spec);
+    let mut plan = loadgate_plan::compile(spec);
+    if let Some(slice) = args.shard {
+        plan = loadgate_plan::shard(&plan, slice).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    }
     let text = if args.json {
         serde_json::to_string_pretty(&plan)
             .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot serialize the plan: {e}")))?
@@ -226,7 +243,7 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
         spec.secrets.scrub(&without_userinfo(&url))
     ));
-    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok() }])
+    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None }])
 }
 
 /// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
@@ -285,16 +302,22 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         })
         .transpose()?;
     let specs = run_specs(out, &args)?;
+    let sync = shard_sync(&args.shards).map_err(fail(out, Exit::InvalidInput))?;
+    if sync.is_some() && specs.len() != 1 {
+        return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
+    }
     let interrupt = Interrupt::from_signals();
     let exe = std::env::current_exe().map_err(|e| {
         fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
     })?;
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
     let mut exit = Exit::Pass;
-    for Loaded { spec, file, dir } in specs {
+    for Loaded { spec, file, dir, text } in specs {
         if interrupt.is_interrupted() {
             break;
         }
+        // What `loadgate repro` needs to rebuild this plan, kept in results.json.
+        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;
         if let Some(n) = args.repeat {
             spec.gating.repeat = n;
@@ -307,7 +330,18 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
                 InconclusiveArg::Pass => OnInconclusive::Pass,
             };
         }
-        let plan = loadgate_plan::compile(&spec);
+        let mut plan = loadgate_plan::compile(&spec);
+        let shard = match &sync {
+            Some(ShardSync::Slice(slice, start)) => {
+                plan = loadgate_plan::shard(&plan, *slice).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+                Some(loadgate_runner::shards::ShardRun {
+                    slice: *slice,
+                    run_id: args.shards.run_id.clone().unwrap_or_else(|| plan.hash.clone()),
+                    start: start.clone(),
+                })
+            }
+            _ => None,
+        };
         let request = RunRequest {
             out_root: out_root.clone(),
             spec_file: file,
@@ -320,9 +354,40 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             interrupt: interrupt.clone(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: spec.secrets.clone(),
+            shard,
+            source,
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
-        let ran = loadgate_runner::run(&plan, &request, &mut renderer);
+        let ran = match &sync {
+            Some(ShardSync::Local(count)) => {
+                let local = loadgate_runner::shards::LocalShards {
+                    exe: exe.clone(),
+                    args: local_shard_args(&request.spec_file, &args),
+                    count: *count,
+                    run_id: args.shards.run_id.clone().unwrap_or_else(|| {
+                        format!("{}-{}-{}", plan.hash, std::process::id(), loadgate_runner::run::now_rfc3339())
+                    }),
+                };
+                loadgate_runner::shards::run_local(
+                    &plan,
+                    &local,
+                    &out_root,
+                    template.clone(),
+                    &interrupt,
+                    &mut renderer,
+                )
+            }
+            _ => loadgate_runner::run(&plan, &request, &mut renderer),
+        };
+        if let (Ok(outcome), Some(shard)) = (&ran, &request.shard) {
+            if let Some(results) = &outcome.results {
+                if let Err(e) =
+                    write_shard_result(out, results, &out_root.join(&plan.name), shard.slice, to_stdout, &spec)
+                {
+                    exit = exit.worst(fail(out, Exit::RunFailed)(e));
+                }
+            }
+        }
         if let Ok(outcome) = &ran {
             if let Some(results) = &outcome.results {
                 if annotate {
@@ -331,7 +396,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
                         out.data(&spec.secrets.scrub(&line));
                     }
                 }
-                if to_stdout || args.json {
+                if (to_stdout && request.shard.is_none()) || args.json {
                     match loadgate_results::to_json(results) {
                         Ok(json) => out.document(&spec.secrets.scrub(&json)),
                         Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
@@ -358,6 +423,264 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         });
     }
     Ok(exit)
+}
+
+/// How this run takes part in a run on several generators.
+enum ShardSync {
+    /// One slice, started as `--start-at` or `--barrier` say.
+    Slice(loadgate_plan::Slice, loadgate_runner::shards::StartSync),
+    /// `--shards N`: N local shard processes, merged.
+    Local(u32),
+}
+
+/// The shard flags, checked: `--shard I/N`, or `--shard-count N` with `JOB_COMPLETION_INDEX`, or `--shards N`.
+fn shard_sync(a: &ShardArgs) -> Result<Option<ShardSync>, String> {
+    if let Some(n) = a.shards {
+        return Ok(Some(ShardSync::Local(n)));
+    }
+    let slice = match (a.shard, a.shard_count) {
+        (Some(s), _) => s,
+        (None, Some(n)) => {
+            let raw = std::env::var("JOB_COMPLETION_INDEX").map_err(|_| {
+                "--shard-count needs the shard's index in JOB_COMPLETION_INDEX (from 0, as a Kubernetes Indexed Job sets it), or give --shard I/N".to_owned()
+            })?;
+            let index: u32 = raw.trim().parse().map_err(|_| format!("JOB_COMPLETION_INDEX=`{raw}` is not a number"))?;
+            loadgate_plan::Slice::new(index.saturating_add(1), n).map_err(|_| {
+                format!("JOB_COMPLETION_INDEX={index} is out of range for --shard-count {n} (0 to {})", n - 1)
+            })?
+        }
+        (None, None) => return Ok(None),
+    };
+    let start = match (&a.start_at, &a.barrier) {
+        (Some(t), _) => loadgate_runner::shards::StartSync::At(
+            loadgate_runner::shards::parse_rfc3339(t).map_err(|e| format!("--start-at: {e}"))?,
+        ),
+        (None, Some(addr)) => {
+            let timeout = a
+                .barrier_timeout
+                .parse::<loadgate_model::units::Duration>()
+                .map_err(|e| format!("--barrier-timeout `{}` is not {}", a.barrier_timeout, e.expected))?;
+            if !addr.contains(':') {
+                return Err(format!("--barrier `{addr}` is not HOST:PORT"));
+            }
+            loadgate_runner::shards::StartSync::Barrier { addr: addr.clone(), timeout: timeout.as_std() }
+        }
+        (None, None) => loadgate_runner::shards::StartSync::Now,
+    };
+    Ok(Some(ShardSync::Slice(slice, start)))
+}
+
+/// What every local shard process gets of this command line: the spec and what changes its plan.
+fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
+    let mut argv = vec![spec_file.to_owned(), "--quiet".to_owned(), "--annotations".to_owned(), "never".to_owned()];
+    for (k, v) in &args.vars.sets {
+        argv.extend(["--set".to_owned(), format!("{k}={v}")]);
+    }
+    for (k, v) in &args.vars.secrets {
+        argv.extend(["--secret".to_owned(), format!("{k}={v}")]);
+    }
+    if args.vars.allow_data_outside_spec_dir {
+        argv.push("--allow-data-outside-spec-dir".to_owned());
+    }
+    if let Some(n) = args.vars.max_data_file_bytes {
+        argv.extend(["--max-data-file-bytes".to_owned(), n.to_string()]);
+    }
+    if let Some(n) = args.repeat {
+        argv.extend(["--repeat".to_owned(), n.to_string()]);
+    }
+    argv
+}
+
+/// A shard's result: `<dir>/shard-I-of-N.json`, or framed on stdout with `--out -`.
+fn write_shard_result(
+    out: &Output,
+    results: &loadgate_results::RunResults,
+    dir: &Path,
+    slice: loadgate_plan::Slice,
+    to_stdout: bool,
+    spec: &Spec,
+) -> Result<(), String> {
+    if to_stdout {
+        let framed = loadgate_results::shards::frame(results).map_err(|e| e.to_string())?;
+        out.document(&spec.secrets.scrub(&framed));
+        return Ok(());
+    }
+    let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
+    let path = dir.join(slice.file_name());
+    std::fs::create_dir_all(dir)
+        .and_then(|()| loadgate_runner::reports::write_atomic(&path, &spec.secrets.scrub(&json)))
+        .map_err(|e| format!("cannot write the shard result {}: {e}", path.display()))?;
+    out.info(&format!("shard result: {}", path.display()));
+    Ok(())
+}
+
+fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    let template = read_template(out, args.template.as_deref())?;
+    let mut parts = Vec::new();
+    for file in &args.files {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {name}: {e}")))?;
+        let found = loadgate_results::shards::read_shards(&name, &text)
+            .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+        parts.extend(found);
+    }
+    let Some(first) = parts.first() else {
+        return Err(fail(out, Exit::InvalidInput)("no shard result to merge".to_owned()));
+    };
+    // The name comes from a file: it names a directory only when it is a spec name.
+    let name = first.results.spec.name.clone();
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !plain {
+        return Err(fail(out, Exit::InvalidInput)(format!(
+            "the shard results name the spec `{name}`, not a spec name"
+        )));
+    }
+    let dir = args.out.join(&name);
+    let moved = loadgate_runner::run::own_output_dir(&dir).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    if let Some(previous) = moved {
+        out.error(&format!(
+            "warning: the reports of an earlier run in {} were moved to {}",
+            dir.display(),
+            previous.display()
+        ));
+    }
+    let color = out.use_color(color);
+    let secrets = loadgate_model::secrets::Redactor::default();
+    let mut renderer = Renderer::new(out, color, verbose, &secrets, Views::default());
+    let outcome = loadgate_runner::shards::merge_and_report(parts, &dir, template, false, &mut renderer)
+        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    if let Some(results) = &outcome.results {
+        out.info(&format!(
+            "merged {} shard{} of run `{}`",
+            results.shards.len(),
+            if results.shards.len() == 1 { "" } else { "s" },
+            results.shards.first().map_or("", |s| s.run_id.as_str())
+        ));
+    }
+    Ok(renderer.outcome(&outcome))
+}
+
+/// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
+fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
+    loadgate_repro::RunOverrides {
+        repeat: args.repeat,
+        on_inconclusive: args.on_inconclusive.map(|on| match on {
+            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+            InconclusiveArg::Fail => OnInconclusive::Fail,
+            InconclusiveArg::Pass => OnInconclusive::Pass,
+        }),
+    }
+}
+
+/// `loadgate repro RESULTS`: rebuild the CI run's plan from the spec results.json embeds, run it as `loadgate run`
+/// does, print the two runs side by side.
+fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    let path = args.results.display().to_string();
+    let text = std::fs::read_to_string(&args.results)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {path}: {e}")))?;
+    let ci = loadgate_results::from_json(&text).map_err(|e| fail(out, Exit::InvalidInput)(format!("{path}: {e}")))?;
+    let work = ScratchDir::new().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot create a temporary directory to rebuild the spec: {e}"))
+    })?;
+    // The spec's directory as CI had it, relative to here: files kept by digest only are read there, and the
+    // target's relative paths (a start command's `cwd`) resolve there when it exists.
+    let original_dir = Path::new(&ci.spec.file)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let opts = loadgate_repro::RebuildOptions {
+        secrets: args.secrets.clone(),
+        env: std::env::vars().collect(),
+        work_dir: work.0.clone(),
+        original_dir: original_dir.clone(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let rebuilt = loadgate_repro::rebuild(&ci, &opts).map_err(|e| {
+        let e = e.to_string().replace("results.json holds", &format!("{path} holds"));
+        fail(out, Exit::InvalidInput)(e)
+    })?;
+    out.info(&format!(
+        "reproducing {} from {path}: plan {} rebuilt identically (loadgate {})",
+        ci.spec.name, rebuilt.plan.hash, ci.loadgate_version
+    ));
+    let baseline = args
+        .baseline
+        .as_ref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
+        })
+        .transpose()?;
+    let exe = std::env::current_exe().map_err(|e| {
+        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
+    })?;
+    let spec = &rebuilt.spec;
+    let request = RunRequest {
+        out_root: args.out.clone(),
+        // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
+        spec_file: ci.spec.file.clone(),
+        source_dir: original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.0.canonicalize().ok()),
+        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
+        baseline,
+        template: None,
+        step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into),
+        builtin: BuiltinServer::Process { exe },
+        interrupt: Interrupt::from_signals(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        secrets: spec.secrets.clone(),
+        source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
+        shard: None,
+    };
+    let views = Views { latency: false, u_latency: false, no_files: false };
+    let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
+    match loadgate_runner::run(&rebuilt.plan, &request, &mut renderer) {
+        Ok(outcome) => {
+            let exit = renderer.outcome(&outcome);
+            if let Some(here) = &outcome.results {
+                out.data(&spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, here)));
+            }
+            Ok(exit)
+        }
+        Err(e @ RunError::OutputDir { .. }) => Err(fail(out, Exit::InvalidInput)(e.to_string())),
+        Err(e) => Err(fail(out, Exit::RunFailed)(e.to_string())),
+    }
+}
+
+/// `loadgate k8s SPEC --shards N --image IMAGE`: the manifests of a sharded run on stdout.
+fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
+    let opts = loadgate_spec::LoadOptions::from_process_env(args.sets.clone());
+    let spec = loadgate_spec::load_file(&args.spec, &opts).map_err(|e| {
+        out.error(&e.render());
+        Exit::InvalidInput
+    })?;
+    let text = std::fs::read_to_string(&args.spec)
+        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {}: {e}", args.spec.display())))?;
+    let plan = loadgate_plan::compile(&spec);
+    let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
+    let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
+    let request = loadgate_k8s::K8sRequest {
+        plan: &plan,
+        spec_file_name: &file_name,
+        spec_text: &text,
+        files: source.files.into_iter().map(|f| (f.name, f.text)).collect(),
+        shards: args.shards,
+        image: &args.image,
+        name: args.name.as_deref(),
+        namespace: args.namespace.as_deref(),
+        sets: &args.sets,
+        secret_vars: spec.secrets.vars(),
+        secret_from: args.secret_from.as_deref(),
+        memory: &args.memory,
+    };
+    let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    out.document(&yaml);
+    Ok(Exit::Pass)
 }
 
 fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {

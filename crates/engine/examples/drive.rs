@@ -141,6 +141,7 @@ fn main() -> ExitCode {
                 connections: split(args.connections, i),
                 requests: requests.map(|r| split(r, i)),
                 share: Share { numerator: 1, denominator: n },
+                stripe: None,
             })
             .collect(),
         slos: vec![],

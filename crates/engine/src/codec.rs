@@ -314,7 +314,14 @@ struct Head {
     content_length: Option<u64>,
 }
 
+/// Parses a response head: `None` while it is incomplete. The common head (CRLF line ends, a reason phrase, at
+/// most `MAX_HEADERS` plain `name: value` lines) goes through [`plain_head`], a single pass over the bytes that
+/// accepts only what httparse accepts and reads the same fields; anything else (a bare LF, a missing reason,
+/// an incomplete head, an error) is left to httparse, which decides.
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
+    if let Some(head) = plain_head(buf) {
+        return head.map(Some);
+    }
     let mut headers: [MaybeUninit<httparse::Header<'_>>; MAX_HEADERS] = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut []);
     let config = httparse::ParserConfig::default();
@@ -323,38 +330,168 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ProtocolError> {
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(e) => return Err(ProtocolError(format!("invalid response head: {e}"))),
     };
-    let status = response.code.unwrap_or(0);
-    let http10 = response.version == Some(0);
-    let mut close = http10;
-    let mut chunked = false;
-    let mut content_length = None;
+    let mut fields = Fields::new(response.version == Some(0));
     for h in response.headers.iter() {
-        let name = h.name.as_bytes();
+        fields.header(h.name.as_bytes(), h.value)?;
+    }
+    Ok(Some(fields.head(len, response.code.unwrap_or(0))))
+}
+
+/// What a response's headers say about its framing.
+struct Fields {
+    close: bool,
+    chunked: bool,
+    content_length: Option<u64>,
+}
+
+impl Fields {
+    fn new(http10: bool) -> Self {
+        Fields { close: http10, chunked: false, content_length: None }
+    }
+
+    fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), ProtocolError> {
         // The name's length rules out most headers before any byte is compared.
         match name.len() {
             14 if name.eq_ignore_ascii_case(b"content-length") => {
-                let n = parse_length(h.value).ok_or_else(|| {
-                    ProtocolError(format!("invalid Content-Length `{}`", String::from_utf8_lossy(h.value)))
+                let n = parse_length(value).ok_or_else(|| {
+                    ProtocolError(format!("invalid Content-Length `{}`", String::from_utf8_lossy(value)))
                 })?;
-                if content_length.is_some_and(|m| m != n) {
+                if self.content_length.is_some_and(|m| m != n) {
                     return Err(ProtocolError("conflicting Content-Length headers".into()));
                 }
-                content_length = Some(n);
+                self.content_length = Some(n);
             }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") && has_token(h.value, b"chunked") => {
-                chunked = true;
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") && has_token(value, b"chunked") => {
+                self.chunked = true;
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
-                if has_token(h.value, b"close") {
-                    close = true;
-                } else if has_token(h.value, b"keep-alive") {
-                    close = false;
+                if value.eq_ignore_ascii_case(b"keep-alive") {
+                    self.close = false;
+                } else if has_token(value, b"close") {
+                    self.close = true;
+                } else if has_token(value, b"keep-alive") {
+                    self.close = false;
                 }
             }
             _ => {}
         }
+        Ok(())
     }
-    Ok(Some(Head { len, status, close, chunked, content_length }))
+
+    fn head(self, len: usize, status: u16) -> Head {
+        Head { len, status, close: self.close, chunked: self.chunked, content_length: self.content_length }
+    }
+}
+
+/// Byte classes of a response head (RFC 9110 section 5.6.2 tokens, and httparse's field-value bytes).
+const TOKEN: u8 = 1;
+/// A byte of a reason phrase or a field value: HTAB, SP, visible ASCII, obs-text.
+const TEXT: u8 = 2;
+
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c == b'\t' || (c >= 0x20 && c != 0x7f) {
+            t[b] = TEXT;
+        }
+        if c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~'
+            )
+        {
+            t[b] |= TOKEN;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// The common response head in one pass: `Some` only for a complete head that httparse would accept with the
+/// same result (status line `HTTP/1.x DDD reason`, CRLF line ends, at most `MAX_HEADERS` `token: value` lines);
+/// `None` hands the buffer to httparse.
+fn plain_head(buf: &[u8]) -> Option<Result<Head, ProtocolError>> {
+    let http10 = match buf.get(..9)? {
+        b"HTTP/1.1 " => false,
+        b"HTTP/1.0 " => true,
+        _ => return None,
+    };
+    let code = buf.get(9..13)?;
+    if !code[..3].iter().all(u8::is_ascii_digit) || code[3] != b' ' {
+        return None;
+    }
+    let status = code[..3].iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
+    let mut i = scan_text(buf, 13)?;
+    if buf.get(i..i + 2)? != b"\r\n" {
+        return None;
+    }
+    i += 2;
+    let mut fields = Fields::new(http10);
+    // A header's meaning is judged as it comes, but (as after httparse) only a complete, well-formed head
+    // reports it.
+    let mut wrong = None;
+    let mut count = 0;
+    loop {
+        let name_start = i;
+        i = scan(buf, i, TOKEN)?;
+        if i == name_start {
+            // Not a header line: the blank line that ends the head, or something httparse must judge.
+            if buf.get(i..i + 2)? != b"\r\n" {
+                return None;
+            }
+            return Some(match wrong {
+                Some(e) => Err(e),
+                None => Ok(fields.head(i + 2, status)),
+            });
+        }
+        if buf[i] != b':' || count == MAX_HEADERS {
+            return None;
+        }
+        let name = &buf[name_start..i];
+        i += 1;
+        while matches!(*buf.get(i)?, b' ' | b'\t') {
+            i += 1;
+        }
+        let value_start = i;
+        i = scan_text(buf, i)?;
+        if buf.get(i..i + 2)? != b"\r\n" {
+            return None;
+        }
+        let value = buf[value_start..i].trim_ascii_end();
+        i += 2;
+        count += 1;
+        if wrong.is_none() {
+            wrong = fields.header(name, value).err();
+        }
+    }
+}
+
+/// The first index from `i` on whose byte is not of `class`; `None` when the buffer ends first.
+#[inline]
+fn scan(buf: &[u8], i: usize, class: u8) -> Option<usize> {
+    buf.get(i..)?.iter().position(|&b| CLASS[usize::from(b)] & class == 0).map(|n| i + n)
+}
+
+/// `scan(buf, i, TEXT)`, skipping 8 bytes at a time while none of them is a control byte or DEL (HTAB, the
+/// only control byte of TEXT, and the CR that ends the line are then looked at one by one).
+#[inline]
+fn scan_text(buf: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = buf.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().ok()?);
+        // Some byte below 0x20, or some byte equal to 0x7f (bit tricks valid for unsigned bytes below 0x80).
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let y = x ^ (ONES * 0x7f);
+        let del = y.wrapping_sub(ONES) & !y & HIGH;
+        if control | del != 0 {
+            break;
+        }
+        i += 8;
+    }
+    scan(buf, i, TEXT)
 }
 
 /// A Content-Length value: decimal digits, optionally surrounded by whitespace, that fit a u64.
@@ -454,6 +591,90 @@ mod tests {
         let (n, done) = p.feed(b"HTTP/1.1 200 OK\r\n\r\nbody until close", false).unwrap();
         assert_eq!((n, done), (35, None));
         assert_eq!(p.eof(), Eof::Completed(Completed { status: 200, close: true }));
+    }
+
+    /// A parsed head's fields (length, status, close, chunked, Content-Length), `Ok(None)` while incomplete.
+    type Parsed = Result<Option<(usize, u16, bool, bool, Option<u64>)>, ()>;
+
+    /// httparse alone, as `parse_head` was before the plain path: the reference the plain path must agree with.
+    fn httparse_head(buf: &[u8]) -> Parsed {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        let len = match response.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(_) => return Err(()),
+        };
+        let mut fields = Fields::new(response.version == Some(0));
+        for h in response.headers.iter() {
+            fields.header(h.name.as_bytes(), h.value).map_err(|_| ())?;
+        }
+        let h = fields.head(len, response.code.unwrap_or(0));
+        Ok(Some((h.len, h.status, h.close, h.chunked, h.content_length)))
+    }
+
+    fn both(buf: &[u8]) -> Parsed {
+        let got =
+            parse_head(buf).map(|h| h.map(|h| (h.len, h.status, h.close, h.chunked, h.content_length))).map_err(|_| ());
+        assert_eq!(got, httparse_head(buf), "{:?}", String::from_utf8_lossy(buf));
+        got
+    }
+
+    /// The plain path takes the usual heads itself and agrees with httparse on every prefix of them, on every
+    /// byte value at every position, and on the unusual shapes it leaves to httparse.
+    #[test]
+    fn the_plain_head_path_agrees_with_httparse() {
+        let nginx = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 20:00:00 GMT\r\nContent-Type: text/plain\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\nHello, World!";
+        assert!(plain_head(nginx).is_some_and(|h| h.is_ok()), "the usual head takes the plain path");
+        assert_eq!(both(nginx), Ok(Some((nginx.len() - 13, 200, false, false, Some(13)))));
+        let shapes: [&[u8]; 16] = [
+            nginx,
+            b"HTTP/1.0 404 Not Found\r\nConnection: keep-alive, x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok",
+            b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+            b"HTTP/1.1 200 OK\r\nContent-Length:\t 7 \t\r\nX-Empty:\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\nBad Header\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"HTTP/1.1  200 OK\r\n\r\n",
+            b"HTTP/1.2 200 OK\r\n\r\n",
+            b"HTTP/1.1 20x OK\r\n\r\n",
+            b"HTTP/1.1 200 OK \xff\tfine\r\nX-Obs: caf\xe9\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n",
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade, close\r\n\r\n",
+        ];
+        for shape in shapes {
+            for end in 0..=shape.len() {
+                both(&shape[..end]).ok();
+            }
+            for at in 0..shape.len() {
+                for b in 0..=255u8 {
+                    let mut v = shape.to_vec();
+                    v[at] = b;
+                    both(&v).ok();
+                }
+            }
+        }
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for n in 0..=MAX_HEADERS + 1 {
+            assert_eq!(both(&[&many[..], b"\r\n"].concat()).is_ok(), n <= MAX_HEADERS, "{n} headers");
+            many.extend_from_slice(b"X-N: 1\r\n");
+        }
+    }
+
+    #[test]
+    fn the_word_at_a_time_scan_stops_where_the_byte_scan_does() {
+        for b in 0..=255u8 {
+            for at in 0..24 {
+                let mut v = vec![b'a'; 24];
+                v[at] = b;
+                for from in 0..24 {
+                    assert_eq!(scan_text(&v, from), scan(&v, from, TEXT), "byte {b:#x} at {at} from {from}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -244,14 +244,23 @@ fn configure(
             None
         };
         let s = share.share.as_f64();
-        let open = schedule.clone().map(|sched| (WorkerSchedule::new(sched, s, prefix), quota));
+        // A shard's worker knows its place among the workers of every shard (`--shard I/N`).
+        let (stream, streams, place) = match share.stripe {
+            Some(st) => (
+                usize::try_from(st.stream).unwrap_or(usize::MAX),
+                usize::try_from(st.streams).unwrap_or(usize::MAX),
+                st.prefix.as_f64(),
+            ),
+            None => (i, workers.len(), prefix),
+        };
+        let open = schedule.clone().map(|sched| (WorkerSchedule::new(sched, s, place), quota));
         prefix += s;
         let slot_quotas = match (&open, quota) {
             (None, Some(q)) => Some(split_exactly(q, slots)),
             _ => None,
         };
         let built = if bytes.is_none() {
-            Some(Built::new(&templates, &weights, phase.seed, i, workers.len()).map_err(invalid)?)
+            Some(Built::new(&templates, &weights, phase.seed, stream, streams).map_err(invalid)?)
         } else {
             None
         };
@@ -362,11 +371,20 @@ fn merge_by_values(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     }
 }
 
+/// The fraction of the phase's arrivals this generator sends: 1, or a shard's part (`--shard I/N`).
+fn slice_share(phase: &Phase) -> f64 {
+    if phase.workers.iter().any(|w| w.stripe.is_some()) {
+        phase.workers.iter().map(|w| w.share.as_f64()).sum()
+    } else {
+        1.0
+    }
+}
+
 fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64, phase: &Phase) -> TimelinePoint {
     let target_rate = schedule.map(|sch| {
         let t0 = index as f64;
         let width = (t - t0).max(1e-9);
-        (sch.count_at(t) - sch.count_at(t0)) / width
+        slice_share(phase) * (sch.count_at(t) - sch.count_at(t0)) / width
     });
     let users = matches!(phase.load.arrival, Arrival::Users { .. });
     let (p50, p99, max) = if s.latency.is_empty() {
@@ -498,7 +516,8 @@ fn assemble(
         Arrival::Ramp { .. } => ("ramp", false),
         Arrival::Users { .. } => ("users", true),
     };
-    let target_rate = schedule.filter(|_| load_secs > 0.0).map(|s| s.count_at(load_secs) / load_secs);
+    let target_rate =
+        schedule.filter(|_| load_secs > 0.0).map(|s| slice_share(phase) * s.count_at(load_secs) / load_secs);
     let request_errors = errors.read + errors.write + errors.timeout + errors.protocol;
     // With a session a user sends several requests: users count as users.
     let session = !phase.session.is_empty();

@@ -674,13 +674,18 @@ impl Ctx {
         }
     }
 
+    /// The interval's measurements; its latencies and service times join the phase's totals here (a response is
+    /// recorded once, in its interval, and the intervals are added once a second: histograms merge by adding).
     fn snapshot(&self, interval: u64, full: bool, last: &mut Counters) -> Snapshot {
-        let mut stats = self.stats.borrow_mut();
+        let mut guard = self.stats.borrow_mut();
+        let stats = &mut *guard;
         let c = stats.c.clone();
+        add_into(&mut stats.latency, &stats.interval);
         let latency = std::mem::replace(&mut stats.interval, new_histogram());
         let service_time = if stats.interval_service.is_empty() {
             new_histogram()
         } else {
+            add_into(&mut stats.service_time, &stats.interval_service);
             std::mem::replace(&mut stats.interval_service, new_histogram())
         };
         let snap = Snapshot {
@@ -1363,14 +1368,13 @@ impl SlotIo {
         // A kernel timestamp can precede the actual send only by clock noise: never count that.
         let now = now.max(sent);
         let latency = micros(now.saturating_duration_since(intended));
-        stats.latency.saturating_record(latency);
+        // Recorded once, in the interval's histograms; each snapshot adds them to the phase's totals.
         stats.interval.saturating_record(latency);
-        if !ctx.service_is_latency() {
-            stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
-        }
         if ctx.open_loop {
             stats.interval_service.saturating_record(micros(now.saturating_duration_since(sent)));
             stats.send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
+        } else if !ctx.service_is_latency() {
+            stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
         }
         stats.c.completed += 1;
         stats.in_flight -= 1;
@@ -1445,6 +1449,14 @@ fn count_status(status: &mut StatusCounts, code: u16) {
         300..=399 => status.redirection += 1,
         400..=499 => status.client_error += 1,
         _ => status.server_error += 1,
+    }
+}
+
+/// Adds `from` into `into` (both from `new_histogram`, so every value fits).
+fn add_into(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    if !from.is_empty() {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = into.add(from);
     }
 }
 

@@ -35,6 +35,29 @@ pub struct Spec {
     /// credential headers' values (see [`crate::secrets`]).
     #[serde(skip)]
     pub secrets: crate::secrets::Redactor,
+    /// The files the spec read besides itself (data files, TLS files), in the order first read: what a run
+    /// embeds in results.json so that `loadgate repro` can rebuild the plan.
+    #[serde(skip)]
+    pub files_read: Vec<FileRead>,
+}
+
+/// A file a spec read while it was validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRead {
+    /// The name as the spec gives it (relative to the spec's directory).
+    pub name: String,
+    /// Where it was found.
+    pub path: std::path::PathBuf,
+    pub kind: FileKind,
+}
+
+/// What a file a spec read is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Values of `pick_line` or `pick_csv`.
+    Data,
+    /// A `target.tls` certificate or key.
+    Tls,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -128,6 +128,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             .collect(),
         phases,
         hash: String::new(),
+        shard: None,
     };
     plan.hash = plan_hash(&plan);
     plan
@@ -333,6 +334,7 @@ fn split(load: &LoadPlan, workers: usize) -> Vec<WorkerShare> {
             connections: *c,
             requests: requests.as_ref().map(|r| r[i]),
             share: Share { numerator: *c, denominator: total },
+            stripe: None,
         })
         .collect()
 }

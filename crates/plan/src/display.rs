@@ -154,6 +154,9 @@ impl ExecutionPlan {
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "plan {} (hash {})", self.name, self.hash);
+        if let Some(slice) = self.shard {
+            let _ = writeln!(out, "  shard {slice}: this generator's slice of the plan; each worker runs one stripe of the whole plan's load");
+        }
         if let Some(d) = &self.description {
             let _ = writeln!(out, "  {d}");
         }
@@ -326,6 +329,9 @@ impl ExecutionPlan {
                     }
                     if !matches!(p.load.arrival, Arrival::Closed) {
                         let _ = write!(s, " {}/{}", w.share.numerator, w.share.denominator);
+                    }
+                    if let Some(st) = w.stripe {
+                        let _ = write!(s, " stripe {}/{}", st.stream + 1, st.streams);
                     }
                     s
                 })

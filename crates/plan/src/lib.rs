@@ -4,7 +4,9 @@
 mod compile;
 mod display;
 pub mod model;
+mod shard;
 
 pub use compile::{compile, plan_hash, split_even, split_weighted};
 pub use display::describe_load;
 pub use model::*;
+pub use shard::{shard, ShardError};

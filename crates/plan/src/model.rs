@@ -38,8 +38,26 @@ pub struct ExecutionPlan {
     /// The wall time the plan is expected to take, where every phase is bounded by time; `None` when some phase
     /// stops after a request count instead.
     pub expected_duration: Option<Duration>,
-    /// Hex SHA-256 (first 16 hex digits) of the plan's canonical JSON without this field.
+    /// Hex SHA-256 (first 16 hex digits) of the plan's canonical JSON without this field. A shard's plan
+    /// (`shard` set) keeps the hash of the whole plan it is a slice of: the identity its shards share.
     pub hash: String,
+    /// Set when this plan is one slice of a plan run on several generators (`--shard I/N`): see
+    /// [`crate::shard()`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Slice>,
+}
+
+/// Slice `index` (from 1) of `count`: `--shard 2/4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Slice {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::fmt::Display for Slice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -357,6 +375,22 @@ pub struct WorkerShare {
     /// This worker's share of the arrival rate, as a fraction `numerator/denominator` of the phase's arrival
     /// schedule; shares of a phase sum to exactly 1. The worker scales every rate in `Arrival` by it.
     pub share: Share,
+    /// In a shard's plan: this worker's place among the workers of every shard, so that the shards together
+    /// send what one generator would. `None` in a whole plan (the worker's place is then its index among the
+    /// phase's workers, after the shares of the workers before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stripe: Option<Stripe>,
+}
+
+/// A worker's place among all the workers of every shard of a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stripe {
+    /// Its index among all of them (seeds its random source and its `seq()` values).
+    pub stream: u64,
+    /// How many there are (the stride of its `seq()` values).
+    pub streams: u64,
+    /// The sum of the shares of the workers before it, in the order of `stream`.
+    pub prefix: Share,
 }
 
 /// An exact fraction.

@@ -33,6 +33,7 @@ pub mod junit;
 mod lines;
 pub mod markdown;
 pub mod plots;
+pub mod repro;
 pub mod text;
 
 pub use annotations::github_annotations;
@@ -42,6 +43,7 @@ pub use lines::capacity_step_line;
 pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
+pub use repro::repro_comparison;
 pub use text::{
     summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
 };

@@ -124,6 +124,8 @@ pub struct View {
     pub started_at: String,
     /// `None` when the run did not finish.
     pub finished_at: Option<String>,
+    /// A run merged from shards: how many, the run id, each shard's start skew and which were late.
+    pub shards: Option<String>,
 }
 
 /// One scenario instance in a table.
@@ -661,8 +663,29 @@ impl View {
             file: r.spec.file.clone(),
             started_at: r.started_at.clone(),
             finished_at: r.finished_at.clone(),
+            shards: shards_line(r),
         }
     }
+}
+
+/// `2 shards of run `abc` (merged exactly); start skew: shard 1 0.1 ms, shard 2 2012.0 ms (late)`.
+fn shards_line(r: &RunResults) -> Option<String> {
+    let first = r.shards.first()?;
+    let skews: Vec<String> = r
+        .shards
+        .iter()
+        .map(|s| {
+            let skew = s.start_skew_ms.map_or_else(|| "no planned start".to_owned(), |ms| format!("{ms:.1} ms"));
+            format!("shard {} {skew}{}", s.index, if s.late { " (late)" } else { "" })
+        })
+        .collect();
+    Some(format!(
+        "{} of {} shards of run `{}` merged (histograms added); start skew: {}",
+        r.shards.len(),
+        first.count,
+        first.run_id,
+        skews.join(", ")
+    ))
 }
 
 fn sweeps(r: &RunResults) -> Vec<Sweep> {

@@ -375,6 +375,7 @@ pub fn sample_run() -> RunResults {
             plan_hash: "sha256:4f1c2b9e7a30d5c8".to_owned(),
             vars: BTreeMap::from([("base_url".to_owned(), "http://127.0.0.1:8080".to_owned())]),
             seed: 42,
+            source: None,
         },
         started_at: STARTED_AT.to_owned(),
         finished_at: Some(FINISHED_AT.to_owned()),
@@ -414,6 +415,8 @@ pub fn sample_run() -> RunResults {
         sweeps: Vec::new(),
         gating: None,
         not_run: Vec::new(),
+        shard: None,
+        shards: Vec::new(),
     };
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);

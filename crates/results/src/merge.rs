@@ -1,7 +1,7 @@
 //! Combining measurements: histograms added bucket by bucket, never percentiles averaged.
 
 use crate::json::ResultsError;
-use crate::model::{Histograms, LatencySummary, ScenarioResult, Validity};
+use crate::model::{Histograms, LatencySummary, ScenarioResult, TimelinePoint, Validity};
 
 impl Histograms {
     /// Adds every histogram of `other` into this one.
@@ -23,6 +23,30 @@ impl Histograms {
 /// concatenated (each shifted by the durations before it), the measurement valid only if every part was.
 /// Verdicts are dropped: evaluate the SLOs again on the merged result ([`crate::evaluate`]).
 pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, ResultsError> {
+    merge_parts(parts, Together::BackToBack)
+}
+
+/// Merges the shards of one scenario instance (the same name, run at the same time by several generators):
+/// histograms added and the summaries recomputed from them, counts summed, rates and connections summed, the
+/// duration the longest shard's, throughput recomputed as completed requests over it, timelines aligned by
+/// their scheduled second (counts and rates summed; a second's p50, p99 and max are the highest of the
+/// shards', an upper bound: exact percentiles are in the histograms), the measurement valid only if every
+/// shard's was. Verdicts are dropped: evaluate the SLOs again on the merged result ([`crate::evaluate`]).
+pub fn merge_concurrent(parts: &[ScenarioResult]) -> Result<ScenarioResult, ResultsError> {
+    merge_parts(parts, Together::AtOnce)
+}
+
+/// How the parts of a merge ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Together {
+    /// One after the other (repetitions).
+    BackToBack,
+    /// At the same time on several generators (shards).
+    AtOnce,
+}
+
+fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioResult, ResultsError> {
+    let at_once = together == Together::AtOnce;
     let Some((first, rest)) = parts.split_first() else {
         return Err(ResultsError::Merge("no scenario results to merge".to_owned()));
     };
@@ -39,19 +63,33 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
             )));
         }
         merged.histograms.add(&part.histograms)?;
-        let offset = merged.duration;
-        merged.timeline.extend(part.timeline.iter().cloned().map(|mut p| {
-            p.t += offset;
-            p
-        }));
-        merged.duration += part.duration;
-        target_weighted = target_weighted.zip(weighted(part.load.target_rate, part.duration)).map(|(a, b)| a + b);
-        achieved_weighted = achieved_weighted.zip(weighted(part.load.achieved_rate, part.duration)).map(|(a, b)| a + b);
+        if at_once {
+            align_timelines(&mut merged.timeline, &part.timeline);
+            merged.duration = merged.duration.max(part.duration);
+            // Rates add up: each shard's over its own duration (the same, within the start skew).
+            let sum = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
+            merged.load.target_rate = sum(merged.load.target_rate, part.load.target_rate);
+            merged.load.achieved_rate = sum(merged.load.achieved_rate, part.load.achieved_rate);
+        } else {
+            let offset = merged.duration;
+            merged.timeline.extend(part.timeline.iter().cloned().map(|mut p| {
+                p.t += offset;
+                p
+            }));
+            merged.duration += part.duration;
+            target_weighted = target_weighted.zip(weighted(part.load.target_rate, part.duration)).map(|(a, b)| a + b);
+            achieved_weighted =
+                achieved_weighted.zip(weighted(part.load.achieved_rate, part.duration)).map(|(a, b)| a + b);
+        }
         merged.load.users_started = merged.load.users_started.zip(part.load.users_started).map(|(a, b)| a + b);
         merged.load.users_finished = merged.load.users_finished.zip(part.load.users_finished).map(|(a, b)| a + b);
-        // Merged parts ran one after the other: the peak is the highest of theirs.
+        // Parts that ran one after the other peak at the highest of theirs; at once, at most at their sum.
         merged.load.users_peak_active =
-            merged.load.users_peak_active.zip(part.load.users_peak_active).map(|(a, b)| a.max(b));
+            merged
+                .load
+                .users_peak_active
+                .zip(part.load.users_peak_active)
+                .map(|(a, b)| if at_once { a + b } else { a.max(b) });
 
         let r = &mut merged.requests;
         r.sent += part.requests.sent;
@@ -61,8 +99,13 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         merged.status.add(&part.status);
         merged.errors.add(&part.errors);
         let c = &mut merged.connections;
-        c.planned = c.planned.max(part.connections.planned);
-        c.peak_open = c.peak_open.max(part.connections.peak_open);
+        if at_once {
+            c.planned += part.connections.planned;
+            c.peak_open += part.connections.peak_open;
+        } else {
+            c.planned = c.planned.max(part.connections.planned);
+            c.peak_open = c.peak_open.max(part.connections.peak_open);
+        }
         c.opened += part.connections.opened;
         c.failed += part.connections.failed;
         c.reconnects += part.connections.reconnects;
@@ -98,8 +141,10 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
     }
     if merged.duration > 0.0 {
         merged.throughput = merged.requests.completed as f64 / merged.duration;
-        merged.load.target_rate = target_weighted.map(|w| w / merged.duration);
-        merged.load.achieved_rate = achieved_weighted.map(|w| w / merged.duration);
+        if !at_once {
+            merged.load.target_rate = target_weighted.map(|w| w / merged.duration);
+            merged.load.achieved_rate = achieved_weighted.map(|w| w / merged.duration);
+        }
     }
     // Repeated capacity searches: the merge reads as the median search (the lower one of an even count), whose
     // capacity is the repetitions' median.
@@ -116,4 +161,25 @@ pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, Resul
         tls.handshake_time = LatencySummary::from_histogram(&merged.histograms.tls_handshake);
     }
     Ok(merged)
+}
+
+/// Adds `other`'s per-second points into `into`, point by point: both count seconds from their phase's start.
+fn align_timelines(into: &mut Vec<TimelinePoint>, other: &[TimelinePoint]) {
+    for (i, p) in other.iter().enumerate() {
+        match into.get_mut(i) {
+            Some(q) => {
+                q.t = q.t.max(p.t);
+                q.sent += p.sent;
+                q.completed += p.completed;
+                q.errors += p.errors;
+                q.non_2xx += p.non_2xx;
+                q.target_rate = q.target_rate.zip(p.target_rate).map(|(a, b)| a + b);
+                q.p50_us = q.p50_us.max(p.p50_us);
+                q.p99_us = q.p99_us.max(p.p99_us);
+                q.max_us = q.max_us.max(p.max_us);
+                q.connections_open += p.connections_open;
+            }
+            None => into.push(p.clone()),
+        }
+    }
 }

@@ -58,6 +58,43 @@ pub struct RunResults {
     /// instance ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRun>,
+    /// A shard result (`loadgate run SPEC --shard I/N`): which slice of the plan this generator ran, and when
+    /// it started. `loadgate merge` adds the shard results of one run into one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// A run merged from shard results (`loadgate merge`, `loadgate run --shards N`): every shard's slice and
+    /// start, in slice order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardInfo>,
+}
+
+/// One shard of a run on several generators.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardInfo {
+    /// The slice, from 1.
+    pub index: u32,
+    /// How many shards the run has.
+    pub count: u32,
+    /// The identity shared by the shards of one run (`--run-id`, `LOADGATE_RUN_ID`).
+    pub run_id: String,
+    /// The host the shard ran on.
+    #[serde(default)]
+    pub host: String,
+    /// When the shards were to start their first phase (RFC 3339 UTC, milliseconds): `--start-at`, or the
+    /// barrier's common start; `None` when the shard started on its own.
+    #[serde(default)]
+    pub planned_start: Option<String>,
+    /// The shard's first phase started this long after `planned_start`, in milliseconds, by this host's clock
+    /// (negative: early).
+    #[serde(default)]
+    pub start_skew_ms: Option<f64>,
+    /// The skew exceeded [`crate::shards::LATE_AFTER_MS`]: the shard's load did not overlap the others' as
+    /// planned, and a merge that includes it is invalid as a measurement.
+    #[serde(default)]
+    pub late: bool,
+    /// The shard's own outcome (`passed`, `invalid_measurement`, ...), judged on its slice alone.
+    #[serde(default)]
+    pub status: Option<OutcomeStatus>,
 }
 
 /// A scenario instance of the plan that did not run.
@@ -118,6 +155,47 @@ pub struct SpecInfo {
     pub vars: BTreeMap<String, String>,
     /// The seed of the random request data.
     pub seed: u64,
+    /// What `loadgate repro` needs to rebuild the plan: the spec's text and the files it read. Absent in files
+    /// of an older loadgate and for a run built from command-line flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SpecSource>,
+}
+
+/// The spec as it ran, embedded so that the run can be reproduced from results.json alone (`loadgate repro`).
+///
+/// Secret values never reach it: the text is scrubbed like every artifact (a secret written in the spec
+/// becomes `***`, and `loadgate repro` asks for it with `--secret`), `secret_vars` keeps the names only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpecSource {
+    /// The spec file's text, as read.
+    pub text: String,
+    /// The variables whose values are secret (the spec's `secrets.vars` and `--secret` names): their values
+    /// in `vars` are `***`, and `loadgate repro` needs them again with `--secret NAME=VALUE`.
+    #[serde(default)]
+    pub secret_vars: Vec<String>,
+    /// The `--repeat` and `--on-inconclusive` given to `loadgate run`, which change the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_inconclusive: Option<String>,
+    /// Every file the spec read besides itself, in the order first read.
+    #[serde(default)]
+    pub files: Vec<SourceFile>,
+}
+
+/// A file a spec read: a data file of `pick_line`/`pick_csv`, or a `target.tls` PEM file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceFile {
+    /// The name as the spec gives it (relative to the spec's directory).
+    pub name: String,
+    /// `data` (pick_line, pick_csv) or `tls` (a certificate or key).
+    pub kind: String,
+    /// Hex SHA-256 of the file's bytes when it was read.
+    pub sha256: String,
+    /// The file's text: data files up to 1 MiB. Absent for TLS files (a key never reaches an artifact) and
+    /// larger data files: `loadgate repro` then reads the file where the spec named it and checks its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// The machine fingerprint: what the seeds paste from `lscpu` by hand.

@@ -22,4 +22,9 @@ pub enum RunError {
     /// `on_mismatch: fail` and the spec's CPUs are not all here.
     #[error("{0}")]
     Pinning(String),
+
+    /// Shard results that cannot be merged at all (none is a shard result), or local shards that could not
+    /// start.
+    #[error("{0}")]
+    Shards(String),
 }

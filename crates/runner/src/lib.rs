@@ -46,6 +46,7 @@ pub mod reports;
 pub mod rounds;
 pub mod run;
 mod session;
+pub mod shards;
 mod target;
 
 pub use error::RunError;

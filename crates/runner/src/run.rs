@@ -45,6 +45,11 @@ pub struct RunRequest {
     pub loadgate_version: String,
     /// Values that must not reach a report (the spec's [`loadgate_model::Spec::secrets`]).
     pub secrets: loadgate_model::secrets::Redactor,
+    /// This run is one shard of a run on several generators (`--shard I/N`): its start is synchronised and
+    /// its results carry a [`loadgate_results::ShardInfo`]. The plan is then the shard's slice.
+    pub shard: Option<crate::shards::ShardRun>,
+    /// The spec's text and files, embedded in results.json for `loadgate repro` (`None`: not kept).
+    pub source: Option<loadgate_results::SpecSource>,
 }
 
 impl RunRequest {
@@ -62,6 +67,8 @@ impl RunRequest {
             interrupt: Interrupt::new(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             secrets: Default::default(),
+            shard: None,
+            source: None,
         }
     }
 }
@@ -98,7 +105,11 @@ impl RunOutcome {
 /// run ends; events go to `observer` as they happen.
 pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
     let origin = Instant::now();
-    let dir = request.out_root.join(&plan.name);
+    // A shard keeps its own reports beside its shard result (`shard-2-of-4.json`): `<name>/shard-2-of-4/`.
+    let dir = match &request.shard {
+        Some(s) => request.out_root.join(&plan.name).join(s.slice.file_name().trim_end_matches(".json")),
+        None => request.out_root.join(&plan.name),
+    };
     let moved = own_output_dir(&dir)?;
     let pinning = match decide_pinning(plan)? {
         Ok(p) => p,
@@ -163,6 +174,16 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     // Why the run stopped before its end, for the instances it leaves unrun.
     let mut stop_reason: Option<String> = None;
     let mut round = 1;
+    if let Some(shard) = &request.shard {
+        match crate::shards::start(shard, &request.interrupt, observer) {
+            Ok(info) => results.shard = Some(info),
+            Err(message) => {
+                run_failed.push(format!("shard {}: {message}", shard.slice));
+                stop_reason = Some(format!("shard {} did not start: {message}", shard.slice));
+                stop = true;
+            }
+        }
+    }
     while !stop && round <= rounds.last() {
         if round > 1 && plan.gating.restart == Restart::EachRound {
             let ended: Vec<SessionEnd> = sessions.drain(..).map(Session::finish).collect();
@@ -305,6 +326,19 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         results.finished_at = Some(now_rfc3339());
     }
     settle(&mut results, plan);
+    if let Some(shard) = &request.shard {
+        let info = results.shard.get_or_insert_with(|| loadgate_results::ShardInfo {
+            index: shard.slice.index,
+            count: shard.slice.count,
+            run_id: shard.run_id.clone(),
+            host: results.machine.hostname.clone().unwrap_or_default(),
+            planned_start: None,
+            start_skew_ms: None,
+            late: false,
+            status: None,
+        });
+        info.status = Some(results.outcome.status);
+    }
     write_reports(&mut reports, &mut results, &mut failures, observer);
     Ok(finish(results, dir, failures, &reports, request, observer))
 }
@@ -681,6 +715,7 @@ fn new_results(
             plan_hash: plan.hash.clone(),
             vars,
             seed: plan.seed,
+            source: request.source.clone(),
         },
         started_at: now_rfc3339(),
         finished_at: None,
@@ -692,27 +727,14 @@ fn new_results(
         sweeps: Vec::new(),
         gating: None,
         not_run: Vec::new(),
+        shard: None,
+        shards: Vec::new(),
     }
 }
 
 /// Now, as `2026-11-23T10:00:00Z`.
 pub fn now_rfc3339() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if mo <= 2 { y + 1 } else { y };
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+    crate::shards::rfc3339(SystemTime::now(), false)
 }
 
 #[cfg(test)]

@@ -94,6 +94,23 @@ pub(crate) struct DataFiles {
     pub base: Option<PathBuf>,
     pub allow_outside: bool,
     pub max_bytes: u64,
+    /// The files read so far, shared by the clones the template functions hold.
+    pub read: std::sync::Arc<std::sync::Mutex<Vec<loadgate_model::spec::FileRead>>>,
+}
+
+impl DataFiles {
+    /// Notes a file the spec read (once per path and kind).
+    pub(crate) fn note(&self, name: &str, path: &Path, kind: loadgate_model::spec::FileKind) {
+        let mut read = self.read.lock().unwrap_or_else(|p| p.into_inner());
+        if !read.iter().any(|f| f.path == path && f.kind == kind) {
+            read.push(loadgate_model::spec::FileRead { name: name.to_owned(), path: path.to_path_buf(), kind });
+        }
+    }
+
+    /// The files read, in the order first read.
+    pub(crate) fn files_read(&self) -> Vec<loadgate_model::spec::FileRead> {
+        self.read.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 /// Registers the generator functions on a template environment.
@@ -284,6 +301,7 @@ impl Registry {
             return Ok(mark.clone());
         }
         let text = read_data_file(&path, file, data.max_bytes).map_err(refused)?;
+        data.note(file, &path, loadgate_model::spec::FileKind::Data);
         let mark = self.push(make(&text)?);
         self.files.lock().unwrap_or_else(|p| p.into_inner()).insert(key, mark.clone());
         Ok(mark)

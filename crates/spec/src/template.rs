@@ -299,7 +299,11 @@ mod tests {
             ("name".to_owned(), Value::from("api")),
         ]);
         let env = BTreeMap::from([("HOST".to_owned(), "example".to_owned())]);
-        Templates::new(vars, env, DataFiles { base: None, allow_outside: false, max_bytes: 1 << 20 })
+        Templates::new(
+            vars,
+            env,
+            DataFiles { base: None, allow_outside: false, max_bytes: 1 << 20, read: Default::default() },
+        )
     }
 
     fn render(t: &Templates, text: &str) -> Result<String, TemplateError> {

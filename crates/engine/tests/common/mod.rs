@@ -401,6 +401,7 @@ impl PhaseBuilder {
                 connections: split(self.connections, i),
                 requests: total_requests.map(|t| split(t, i)),
                 share: Share { numerator: 1, denominator: n },
+                stripe: None,
             })
             .collect();
         let phase = Phase {

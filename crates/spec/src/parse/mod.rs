@@ -155,6 +155,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         base: opts.base_dir.clone(),
         allow_outside: opts.allow_data_outside_spec_dir,
         max_bytes: opts.max_data_file_bytes,
+        read: Default::default(),
     };
     let templates = Templates::new(var_values, opts.env.clone(), data);
     let mut cx = Cx { diags, templates: &templates, bindings: &[], dynamic: false };
@@ -303,6 +304,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         scenarios,
         warnings: Vec::new(),
         secrets: Default::default(),
+        files_read: templates.data.files_read(),
     };
     spec.secrets = secrets::collect(
         &spec,

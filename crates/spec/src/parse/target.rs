@@ -418,6 +418,7 @@ fn check_pem_file(data: &crate::generate::DataFiles, name: &str, what: Pem) -> R
     }
     let mut bytes = Vec::new();
     handle.take(MAX_PEM_BYTES).read_to_end(&mut bytes).map_err(cannot)?;
+    data.note(name, &path, loadgate_model::spec::FileKind::Tls);
     match what {
         Pem::Certificates => match CertificateDer::pem_slice_iter(&bytes).collect::<Result<Vec<_>, _>>() {
             Ok(certs) if !certs.is_empty() => Ok(()),

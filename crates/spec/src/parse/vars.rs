@@ -40,7 +40,8 @@ pub(super) fn read_vars(
     let mut values = BTreeMap::new();
     let NodeKind::Map(top) = &root.kind else { return (vars, values, Vec::new()) };
     let vars_entry = top.iter().find(|(k, _)| k.name == "vars");
-    let no_data = crate::generate::DataFiles { base: None, allow_outside: false, max_bytes: 0 };
+    let no_data =
+        crate::generate::DataFiles { base: None, allow_outside: false, max_bytes: 0, read: Default::default() };
     let env_only = Templates::new(BTreeMap::new(), opts.env.clone(), no_data);
     let mut cx = Cx { diags, templates: &env_only, bindings: &[], dynamic: false };
     let mut declared: Vec<(String, Option<Span>)> = Vec::new();

@@ -1,0 +1,301 @@
+//! One run on several generators, through the real binary against a counting server on loopback:
+//! `run --shards 2` (every request counted once, `seq()` values unique across shards), a shard killed mid-run,
+//! a foreign shard, a late shard, and shard results read back from framed logs.
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+mod common;
+use common::{command, read_request, text};
+
+/// An HTTP/1.1 server on a free loopback port that answers `ok` and counts every request by its path.
+struct Counter {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Counter {
+    fn start() -> Counter {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let record = Arc::clone(&record);
+                std::thread::spawn(move || {
+                    let mut writer = stream.try_clone().expect("clone");
+                    let mut reader = BufReader::new(stream);
+                    while let Some((line, _)) = read_request(&mut reader) {
+                        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                        record.lock().unwrap().push(path);
+                        if writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Counter { port, seen }
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// A spec against `port` whose requests carry `seq()` values, with the load `load` (YAML flow mapping).
+fn spec(dir: &Path, name: &str, port: u16, load: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    let yaml = format!(
+        "version: 1\nname: {name}\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{port}\n\
+         scenarios:\n  s:\n    request: {{ path: \"/x?id={{{{ seq() }}}}\" }}\n    load: {load}\n    slo: [errors == 0]\n"
+    );
+    std::fs::write(&path, yaml).expect("write spec");
+    path
+}
+
+fn loadgate(args: &[&str]) -> Output {
+    common::loadgate(args)
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .expect("JSON")
+}
+
+fn describe(o: &Output) -> String {
+    format!("exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), text(&o.stdout), text(&o.stderr))
+}
+
+#[test]
+fn two_local_shards_send_every_request_once_with_unique_seq_values() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "counted", server.port, "{ closed: { connections: 4, requests: 600 } }");
+    let out = dir.path().join("out");
+    let o = loadgate(&["run", spec.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+
+    // Every request reached the server once, and the merged count is the server's.
+    let paths = server.paths();
+    assert_eq!(paths.len(), 600, "the server counted {}", paths.len());
+    let mut ids: Vec<u64> =
+        paths.iter().map(|p| p.trim_start_matches("/x?id=").parse().expect("a seq value")).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..600).collect::<Vec<_>>(), "seq() values are unique across the shards and cover the plan");
+    let merged = json(&out.join("counted/results.json"));
+    assert_eq!(merged["scenarios"][0]["requests"]["completed"], 600);
+    let shards = merged["shards"].as_array().expect("the merged results list the shards");
+    assert_eq!(shards.len(), 2);
+    assert!(shards.iter().all(|s| s["late"] == false && s["start_skew_ms"].is_number()), "{shards:?}");
+    // Each shard left its own result, and merging them again gives the same numbers.
+    let again = dir.path().join("again");
+    let files: Vec<String> =
+        (1..=2).map(|i| out.join(format!("counted/shard-{i}-of-2.json")).display().to_string()).collect();
+    let o = loadgate(&["merge", &files[0], &files[1], "--out", again.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let remerged = json(&again.join("counted/results.json"));
+    assert_eq!(remerged["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
+    let md = std::fs::read_to_string(again.join("counted/report.md")).unwrap();
+    assert!(md.contains("2 of 2 shards of run"), "report.md states the shards:\n{md}");
+}
+
+/// Starts shard `slice` of `spec` at `start_at`, its shard result under `out`.
+fn shard(spec: &Path, slice: &str, run_id: &str, start_at: &str, out: &Path) -> Child {
+    command(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--shard",
+        slice,
+        "--run-id",
+        run_id,
+        "--start-at",
+        start_at,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("start a shard")
+}
+
+/// Now plus `secs` (negative: in the past) as RFC 3339 with milliseconds.
+fn at(secs: f64) -> String {
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs_f64() + secs;
+    // Civil time from the epoch, as the shards read it.
+    let days = (now / 86_400.0).floor() as i64;
+    let rem = now - days as f64 * 86_400.0;
+    let (h, m, s) = ((rem / 3600.0) as i64, ((rem % 3600.0) / 60.0) as i64, rem % 60.0);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:06.3}Z")
+}
+
+#[test]
+fn a_shard_killed_mid_run_gives_an_invalid_merged_run() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "killed", server.port, "{ open: { rate: 200/s, connections: 4, duration: 3s } }");
+    let out = dir.path().join("out");
+    let start = at(1.0);
+    let first = shard(&spec, "1/2", "k", &start, &out);
+    let mut second = shard(&spec, "2/2", "k", &start, &out);
+    std::thread::sleep(Duration::from_millis(2500));
+    second.kill().expect("kill shard 2");
+    let _ = second.wait();
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let file = out.join("killed/shard-1-of-2.json");
+    assert!(!out.join("killed/shard-2-of-2.json").exists(), "the killed shard wrote no result");
+    let merged = dir.path().join("merged");
+    let o = loadgate(&["merge", file.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(4), "a missing shard is an invalid run:\n{}", describe(&o));
+    let results = json(&merged.join("killed/results.json"));
+    let reasons = results["outcome"]["reasons"].to_string();
+    assert!(reasons.contains("shard 2/2 of run `k` is missing"), "{reasons}");
+}
+
+#[test]
+fn a_foreign_shard_is_refused_and_frames_are_read_back_from_a_log() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "foreign", server.port, "{ closed: { connections: 2, requests: 100 } }");
+    let out = dir.path().join("out");
+    let run = |slice: &str, run_id: &str, to: &str| {
+        loadgate(&["run", spec.to_str().unwrap(), "--shard", slice, "--run-id", run_id, "--out", to])
+    };
+    let o = run("1/2", "a", out.to_str().unwrap());
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    // Shard 2 of the same run and shard 2 of another run, framed on stdout as `kubectl logs` would keep them.
+    let mine = run("2/2", "a", "-");
+    assert_eq!(mine.status.code(), Some(0), "{}", describe(&mine));
+    let theirs = run("2/2", "b", "-");
+    let log = dir.path().join("pods.log");
+    std::fs::write(&log, format!("{}some other line\n", text(&mine.stdout))).unwrap();
+    let other_log = dir.path().join("other.log");
+    std::fs::write(&other_log, text(&theirs.stdout)).unwrap();
+    assert!(text(&mine.stdout).starts_with("-----BEGIN LOADGATE SHARD 2/2-----\n"), "{}", describe(&mine));
+    assert!(text(&mine.stdout).lines().all(|l| l.len() <= 76 || l.starts_with("-----")));
+
+    let first = out.join("foreign/shard-1-of-2.json");
+    let merged = dir.path().join("merged");
+    let o = loadgate(&["merge", first.to_str().unwrap(), log.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(json(&merged.join("foreign/results.json"))["scenarios"][0]["requests"]["completed"], 100);
+
+    let o =
+        loadgate(&["merge", first.to_str().unwrap(), other_log.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(4), "a foreign shard is an invalid run:\n{}", describe(&o));
+    let reasons = json(&merged.join("foreign/results.json"))["outcome"]["reasons"].to_string();
+    assert!(reasons.contains("is foreign: shard 2/2 of run `b`"), "{reasons}");
+    assert!(reasons.contains("shard 2/2 of run `a` is missing"), "{reasons}");
+    let counts: BTreeMap<String, usize> = server.paths().into_iter().fold(BTreeMap::new(), |mut m, p| {
+        *m.entry(p).or_default() += 1;
+        m
+    });
+    assert!(counts.len() >= 100);
+}
+
+#[test]
+fn a_late_shard_is_flagged_and_its_merge_is_invalid() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "late", server.port, "{ closed: { connections: 1, requests: 20 } }");
+    let out = dir.path().join("out");
+    // Started 2 s after the planned start.
+    let o = shard(&spec, "1/1", "l", &at(-2.0), &out).wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o.stderr).contains("late"), "the shard says it is late:\n{}", describe(&o));
+    let file = out.join("late/shard-1-of-1.json");
+    let shard_info = json(&file)["shard"].clone();
+    assert_eq!(shard_info["late"], true, "{shard_info}");
+    assert!(shard_info["start_skew_ms"].as_f64().unwrap() >= 2000.0, "{shard_info}");
+    let merged = dir.path().join("merged");
+    let o = loadgate(&["merge", file.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(4), "{}", describe(&o));
+}
+
+#[test]
+fn shard_flags_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "flags", 9, "{ closed: { connections: 1, requests: 1 } }");
+    let s = spec.to_str().unwrap();
+    // --shard-count without JOB_COMPLETION_INDEX.
+    let o = loadgate(&["run", s, "--shard-count", "4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(text(&o.stderr).contains("JOB_COMPLETION_INDEX"), "{}", describe(&o));
+    let o = loadgate(&["run", s, "--shard", "5/4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let o = loadgate(&["plan", s, "--shard", "2/3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o.stdout).contains("shard 2/3"), "{}", describe(&o));
+    let o = command(&["run", s, "--shard-count", "4", "--start-at", "not a time"])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(text(&o.stderr).contains("--start-at"), "{}", describe(&o));
+}
+
+fn pid_alive(pid: u32) -> bool {
+    // A zombie is dead for our purposes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_stops_every_local_shard_and_the_run_is_incomplete() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "stopped", server.port, "{ open: { rate: 100/s, connections: 2, duration: 60s } }");
+    let out = dir.path().join("out");
+    let parent = command(&["run", spec.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the load to flow, and note the shard processes (the launcher's children and theirs).
+    let mut shards = Vec::new();
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(50));
+        shards = children(parent.id()).into_iter().flat_map(|c| std::iter::once(c).chain(children(c))).collect();
+        if server.paths().len() > 50 {
+            break;
+        }
+    }
+    assert!(server.paths().len() > 50, "the shards sent load");
+    let sent = std::process::Command::new("kill").arg("-INT").arg(parent.id().to_string()).status().unwrap();
+    assert!(sent.success());
+    let o = parent.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "an interrupted sharded run is incomplete:\n{}", describe(&o));
+    std::thread::sleep(Duration::from_millis(300));
+    let alive: Vec<u32> = shards.iter().copied().filter(|p| pid_alive(*p)).collect();
+    assert!(alive.is_empty(), "processes outlived the run: {alive:?}");
+    let results = json(&out.join("stopped/results.json"));
+    assert_eq!(results["shards"].as_array().map(Vec::len), Some(2), "each shard wrote what it had");
+}
