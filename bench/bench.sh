@@ -29,7 +29,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
-CASES=${*:-closed pipeline open open-oha conns10k conns16k nokeepalive https https-nokeepalive h2 h2c https-open}
+CASES=${*:-closed pipeline open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive h2 h2c https-open}
 # The TLS cases (https*, h2) use nginx's `ssl` on PORT+1 (HTTP/1.1 and h2 by ALPN) with a self-signed certificate
 # made by openssl; h2c uses `http2` on PORT+2 (prior knowledge). TLS_PORT and H2C_PORT override them.
 TLS_PORT=${TLS_PORT:-$((PORT + 1))}
@@ -165,6 +165,41 @@ row() {
   echo "    last loadgate run: $(head -1 "$work/last-loadgate.txt"); $(grep -m1 '^rate' "$work/last-loadgate.txt" || true)" >&2
 }
 
+# opening_run MODE RUN: one 16,384-connection run with `--connect-rate MODE`, its opening read from results.json,
+# the listen queue's overflows counted by the kernel (nstat) and the requests counted by nginx.
+opening_run() {
+  local mode=$1 i=$2 ov0 ov1 before after
+  for _ in $(seq 70); do [ "$(ss -Htan state time-wait | wc -l)" -lt 1000 ] && break; sleep 1; done
+  rm -rf "$work/op"
+  ov0=$(nstat -az TcpExtListenOverflows | awk '/ListenOverflows/ {print $2}')
+  before=$(served)
+  taskset -c "$GEN_CPU" "$LOADGATE" -q run --out "$work/op" --connect-rate "$mode" --url "$URL" -t 1 -c 16384 \
+    -d "${DUR}s" >"$work/out" 2>&1 || true
+  after=$(served)
+  ov1=$(nstat -az TcpExtListenOverflows | awk '/ListenOverflows/ {print $2}')
+  jq -r --arg mode "$mode" --arg i "$i" --arg ov "$((ov1 - ov0))" --arg rps "$(((after - before - 1) / DUR))" '
+    .scenarios[0] as $s | $s.connections.opening as $o |
+    "| \($mode) | \($i) | \($o.opened) | \($o.failed | add) | \($o.duration_s * 100 | round / 100) | \($o.rate_per_s | round) | \($o.slow_connects) | \($o.backoffs) | \($ov) | \($s.connections.peak_open) | \($rps) | \($s.validity.valid) |"
+  ' "$work"/op/*/results.json
+}
+
+# pacing_run MODE RATE: one open-loop run at RATE requests/s (one worker, 50 connections) with `--pacing MODE`:
+# send lag and latency from results.json, CPU per request (rusage, requests counted by nginx) and wake-ups (the
+# voluntary context switches of the process).
+pacing_run() {
+  local mode=$1 rate=$2 before after u s w
+  rm -rf "$work/pc"
+  before=$(served)
+  /usr/bin/time -f "%U %S %w" -o "$work/time" taskset -c "$GEN_CPU" "$LOADGATE" -q run --out "$work/pc" \
+    --pacing "$mode" --url "$URL" -t 1 -c 50 -d "${DUR}s" -R "$rate" >"$work/out" 2>&1 || true
+  after=$(served)
+  read -r u s w <"$work/time"
+  jq -r --arg mode "$mode" --arg rate "$rate" --arg u "$u" --arg s "$s" --arg w "$w" --arg n "$((after - before - 1))" '
+    .scenarios[0] as $r | $r.send_lag.percentiles as $l |
+    "| \($mode) | \($rate) | \($l.p50) | \($l.p90) | \($l.p99) | \($r.latency.percentiles.p50) | \($r.service_time.percentiles.p50) | \((((($u | tonumber) + ($s | tonumber)) * 1e8 / ($n | tonumber)) | round) / 100) | \($w) | \($r.workers[0].spin_seconds // 0 | . * 100 | round / 100) |"
+  ' "$work"/pc/*/results.json
+}
+
 URL="http://127.0.0.1:$PORT/"
 TLS_URL="https://127.0.0.1:$TLS_PORT/"
 H2C_URL="http://127.0.0.1:$H2C_PORT/"
@@ -208,6 +243,28 @@ for c in $CASES; do
       # 10,000 requests/s over 50 connections (h2load: 50 x 200 per client).
       row "HTTPS open loop 10000/s, 50 connections" "h2load --h1 --rps" \
         "h2load --h1 -t 1 -c 50 --rps 200 -D $DUR $TLS_URL" "$LG $TLS_URL -k -t 1 -c 50 -d ${DUR}s -R 10000" ;;
+    opening)
+      # Opening 16,384 keep-alive connections: `--connect-rate auto` and `unlimited` (wrk's way) alternating.
+      command -v jq >/dev/null || { echo "missing jq" >&2; exit 2; }
+      echo
+      echo "| connect_rate | run | opened | failed | opening s | connects/s | slow connects | backoffs | listen overflows | peak open | req/s (nginx) | valid |"
+      echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+      for i in $(seq "$RUNS"); do
+        for mode in ${OPENING_MODES:-auto unlimited}; do opening_run "$mode" "$i"; done
+      done
+      echo ;;
+    pacing)
+      # Send lag by pacing mode and rate per worker; the modes alternate at each rate.
+      command -v jq >/dev/null || { echo "missing jq" >&2; exit 2; }
+      echo
+      echo "| pacing | rate/s | send lag p50 us | p90 us | p99 us | latency p50 us | service p50 us | us CPU/req | wake-ups | spin s |"
+      echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+      for rate in ${PACING_RATES:-1000 5000 20000}; do
+        for _ in $(seq "$RUNS"); do
+          for mode in ${PACING_MODES:-default precise}; do pacing_run "$mode" "$rate"; done
+        done
+      done
+      echo ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done

@@ -77,6 +77,20 @@ fn what_cannot_be_rendered_safely_is_refused_with_exit_2() {
     }
 }
 
+/// The refusal of a built-in target says what to set for the spec at hand: the variable its `target.base_url`
+/// is made of (tfb-plaintext's `url`), or `target.base_url` itself when it has none (the quickstart).
+#[test]
+fn the_built_in_target_refusal_says_what_this_spec_needs() {
+    let out = render(&["specs/tfb-plaintext.yaml", "--shards", "3", "--image", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("`--set url=http://my-service:8080`"), "{}", text(&out.stderr));
+    let out = render(&["specs/quickstart.yaml", "--shards", "3", "--image", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("set the spec's `target.base_url` to its URL"), "{err}");
+    assert!(!err.contains("give its URL with"), "quickstart has no variable for its URL: {err}");
+}
+
 /// The Job's pods, played by processes on loopback: the rendered ConfigMap laid out as the volume mounts it,
 /// each pod's args as rendered (the barrier's host name, which only the cluster's DNS resolves, replaced by
 /// 127.0.0.1), `JOB_COMPLETION_INDEX` and `LOADGATE_RUN_ID` as Kubernetes sets them, stdout and stderr in one log

@@ -170,3 +170,29 @@ fn a_repeated_run_is_reproduced_with_its_repetitions_and_their_intervals() {
     assert!(stdout.contains("the CI run's 2 repetitions, median and 90% interval:"), "{stdout}");
     assert!(stdout.contains("this run's "), "{stdout}");
 }
+
+/// A pod's run (`run --pin-within-affinity`, which `loadgate k8s` renders) reproduced in a container whose CPU
+/// ids are not the spec's: `repro --pin-within-affinity` maps them as the pod did; without it the spec's
+/// `on_mismatch: fail` refuses the CPUs this machine lacks.
+#[test]
+fn a_run_pinned_within_its_affinity_is_reproduced_with_the_same_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("pod.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: pod\nhardware: { generator: { cpus: \"4000\" }, on_mismatch: fail }\ntarget: { builtin: plaintext }\nscenarios:\n  s:\n    request: { path: /plaintext }\n    load: { closed: { connections: 1, requests: 50 } }\n",
+    )
+    .unwrap();
+    let ci = dir.path().join("ci");
+    ran(&loadgate(&["-q", "run", spec.to_str().unwrap(), "--pin-within-affinity", "--out", ci.to_str().unwrap()]));
+    let artifact = ci.join("pod/results.json");
+    assert_eq!(results(&artifact)["pinning"]["cpu_map"][0]["spec"], 4000);
+
+    let here = dir.path().join("here");
+    let (a, h) = (artifact.to_str().unwrap(), here.to_str().unwrap());
+    let out = loadgate(&["-q", "repro", a, "--out", h]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let out = loadgate(&["-q", "repro", a, "--out", h, "--pin-within-affinity"]);
+    ran(&out);
+    assert_eq!(results(&here.join("pod/results.json"))["pinning"]["cpu_map"][0]["spec"], 4000);
+}

@@ -1171,3 +1171,60 @@ fn terminal_report_and_results_show_the_same_resources_and_junit_times_add_up() 
     let ran: f64 = r["scenarios"].as_array().unwrap().iter().map(|s| s["duration"].as_f64().unwrap()).sum();
     assert!((total - ran).abs() < 0.01, "testcases add up to {total}s, the load ran {ran}s");
 }
+
+/// `--pin-within-affinity` (what `loadgate k8s` puts in a pod's args): the spec's pinned CPUs are mapped onto
+/// the CPUs this process may use, whatever their ids, and results.json records the mapping; fewer allowed CPUs
+/// than pinned is refused with exit 3.
+#[test]
+fn pinning_within_affinity_maps_the_specs_cpus_onto_the_allowed_ones() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_owned();
+    let first: u32 = allowed.split([',', '-']).next().unwrap().parse().unwrap();
+    // CPU 4000 exists on no machine this runs on: without the flag, `on_mismatch: fail` refuses it.
+    let (dir, path) = spec(
+        "version: 1\nname: in-pod\nhardware: { generator: { cpus: \"4000\" }, on_mismatch: fail }\ntarget: { builtin: plaintext }\nscenarios:\n  s:\n    request: { path: /plaintext }\n    load: { closed: { connections: 1, requests: 50 } }\n",
+    );
+    let out_dir = dir.path().join("out");
+    let (p, o) = (path.to_str().unwrap(), out_dir.to_str().unwrap());
+    let out = run(&["run", p, "--out", o, "--quiet"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+
+    let out = run(&["run", p, "--out", o, "--quiet", "--pin-within-affinity"]);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{}", text(&out.stderr));
+    let r = results(dir.path(), "in-pod");
+    let pinning = &r["pinning"];
+    assert_eq!(pinning["generator_requested"], "4000");
+    assert_eq!(pinning["generator_applied"], first.to_string());
+    assert_eq!(pinning["workers"], serde_json::json!([first]));
+    assert_eq!(pinning["cpu_map"], serde_json::json!([{ "spec": 4000, "cpu": first }]));
+    assert!(pinning["warnings"][0].as_str().unwrap().contains(&format!("4000->{first}")), "{pinning}");
+
+    // The environment variable does the same; more CPUs pinned than allowed is refused.
+    std::fs::write(&path, std::fs::read_to_string(&path).unwrap().replace("\"4000\"", "\"0-4095\"")).unwrap();
+    let out = command(&["run", p, "--out", o, "--quiet"]).env("LOADGATE_PIN_WITHIN_AFFINITY", "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--pin-within-affinity: the spec pins 4096 CPUs 0-4095"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A server loadgate does not start is never pinned: its CPUs are not mapped and take none of the process's.
+    use std::io::BufRead as _;
+    let mut server = command(&["serve", "--kind", "plaintext"]).stdout(Stdio::piped()).spawn().expect("serve");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    std::fs::write(
+        &path,
+        format!("version: 1\nname: in-pod\nhardware: {{ generator: {{ cpus: \"4000\" }}, target: {{ cpus: \"0-4095\" }}, on_mismatch: fail }}\ntarget: {{ base_url: \"{url}\" }}\nscenarios:\n  s:\n    request: {{ path: /plaintext }}\n    load: {{ closed: {{ connections: 1, requests: 50 }} }}\n"),
+    )
+    .unwrap();
+    let out = run(&["run", p, "--out", o, "--quiet", "--pin-within-affinity"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{}", text(&out.stderr));
+    let pinning = &results(dir.path(), "in-pod")["pinning"];
+    assert_eq!(pinning["cpu_map"], serde_json::json!([{ "spec": 4000, "cpu": first }]));
+    assert_eq!(pinning["target_requested"], "0-4095");
+}

@@ -65,12 +65,31 @@ pub enum Command {
     Report(ReportArgs),
     /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
     /// that every shard is there once, add the histograms, gate, write the reports.
+    ///
+    /// From a Kubernetes Job (`loadgate k8s`): `kubectl logs -l batch.kubernetes.io/job-name=NAME --tail=-1
+    /// --max-log-requests=N > shards.log` (under a selector kubectl keeps only each pod's last 10 lines without
+    /// `--tail=-1`, and reads at most 5 pods without `--max-log-requests`), then `loadgate merge shards.log`.
+    /// Exit codes as `loadgate run`: 0 pass, 1 an SLO failed, 4 invalid as a measurement (a shard missing,
+    /// duplicated, of another run, late or unfinished: each is named), 2 a file that holds no shard result.
     Merge(MergeArgs),
     /// Run a CI run again from its results.json: rebuild the same plan from the spec it embeds (or say why it
     /// cannot), run it as `loadgate run` does, and print this run beside the artifact's numbers.
+    ///
+    /// The spec, its variables, `--repeat`, `--on-inconclusive` and the data files it read come from the
+    /// artifact; a secret variable's value does not (give it with `--secret`), nor does an environment value the
+    /// spec read. Refused (exit 2) with the reason when the plan cannot be rebuilt identically. The run itself is
+    /// one process on this machine, also for an artifact merged from shards. Exit codes as `loadgate run`.
     Repro(ReproArgs),
     /// Print Kubernetes manifests (a ConfigMap with the spec, a headless Service, an Indexed Job) that run the
     /// spec in N shards; collect with `kubectl logs` and merge with `loadgate merge`.
+    ///
+    /// The YAML goes to stdout: `loadgate k8s SPEC --shards 4 --image IMAGE > load.yaml; kubectl apply -f
+    /// load.yaml`. Needs Kubernetes 1.29 or later (`backoffLimitPerIndex`). The spec's target must be a server
+    /// that is already running (`target.base_url`), not `builtin` or `start`. Each pod gets whole CPUs, requests =
+    /// limits (the CPUs the spec pins for the generator, else its worker threads), and runs with
+    /// `--pin-within-affinity` when the spec pins. Collect and merge: `kubectl logs -l
+    /// batch.kubernetes.io/job-name=NAME --tail=-1 --max-log-requests=N > shards.log; loadgate merge shards.log`.
+    /// See docs/scale-out.md.
     K8s(K8sArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
@@ -215,6 +234,14 @@ pub struct RunArgs {
     /// (overrides the spec's `gating.repeat`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
+    /// How fast keep-alive connections open before each phase measures: auto (paced from what the target
+    /// takes), unlimited, or a rate such as 2000/s (overrides every load's `connect_rate`).
+    #[arg(long, value_name = "RATE", value_parser = parse_connect_rate)]
+    pub connect_rate: Option<loadgate_model::ConnectRate>,
+    /// How open loads wait for each request's intended send time: default, or precise (poll until due, for
+    /// a pinned, dedicated generator core; overrides `hardware.generator.pacing`).
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub pacing: Option<PacingArg>,
     /// What an inconclusive verdict makes of the run: inconclusive (exit 5), fail (exit 1) or pass (exit 0).
     #[arg(long, value_name = "WHAT", value_enum)]
     pub on_inconclusive: Option<InconclusiveArg>,
@@ -222,10 +249,29 @@ pub struct RunArgs {
     /// FILE, to commit and compare later runs with (`--baseline FILE`).
     #[arg(long, value_name = "FILE")]
     pub save_baseline: Option<PathBuf>,
+    /// Map the spec's pinned CPUs (`hardware.generator.cpus`, `hardware.target.cpus`) onto the CPUs this process
+    /// may use (its affinity): the i-th pinned CPU becomes the i-th allowed one (the target's count only when
+    /// loadgate starts the target). For a container or pod whose CPU ids are not the spec's (Kubernetes' static
+    /// CPU manager gives a pod pinned to 2-5 CPUs such as 7-10).
+    /// Refused (exit 3) when fewer CPUs are allowed than the spec pins; results.json's `pinning.cpu_map` records
+    /// the mapping.
+    #[arg(long, env = "LOADGATE_PIN_WITHIN_AFFINITY", value_parser = clap::builder::BoolishValueParser::new())]
+    pub pin_within_affinity: bool,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]
     pub flags: FlagArgs,
+}
+
+/// `--pacing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacingArg {
+    Default,
+    Precise,
+}
+
+fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {
+    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }
 
 /// One run on several generators (see docs/scale-out.md).
@@ -412,6 +458,10 @@ pub struct ReproArgs {
     /// The baseline the CI run compared with, for SLOs such as `p99 <= baseline * 1.10`.
     #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
     pub baseline: Option<PathBuf>,
+    /// Map the spec's pinned CPUs onto the CPUs this process may use, as `run --pin-within-affinity` does (a
+    /// pod's run reproduced in a container whose CPU ids are not the spec's).
+    #[arg(long, env = "LOADGATE_PIN_WITHIN_AFFINITY", value_parser = clap::builder::BoolishValueParser::new())]
+    pub pin_within_affinity: bool,
 }
 
 #[derive(Debug, Args)]
@@ -419,7 +469,7 @@ pub struct K8sArgs {
     /// The spec file (its data files travel in the ConfigMap).
     #[arg(value_name = "SPEC")]
     pub spec: PathBuf,
-    /// How many shards (pods) run the plan, each slice I of N.
+    /// How many shards (pods) run the plan, each slice I of N (1 to 10000).
     #[arg(long, value_name = "N")]
     pub shards: u32,
     /// The container image with `loadgate` on its PATH.
@@ -431,7 +481,8 @@ pub struct K8sArgs {
     /// The namespace of the three objects (default: the one `kubectl` uses).
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// Override a spec variable, here and in every pod: `--set url=http://my-service:8080`.
+    /// Override a spec variable, here and in every pod: `--set NAME=VALUE` (for a spec whose `target.base_url`
+    /// is `{{ url }}`: `--set url=http://my-service:8080`).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     pub sets: Vec<(String, String)>,
     /// A Kubernetes Secret whose keys become every pod's environment (`LOADGATE_VAR_<NAME>` for a secret

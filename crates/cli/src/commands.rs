@@ -8,8 +8,8 @@ use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
-    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PlanArgs,
-    ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
+    AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
+    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -319,17 +319,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         // What `loadgate repro` needs to rebuild this plan, kept in results.json.
         let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;
-        if let Some(n) = args.repeat {
-            spec.gating.repeat = n;
-            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
-        }
-        if let Some(on) = args.on_inconclusive {
-            spec.gating.on_inconclusive = match on {
-                InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-                InconclusiveArg::Fail => OnInconclusive::Fail,
-                InconclusiveArg::Pass => OnInconclusive::Pass,
-            };
-        }
+        run_overrides(&args).apply(&mut spec);
         let mut plan = loadgate_plan::compile(&spec);
         let shard = match &sync {
             Some(ShardSync::Slice(slice, start)) => {
@@ -356,6 +346,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             secrets: spec.secrets.clone(),
             shard,
             source,
+            pin_within_affinity: args.pin_within_affinity,
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -488,6 +479,19 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
     if let Some(n) = args.repeat {
         argv.extend(["--repeat".to_owned(), n.to_string()]);
     }
+    if let Some(rate) = args.connect_rate {
+        argv.extend(["--connect-rate".to_owned(), rate.to_string()]);
+    }
+    if let Some(p) = args.pacing {
+        let mode = match p {
+            PacingArg::Default => "default",
+            PacingArg::Precise => "precise",
+        };
+        argv.extend(["--pacing".to_owned(), mode.to_owned()]);
+    }
+    if args.pin_within_affinity {
+        argv.push("--pin-within-affinity".to_owned());
+    }
     argv
 }
 
@@ -573,6 +577,11 @@ fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
             InconclusiveArg::Fail => OnInconclusive::Fail,
             InconclusiveArg::Pass => OnInconclusive::Pass,
         }),
+        pacing: args.pacing.map(|p| match p {
+            PacingArg::Default => loadgate_model::Pacing::Default,
+            PacingArg::Precise => loadgate_model::Pacing::Precise,
+        }),
+        connect_rate: args.connect_rate,
     }
 }
 
@@ -636,6 +645,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         secrets: spec.secrets.clone(),
         source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
         shard: None,
+        pin_within_affinity: args.pin_within_affinity,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
@@ -664,6 +674,9 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
     let plan = loadgate_plan::compile(&spec);
     let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
     let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
+    // `target.base_url` as written (`{{ url }}`), to name the variable to `--set` when the target is built in.
+    let raw = loadgate_spec::yaml_to_json(&text).ok();
+    let base_url_template = raw.as_ref().and_then(|v| v["target"]["base_url"].as_str());
     let request = loadgate_k8s::K8sRequest {
         plan: &plan,
         spec_file_name: &file_name,
@@ -677,6 +690,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
         secret_vars: spec.secrets.vars(),
         secret_from: args.secret_from.as_deref(),
         memory: &args.memory,
+        base_url_template,
     };
     let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     out.document(&yaml);

@@ -133,6 +133,7 @@ fn main() -> ExitCode {
                 pipeline_mode: if args.window { PipelineMode::Window } else { PipelineMode::Batch },
                 keep_alive: args.keep_alive,
                 streams: args.streams,
+                connect_rate: loadgate_plan::ConnectRate::Auto,
             },
         },
         workers: (0..n)
@@ -149,8 +150,9 @@ fn main() -> ExitCode {
         capacity: None,
         seed: 0,
     };
-    let workers: Vec<WorkerPlan> =
-        (0..n as usize).map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied() }).collect();
+    let workers: Vec<WorkerPlan> = (0..n as usize)
+        .map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied(), pacing: loadgate_plan::Pacing::Default })
+        .collect();
     let target = Target {
         addr,
         host: authority.to_owned(),

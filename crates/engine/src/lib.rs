@@ -42,6 +42,17 @@
 //! responses late (an open load without pipelining whose due requests all have a free connection reads once
 //! per pacer wake) without moving a single latency; it reads at once while reads come without timestamps.
 //!
+//! # Opening
+//!
+//! A keep-alive phase (closed, open, ramp) opens its connections before it measures (the `opening` module):
+//! each worker's slots connect as its pacer lets them (`phase.load.connections.connect_rate`: `auto` starts at
+//! 4 connects per millisecond per worker and halves when a connect stalls, a fixed rate is shared between the
+//! workers, `unlimited` connects all at once), a stalled connect is abandoned and tried again at once rather
+//! than left to the kernel's SYN retransmits, and the phase's start instant is taken once every slot of every
+//! worker has tried. The opening's counts and duration are `connections.opening` in the result; its connects
+//! are in `connect_time`; the workers' CPU, the timeline and the load's duration start after it. A slot whose
+//! opening failed keeps trying during the load, as always.
+//!
 //! # Stop and drain
 //!
 //! A duration-bound phase stops issuing requests at the deadline; requests in flight then get
@@ -118,6 +129,7 @@
 mod codec;
 mod data;
 mod h2;
+mod opening;
 mod phase;
 mod request;
 mod rt;

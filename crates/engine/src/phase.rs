@@ -17,7 +17,10 @@ use loadgate_results::{
     WorkerStats,
 };
 
+use crate::opening::OpeningCounts;
 use crate::tls::TlsClient;
+use loadgate_plan::ConnectRate;
+use loadgate_results::{ConnectionOpening, OpeningFailures};
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
@@ -60,11 +63,17 @@ pub(crate) fn run(
         }
     }
     drop(tx);
-    // Wait until every worker is pinned and has its runtime.
+    // Wait until every worker is pinned, has its runtime and has opened its keep-alive connections: the phase
+    // measures from then on, on every worker at once.
+    let opening_began = Instant::now();
+    let mut opening = OpeningCounts::default();
     let mut ready = 0;
     while failure.is_none() && ready < n {
         match rx.recv() {
-            Ok(Msg::Ready) => ready += 1,
+            Ok(Msg::Ready(counts)) => {
+                opening.add(&counts);
+                ready += 1;
+            }
             Ok(Msg::Failed(e)) => failure = Some(e),
             Ok(_) => {}
             Err(_) => failure = Some(EngineError::WorkerLost { worker: ready }),
@@ -79,6 +88,9 @@ pub(crate) fn run(
     }
 
     let start = Instant::now();
+    let opening = (opening.slots > 0).then(|| {
+        opening_result(&phase.load.connections.connect_rate, &opening, start.saturating_duration_since(opening_began))
+    });
     for s in &starts {
         let _ = s.send(start);
     }
@@ -142,7 +154,13 @@ pub(crate) fn run(
         let t = (index as f64 + 1.0).min(elapsed.max(index as f64));
         agg.timeline.push(timeline_point(index, &merged, schedule.as_ref(), t, phase));
     }
-    Ok(assemble(phase, workers, stop, schedule.as_ref(), start, &finals, agg.timeline, target.tls.as_ref()))
+    let mut result =
+        assemble(phase, workers, stop, schedule.as_ref(), start, &finals, agg.timeline, target.tls.as_ref());
+    if let Some(o) = opening {
+        opening_warnings(&mut result.validity, &o, phase.load.connections.connections);
+        result.connections.opening = Some(o);
+    }
+    Ok(result)
 }
 
 fn configure(
@@ -228,6 +246,7 @@ fn configure(
     let by_count = matches!(load.stop, StopCondition::Requests { .. });
 
     let mut prefix = 0.0;
+    let total_connections: u64 = phase.workers.iter().map(|w| w.connections).sum();
     let mut configs = Vec::with_capacity(workers.len());
     for (i, (wp, share)) in workers.iter().zip(&phase.workers).enumerate() {
         let mut slots = share.connections;
@@ -286,11 +305,80 @@ fn configure(
             open,
             timeout,
             drain,
+            connect_rate: load.connections.connect_rate,
+            precise: wp.pacing == loadgate_plan::Pacing::Precise,
+            connect_share: if total_connections > 0 {
+                share.connections as f64 / total_connections as f64
+            } else {
+                0.0
+            },
             duration,
             stop: stop.clone(),
         });
     }
     Ok(configs)
+}
+
+/// What the workers' openings did together, over `took` (from the spawn of the workers to the start).
+fn opening_result(rate: &ConnectRate, c: &OpeningCounts, took: Duration) -> ConnectionOpening {
+    let secs = took.as_secs_f64();
+    ConnectionOpening {
+        connect_rate: rate.to_string(),
+        opened: c.opened,
+        failed: OpeningFailures {
+            refused: c.refused,
+            timed_out: c.timed_out,
+            address_unavailable: c.address_unavailable,
+            other: c.other,
+        },
+        duration_s: secs,
+        rate_per_s: if secs > 0.0 { c.opened as f64 / secs } else { 0.0 },
+        slow_connects: c.slow,
+        backoffs: c.backoffs,
+        first_error: c.first_error.clone(),
+    }
+}
+
+/// Warnings about the opening. The connections still missing when the load ran are judged by
+/// `connections_missing` (the slots keep trying during the load); these say what the opening met.
+fn opening_warnings(validity: &mut Validity, o: &ConnectionOpening, planned: u64) {
+    let failed = o.failed.total();
+    if failed > 0 {
+        let f = &o.failed;
+        let causes: Vec<String> = [
+            ("refused", f.refused),
+            ("timed out", f.timed_out),
+            ("no local port", f.address_unavailable),
+            ("other", f.other),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+        validity.warnings.push(Problem {
+            kind: "connections_not_opened".into(),
+            message: format!(
+                "opened {} of {planned} connections before the load ({}){}; the rest were tried again during it",
+                o.opened,
+                causes.join(", "),
+                o.first_error.as_ref().map(|e| format!(", first: {e}")).unwrap_or_default()
+            ),
+        });
+    }
+    if o.slow_connects > 0 {
+        validity.warnings.push(Problem {
+            kind: "slow_connects".into(),
+            message: format!(
+                "{} connects stalled while opening (a SYN the target's full accept queue dropped, most likely) and \
+                 were tried again{}; the opening took {:.2} s at {:.0} connections/s (`connect_rate: {}`)",
+                o.slow_connects,
+                if o.backoffs > 0 { format!(", slowing the pace {} times", o.backoffs) } else { String::new() },
+                o.duration_s,
+                o.rate_per_s,
+                o.connect_rate
+            ),
+        });
+    }
 }
 
 /// `total` split over `parts` so that the parts differ by at most one and sum to `total`.
@@ -488,7 +576,8 @@ fn assemble(
             }
         }
         let wall = f.end.saturating_duration_since(start).as_secs_f64();
-        let used = f.user_seconds + f.system_seconds;
+        // Precise pacing's polling is a cost chosen for accuracy, not a sign of a generator out of CPU.
+        let used = (f.user_seconds + f.system_seconds - f.spin_seconds.unwrap_or(0.0)).max(0.0);
         let utilization = if wall > 0.0 { used / wall } else { 0.0 };
         worker_stats.push(WorkerStats {
             index: i,
@@ -497,6 +586,7 @@ fn assemble(
             system_seconds: f.system_seconds,
             utilization,
             saturated: utilization >= SATURATED,
+            spin_seconds: f.spin_seconds,
         });
     }
 

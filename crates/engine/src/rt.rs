@@ -88,6 +88,10 @@ pub(crate) struct Rt {
     connecting: Cell<u32>,
     /// `epoll_pwait2` exists (Linux 5.11); without it waits round up to milliseconds.
     pwait2: Cell<bool>,
+    /// Precise pacing: stop sleeping this long before the next timer and poll until it is due.
+    ahead: Cell<Option<Duration>>,
+    /// The time spent polling ahead of timers.
+    spun: Cell<Duration>,
 }
 
 impl Rt {
@@ -111,6 +115,8 @@ impl Rt {
             want_stamps: Cell::new(true),
             connecting: Cell::new(0),
             pwait2: Cell::new(true),
+            ahead: Cell::new(None),
+            spun: Cell::new(Duration::ZERO),
         };
         rt.sample_clock();
         Ok(rt)
@@ -152,6 +158,22 @@ impl Rt {
     /// Wakes `task` at `at` (or later).
     pub(crate) fn add_timer(&self, at: Instant, task: TaskId) {
         self.timers.borrow_mut().push(Reverse((at, task)));
+    }
+
+    /// From now on, wake `ahead` of every timer and poll the sockets until it is due, rather than sleeping
+    /// to it (the wake-up of a sleep comes late by the scheduler's and the hypervisor's latency).
+    pub(crate) fn spin_ahead(&self, ahead: Duration) {
+        self.ahead.set(Some(ahead));
+    }
+
+    /// The time spent polling ahead of timers.
+    pub(crate) fn spun(&self) -> Duration {
+        self.spun.get()
+    }
+
+    /// Forgets every timer (the tasks that armed them are gone: a run over other tasks follows).
+    pub(crate) fn clear_timers(&self) {
+        self.timers.borrow_mut().clear();
     }
 
     pub(crate) fn sleep_until(&self, at: Instant) -> Sleep<'_> {
@@ -262,12 +284,18 @@ impl Rt {
             let now = Instant::now();
             let next = self.timers.borrow().peek().map(|Reverse((at, _))| *at);
             let timeout = next.map(|at| at.saturating_duration_since(now));
-            let got = match timeout {
-                Some(t) if !t.is_zero() && self.defers_io() => {
+            let ahead = self.ahead.get();
+            let got = match wait_policy(timeout, self.defers_io(), ahead) {
+                Wait::SleepThenPoll(t) => {
                     std::thread::sleep(t);
                     self.wait(&mut events, Some(Duration::ZERO))
                 }
-                _ => self.wait(&mut events, timeout),
+                Wait::Block(t) => self.wait(&mut events, t),
+                Wait::Poll => {
+                    let got = self.wait(&mut events, Some(Duration::ZERO));
+                    self.spun.set(self.spun.get() + now.elapsed());
+                    got
+                }
             };
             if got > 0 {
                 self.sample_clock();
@@ -340,6 +368,29 @@ impl Rt {
     }
 }
 
+/// How the event loop waits for its next timer or socket event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Sleep the thread (socket events wait for the timer), then take what arrived.
+    SleepThenPoll(Duration),
+    /// Block in epoll until an event or the timeout (`None`: no timer).
+    Block(Option<Duration>),
+    /// Look at the sockets without blocking: the timer is too close to sleep for.
+    Poll,
+}
+
+/// The wait policy: `timeout` until the next timer (`None`: none), whether I/O is deferred, and how long ahead
+/// of a timer precise pacing stops sleeping (`None`: the default pacing, which sleeps to it).
+fn wait_policy(timeout: Option<Duration>, defer: bool, ahead: Option<Duration>) -> Wait {
+    match (timeout, ahead) {
+        (Some(t), _) if t.is_zero() => Wait::Block(Some(t)),
+        (Some(t), Some(a)) if t <= a => Wait::Poll,
+        (Some(t), Some(a)) => Wait::Block(Some(t - a)),
+        (Some(t), None) if defer => Wait::SleepThenPoll(t),
+        (t, _) => Wait::Block(t),
+    }
+}
+
 /// Completes at `at`: the task is woken by the timer heap.
 pub(crate) struct Sleep<'a> {
     rt: &'a Rt,
@@ -396,6 +447,21 @@ impl Deadline {
 mod tests {
     use super::*;
     use std::rc::Rc;
+
+    #[test]
+    fn the_wait_policy_sleeps_blocks_or_polls() {
+        let us = Duration::from_micros;
+        // Default pacing: block until the timer, or sleep through it while I/O is deferred.
+        assert_eq!(wait_policy(Some(us(500)), false, None), Wait::Block(Some(us(500))));
+        assert_eq!(wait_policy(Some(us(500)), true, None), Wait::SleepThenPoll(us(500)));
+        assert_eq!(wait_policy(None, true, None), Wait::Block(None));
+        // A timer due now: look and go on.
+        assert_eq!(wait_policy(Some(Duration::ZERO), true, Some(us(200))), Wait::Block(Some(Duration::ZERO)));
+        // Precise pacing: block until 200 us ahead of the timer, then poll until it is due.
+        assert_eq!(wait_policy(Some(us(500)), false, Some(us(200))), Wait::Block(Some(us(300))));
+        assert_eq!(wait_policy(Some(us(150)), true, Some(us(200))), Wait::Poll);
+        assert_eq!(wait_policy(None, false, Some(us(200))), Wait::Block(None));
+    }
 
     #[test]
     fn timers_wake_tasks_in_order_and_the_run_ends_with_task_zero() {

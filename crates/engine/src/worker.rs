@@ -52,7 +52,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use loadgate_results::{new_histogram, ErrorCounts, StatusCounts};
 
+use loadgate_plan::ConnectRate;
+
 use crate::codec::{Completed, Eof, ResponseParser};
+use crate::opening::{self, Opened, OpeningCounts};
 use crate::request::{Built, RequestBytes};
 use crate::rt::{Rt, Task};
 use crate::schedule::WorkerSchedule;
@@ -68,6 +71,9 @@ const SCRATCH_BYTES: usize = 64 * 1024;
 const BACKOFF_MIN: Duration = Duration::from_millis(1);
 const BACKOFF_MAX: Duration = Duration::from_millis(100);
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+/// `pacing: precise`: how long before a timer the worker stops sleeping and polls its sockets until it is due
+/// (this VM's wake-ups come tens of microseconds late, sometimes more).
+const PRECISE_AHEAD: Duration = Duration::from_micros(200);
 
 /// What a worker is asked to do.
 #[derive(Debug)]
@@ -103,6 +109,11 @@ pub(crate) struct WorkerConfig {
     pub timeout: Duration,
     /// How long requests in flight at the stop may still complete.
     pub drain: Duration,
+    /// How fast the keep-alive connections open before the start, and this worker's share of that rate.
+    pub connect_rate: ConnectRate,
+    pub connect_share: f64,
+    /// `pacing: precise`: wake ahead of every intended send time and poll until it is due.
+    pub precise: bool,
     /// Stop issuing requests this long after the start.
     pub duration: Option<Duration>,
     pub stop: StopSignal,
@@ -120,7 +131,8 @@ pub(crate) enum SessionOp {
 /// Worker -> aggregator messages.
 #[derive(Debug)]
 pub(crate) enum Msg {
-    Ready,
+    /// Pinned, with its runtime, its connections opened (what the opening did).
+    Ready(Box<OpeningCounts>),
     Failed(EngineError),
     Interval(usize, Box<Snapshot>),
     Done(usize, Box<WorkerFinal>),
@@ -169,6 +181,8 @@ pub(crate) struct WorkerFinal {
     pub end: Instant,
     pub user_seconds: f64,
     pub system_seconds: f64,
+    /// `pacing: precise`: the time spent polling for the next due time.
+    pub spin_seconds: Option<f64>,
     /// Per mix entry, in the mix's order (empty without a mix).
     pub by_entry: Vec<EntryStats>,
 }
@@ -274,12 +288,19 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
             return;
         }
     };
-    if tx.send(Msg::Ready).is_err() {
+    // Keep-alive connections open before the start, paced, and measured apart from the load.
+    let opened = (cfg.keep_alive && cfg.slots > 0 && cfg.session.is_empty())
+        .then(|| opening::open_all(&rt, &cfg, cfg.connect_rate, cfg.connect_share));
+    let counts = opened.as_ref().map(|o| o.counts.clone()).unwrap_or_default();
+    if tx.send(Msg::Ready(Box::new(counts))).is_err() {
         return;
     }
     let Ok(start) = start_rx.recv() else { return };
+    if cfg.precise {
+        rt.spin_ahead(PRECISE_AHEAD);
+    }
     let (user0, sys0) = crate::sys::thread_cpu_seconds();
-    let ctx = Rc::new(Ctx::new(cfg, start, rt));
+    let ctx = Rc::new(Ctx::new(cfg, start, rt, opened));
     // Task 0 is the ticker; task `1 + i` is slot `i`.
     let quotas = ctx.cfg.slot_quotas.clone();
     ctx.live_slots.set(ctx.cfg.slots);
@@ -324,6 +345,8 @@ struct Ctx {
     heads: Box<[bool]>,
     /// HTTPS: the worker's TLS client (its own session cache).
     tls: Option<WorkerTls>,
+    /// Per slot: the connection opened before the start, taken by the slot's first connect.
+    pre_opened: RefCell<Vec<Option<TcpConn>>>,
 }
 
 struct Stats {
@@ -478,7 +501,11 @@ enum Acquired {
 }
 
 impl Ctx {
-    fn new(mut cfg: WorkerConfig, start: Instant, rt: Rt) -> Self {
+    fn new(mut cfg: WorkerConfig, start: Instant, rt: Rt, opened: Option<Opened>) -> Self {
+        let (pre_opened, opening_connects) = match opened {
+            Some(o) => (o.conns, o.connect_time),
+            None => (Vec::new(), new_histogram()),
+        };
         let deadline = cfg.duration.and_then(|d| start.checked_add(d));
         let open = cfg.open.clone().map(|(sched, quota)| RefCell::new(OpenSource::new(sched, quota, start)));
         let stats = Stats {
@@ -486,7 +513,7 @@ impl Ctx {
             latency: new_histogram(),
             service_time: new_histogram(),
             send_lag: new_histogram(),
-            connect_time: new_histogram(),
+            connect_time: opening_connects,
             tls_handshake: new_histogram(),
             tls: TlsCounters::default(),
             interval: new_histogram(),
@@ -507,6 +534,7 @@ impl Ctx {
         let tls = cfg.tls.as_ref().map(TlsClient::for_worker);
         Ctx {
             tls,
+            pre_opened: RefCell::new(pre_opened),
             rt,
             deadline,
             start,
@@ -743,6 +771,7 @@ impl Ctx {
             end: Instant::now(),
             user_seconds: 0.0,
             system_seconds: 0.0,
+            spin_seconds: self.cfg.precise.then(|| self.rt.spun().as_secs_f64()),
             by_entry: std::mem::take(&mut stats.by_entry),
         }
     }
@@ -758,13 +787,16 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
         && ctx.cfg.keep_alive
         && ctx.cfg.pipeline == 1
         && ctx.cfg.streams == 1
-        && ctx.cfg.session.is_empty();
+        && ctx.cfg.session.is_empty()
+        && !ctx.cfg.precise;
+    // Precise pacing wakes for every request a connection waits for; the default at most once a tick for that.
+    let gap = if ctx.cfg.precise { Duration::ZERO } else { tick };
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
     let mut interval = 0u64;
     let mut last = Counters::default();
     let drain = ctx.cfg.drain;
     loop {
-        let paced = ctx.pace_at(tick).filter(|&t| t < next_tick);
+        let paced = ctx.pace_at(gap).filter(|&t| t < next_tick);
         let mut sleep = ctx.rt.sleep_until(paced.unwrap_or(next_tick));
         poll_fn(|cx| {
             if ctx.live_slots.get() == 0 {
@@ -842,12 +874,20 @@ enum Conn {
     Tls(TlsConn),
 }
 
-/// Opens a connection: the TCP connect (timed as `connect_time`), then for HTTPS the TLS handshake (timed as
-/// `tls_handshake`). Returns the connection and the moment it could carry a request.
-async fn open(ctx: &Ctx, began: Instant) -> Result<(Conn, Instant), ConnectError> {
-    let tcp = transport::connect(&ctx.rt, ctx.cfg.addr, ctx.cfg.timeout).await?;
+/// Opens a connection: the TCP connect (timed as `connect_time`) unless the opening made it already (`pre`),
+/// then for HTTPS the TLS handshake (timed as `tls_handshake`). Returns the connection and the moment it could
+/// carry a request.
+async fn open(ctx: &Ctx, began: Instant, pre: Option<TcpConn>) -> Result<(Conn, Instant), ConnectError> {
+    let tcp = match pre {
+        Some(tcp) => tcp,
+        None => {
+            let tcp = transport::connect(&ctx.rt, ctx.cfg.addr, ctx.cfg.timeout).await?;
+            let took = began.elapsed();
+            ctx.stats.borrow_mut().connect_time.saturating_record(micros(took));
+            tcp
+        }
+    };
     let connected = Instant::now();
-    ctx.stats.borrow_mut().connect_time.saturating_record(micros(connected.saturating_duration_since(began)));
     let Some(client) = &ctx.tls else {
         return Ok((Conn::Plain(tcp), connected));
     };
@@ -967,7 +1007,8 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
         }
 
         let began = Instant::now();
-        match open(&ctx, began).await {
+        let opened = ctx.pre_opened.borrow_mut().get_mut(id).and_then(Option::take);
+        match open(&ctx, began, opened).await {
             Ok((conn, connected)) => {
                 // A new connection: nothing answered on it yet (a failure mid-way resets the buffers, not these).
                 io.answered = false;

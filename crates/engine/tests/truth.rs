@@ -401,3 +401,21 @@ fn mismatched_workers_and_bad_requests_are_engine_errors() {
     let e = run_phase(&phase, &workers, &server.target(), &StopSignal::new(), &mut |_| Control::Continue);
     assert!(matches!(e, Err(loadgate_engine::EngineError::InvalidRequest(_))));
 }
+
+#[test]
+fn precise_pacing_sends_every_request_and_reports_its_polling() {
+    let server = hello_server();
+    let r = PhaseBuilder::open(2000, 8)
+        .pacing(loadgate_plan::Pacing::Precise)
+        .duration(Duration::from_millis(500))
+        .run(&server.target());
+    let info = describe(&r);
+    assert_counts_match(&r, &server);
+    assert_eq!(r.histograms.send_lag.len(), r.requests.completed, "{info}");
+    let w = &r.workers[0];
+    let spin = w.spin_seconds.unwrap_or_else(|| panic!("no spin_seconds\n{info}"));
+    assert!(spin > 0.0, "{spin} {w:?}");
+    // The default pacing does not poll.
+    let r = PhaseBuilder::open(2000, 8).duration(Duration::from_millis(300)).run(&server.target());
+    assert!(r.workers[0].spin_seconds.is_none(), "{}", describe(&r));
+}

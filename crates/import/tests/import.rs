@@ -80,7 +80,7 @@ fn every_seed_command_line_imports_into_a_spec_that_validates_and_means_the_same
             Load::Closed { connections, pipeline, keep_alive, stop, .. } => {
                 (*connections, *pipeline, *keep_alive, Some(*stop), None)
             }
-            Load::Open { connections, rate, duration } => {
+            Load::Open { connections, rate, duration, .. } => {
                 (*connections, 1, true, Some(Stop::Duration(*duration)), Some(*rate))
             }
             other => panic!("{line}: {other:?}"),
@@ -160,7 +160,7 @@ fn hey_and_oha_examples() {
         ("hey -z 30s -c 50 -q 10 -m PUT -T application/json -d '{\"k\": 1}' http://127.0.0.1:8080/put", |s, i| {
             let c = single_cell(s);
             match c.load {
-                Load::Open { rate, duration, connections } => {
+                Load::Open { rate, duration, connections, .. } => {
                     assert_eq!(rate, units::Rate::from_per_sec(500), "-q is per worker: 10 x 50");
                     assert_eq!(duration, units::Duration::from_secs(30));
                     assert_eq!(connections, 50);
@@ -197,7 +197,7 @@ fn hey_and_oha_examples() {
         ("oha -n 10k -c 64 -q 2000 -t 5s -m POST -d 'a=1' -H 'Content-Type: application/x-www-form-urlencoded' http://127.0.0.1:3000/form", |s, _| {
             let c = single_cell(s);
             match c.load {
-                Load::Open { rate, duration, connections } => {
+                Load::Open { rate, duration, connections, .. } => {
                     assert_eq!(rate, units::Rate::from_per_sec(2000), "oha's -q is the total rate");
                     assert_eq!(duration, units::Duration::from_secs(5), "10000 requests at 2000/s");
                     assert_eq!(connections, 64);
@@ -264,7 +264,7 @@ fn h2load_examples() {
         ("h2load -D 10s --warm-up-time 2 -c 16 --rps 100 https://127.0.0.1:8443/api", |s, i| {
             let c = single_cell(s);
             match c.load {
-                Load::Open { rate, duration, connections } => {
+                Load::Open { rate, duration, connections, .. } => {
                     assert_eq!(rate, units::Rate::from_per_sec(1600), "--rps is per client: 100 x 16");
                     assert_eq!(duration, units::Duration::from_secs(10));
                     assert_eq!(connections, 16);

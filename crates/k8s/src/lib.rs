@@ -51,6 +51,9 @@ pub struct K8sRequest<'a> {
     pub secret_from: Option<&'a str>,
     /// Memory per pod (requests = limits), a Kubernetes quantity: `1Gi`.
     pub memory: &'a str,
+    /// The spec's `target.base_url` as written, before templating (`{{ url }}`), to name the variable that
+    /// points the shards at a server when the target cannot run on Kubernetes.
+    pub base_url_template: Option<&'a str>,
 }
 
 /// Why manifests cannot be rendered. All are the user's input (exit 2).
@@ -67,11 +70,8 @@ pub enum K8sError {
     Image,
     #[error("`{0}` is not a Kubernetes memory quantity (`512Mi`, `2Gi`)")]
     Memory(String),
-    #[error(
-        "the target is {0}: on Kubernetes the shards load a server that is already running; point the spec at \
-         it with `target.base_url` (for specs in this repository: `--set url=http://my-service:8080`)"
-    )]
-    Target(&'static str),
+    #[error("the target is {0}: on Kubernetes the shards load a server that is already running; {1}")]
+    Target(&'static str, String),
     #[error(
         "`{0}` is a secret variable: its value must not be written into a manifest; put `LOADGATE_VAR_{0}` in a \
          Kubernetes Secret and name it with `--secret-from SECRET`"
@@ -141,6 +141,35 @@ pub fn cpus_per_pod(plan: &ExecutionPlan) -> usize {
     plan.hardware.generator_cpus.as_ref().map_or(plan.hardware.workers.len(), |c| c.len()).max(1)
 }
 
+/// The spec variable `target.base_url` is made of (`{{ url }}`, `{{ url }}/api`), when it names one the plan has.
+pub fn base_url_variable<'t>(template: &'t str, plan: &ExecutionPlan) -> Option<&'t str> {
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let end = after.find("}}")?;
+        let name = after[..end].trim();
+        if plan.vars.contains_key(name) {
+            return Some(name);
+        }
+        rest = &after[end + 2..];
+    }
+    None
+}
+
+/// How to point a spec whose target is the built-in server at a running one: `--set` of the variable its
+/// `target.base_url` is made of, or else the key to set.
+fn point_at_a_server(req: &K8sRequest<'_>) -> String {
+    match req.base_url_template.and_then(|t| base_url_variable(t, req.plan)) {
+        Some(var) => format!(
+            "give its URL with `--set {var}=http://my-service:8080` (the spec's `target.base_url` is `{}`)",
+            req.base_url_template.unwrap_or_default()
+        ),
+        None => "set the spec's `target.base_url` to its URL (`base_url: http://my-service:8080`, or \
+                 `base_url: \"{{ url }}\"` with `url` under `vars`, then `--set url=http://my-service:8080`)"
+            .to_owned(),
+    }
+}
+
 /// The ConfigMap, the headless Service and the Indexed Job, as one multi-document YAML text.
 pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
     if req.shards == 0 || req.shards > MAX_SHARDS {
@@ -165,8 +194,13 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
     }
     match &req.plan.target {
         TargetPlan::Url { .. } => {}
-        TargetPlan::Command { .. } => return Err(K8sError::Target("a command loadgate starts")),
-        TargetPlan::Builtin { .. } => return Err(K8sError::Target("the built-in server")),
+        TargetPlan::Command { .. } => {
+            return Err(K8sError::Target(
+                "a command loadgate starts",
+                "remove `target.start` from the spec and point `target.base_url` at the server".to_owned(),
+            ))
+        }
+        TargetPlan::Builtin { .. } => return Err(K8sError::Target("the built-in server", point_at_a_server(req))),
     }
     if let Some((k, _)) = req.sets.iter().find(|(k, _)| req.secret_vars.contains(k)) {
         return Err(K8sError::SecretSet(k.clone()));
@@ -233,6 +267,11 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
         "--out".to_owned(),
         "-".to_owned(),
     ];
+    // The CPUs a static CPU manager gives the pod are not the ones the spec names: the run maps the spec's
+    // pinned generator CPUs onto them (the target is a `base_url` server, never pinned by the pods).
+    if req.plan.hardware.generator_cpus.is_some() {
+        args.push("--pin-within-affinity".to_owned());
+    }
     for (k, v) in req.sets {
         args.push("--set".to_owned());
         args.push(format!("{k}={v}"));

@@ -32,6 +32,7 @@ fn request<'a>(plan: &'a ExecutionPlan, sets: &'a [(String, String)], secret_var
         secret_vars,
         secret_from: Some("checkout-load"),
         memory: "1Gi",
+        base_url_template: Some("{{ url }}"),
     }
 }
 
@@ -69,6 +70,7 @@ fn renders_the_config_map_the_headless_service_and_the_indexed_job() {
             "checkout-api-v2-0.checkout-api-v2:7878",
             "--out",
             "-",
+            "--pin-within-affinity",
             "--set",
             "url=http://checkout.shop:8080"
         ]
@@ -90,7 +92,7 @@ fn hostile_strings_stay_scalars() {
     assert_eq!(docs.len(), 3, "{yaml}");
     let c = &docs[2]["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["image"].as_str(), Some(req.image));
-    assert_eq!(c["args"][9].as_str(), Some(format!("url={}", sets[0].1).as_str()));
+    assert_eq!(c["args"][10].as_str(), Some(format!("url={}", sets[0].1).as_str()));
     assert_eq!(docs[0]["data"]["checkout.yaml"].as_str(), Some(req.spec_text));
     // A literal block when the text is readable, and still exact.
     req.spec_text = "  leading\nmiddle\n\n\ntrailing blank lines\n\n\n";
@@ -133,7 +135,29 @@ fn refuses_what_cannot_be_rendered_safely() {
     req.memory = "1 Gi";
     assert_eq!(render(&req), Err(K8sError::Memory("1 Gi".to_owned())));
     let builtin = plan_builtin();
-    assert!(matches!(render(&request(&builtin, &[], &[])), Err(K8sError::Target(_))));
+    let mut req = request(&builtin, &[], &[]);
+    req.base_url_template = None;
+    assert_eq!(
+        render(&req).unwrap_err().to_string(),
+        "the target is the built-in server: on Kubernetes the shards load a server that is already running; set \
+         the spec's `target.base_url` to its URL (`base_url: http://my-service:8080`, or `base_url: \"{{ url }}\"` \
+         with `url` under `vars`, then `--set url=http://my-service:8080`)"
+    );
+}
+
+#[test]
+fn the_built_in_target_refusal_names_the_variable_the_spec_has_for_its_url() {
+    let text = "version: 1\nname: b\nvars:\n  host: \"\"\n  api: \"\"\ntarget: { base_url: \"{{ api }}\", builtin: plaintext }\nscenarios:\n  s:\n    request: { path: / }\n    load: { closed: { connections: 1, duration: 1s } }\n";
+    let plan = loadgate_plan::compile(&loadgate_spec::load_str("b.yaml", text, &Default::default()).unwrap());
+    let mut req = request(&plan, &[], &[]);
+    req.base_url_template = Some("{{ api }}");
+    assert_eq!(
+        render(&req).unwrap_err().to_string(),
+        "the target is the built-in server: on Kubernetes the shards load a server that is already running; give \
+         its URL with `--set api=http://my-service:8080` (the spec's `target.base_url` is `{{ api }}`)"
+    );
+    assert_eq!(base_url_variable("{{ env.URL }}{{ host }}/v1", &plan), Some("host"));
+    assert_eq!(base_url_variable("{{ nope }} {{", &plan), None);
 }
 
 fn plan_builtin() -> ExecutionPlan {

@@ -14,6 +14,10 @@
 //!   unpinned when none of them does. A generator worker planned on a missing CPU runs unpinned
 //!   ([`effective_worker_cpus`]), so the worker count the plan chose never changes.
 //!
+//! [`check_pinning_within_affinity`] (`run --pin-within-affinity`, in a container or pod whose CPU ids are not
+//! the spec's) first maps the spec's CPUs onto the allowed ones, the i-th onto the i-th
+//! ([`map_within_affinity`]), and fails when fewer are allowed than the spec names.
+//!
 //! Two findings are always warnings, never mismatches, and are checked on the CPUs actually applied: generator
 //! and target sharing CPUs, and SMT siblings (hyperthreads of one core) split between the generator and the
 //! target.
@@ -25,7 +29,7 @@ use std::process::Command;
 use loadgate_model::units::CpuList;
 use loadgate_plan::OnMismatch;
 use loadgate_plan::WorkerPlan;
-use loadgate_results::{Machine, Pinning};
+use loadgate_results::{CpuMapping, Machine, Pinning};
 
 use crate::MachineError;
 
@@ -151,6 +155,9 @@ pub struct AppliedPinning {
     pub target: Option<CpuList>,
     /// Sentences for every report: mismatches handled under `warn`, overlap, split SMT siblings.
     pub warnings: Vec<String>,
+    /// `--pin-within-affinity`: each CPU the spec names and the allowed CPU it was mapped onto (empty: the
+    /// spec's CPU ids are used as they are).
+    pub mapping: Vec<(u32, u32)>,
 }
 
 impl AppliedPinning {
@@ -164,7 +171,87 @@ impl AppliedPinning {
             target_applied: text(&self.target),
             workers,
             warnings: self.warnings.clone(),
+            cpu_map: self.mapping.iter().map(|&(spec, cpu)| CpuMapping { spec, cpu }).collect(),
         }
+    }
+
+    /// The CPU each planned worker runs on: its planned CPU (mapped, under `--pin-within-affinity`) when the
+    /// applied generator list holds it, unpinned otherwise.
+    pub fn worker_cpus(&self, workers: &[WorkerPlan]) -> Vec<Option<u32>> {
+        let map = |cpu: u32| self.mapping.iter().find(|(spec, _)| *spec == cpu).map_or(cpu, |&(_, used)| used);
+        workers
+            .iter()
+            .map(|w| w.cpu.map(map).filter(|c| self.generator.as_ref().is_some_and(|g| g.contains(*c))))
+            .collect()
+    }
+}
+
+/// The spec's pinned CPUs mapped onto the CPUs this process may use (`--pin-within-affinity`): in a container
+/// the CPU ids a cpuset or Kubernetes' static CPU manager hands out are arbitrary (a pod pinned to `2-5` may
+/// get `7-10`). The CPUs the spec names (generator and target together, in ascending order) map, the i-th onto
+/// the i-th of `allowed`, so that lists keep their sizes, their overlaps and their order. Refused when fewer
+/// CPUs are allowed than the spec names.
+pub fn map_within_affinity(
+    allowed: &CpuList,
+    generator: Option<&CpuList>,
+    target: Option<&CpuList>,
+) -> Result<Vec<(u32, u32)>, String> {
+    let named: BTreeSet<u32> = generator.into_iter().chain(target).flat_map(|l| l.cpus().iter().copied()).collect();
+    if named.len() > allowed.len() {
+        let list = CpuList::new(named.iter().copied().collect());
+        return Err(format!(
+            "--pin-within-affinity: the spec pins {} {} {list} but this process may use only {} {} {allowed}; \
+             give the process (or the pod) at least {} CPUs, or pin fewer in `hardware`",
+            named.len(),
+            cpus_word(&list),
+            allowed.len(),
+            cpus_word(allowed),
+            named.len()
+        ));
+    }
+    Ok(named.into_iter().zip(allowed.cpus().iter().copied()).collect())
+}
+
+/// `list` with each CPU replaced by the one `mapping` gives it.
+fn remap(list: &CpuList, mapping: &[(u32, u32)]) -> CpuList {
+    CpuList::new(
+        list.cpus().iter().map(|c| mapping.iter().find(|(spec, _)| spec == c).map_or(*c, |&(_, used)| used)).collect(),
+    )
+}
+
+/// [`check_pinning`] of the spec's lists mapped onto `topo.allowed` by [`map_within_affinity`]: the
+/// requested lists stay the spec's, the applied ones are the mapped CPUs, and a warning names the mapping.
+pub fn check_pinning_within_affinity(
+    topo: &CpuTopology,
+    generator: Option<&CpuList>,
+    target: Option<&CpuList>,
+    on_mismatch: OnMismatch,
+) -> PinningDecision {
+    let mapping = match map_within_affinity(&topo.allowed, generator, target) {
+        Ok(m) => m,
+        Err(message) => return PinningDecision::Fail { message },
+    };
+    let gen_mapped = generator.map(|g| remap(g, &mapping));
+    let target_mapped = target.map(|t| remap(t, &mapping));
+    match check_pinning(topo, gen_mapped.as_ref(), target_mapped.as_ref(), on_mismatch) {
+        PinningDecision::Run(mut applied) => {
+            applied.generator_requested = generator.cloned();
+            applied.target_requested = target.cloned();
+            if mapping.iter().any(|(spec, used)| spec != used) {
+                let pairs: Vec<String> = mapping.iter().map(|(spec, used)| format!("{spec}->{used}")).collect();
+                applied.warnings.insert(
+                    0,
+                    format!(
+                        "--pin-within-affinity: the spec's CPUs mapped onto the CPUs this process may use ({}): {}",
+                        topo.allowed,
+                        pairs.join(", ")
+                    ),
+                );
+            }
+            applied.mapping = mapping;
+            PinningDecision::Run(applied)
+        }
+        other => other,
     }
 }
 
@@ -257,6 +344,7 @@ pub fn check_pinning(
         generator: gen_applied,
         target: target_applied,
         warnings,
+        mapping: Vec::new(),
     })
 }
 
@@ -513,11 +601,67 @@ mod tests {
     }
 
     #[test]
+    fn pinning_within_affinity_maps_the_ith_pinned_cpu_onto_the_ith_allowed() {
+        // A pod pinned to 2-5 by its spec, given CPUs 7-10 by the static CPU manager.
+        let mut t = topo("0-15", &[]);
+        t.allowed = cpus("7-10");
+        let PinningDecision::Run(p) = check_pinning_within_affinity(&t, Some(&cpus("2-5")), None, OnMismatch::Fail)
+        else {
+            panic!()
+        };
+        assert_eq!(p.generator_requested, Some(cpus("2-5")));
+        assert_eq!(p.generator, Some(cpus("7-10")));
+        assert_eq!(p.mapping, vec![(2, 7), (3, 8), (4, 9), (5, 10)]);
+        assert_eq!(
+            p.warnings,
+            vec![
+                "--pin-within-affinity: the spec's CPUs mapped onto the CPUs this process may use (7-10): 2->7, \
+                  3->8, 4->9, 5->10"
+            ]
+        );
+        let workers = vec![
+            WorkerPlan { index: 0, cpu: Some(3), pacing: Default::default() },
+            WorkerPlan { index: 1, cpu: Some(5), pacing: Default::default() },
+        ];
+        assert_eq!(p.worker_cpus(&workers), vec![Some(8), Some(10)]);
+        let results = p.to_results(p.worker_cpus(&workers));
+        assert_eq!(results.cpu_map[0], CpuMapping { spec: 2, cpu: 7 });
+        assert_eq!(results.generator_applied.as_deref(), Some("7-10"));
+
+        // Generator and target together keep their order and their overlap.
+        t.allowed = cpus("4,6,8");
+        let PinningDecision::Run(p) =
+            check_pinning_within_affinity(&t, Some(&cpus("1-2")), Some(&cpus("0")), OnMismatch::Fail)
+        else {
+            panic!()
+        };
+        assert_eq!((p.generator, p.target), (Some(cpus("6,8")), Some(cpus("4"))));
+    }
+
+    #[test]
+    fn pinning_within_affinity_refuses_fewer_allowed_cpus_than_pinned() {
+        let mut t = topo("0-15", &[]);
+        t.allowed = cpus("7-8");
+        let PinningDecision::Fail { message } =
+            check_pinning_within_affinity(&t, Some(&cpus("2-5")), None, OnMismatch::Warn)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            message,
+            "--pin-within-affinity: the spec pins 4 CPUs 2-5 but this process may use only 2 CPUs 7-8; give the \
+             process (or the pod) at least 4 CPUs, or pin fewer in `hardware`"
+        );
+        // Nothing pinned, nothing mapped.
+        assert_eq!(map_within_affinity(&cpus("7-8"), None, None), Ok(Vec::new()));
+    }
+
+    #[test]
     fn workers_on_missing_cpus_run_unpinned() {
         let workers = vec![
-            WorkerPlan { index: 0, cpu: Some(1) },
-            WorkerPlan { index: 1, cpu: Some(17) },
-            WorkerPlan { index: 2, cpu: None },
+            WorkerPlan { index: 0, cpu: Some(1), pacing: Default::default() },
+            WorkerPlan { index: 1, cpu: Some(17), pacing: Default::default() },
+            WorkerPlan { index: 2, cpu: None, pacing: Default::default() },
         ];
         assert_eq!(effective_worker_cpus(&workers, Some(&cpus("0-1"))), vec![Some(1), None, None]);
         assert_eq!(effective_worker_cpus(&workers, None), vec![None, None, None]);

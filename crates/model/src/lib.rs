@@ -67,6 +67,68 @@ pub enum BuiltinKind {
     Delay,
 }
 
+/// How fast a phase opens its keep-alive connections before it starts measuring (`connect_rate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectRate {
+    /// Paced from what the target takes: 4 connects per millisecond per worker at first, halved each time a
+    /// connect stalls (a SYN the target's full accept queue dropped), which is retried at once.
+    #[default]
+    Auto,
+    /// At most this many connects per second over all workers (stalled connects are retried, never slowed).
+    Rate(crate::units::Rate),
+    /// All at once, as wrk does: stalled connects wait for the kernel's SYN retransmits.
+    Unlimited,
+}
+
+impl ConnectRate {
+    pub fn is_auto(&self) -> bool {
+        *self == ConnectRate::Auto
+    }
+}
+
+impl std::fmt::Display for ConnectRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectRate::Auto => f.write_str("auto"),
+            ConnectRate::Rate(r) => write!(f, "{r}"),
+            ConnectRate::Unlimited => f.write_str("unlimited"),
+        }
+    }
+}
+
+impl std::str::FromStr for ConnectRate {
+    type Err = crate::units::UnitError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(ConnectRate::Auto),
+            "unlimited" => Ok(ConnectRate::Unlimited),
+            other => other.parse().map(ConnectRate::Rate).map_err(|_| crate::units::UnitError {
+                expected: "`auto`, `unlimited`, or a rate such as `2000/s`",
+                help: Some("`auto` paces connects from what the target takes; a rate caps them".into()),
+            }),
+        }
+    }
+}
+
+/// How an open load's pacer waits for a request's intended send time (`hardware.generator.pacing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pacing {
+    /// Sleep until the time (the kernel's wake-up decides how late), waking at most once a millisecond for it.
+    #[default]
+    Default,
+    /// For a pinned, dedicated generator core: wake ahead of every request's time and poll the sockets until
+    /// it is due, at the cost of that core's CPU (reported per worker as `spin_seconds`).
+    Precise,
+}
+
+impl Pacing {
+    pub fn is_default(&self) -> bool {
+        *self == Pacing::Default
+    }
+}
+
 /// How pipelined requests are kept in flight on a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

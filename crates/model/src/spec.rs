@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::units::{ByteSize, CpuList, Duration, Percent, Rate};
-use crate::{BuiltinKind, OnMismatch, PipelineMode, SaturationPolicy, Slo};
+use crate::{BuiltinKind, ConnectRate, OnMismatch, PipelineMode, SaturationPolicy, Slo};
 
 fn is_one(n: &u32) -> bool {
     *n == 1
@@ -80,6 +80,8 @@ pub struct Hardware {
     pub generator_cpus: Option<CpuList>,
     /// Worker threads; defaults to one per generator CPU, or 1 when the generator is not pinned.
     pub threads: Option<u32>,
+    /// How open loads wait for their requests' intended send times.
+    pub pacing: crate::Pacing,
     pub target_cpus: Option<CpuList>,
     pub on_mismatch: OnMismatch,
     pub saturation: SaturationPolicy,
@@ -248,16 +250,19 @@ pub enum Load {
         pipeline: u32,
         pipeline_mode: PipelineMode,
         keep_alive: bool,
+        connect_rate: ConnectRate,
     },
     Open {
         rate: Rate,
         duration: Duration,
         connections: u64,
+        connect_rate: ConnectRate,
     },
     Ramp {
         connections: u64,
         start_rate: Rate,
         stages: Vec<RampStage>,
+        connect_rate: ConnectRate,
     },
     Users {
         steps: Vec<UserStep>,
@@ -269,6 +274,7 @@ pub enum Load {
     Capacity {
         search: CapacitySearch,
         connections: u64,
+        connect_rate: ConnectRate,
     },
 }
 
@@ -355,6 +361,18 @@ impl UserStep {
 }
 
 impl Load {
+    /// Sets how fast the load's keep-alive connections open (`--connect-rate`); user injection opens a
+    /// connection per user and has none.
+    pub fn set_connect_rate(&mut self, rate: ConnectRate) {
+        match self {
+            Load::Closed { connect_rate, .. }
+            | Load::Open { connect_rate, .. }
+            | Load::Ramp { connect_rate, .. }
+            | Load::Capacity { connect_rate, .. } => *connect_rate = rate,
+            Load::Users { .. } => {}
+        }
+    }
+
     /// How long the load runs, where it is bounded by time.
     pub fn duration(&self) -> Option<Duration> {
         match self {

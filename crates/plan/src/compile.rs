@@ -177,6 +177,7 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
         .map(|index| WorkerPlan {
             index,
             cpu: hw.generator_cpus.as_ref().filter(|c| !c.is_empty()).map(|c| c.cpus()[index % c.len()]),
+            pacing: hw.pacing,
         })
         .collect();
     HardwarePlan {
@@ -237,7 +238,7 @@ fn tls_plan(t: &loadgate_model::spec::TlsOptions) -> TlsPlan {
 
 fn load_plan(load: &Load) -> LoadPlan {
     match load {
-        Load::Closed { connections, stop, pipeline, pipeline_mode, keep_alive } => LoadPlan {
+        Load::Closed { connections, stop, pipeline, pipeline_mode, keep_alive, connect_rate } => LoadPlan {
             arrival: Arrival::Closed,
             stop: match stop {
                 Stop::Duration(d) => StopCondition::Duration { duration: *d },
@@ -249,23 +250,24 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline_mode: *pipeline_mode,
                 keep_alive: *keep_alive,
                 streams: 1,
+                connect_rate: *connect_rate,
             },
         },
-        Load::Open { rate, duration, connections } => LoadPlan {
+        Load::Open { rate, duration, connections, connect_rate } => LoadPlan {
             arrival: Arrival::Constant { rate: *rate },
             stop: StopCondition::Duration { duration: *duration },
-            connections: open_connections(*connections),
+            connections: open_connections(*connections, *connect_rate),
         },
-        Load::Ramp { connections, start_rate, stages } => LoadPlan {
+        Load::Ramp { connections, start_rate, stages, connect_rate } => LoadPlan {
             arrival: Arrival::Ramp { start: *start_rate, stages: stages.clone() },
             stop: StopCondition::Duration { duration: load.duration().unwrap_or_default() },
-            connections: open_connections(*connections),
+            connections: open_connections(*connections, *connect_rate),
         },
         // A capacity search's load is its first step; the runner runs the others at their rates.
-        Load::Capacity { search, connections } => LoadPlan {
+        Load::Capacity { search, connections, connect_rate } => LoadPlan {
             arrival: Arrival::Constant { rate: search.from },
             stop: StopCondition::Duration { duration: search.duration },
-            connections: open_connections(*connections),
+            connections: open_connections(*connections, *connect_rate),
         },
         Load::Users { steps, max_connections } => LoadPlan {
             arrival: Arrival::Users { steps: steps.clone() },
@@ -276,18 +278,20 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline_mode: loadgate_model::PipelineMode::Batch,
                 keep_alive: false,
                 streams: 1,
+                connect_rate: ConnectRate::Auto,
             },
         },
     }
 }
 
-fn open_connections(connections: u64) -> ConnectionPolicy {
+fn open_connections(connections: u64, connect_rate: ConnectRate) -> ConnectionPolicy {
     ConnectionPolicy {
         connections,
         pipeline: 1,
         pipeline_mode: loadgate_model::PipelineMode::Batch,
         keep_alive: true,
         streams: 1,
+        connect_rate,
     }
 }
 

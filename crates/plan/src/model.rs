@@ -96,6 +96,9 @@ pub struct WorkerPlan {
     pub index: usize,
     /// The CPU the worker thread is pinned to; `None` when unpinned.
     pub cpu: Option<u32>,
+    /// How the worker waits for an open load's intended send times.
+    #[serde(default, skip_serializing_if = "Pacing::is_default")]
+    pub pacing: Pacing,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,9 +331,9 @@ pub enum Arrival {
 /// compiled per-request templates. Re-exported so that the stages after the plan (engine, runner, machine,
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
-    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, DynamicRequest, Gating, Generator, Metric, MetricKind,
-    OnInconclusive, OnMismatch, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy, Segment, Slo, SweepSlo,
-    Threshold, UserStep,
+    AbortOnFail, BuiltinKind, CapacitySearch, Comparison, ConnectRate, DynamicRequest, Gating, Generator, Metric,
+    MetricKind, OnInconclusive, OnMismatch, Pacing, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy,
+    Segment, Slo, SweepSlo, Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -354,6 +357,9 @@ pub struct ConnectionPolicy {
     /// HTTP/2: concurrent streams per connection (h2load's `-m`); 1 without HTTP/2.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
+    /// How fast keep-alive connections open before the phase starts measuring.
+    #[serde(default, skip_serializing_if = "ConnectRate::is_auto")]
+    pub connect_rate: ConnectRate,
 }
 
 fn one() -> u32 {

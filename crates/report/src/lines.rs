@@ -185,6 +185,31 @@ pub(crate) fn connect_line(s: &ScenarioResult) -> Option<String> {
     ))
 }
 
+/// How a keep-alive phase opened its connections before measuring: `16,384 of 16,384 in 4.81s (3,406/s,
+/// connect_rate auto), 12 slow connects retried, 2 backoffs`, or `None` without an opening.
+pub(crate) fn opening_line(s: &ScenarioResult) -> Option<String> {
+    let o = s.connections.opening.as_ref()?;
+    let mut line = format!(
+        "{} of {} in {} ({}, connect_rate {})",
+        format::count(o.opened),
+        format::count(s.connections.planned),
+        format::seconds(o.duration_s),
+        format::rate(o.rate_per_s),
+        o.connect_rate
+    );
+    let failed = o.failed.total();
+    if failed > 0 {
+        line.push_str(&format!(", {} not opened", format::count(failed)));
+    }
+    if o.slow_connects > 0 {
+        line.push_str(&format!(", {} slow connects retried", format::count(o.slow_connects)));
+    }
+    if o.backoffs > 0 {
+        line.push_str(&format!(", {} backoffs", format::count(o.backoffs)));
+    }
+    Some(line)
+}
+
 /// The columns of a capacity search's curve, one row per step: `#`, stage, rate, achieved, p50, p99, errors,
 /// verdict (with why it failed).
 pub(crate) const CAPACITY_HEADERS: [&str; 8] = ["step", "stage", "rate", "achieved", "p50", "p99", "errors", "verdict"];
@@ -219,4 +244,34 @@ fn capacity_row(s: &loadgate_results::CapacityStep) -> [String; 8] {
 pub fn capacity_step_line(s: &loadgate_results::CapacityStep) -> String {
     let [step, stage, rate, achieved, p50, p99, errors, verdict] = capacity_row(s);
     format!("step {step} ({stage}) {rate}: achieved {achieved}, p50 {p50}, p99 {p99}, {errors} errors: {verdict}")
+}
+
+#[cfg(test)]
+mod opening_tests {
+    use super::opening_line;
+    use loadgate_results::{fixture, ConnectionOpening, OpeningFailures};
+
+    #[test]
+    fn the_opening_line_says_what_the_opening_met() {
+        let mut s = fixture::sweep_cell(16_384, 30_000.0, 2.0);
+        assert_eq!(opening_line(&s), None);
+        s.connections.planned = 16_384;
+        s.connections.opening = Some(ConnectionOpening {
+            connect_rate: "auto".into(),
+            opened: 16_380,
+            failed: OpeningFailures { timed_out: 4, ..OpeningFailures::default() },
+            duration_s: 4.8123,
+            rate_per_s: 3_403.7,
+            slow_connects: 12,
+            backoffs: 2,
+            first_error: Some("connect timed out".into()),
+        });
+        assert_eq!(
+            opening_line(&s).as_deref(),
+            Some(
+                "16,380 of 16,384 in 4.81s (3,404/s, connect_rate auto), 4 not opened, 12 slow connects retried, \
+                 2 backoffs"
+            )
+        );
+    }
 }

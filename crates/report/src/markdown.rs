@@ -416,7 +416,10 @@ impl View {
                 max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
                 errors: format::count(s.errors.total()),
                 errors_by_kind: errors_line(s),
-                connect: connect_line(s).unwrap_or_else(|| "-".to_owned()),
+                connect: match (connect_line(s), crate::lines::opening_line(s)) {
+                    (Some(c), Some(o)) => format!("{c}; opened {o}"),
+                    (c, _) => c.unwrap_or_else(|| "-".to_owned()),
+                },
                 non_2xx: format::count(s.status.non_2xx()),
                 status: status_line(s),
                 verdict: scenario_verdict(s).0,

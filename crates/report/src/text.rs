@@ -107,6 +107,9 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         format::count(c.failed),
         format::count(c.reconnects)
     );
+    if let Some(opening) = crate::lines::opening_line(s) {
+        let _ = writeln!(out, "  Opened before the load: {opening}");
+    }
     if let Some(connect) = connect_line(s) {
         let _ = writeln!(out, "  Connect time: {connect}");
     }

@@ -26,6 +26,10 @@ pub struct RunOverrides {
     pub repeat: Option<u32>,
     /// `--on-inconclusive`.
     pub on_inconclusive: Option<OnInconclusive>,
+    /// `--pacing`.
+    pub pacing: Option<loadgate_model::Pacing>,
+    /// `--connect-rate`.
+    pub connect_rate: Option<loadgate_model::ConnectRate>,
 }
 
 impl RunOverrides {
@@ -38,6 +42,29 @@ impl RunOverrides {
         if let Some(on) = self.on_inconclusive {
             spec.gating.on_inconclusive = on;
         }
+        if let Some(p) = self.pacing {
+            spec.hardware.pacing = p;
+        }
+        if let Some(rate) = self.connect_rate {
+            for cell in spec.scenarios.iter_mut().flat_map(|s| s.cells.iter_mut()) {
+                cell.load.set_connect_rate(rate);
+            }
+        }
+    }
+}
+
+fn pacing_word(p: loadgate_model::Pacing) -> &'static str {
+    match p {
+        loadgate_model::Pacing::Default => "default",
+        loadgate_model::Pacing::Precise => "precise",
+    }
+}
+
+fn pacing_from_word(word: &str) -> Option<loadgate_model::Pacing> {
+    match word {
+        "default" => Some(loadgate_model::Pacing::Default),
+        "precise" => Some(loadgate_model::Pacing::Precise),
+        _ => None,
     }
 }
 
@@ -89,6 +116,8 @@ pub fn embed(text: &str, spec: &Spec, overrides: &RunOverrides) -> SpecSource {
         secret_vars: spec.secrets.vars().to_vec(),
         repeat: overrides.repeat,
         on_inconclusive: overrides.on_inconclusive.map(|o| inconclusive_word(o).to_owned()),
+        pacing: overrides.pacing.map(|p| pacing_word(p).to_owned()),
+        connect_rate: overrides.connect_rate.map(|r| r.to_string()),
         files,
     }
 }
@@ -260,6 +289,8 @@ pub fn rebuild(results: &RunResults, opts: &RebuildOptions) -> Result<Rebuilt, R
     let overrides = RunOverrides {
         repeat: source.repeat,
         on_inconclusive: source.on_inconclusive.as_deref().and_then(inconclusive_from_word),
+        pacing: source.pacing.as_deref().and_then(pacing_from_word),
+        connect_rate: source.connect_rate.as_deref().and_then(|r| r.parse().ok()),
     };
     overrides.apply(&mut spec);
     let plan = loadgate_plan::compile(&spec);

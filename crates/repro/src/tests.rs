@@ -69,7 +69,12 @@ fn embeds_the_data_file_and_the_secret_names_never_their_values() {
 #[test]
 fn rebuilds_the_same_plan_elsewhere_with_the_secret_given_again() {
     let ci = tempfile::tempdir().unwrap();
-    let overrides = RunOverrides { repeat: Some(3), on_inconclusive: Some(OnInconclusive::Fail) };
+    let overrides = RunOverrides {
+        repeat: Some(3),
+        on_inconclusive: Some(OnInconclusive::Fail),
+        pacing: Some(loadgate_model::Pacing::Precise),
+        connect_rate: Some("500/s".parse().unwrap()),
+    };
     let results = ci_run(ci.path(), &[("token", "s3cret"), ("rate", "200/s")], overrides);
     // Somewhere else: the data file only in results.json.
     let work = tempfile::tempdir().unwrap();

@@ -142,6 +142,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         })
         .collect();
     let workers = vec![WorkerStats {
+        spin_seconds: None,
         index: 0,
         cpu: Some(1),
         user_seconds: shape.duration * shape.utilization * 0.4,
@@ -186,6 +187,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             opened: shape.opened,
             failed: shape.connections.saturating_sub(shape.opened),
             reconnects: 0,
+            opening: None,
         },
         bytes: ByteCounts {
             read: shape.completed * shape.response_bytes,
@@ -401,6 +403,7 @@ pub fn sample_run() -> RunResults {
             target_applied: Some("0".to_owned()),
             workers: vec![Some(1)],
             warnings: vec!["this machine has 2 CPUs; the generator runs on CPU 1 instead of 16-31, the target on CPU 0 instead of 0-15 (on_mismatch: warn)".to_owned()],
+            cpu_map: Vec::new(),
         },
         target: TargetInfo {
             kind: "command".to_owned(),

@@ -173,11 +173,18 @@ pub struct SpecSource {
     /// in `vars` are `***`, and `loadgate repro` needs them again with `--secret NAME=VALUE`.
     #[serde(default)]
     pub secret_vars: Vec<String>,
-    /// The `--repeat` and `--on-inconclusive` given to `loadgate run`, which change the plan.
+    /// The `--repeat`, `--on-inconclusive`, `--pacing` and `--connect-rate` given to `loadgate run`, which change
+    /// the plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_inconclusive: Option<String>,
+    /// The `--pacing` given to `loadgate run` (`default` or `precise`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<String>,
+    /// The `--connect-rate` given to `loadgate run` (`auto`, `unlimited` or a rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<String>,
     /// Every file the spec read besides itself, in the order first read.
     #[serde(default)]
     pub files: Vec<SourceFile>,
@@ -244,6 +251,19 @@ pub struct Pinning {
     pub workers: Vec<Option<u32>>,
     /// Why the pinning differs from the spec (`on_mismatch: warn`), or overlaps between generator and target.
     pub warnings: Vec<String>,
+    /// `run --pin-within-affinity`: each CPU the spec pins and the CPU of this process's affinity it ran on
+    /// instead (the i-th pinned CPU on the i-th allowed one). Empty: the spec's CPU ids were used as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_map: Vec<CpuMapping>,
+}
+
+/// One CPU of the spec's pinning and the CPU it was mapped onto (`run --pin-within-affinity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuMapping {
+    /// The CPU id the spec names.
+    pub spec: u32,
+    /// The CPU id used.
+    pub cpu: u32,
 }
 
 /// The server under test.
@@ -855,6 +875,53 @@ pub struct ConnectionStats {
     pub failed: u64,
     /// Reconnects after the server closed (`Connection: close` or EOF).
     pub reconnects: u64,
+    /// Keep-alive loads: how the connections were opened before the phase started measuring (absent for
+    /// connection-per-request loads and user injection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening: Option<ConnectionOpening>,
+}
+
+/// The opening of a keep-alive phase's connections, paced by `connect_rate` and measured apart from the load:
+/// the phase's duration, counts and latencies start once every connection has been tried.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ConnectionOpening {
+    /// `auto`, a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: String,
+    /// Connections opened.
+    pub opened: u64,
+    /// Connections that could not be opened, by cause (each slot tried until refused or its timeout passed).
+    pub failed: OpeningFailures,
+    /// From the first connect to the last slot's outcome, seconds.
+    pub duration_s: f64,
+    /// Connections opened per second of the opening.
+    pub rate_per_s: f64,
+    /// Connects abandoned as stalled (8x the usual connect time, at least 5 ms: a SYN dropped by a full accept
+    /// queue) and tried again at once instead of waiting for the kernel's retransmit.
+    pub slow_connects: u64,
+    /// Times `auto` halved its connect rate after a stalled connect.
+    pub backoffs: u64,
+    /// The first failure, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+/// Connections an opening could not open, by cause.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct OpeningFailures {
+    /// The target refused (`ECONNREFUSED`).
+    pub refused: u64,
+    /// Still not connected when the phase's timeout passed.
+    pub timed_out: u64,
+    /// No local port was free (`EADDRNOTAVAIL`).
+    pub address_unavailable: u64,
+    /// Anything else.
+    pub other: u64,
+}
+
+impl OpeningFailures {
+    pub fn total(&self) -> u64 {
+        self.refused + self.timed_out + self.address_unavailable + self.other
+    }
 }
 
 /// Bytes on the wire, headers included.
@@ -968,10 +1035,15 @@ pub struct WorkerStats {
     pub user_seconds: f64,
     /// CPU seconds in the kernel during the phase.
     pub system_seconds: f64,
-    /// (user + system) / wall time of the phase: 1.0 is a saturated core.
+    /// (user + system) / wall time of the phase: 1.0 is a saturated core. With `pacing: precise`, the time
+    /// spent polling for the next send time is left out (it is `spin_seconds`).
     pub utilization: f64,
     /// Whether the worker's CPU was saturated, so the generator may have been the bottleneck.
     pub saturated: bool,
+    /// `pacing: precise`: the CPU seconds the worker spent polling until its requests were due (part of
+    /// `user_seconds + system_seconds`, the cost of precise pacing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_seconds: Option<f64>,
 }
 
 /// Whether a phase's numbers describe the target or the generator.

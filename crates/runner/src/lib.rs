@@ -24,7 +24,7 @@
 //! # let plan: loadgate_plan::ExecutionPlan = unimplemented_plan();
 //! # fn unimplemented_plan() -> loadgate_plan::ExecutionPlan { loop {} }
 //! use loadgate_runner::{BuiltinServer, Interrupt, RunningTarget, Session, SessionOptions, Silent, TargetOptions};
-//! let pinning = loadgate_runner::run::decide_pinning(&plan)?.map_err(|skip| skip)?;
+//! let pinning = loadgate_runner::run::decide_pinning(&plan, false)?.map_err(|skip| skip)?;
 //! let dir = std::path::Path::new("loadgate-out/demo");
 //! let opts = TargetOptions { cpus: pinning.target.as_ref(), log_dir: dir, source_dir: None, builtin: &BuiltinServer::InProcess };
 //! let target = RunningTarget::start(&plan.target, &opts, &mut Silent)?;

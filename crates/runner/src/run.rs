@@ -50,6 +50,9 @@ pub struct RunRequest {
     pub shard: Option<crate::shards::ShardRun>,
     /// The spec's text and files, embedded in results.json for `loadgate repro` (`None`: not kept).
     pub source: Option<loadgate_results::SpecSource>,
+    /// Map the spec's pinned CPUs onto the CPUs this process may use (`run --pin-within-affinity`, for a
+    /// container whose CPU ids are not the spec's): see [`decide_pinning`].
+    pub pin_within_affinity: bool,
 }
 
 impl RunRequest {
@@ -69,6 +72,7 @@ impl RunRequest {
             secrets: Default::default(),
             shard: None,
             source: None,
+            pin_within_affinity: false,
         }
     }
 }
@@ -111,7 +115,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         None => request.out_root.join(&plan.name),
     };
     let moved = own_output_dir(&dir)?;
-    let pinning = match decide_pinning(plan)? {
+    let pinning = match decide_pinning(plan, request.pin_within_affinity)? {
         Ok(p) => p,
         Err(skip) => return Ok(RunOutcome { dir, results: None, skipped: Some(skip), write_failures: Vec::new() }),
     };
@@ -668,10 +672,28 @@ pub fn own_output_dir(dir: &std::path::Path) -> Result<Option<PathBuf>, RunError
 
 /// Checks the spec's pinning on this machine: the pinning to apply, or (`on_mismatch: skip`) why the spec is
 /// skipped.
-pub fn decide_pinning(plan: &ExecutionPlan) -> Result<Result<AppliedPinning, String>, RunError> {
+///
+/// `within_affinity` (`run --pin-within-affinity`) first maps the spec's pinned CPUs onto the CPUs this
+/// process may use, the i-th onto the i-th ([`hardware::map_within_affinity`]), and refuses the run (exit 3)
+/// when fewer are allowed than the spec pins; results.json's `pinning.cpu_map` records the mapping. The target's
+/// CPUs count only for a target loadgate starts (a `base_url` server is never pinned).
+pub fn decide_pinning(plan: &ExecutionPlan, within_affinity: bool) -> Result<Result<AppliedPinning, String>, RunError> {
     let topo = hardware::CpuTopology::read().map_err(RunError::Topology)?;
     let hw = &plan.hardware;
-    match hardware::check_pinning(&topo, hw.generator_cpus.as_ref(), hw.target_cpus.as_ref(), hw.on_mismatch) {
+    let (generator, target) = (hw.generator_cpus.as_ref(), hw.target_cpus.as_ref());
+    let decision = if within_affinity {
+        // A server loadgate does not start is never pinned: its CPUs take none of this process's.
+        let started = !matches!(plan.target, loadgate_plan::TargetPlan::Url { .. });
+        let mut decision =
+            hardware::check_pinning_within_affinity(&topo, generator, target.filter(|_| started), hw.on_mismatch);
+        if let PinningDecision::Run(p) = &mut decision {
+            p.target_requested = target.cloned();
+        }
+        decision
+    } else {
+        hardware::check_pinning(&topo, generator, target, hw.on_mismatch)
+    };
+    match decision {
         PinningDecision::Run(p) => Ok(Ok(p)),
         PinningDecision::Fail { message } => Err(RunError::Pinning(message)),
         PinningDecision::Skip { message } => Ok(Err(message)),
@@ -680,8 +702,13 @@ pub fn decide_pinning(plan: &ExecutionPlan) -> Result<Result<AppliedPinning, Str
 
 /// One worker per planned worker, each on the CPU the pinning gives it.
 pub fn worker_plans(plan: &ExecutionPlan, pinning: &AppliedPinning) -> Vec<WorkerPlan> {
-    let cpus = hardware::effective_worker_cpus(&plan.hardware.workers, pinning.generator.as_ref());
-    plan.hardware.workers.iter().zip(cpus).map(|(w, cpu)| WorkerPlan { index: w.index, cpu }).collect()
+    let cpus = pinning.worker_cpus(&plan.hardware.workers);
+    plan.hardware
+        .workers
+        .iter()
+        .zip(cpus)
+        .map(|(w, cpu)| WorkerPlan { index: w.index, cpu, pacing: w.pacing })
+        .collect()
 }
 
 fn warn_about_file_limit(plan: &ExecutionPlan, observer: &mut dyn Observer) {

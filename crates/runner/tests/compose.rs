@@ -18,7 +18,7 @@ fn plan(requests: u64) -> ExecutionPlan {
 }
 
 fn session(plan: &ExecutionPlan, dir: &std::path::Path) -> Session {
-    let pinning = loadgate_runner::run::decide_pinning(plan).unwrap().unwrap();
+    let pinning = loadgate_runner::run::decide_pinning(plan, false).unwrap().unwrap();
     let opts = TargetOptions { cpus: None, log_dir: dir, source_dir: None, builtin: &BuiltinServer::InProcess };
     let target = RunningTarget::start(&plan.target, &opts, &mut Silent).unwrap();
     let workers = loadgate_runner::run::worker_plans(plan, &pinning);

@@ -147,6 +147,16 @@ pub struct GeneratorDoc {
     pub cpus: Option<CpuListText>,
     /// Worker threads (default: one per CPU, or 1 when unpinned); workers are pinned round-robin over `cpus`.
     pub threads: Option<Count>,
+    /// How open loads wait for a request's intended send time: `default` (sleep; at most one wake-up a
+    /// millisecond for it) or `precise` (wake ahead and poll until due, for a pinned, dedicated core).
+    pub pacing: Option<PacingDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum PacingDoc {
+    Default,
+    Precise,
 }
 
 #[derive(JsonSchema)]
@@ -433,6 +443,9 @@ pub struct CapacityDoc {
     /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
     pub streams: Option<Count>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -452,6 +465,9 @@ pub struct ClosedDoc {
     /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
     pub streams: Option<Count>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -471,6 +487,9 @@ pub struct OpenDoc {
     /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
     pub streams: Option<Count>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -484,6 +503,9 @@ pub struct RampDoc {
     /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
     pub streams: Option<Count>,
+    /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
+    /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
+    pub connect_rate: Option<ConnectRateDoc>,
 }
 
 #[derive(JsonSchema)]
@@ -651,6 +673,21 @@ impl JsonSchema for FactorDoc {
                 { "type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[x×]\s*$" },
                 { "type": "string", "pattern": TEMPLATE }
             ]
+        })
+    }
+}
+
+/// `auto`, `unlimited` or a rate.
+pub struct ConnectRateDoc;
+impl JsonSchema for ConnectRateDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConnectRate".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let rate = RateText::json_schema(g);
+        json_schema!({
+            "description": "`auto`, `unlimited`, or a rate such as `2000/s`.",
+            "anyOf": [ { "type": "string", "enum": ["auto", "unlimited"] }, rate ]
         })
     }
 }

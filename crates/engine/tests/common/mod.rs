@@ -291,6 +291,8 @@ pub struct PhaseBuilder {
     pub keep_alive: bool,
     /// HTTP/2 streams per connection (1 without HTTP/2).
     pub streams: u32,
+    pub connect_rate: loadgate_plan::ConnectRate,
+    pub pacing: loadgate_plan::Pacing,
     pub workers: usize,
     pub method: String,
     pub timeout: Duration,
@@ -311,6 +313,8 @@ impl PhaseBuilder {
             mode: PipelineMode::Batch,
             keep_alive: true,
             streams: 1,
+            connect_rate: loadgate_plan::ConnectRate::Auto,
+            pacing: loadgate_plan::Pacing::Default,
             workers: 1,
             method: "GET".into(),
             timeout: Duration::from_secs(5),
@@ -356,6 +360,16 @@ impl PhaseBuilder {
 
     pub fn keep_alive(mut self, on: bool) -> Self {
         self.keep_alive = on;
+        self
+    }
+
+    pub fn connect_rate(mut self, rate: loadgate_plan::ConnectRate) -> Self {
+        self.connect_rate = rate;
+        self
+    }
+
+    pub fn pacing(mut self, pacing: loadgate_plan::Pacing) -> Self {
+        self.pacing = pacing;
         self
     }
 
@@ -437,6 +451,7 @@ impl PhaseBuilder {
                     pipeline_mode: self.mode,
                     keep_alive: self.keep_alive,
                     streams: self.streams,
+                    connect_rate: self.connect_rate,
                 },
             },
             workers: shares,
@@ -445,7 +460,7 @@ impl PhaseBuilder {
             session: self.session.clone(),
             capacity: None,
         };
-        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None }).collect();
+        let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None, pacing: self.pacing }).collect();
         (phase, workers)
     }
 

@@ -34,6 +34,17 @@ pub(super) fn read_hardware(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option
                     hw.threads = u32::try_from(t).ok();
                 }
             }
+            if let Some((n, p)) = g.get("pacing") {
+                match cx.string(n, &p, "`pacing`").as_deref() {
+                    Some("default") => hw.pacing = crate::Pacing::Default,
+                    Some("precise") => hw.pacing = crate::Pacing::Precise,
+                    Some(other) => {
+                        cx.error(enum_error(&p, n, "`pacing`", other, &["default", "precise"]));
+                        ok = false;
+                    }
+                    None => ok = false,
+                }
+            }
         } else {
             ok = false;
         }

@@ -5,7 +5,7 @@ use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx};
 use crate::units::{Duration, Percent, Rate};
-use crate::PipelineMode;
+use crate::{ConnectRate, PipelineMode};
 
 use super::{
     enum_error, positive_duration, CAPACITY_KEYS, CLOSED_KEYS, DEFAULT_CAPACITY_CONFIRM, DEFAULT_CAPACITY_MAX_DURATION,
@@ -81,6 +81,24 @@ fn connections(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<u64> {
     Some(c)
 }
 
+/// `connect_rate`: `auto` (the default), `unlimited`, or a rate.
+fn connect_rate(cx: &mut Cx<'_>, f: &crate::read::Fields<'_>) -> Option<ConnectRate> {
+    match f.get("connect_rate") {
+        None => Some(ConnectRate::Auto),
+        Some((n, p)) => match cx.unit::<ConnectRate>(n, &p, "`connect_rate`")? {
+            ConnectRate::Rate(r) if r.millis_per_sec == 0 => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`connect_rate` must be above zero")
+                        .expected("`auto`, `unlimited`, or a rate such as `2000/s`")
+                        .found(n.describe()),
+                );
+                None
+            }
+            rate => Some(rate),
+        },
+    }
+}
+
 fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     let f = cx.map(node, path, CLOSED_KEYS, "`load.closed`")?;
     let conns = cx.required(&f, "connections", "`load.closed`").and_then(|(n, p)| connections(cx, n, &p));
@@ -122,7 +140,9 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         Some((n, p)) => cx.boolean(n, &p, "`keep_alive`"),
         None => Some(true),
     };
+    let connect_rate = connect_rate(cx, &f);
     let (conns, stop, pipeline, pipeline_mode, keep_alive) = (conns?, stop?, pipeline?, pipeline_mode?, keep_alive?);
+    let connect_rate = connect_rate?;
     if !keep_alive && pipeline > 1 {
         cx.error(
             Diagnostic::error(&path.key("pipeline"), f.key_span("pipeline"), "pipelining needs keep-alive")
@@ -143,7 +163,7 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
             );
         }
     }
-    Some(Load::Closed { connections: conns, stop, pipeline, pipeline_mode, keep_alive })
+    Some(Load::Closed { connections: conns, stop, pipeline, pipeline_mode, keep_alive, connect_rate })
 }
 
 fn read_open(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
@@ -152,7 +172,8 @@ fn read_open(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     let duration =
         cx.required(&f, "duration", "`load.open`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
     let conns = cx.required(&f, "connections", "`load.open`").and_then(|(n, p)| connections(cx, n, &p));
-    Some(Load::Open { rate: rate?, duration: duration?, connections: conns? })
+    let connect_rate = connect_rate(cx, &f);
+    Some(Load::Open { rate: rate?, duration: duration?, connections: conns?, connect_rate: connect_rate? })
 }
 
 /// The most confirmations a capacity search runs.
@@ -211,6 +232,7 @@ fn read_capacity(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     let duration =
         cx.required(&f, "duration", "`load.capacity`").and_then(|(n, p)| positive_duration(cx, n, &p, "`duration`"));
     let conns = cx.required(&f, "connections", "`load.capacity`").and_then(|(n, p)| connections(cx, n, &p));
+    let connect_rate = connect_rate(cx, &f);
     let precision = match f.get("precision") {
         Some((n, p)) => cx.unit::<Percent>(n, &p, "`precision`").and_then(|v| {
             if v.0 < MIN_PRECISION || v.0 >= 1.0 {
@@ -255,7 +277,7 @@ fn read_capacity(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         Some((n, p)) => cx.unit::<Duration>(n, &p, "`pause`"),
         None => Some(Duration::ZERO),
     };
-    let (from, to, duration, conns) = (from?, to?, duration?, conns?);
+    let (from, to, duration, conns, connect_rate) = (from?, to?, duration?, conns?, connect_rate?);
     let (precision, step, confirm, max_duration, pause) = (precision?, step?, confirm?, max_duration?, pause?);
     if to.millis_per_sec <= from.millis_per_sec {
         cx.error(
@@ -298,7 +320,7 @@ fn read_capacity(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
             .help("when the time runs out the search stops and reports the rates it bracketed; raise `max_duration`, shorten `duration`, narrow `from`..`to` or widen `precision`"),
         );
     }
-    Some(Load::Capacity { search, connections: conns })
+    Some(Load::Capacity { search, connections: conns, connect_rate })
 }
 
 fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
@@ -341,7 +363,8 @@ fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     } else {
         ok = false;
     }
-    let (conns, start_rate) = (conns?, start_rate?);
+    let connect_rate = connect_rate(cx, &f);
+    let (conns, start_rate, connect_rate) = (conns?, start_rate?, connect_rate?);
     if !ok {
         return None;
     }
@@ -352,7 +375,7 @@ fn read_ramp(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         );
         return None;
     }
-    Some(Load::Ramp { connections: conns, start_rate, stages })
+    Some(Load::Ramp { connections: conns, start_rate, stages, connect_rate })
 }
 
 fn user_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {
@@ -502,7 +525,9 @@ mod tests {
     #[test]
     fn a_capacity_search_reads_with_its_defaults() {
         let spec = capacity("{ from: 1k/s, to: 64k/s, duration: 5s, connections: 16 }", "[p99 < 10ms]").unwrap();
-        let Load::Capacity { search, connections } = spec.scenarios[0].cells[0].load else { panic!("a capacity load") };
+        let Load::Capacity { search, connections, .. } = spec.scenarios[0].cells[0].load else {
+            panic!("a capacity load")
+        };
         assert_eq!(connections, 16);
         assert_eq!((search.from.per_sec(), search.to.per_sec()), (1000.0, 64000.0));
         assert_eq!((search.step, search.precision.0, search.confirm), (2.0, 0.05, 1));
@@ -512,6 +537,45 @@ mod tests {
         assert_eq!(search.worst_case_duration().to_string(), "1m5s");
         assert!(spec.warnings.is_empty(), "{:?}", spec.warnings);
         assert_eq!(spec.scenarios[0].cells[0].load.duration().map(|d| d.to_string()).as_deref(), Some("10m"));
+    }
+
+    #[test]
+    fn connect_rate_is_auto_unlimited_or_a_rate_on_every_keep_alive_load() {
+        let read = |load: &str| {
+            let yaml = format!(
+                "version: 1\nname: c\ntarget: {{ builtin: plaintext }}\nscenarios:\n  s:\n    request: {{ path: / }}\n    load: {load}\n"
+            );
+            load_str("c.yaml", &yaml, &LoadOptions::default()).map(|s| s.scenarios[0].cells[0].load.clone())
+        };
+        let rate = |load: Load| match load {
+            Load::Closed { connect_rate, .. }
+            | Load::Open { connect_rate, .. }
+            | Load::Ramp { connect_rate, .. }
+            | Load::Capacity { connect_rate, .. } => connect_rate.to_string(),
+            Load::Users { .. } => panic!("users have no connect_rate"),
+        };
+        assert_eq!(rate(read("{ closed: { connections: 2, duration: 1s } }").unwrap()), "auto");
+        assert_eq!(rate(read("{ closed: { connections: 2, duration: 1s, connect_rate: 2k/s } }").unwrap()), "2000/s");
+        assert_eq!(
+            rate(read("{ open: { rate: 1k/s, duration: 1s, connections: 2, connect_rate: unlimited } }").unwrap()),
+            "unlimited"
+        );
+        assert_eq!(
+            rate(read("{ ramp: { connections: 2, stages: [{ to: 1k/s, over: 1s }], connect_rate: auto } }").unwrap()),
+            "auto"
+        );
+        assert_eq!(
+            rate(
+                read("{ capacity: { from: 1k/s, to: 2k/s, duration: 1s, connections: 2, connect_rate: 500/s } }")
+                    .unwrap()
+            ),
+            "500/s"
+        );
+        for bad in ["fast", "0/s"] {
+            let e =
+                read(&format!("{{ closed: {{ connections: 2, duration: 1s, connect_rate: {bad} }} }}")).unwrap_err();
+            assert!(format!("{e:?}").contains("connect_rate"), "{bad}: {e:?}");
+        }
     }
 
     #[test]
