@@ -1,5 +1,6 @@
 //! One run on several generators, through the real binary against a counting server on loopback:
-//! `run --shards 2` (every request counted once, `seq()` values unique across shards), a shard killed mid-run,
+//! `run --shards 2` (every request counted once, `seq()` values unique across shards, random values those of one
+//! process), a shard killed mid-run,
 //! a foreign shard, a late shard, and shard results read back from framed logs.
 
 use std::collections::BTreeMap;
@@ -104,6 +105,40 @@ fn two_local_shards_send_every_request_once_with_unique_seq_values() {
     assert_eq!(remerged["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
     let md = std::fs::read_to_string(again.join("counted/report.md")).unwrap();
     assert!(md.contains("2 of 2 shards of run"), "report.md states the shards:\n{md}");
+}
+
+#[test]
+fn two_local_shards_send_the_random_values_of_one_process() {
+    // The same spec (its seed comes from its name) once as one process and once as `--shards 2`: every request
+    // draws its values from (seed, its global index), so the two runs send the same multiset of paths.
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for shards in [None, Some("2")] {
+        let server = Counter::start();
+        let path = dir.path().join(format!("drawn-{}.yaml", runs.len()));
+        let yaml = format!(
+            "version: 1\nname: drawn\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\n\
+             scenarios:\n  s:\n    request: {{ path: \"/x?r={{{{ random_int(0, 1000000000) }}}}&u={{{{ uuid() }}}}\" }}\n    \
+             load: {{ closed: {{ connections: 4, requests: 400 }} }}\n",
+            server.port
+        );
+        std::fs::write(&path, yaml).unwrap();
+        let out = dir.path().join(format!("out-{}", runs.len()));
+        let mut args = vec!["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        if let Some(n) = shards {
+            args.extend(["--shards", n]);
+        }
+        let o = loadgate(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let mut paths = server.paths();
+        paths.sort();
+        assert_eq!(paths.len(), 400);
+        runs.push(paths);
+    }
+    let mut distinct = runs[0].clone();
+    distinct.dedup();
+    assert!(distinct.len() > 390, "the values vary from request to request: {} distinct", distinct.len());
+    assert!(runs[0] == runs[1], "the shards' random values are the one-process run's");
 }
 
 /// Starts shard `slice` of `spec` at `start_at`, its shard result under `out`.
