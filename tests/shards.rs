@@ -141,6 +141,36 @@ fn two_local_shards_send_the_random_values_of_one_process() {
     assert!(runs[0] == runs[1], "the shards' random values are the one-process run's");
 }
 
+#[test]
+fn sweep_slos_are_judged_once_on_the_merge() {
+    // A matrix of two cells with a sweep SLO that always holds: the merged run carries its verdict, judged on
+    // the merged cells, whether the shards ran with `--shards 2` or are merged with `loadgate merge`.
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swept.yaml");
+    let yaml = format!(
+        "version: 1\nname: swept\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\n\
+         scenarios:\n  s:\n    request: {{ path: /x }}\n    matrix: {{ connections: [2, 4] }}\n    \
+         load: {{ closed: {{ connections: \"{{{{ connections }}}}\", requests: 200 }} }}\n    \
+         sweep: {{ slo: [\"p99@largest <= 1000000 * p99@smallest\"] }}\n",
+        server.port
+    );
+    std::fs::write(&path, yaml).unwrap();
+    let out = dir.path().join("out");
+    let o = loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let merged = json(&out.join("swept/results.json"));
+    let verdicts = merged["sweeps"][0]["verdicts"].as_array().expect("the merge judged the sweep SLO");
+    assert_eq!((verdicts.len(), &verdicts[0]["passed"]), (1, &serde_json::Value::Bool(true)), "{verdicts:?}");
+    let files: Vec<String> =
+        (1..=2).map(|i| out.join(format!("swept/shard-{i}-of-2.json")).display().to_string()).collect();
+    let again = dir.path().join("again");
+    let o = loadgate(&["merge", &files[0], &files[1], "--out", again.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let remerged = json(&again.join("swept/results.json"));
+    assert_eq!(remerged["sweeps"], merged["sweeps"], "`loadgate merge` rebuilds the plan and judges the same");
+}
+
 /// Starts shard `slice` of `spec` at `start_at`, its shard result under `out`.
 fn shard(spec: &Path, slice: &str, run_id: &str, start_at: &str, out: &Path) -> Child {
     command(&[

@@ -555,7 +555,14 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let color = out.use_color(color);
     let secrets = loadgate_model::secrets::Redactor::default();
     let mut renderer = Renderer::new(out, color, verbose, &secrets, Views::default());
-    let outcome = loadgate_runner::shards::merge_and_report(parts, &dir, template, false, &mut renderer)
+    // Sweep SLOs need the plan: rebuilt from the spec the shards embed, when they judged any.
+    let plan = if first.results.sweeps.iter().any(|s| !s.verdicts.is_empty()) {
+        let first = first.results.clone();
+        rebuild_plan(&first)
+    } else {
+        None
+    };
+    let outcome = loadgate_runner::shards::merge_and_report(parts, plan.as_ref(), &dir, template, false, &mut renderer)
         .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
         out.info(&format!(
@@ -566,6 +573,23 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
         ));
     }
     Ok(renderer.outcome(&outcome))
+}
+
+/// The whole plan of a shard result, rebuilt from the spec it embeds (as `loadgate repro` does), when it can be.
+fn rebuild_plan(results: &loadgate_results::RunResults) -> Option<loadgate_plan::ExecutionPlan> {
+    let work = ScratchDir::new().ok()?;
+    let original_dir = Path::new(&results.spec.file)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let opts = loadgate_repro::RebuildOptions {
+        secrets: Vec::new(),
+        env: std::env::vars().collect(),
+        work_dir: work.0.clone(),
+        original_dir,
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    loadgate_repro::rebuild(results, &opts).ok().map(|r| r.plan)
 }
 
 /// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.

@@ -564,7 +564,7 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
 
 /// Brings the derived parts of the results up to date: the sweeps with their knees and sweep SLOs, then the
 /// outcome (which the sweep SLOs take part in).
-fn settle(results: &mut RunResults, plan: &ExecutionPlan) {
+pub(crate) fn settle(results: &mut RunResults, plan: &ExecutionPlan) {
     let objectives: Vec<loadgate_results::SweepObjectives<'_>> = plan
         .sweeps
         .iter()

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use loadgate_plan::{ExecutionPlan, Slice};
-use loadgate_results::{ShardInfo, ShardPart};
+use loadgate_results::{OutcomeStatus, ShardInfo, ShardPart};
 
 use crate::event::{Event, Observer};
 use crate::interrupt::Interrupt;
@@ -225,14 +225,37 @@ fn barrier(
 ///
 /// `interrupted`: the run was stopped (Ctrl-C) before its shards finished; it is then incomplete (exit 3), as
 /// any interrupted run.
+///
+/// `plan`: the whole plan, when the caller has it (`run --shards N`, or rebuilt from the spec the shard results
+/// embed): the sweep SLOs are then judged once, on the merged cells, as `loadgate run` judges them. Without it
+/// the merged sweeps carry their knees but no sweep SLO verdicts, and a warning says so.
 pub fn merge_and_report(
     parts: Vec<ShardPart>,
+    plan: Option<&ExecutionPlan>,
     dir: &Path,
     template: Option<String>,
     interrupted: bool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
+    let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
     let mut results = loadgate_results::merge_shards(parts).map_err(|e| RunError::Shards(e.to_string()))?;
+    match plan.filter(|p| p.hash == results.spec.plan_hash) {
+        Some(plan) => {
+            let merged = results.outcome.clone();
+            crate::run::settle(&mut results, plan);
+            // A problem of the merge itself (a missing or late shard) outranks an SLO verdict.
+            if matches!(merged.status, OutcomeStatus::RunFailed | OutcomeStatus::InvalidMeasurement) {
+                results.outcome = merged;
+            }
+        }
+        None if judged_per_shard => {
+            observer.event(&Event::Warning(
+                "the shards' plan could not be rebuilt, so the sweep SLOs (`sweep:`) were not judged on the merge"
+                    .to_owned(),
+            ));
+        }
+        None => {}
+    }
     if interrupted {
         results.finished_at = None;
         results.outcome = loadgate_results::outcome(&results);
@@ -344,7 +367,7 @@ pub fn run_local(
         return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
     }
     // A shard that never reported is missing from the merge: `merge_shards` says so.
-    merge_and_report(parts, &dir, template, interrupt.is_interrupted(), observer)
+    merge_and_report(parts, Some(plan), &dir, template, interrupt.is_interrupted(), observer)
 }
 
 /// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).
