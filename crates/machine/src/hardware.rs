@@ -619,7 +619,10 @@ mod tests {
                   3->8, 4->9, 5->10"
             ]
         );
-        let workers = vec![WorkerPlan { index: 0, cpu: Some(3) }, WorkerPlan { index: 1, cpu: Some(5) }];
+        let workers = vec![
+            WorkerPlan { index: 0, cpu: Some(3), pacing: Default::default() },
+            WorkerPlan { index: 1, cpu: Some(5), pacing: Default::default() },
+        ];
         assert_eq!(p.worker_cpus(&workers), vec![Some(8), Some(10)]);
         let results = p.to_results(p.worker_cpus(&workers));
         assert_eq!(results.cpu_map[0], CpuMapping { spec: 2, cpu: 7 });
