@@ -105,6 +105,12 @@ fn two_local_shards_send_every_request_once_with_unique_seq_values() {
     assert_eq!(remerged["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
     let md = std::fs::read_to_string(again.join("counted/report.md")).unwrap();
     assert!(md.contains("2 of 2 shards of run"), "report.md states the shards:\n{md}");
+    // `--out -`: results.json on stdout, the same numbers, no files.
+    let o = loadgate(&["merge", &files[0], &files[1], "--out", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("results.json on stdout");
+    assert_eq!(printed["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
+    assert!(!Path::new("-").exists(), "`--out -` writes no directory named `-`");
 }
 
 #[test]

@@ -409,7 +409,7 @@ pub struct MergeArgs {
     /// Shard result files (`shard-1-of-4.json`), or any text holding `LOADGATE SHARD` frames (`kubectl logs`).
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Where the merged reports go: `<DIR>/<spec name>/`.
+    /// Where the merged reports go: `<DIR>/<spec name>/`; `-` prints results.json on stdout and writes no files.
     #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
     pub out: PathBuf,
     /// A minijinja template that replaces the built-in Markdown report.

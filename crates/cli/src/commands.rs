@@ -519,6 +519,9 @@ fn write_shard_result(
 }
 
 fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    // `--out -`: results.json on stdout, the summaries on stderr, no files (as `run --out -`).
+    let to_stdout = args.out.as_os_str() == "-";
+    let out = &if to_stdout { out.reserving_stdout() } else { *out };
     let template = read_template(out, args.template.as_deref())?;
     let mut parts = Vec::new();
     for file in &args.files {
@@ -543,7 +546,14 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             "the shard results name the spec `{name}`, not a spec name"
         )));
     }
-    let dir = args.out.join(&name);
+    let scratch = if to_stdout {
+        Some(ScratchDir::new().map_err(|e| {
+            fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the merge: {e}"))
+        })?)
+    } else {
+        None
+    };
+    let dir = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone()).join(&name);
     let moved = loadgate_runner::run::own_output_dir(&dir).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(previous) = moved {
         out.error(&format!(
@@ -554,7 +564,8 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     }
     let color = out.use_color(color);
     let secrets = loadgate_model::secrets::Redactor::default();
-    let mut renderer = Renderer::new(out, color, verbose, &secrets, Views::default());
+    let views = Views { no_files: to_stdout, ..Views::default() };
+    let mut renderer = Renderer::new(out, color, verbose, &secrets, views);
     // Sweep SLOs need the plan: rebuilt from the spec the shards embed, when they judged any.
     let plan = if first.results.sweeps.iter().any(|s| !s.verdicts.is_empty()) {
         let first = first.results.clone();
@@ -571,6 +582,12 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             if results.shards.len() == 1 { "" } else { "s" },
             results.shards.first().map_or("", |s| s.run_id.as_str())
         ));
+        if to_stdout {
+            match loadgate_results::to_json(results) {
+                Ok(json) => out.document(&json),
+                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+            }
+        }
     }
     Ok(renderer.outcome(&outcome))
 }
