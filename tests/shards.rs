@@ -177,6 +177,40 @@ fn sweep_slos_are_judged_once_on_the_merge() {
     assert_eq!(remerged["sweeps"], merged["sweeps"], "`loadgate merge` rebuilds the plan and judges the same");
 }
 
+#[test]
+fn local_shards_run_on_disjoint_parts_of_the_pinned_cpus() {
+    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
+        eprintln!("skipped: this process may use fewer than 2 CPUs");
+        return;
+    }
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    for (cpus, shared) in [("0-1", false), ("0", true)] {
+        let path = dir.path().join("pinned.yaml");
+        let yaml = format!(
+            "version: 1\nname: pinned\nhardware: {{ generator: {{ cpus: \"{cpus}\", threads: 2 }} }}\n\
+             target:\n  base_url: http://127.0.0.1:{}\n\
+             scenarios:\n  s:\n    request: {{ path: /x }}\n    load: {{ closed: {{ connections: 4, requests: 100 }} }}\n",
+            server.port
+        );
+        std::fs::write(&path, yaml).unwrap();
+        let out = dir.path().join(format!("out-{cpus}"));
+        let o = loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let merged = json(&out.join("pinned/results.json"));
+        let parts: Vec<&str> =
+            merged["shards"].as_array().unwrap().iter().map(|s| s["cpus"].as_str().unwrap()).collect();
+        let warned = text(&o.stderr).contains("the shards share CPUs");
+        if shared {
+            assert_eq!(parts, ["0", "0"], "{}", describe(&o));
+            assert!(warned, "{}", describe(&o));
+        } else {
+            assert_eq!(parts, ["0", "1"], "each shard on its own CPU:\n{}", describe(&o));
+            assert!(!warned, "{}", describe(&o));
+        }
+    }
+}
+
 /// Starts shard `slice` of `spec` at `start_at`, its shard result under `out`.
 fn shard(spec: &Path, slice: &str, run_id: &str, start_at: &str, out: &Path) -> Child {
     command(&[

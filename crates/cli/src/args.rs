@@ -257,6 +257,10 @@ pub struct RunArgs {
     /// the mapping.
     #[arg(long, env = "LOADGATE_PIN_WITHIN_AFFINITY", value_parser = clap::builder::BoolishValueParser::new())]
     pub pin_within_affinity: bool,
+    /// This shard's part of the spec's generator CPUs (`run --shards N` gives each local shard a disjoint
+    /// one): the spec's generator CPUs are folded onto it round-robin; the plan does not change.
+    #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = cpu_list)]
+    pub shard_cpus: Option<loadgate_model::units::CpuList>,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]
@@ -514,4 +518,9 @@ pub struct ServeArgs {
     /// The PEM private key of `--tls-cert`.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<String>,
+}
+
+/// A CPU list in taskset syntax (`0-3`, `1,3`).
+fn cpu_list(text: &str) -> Result<loadgate_model::units::CpuList, String> {
+    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }

@@ -347,6 +347,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             shard,
             source,
             pin_within_affinity: args.pin_within_affinity,
+            shard_cpus: args.shard_cpus.clone(),
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -687,6 +688,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
         shard: None,
         pin_within_affinity: args.pin_within_affinity,
+        shard_cpus: None,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);

@@ -91,6 +91,7 @@ pub fn start(shard: &ShardRun, interrupt: &Interrupt, observer: &mut dyn Observe
         start_skew_ms: skew_ms,
         late,
         status: None,
+        cpus: None,
     })
 }
 
@@ -306,6 +307,19 @@ pub fn run_local(
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| RunError::Shards(format!("no free port for the barrier: {e}")))?;
+    // Each shard on its own part of the spec's generator CPUs, when the spec pins enough of them.
+    let parts =
+        plan.hardware.generator_cpus.as_ref().map(|g| (g, loadgate_machine::hardware::shard_parts(g, local.count)));
+    if let Some((cpus, None)) = &parts {
+        observer.event(&Event::Warning(format!(
+            "the spec pins the generator to {} CPU{} ({cpus}) for {} shards: the shards share CPUs; pin at least \
+             {} generator CPUs to give each shard its own",
+            cpus.len(),
+            if cpus.len() == 1 { "" } else { "s" },
+            local.count,
+            local.count
+        )));
+    }
     let mut shards = Vec::new();
     for index in 1..=local.count {
         let slice = Slice { index, count: local.count };
@@ -321,6 +335,9 @@ pub fn run_local(
             "--out".to_owned(),
             out_root.display().to_string(),
         ]);
+        if let Some(part) = parts.as_ref().and_then(|(_, p)| p.as_ref()?.get(index as usize - 1)) {
+            argv.extend(["--shard-cpus".to_owned(), part.to_string()]);
+        }
         let mut spec = loadgate_target::launch::LaunchSpec::new(argv, &dir);
         spec.log_name = format!("shard-{index}-of-{}", local.count);
         spec.stop_grace = Duration::from_secs(30);
