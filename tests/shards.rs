@@ -211,6 +211,48 @@ fn local_shards_run_on_disjoint_parts_of_the_pinned_cpus() {
     }
 }
 
+#[test]
+fn relative_slos_are_judged_on_the_merge_against_the_baseline() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("relative.yaml");
+    let yaml = format!(
+        "version: 1\nname: relative\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\n\
+         scenarios:\n  s:\n    request: {{ path: /x }}\n    load: {{ closed: {{ connections: 4, requests: 200 }} }}\n    \
+         slo: [\"p99 <= baseline * 1000\"]\n",
+        server.port
+    );
+    std::fs::write(&path, yaml).unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let first = dir.path().join("first");
+    let o = loadgate(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        first.to_str().unwrap(),
+        "--save-baseline",
+        baseline.to_str().unwrap(),
+    ]);
+    assert!(baseline.exists(), "{}", describe(&o));
+    let out = dir.path().join("out");
+    let b = baseline.to_str().unwrap();
+    let o =
+        loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--baseline", b, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let evaluated = |r: &serde_json::Value| {
+        let v = &r["scenarios"][0]["verdicts"][0];
+        assert_eq!(v["slo"], "p99 <= baseline * 1000", "{v}");
+        v["passed"] == true && !v["note"].as_str().unwrap_or("").contains("not evaluated")
+    };
+    assert!(evaluated(&json(&out.join("relative/results.json"))), "the merge judged the relative SLO");
+    let files: Vec<String> =
+        (1..=2).map(|i| out.join(format!("relative/shard-{i}-of-2.json")).display().to_string()).collect();
+    let o = loadgate(&["merge", &files[0], &files[1], "--baseline", b, "--out", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("results.json on stdout");
+    assert!(evaluated(&printed), "`loadgate merge --baseline` judged the relative SLO: {printed}");
+}
+
 /// Starts shard `slice` of `spec` at `start_at`, its shard result under `out`.
 fn shard(spec: &Path, slice: &str, run_id: &str, start_at: &str, out: &Path) -> Child {
     command(&[

@@ -419,6 +419,10 @@ pub struct MergeArgs {
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+    /// Earlier results (a results.json): relative SLOs (`p99 <= baseline * 1.10`) are judged on the merge
+    /// against it, as `loadgate run --baseline` judges them.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

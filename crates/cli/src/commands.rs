@@ -359,6 +359,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
                     run_id: args.shards.run_id.clone().unwrap_or_else(|| {
                         format!("{}-{}-{}", plan.hash, std::process::id(), loadgate_runner::run::now_rfc3339())
                     }),
+                    baseline: baseline.clone(),
                 };
                 loadgate_runner::shards::run_local(
                     &plan,
@@ -536,6 +537,15 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let Some(first) = parts.first() else {
         return Err(fail(out, Exit::InvalidInput)("no shard result to merge".to_owned()));
     };
+    let baseline = match &args.baseline {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
     // The name comes from a file: it names a directory only when it is a spec name.
     let name = first.results.spec.name.clone();
     let plain = !name.is_empty()
@@ -574,8 +584,16 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     } else {
         None
     };
-    let outcome = loadgate_runner::shards::merge_and_report(parts, plan.as_ref(), &dir, template, false, &mut renderer)
-        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let outcome = loadgate_runner::shards::merge_and_report(
+        parts,
+        plan.as_ref(),
+        baseline.as_ref(),
+        &dir,
+        template,
+        false,
+        &mut renderer,
+    )
+    .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
         out.info(&format!(
             "merged {} shard{} of run `{}`",

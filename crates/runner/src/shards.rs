@@ -233,13 +233,15 @@ fn barrier(
 pub fn merge_and_report(
     parts: Vec<ShardPart>,
     plan: Option<&ExecutionPlan>,
+    baseline: Option<&loadgate_results::RunResults>,
     dir: &Path,
     template: Option<String>,
     interrupted: bool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
     let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
-    let mut results = loadgate_results::merge_shards(parts).map_err(|e| RunError::Shards(e.to_string()))?;
+    let mut results =
+        loadgate_results::merge_shards_against(parts, baseline).map_err(|e| RunError::Shards(e.to_string()))?;
     match plan.filter(|p| p.hash == results.spec.plan_hash) {
         Some(plan) => {
             let merged = results.outcome.clone();
@@ -281,6 +283,8 @@ pub struct LocalShards {
     pub args: Vec<String>,
     pub count: u32,
     pub run_id: String,
+    /// `--baseline`: relative SLOs are judged against it on the merge.
+    pub baseline: Option<loadgate_results::RunResults>,
 }
 
 /// Starts `count` shard processes of `exe` on this machine, each in its own process group stopped with
@@ -384,7 +388,7 @@ pub fn run_local(
         return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
     }
     // A shard that never reported is missing from the merge: `merge_shards` says so.
-    merge_and_report(parts, Some(plan), &dir, template, interrupt.is_interrupted(), observer)
+    merge_and_report(parts, Some(plan), local.baseline.as_ref(), &dir, template, interrupt.is_interrupted(), observer)
 }
 
 /// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).
