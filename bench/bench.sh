@@ -29,7 +29,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
-CASES=${*:-closed pipeline open open-oha conns10k conns16k opening pacing nokeepalive}
+CASES=${*:-closed pipeline open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive h2 h2c https-open}
+# The TLS cases (https*, h2) use nginx's `ssl` on PORT+1 (HTTP/1.1 and h2 by ALPN) with a self-signed certificate
+# made by openssl; h2c uses `http2` on PORT+2 (prior knowledge). TLS_PORT and H2C_PORT override them.
+TLS_PORT=${TLS_PORT:-$((PORT + 1))}
+H2C_PORT=${H2C_PORT:-$((PORT + 2))}
 
 for tool in nginx wrk ab curl taskset /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
@@ -47,6 +51,8 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/tmp"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
 pid $work/nginx.pid;
@@ -64,6 +70,19 @@ http {
     listen 127.0.0.1:$PORT backlog=65535 reuseport;
     location = / { return 200 "Hello, World!"; }
     location = /nginx_status { stub_status; }
+  }
+  server {
+    listen 127.0.0.1:$TLS_PORT ssl http2 backlog=65535 reuseport;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    ssl_session_cache shared:SSL:10m;
+    http2_max_concurrent_streams 128;
+    location = / { return 200 "Hello, World!"; }
+  }
+  server {
+    listen 127.0.0.1:$H2C_PORT http2 backlog=65535 reuseport;
+    http2_max_concurrent_streams 128;
+    location = / { return 200 "Hello, World!"; }
   }
 }
 CONF
@@ -182,6 +201,8 @@ pacing_run() {
 }
 
 URL="http://127.0.0.1:$PORT/"
+TLS_URL="https://127.0.0.1:$TLS_PORT/"
+H2C_URL="http://127.0.0.1:$H2C_PORT/"
 LG="$LOADGATE -q run --out $work/lg --url"
 echo "nginx on CPU $NGINX_CPU, generators on CPU $GEN_CPU, $RUNS runs of ${DUR}s, medians; requests counted by nginx"
 echo
@@ -210,6 +231,18 @@ for c in $CASES; do
       "$LG $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
     conns10k) SETTLE=1 row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LG $URL -t 1 -c 10000 -d ${DUR}s" ;;
     conns16k) SETTLE=1 row "16,384 keep-alive connections" - - "$LG $URL -t 1 -c 16384 -d ${DUR}s" ;;
+    https) row "HTTPS keep-alive, 64 connections" "wrk (OpenSSL)" "wrk -t1 -c64 -d${DUR}s $TLS_URL" \
+      "$LG $TLS_URL -k -t 1 -c 64 -d ${DUR}s" ;;
+    https-nokeepalive) row "HTTPS keep-alive off, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $TLS_URL" \
+      "$LG $TLS_URL -k -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
+    h2) row "HTTP/2 over TLS, 16 connections x 16 streams" "h2load -m 16" "h2load -t 1 -c 16 -m 16 -D $DUR $TLS_URL" \
+      "$LG $TLS_URL -k --http2 -t 1 -c 16 --streams 16 -d ${DUR}s" ;;
+    h2c) row "h2c, 16 connections x 16 streams" "h2load -m 16" "h2load -t 1 -c 16 -m 16 -D $DUR $H2C_URL" \
+      "$LG $H2C_URL --http2 -t 1 -c 16 --streams 16 -d ${DUR}s" ;;
+    https-open)
+      # 10,000 requests/s over 50 connections (h2load: 50 x 200 per client).
+      row "HTTPS open loop 10000/s, 50 connections" "h2load --h1 --rps" \
+        "h2load --h1 -t 1 -c 50 --rps 200 -D $DUR $TLS_URL" "$LG $TLS_URL -k -t 1 -c 50 -d ${DUR}s -R 10000" ;;
     opening)
       # Opening 16,384 keep-alive connections: `--connect-rate auto` and `unlimited` (wrk's way) alternating.
       command -v jq >/dev/null || { echo "missing jq" >&2; exit 2; }

@@ -353,6 +353,15 @@ pub struct FlagArgs {
     /// For an https URL: do not check the server's certificate (curl, oha `-k`/`--insecure`); reported loudly.
     #[arg(short = 'k', long)]
     pub insecure: bool,
+    /// Speak HTTP/2: h2 over TLS for an https URL, h2c with prior knowledge for http (as `--protocol http2`).
+    #[arg(long, conflicts_with = "protocol")]
+    pub http2: bool,
+    /// The HTTP version: `http1`, `http2` or `auto` (over TLS, what the server picks by ALPN).
+    #[arg(long, value_name = "PROTOCOL", value_parser = ["http1", "http2", "auto"])]
+    pub protocol: Option<String>,
+    /// HTTP/2 concurrent streams per connection (h2load `-m`).
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
     /// An SLO to gate on, such as `p99 < 50ms`; repeatable.
     #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,
@@ -382,6 +391,9 @@ impl FlagArgs {
         note(self.pipeline.is_some(), "--pipeline");
         note(self.no_keepalive, "--no-keepalive");
         note(self.insecure, "-k");
+        note(self.http2, "--http2");
+        note(self.protocol.is_some(), "--protocol");
+        note(self.streams.is_some(), "--streams");
         note(!self.slos.is_empty(), "--slo");
         note(self.print_spec, "--print-spec");
         given
@@ -404,6 +416,8 @@ impl FlagArgs {
             no_keepalive: self.no_keepalive,
             slos: self.slos.clone(),
             insecure: self.insecure,
+            protocol: if self.http2 { Some("http2".to_owned()) } else { self.protocol.clone() },
+            streams: self.streams,
         }
     }
 }

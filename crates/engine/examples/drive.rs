@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p loadgate-engine --example drive -- http://127.0.0.1:8080/ \
 //!     [-t THREADS] [--cpus 1,2] [-c CONNECTIONS] [-d 10s | -n REQUESTS] [-R RATE] [--pipeline 16]
-//!     [--window] [--no-keepalive] [--timeout 8s] [--json]
+//!     [--window] [--no-keepalive] [--http2] [--streams N] [--timeout 8s] [--json]
 //! ```
 //!
 //! Prints a short summary; with `--json`, the whole `ScenarioResult` instead.
@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
 use loadgate_model::units::{Duration, Rate};
+use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, ConnectionPolicy, LoadPlan, RequestPlan, Share, StopCondition, WorkerShare};
 
@@ -26,6 +27,9 @@ struct Args {
     pipeline: u32,
     window: bool,
     keep_alive: bool,
+    /// HTTP/2 with prior knowledge (h2c) and its streams per connection.
+    http2: bool,
+    streams: u32,
     timeout: Duration,
     json: bool,
 }
@@ -41,6 +45,8 @@ fn parse() -> Result<Args, String> {
         pipeline: 1,
         window: false,
         keep_alive: true,
+        http2: false,
+        streams: 1,
         timeout: Duration::from_secs(8),
         json: false,
     };
@@ -62,6 +68,8 @@ fn parse() -> Result<Args, String> {
             "--pipeline" => a.pipeline = value()?.parse().map_err(|e| format!("--pipeline: {e}"))?,
             "--window" => a.window = true,
             "--no-keepalive" => a.keep_alive = false,
+            "--http2" => a.http2 = true,
+            "--streams" => a.streams = value()?.parse().map_err(|e| format!("--streams: {e}"))?,
             "--timeout" => a.timeout = value()?.parse().map_err(|e| format!("--timeout: {e:?}"))?,
             "--json" => a.json = true,
             url if !url.starts_with('-') => a.url = url.to_owned(),
@@ -124,6 +132,7 @@ fn main() -> ExitCode {
                 pipeline: args.pipeline,
                 pipeline_mode: if args.window { PipelineMode::Window } else { PipelineMode::Batch },
                 keep_alive: args.keep_alive,
+                streams: args.streams,
                 connect_rate: loadgate_plan::ConnectRate::Auto,
             },
         },
@@ -144,7 +153,12 @@ fn main() -> ExitCode {
     let workers: Vec<WorkerPlan> = (0..n as usize)
         .map(|index| WorkerPlan { index, cpu: args.cpus.get(index).copied(), pacing: loadgate_plan::Pacing::Default })
         .collect();
-    let target = Target { addr, host: authority.to_owned(), tls: None };
+    let target = Target {
+        addr,
+        host: authority.to_owned(),
+        tls: None,
+        protocol: if args.http2 { Protocol::Http2 } else { Protocol::Http1 },
+    };
     let result = match run_phase(&phase, &workers, &target, &StopSignal::new(), &mut |_| Control::Continue) {
         Ok(r) => r,
         Err(e) => {

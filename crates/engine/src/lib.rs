@@ -128,6 +128,7 @@
 
 mod codec;
 mod data;
+mod h2;
 mod opening;
 mod phase;
 mod request;
@@ -153,6 +154,9 @@ pub struct Target {
     pub host: String,
     /// HTTPS: how to speak TLS to the target (`None`: plain HTTP).
     pub tls: Option<tls::TlsClient>,
+    /// The HTTP version to speak (`target.protocol`): HTTP/2 is h2 over TLS (by ALPN with `auto`) or h2c with
+    /// prior knowledge over plain TCP.
+    pub protocol: loadgate_model::Protocol,
 }
 
 /// What the engine reports once per second (aggregated over all workers) while a phase runs.

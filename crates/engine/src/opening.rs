@@ -33,6 +33,8 @@ use crate::worker::WorkerConfig;
 
 /// The pacer's period.
 const TICK: Duration = Duration::from_millis(1);
+/// The most ticks' worth of permits a late tick hands out at once.
+const MAX_BURST: f64 = 4.0;
 /// `auto`'s first (and highest) rate, per worker.
 const AUTO_START_PER_MS: f64 = 4.0;
 /// `auto`'s lowest rate, per worker: one connect per 16 ms.
@@ -141,13 +143,15 @@ impl Pacer {
         }
     }
 
-    /// A tick: how many of `waiting` slots may connect now.
-    pub(crate) fn grants(&mut self, waiting: usize) -> usize {
+    /// A tick, `elapsed` after the one before: how many of `waiting` slots may connect now. The permits follow
+    /// the time that passed, so a tick that comes late (a loaded machine) does not slow the pace.
+    pub(crate) fn grants(&mut self, waiting: usize, elapsed: Duration) -> usize {
         if self.per_ms.is_infinite() {
             return waiting;
         }
-        // Unused permits do not pile up beyond one tick's worth (at least one connect).
-        self.credit = (self.credit + self.per_ms).min(self.per_ms.max(1.0));
+        // Unused permits do not pile up beyond MAX_BURST ticks' worth (at least one connect).
+        let ms = elapsed.as_secs_f64() * 1000.0;
+        self.credit = (self.credit + self.per_ms * ms).min((self.per_ms * MAX_BURST).max(1.0));
         let n = (self.credit.floor() as usize).min(waiting);
         self.credit -= n as f64;
         n
@@ -240,9 +244,9 @@ pub(crate) fn open_all(rt: &Rt, cfg: &WorkerConfig, rate: ConnectRate, share: f6
 
 impl State<'_> {
     /// A tick: lets the next slots in line connect.
-    fn grant(&self) {
+    fn grant(&self, elapsed: Duration) {
         let mut waiting = self.waiting.borrow_mut();
-        let n = self.pacer.borrow_mut().grants(waiting.len());
+        let n = self.pacer.borrow_mut().grants(waiting.len(), elapsed);
         let mut granted = self.granted.borrow_mut();
         for (slot, waker) in waiting.drain(..n) {
             if let Some(g) = granted.get_mut(slot) {
@@ -257,11 +261,14 @@ impl State<'_> {
 /// the phase is stopped).
 async fn pace(s: Rc<State<'_>>) {
     let mut next = Instant::now();
+    let mut last = next;
     loop {
         if s.tried.get() >= s.cfg.slots || s.cfg.stop.is_stopped() {
             return;
         }
-        s.grant();
+        let now = Instant::now();
+        s.grant(now.saturating_duration_since(last));
+        last = now;
         next += TICK;
         let now = Instant::now();
         if next <= now {
@@ -335,19 +342,22 @@ mod tests {
 
     #[test]
     fn auto_hands_out_four_connects_a_millisecond() {
+        let ms = Duration::from_millis(1);
         let mut p = Pacer::new(ConnectRate::Auto, 1.0);
-        assert_eq!(p.grants(100), 4);
-        assert_eq!(p.grants(100), 4);
-        // Fewer waiting: unused permits do not pile up.
-        assert_eq!(p.grants(1), 1);
-        assert_eq!(p.grants(100), 4);
+        assert_eq!(p.grants(100, ms), 4);
+        assert_eq!(p.grants(100, ms), 4);
+        // A tick 3 ms late hands out what the 3 ms were worth...
+        assert_eq!(p.grants(100, 3 * ms), 12);
+        // ...but never more than four ticks' worth: unused permits do not pile up.
+        assert_eq!(p.grants(1, 10 * ms), 1);
+        assert_eq!(p.grants(100, 10 * ms), 16);
     }
 
     #[test]
     fn a_fixed_rate_is_shared_between_workers() {
         // 1,000/s over two workers: one connect every 2 ms each.
         let mut p = Pacer::new(ConnectRate::Rate(Rate::from_per_sec(1000)), 0.5);
-        let granted: usize = (0..10).map(|_| p.grants(100)).sum();
+        let granted: usize = (0..10).map(|_| p.grants(100, Duration::from_millis(1))).sum();
         assert_eq!(granted, 5);
         // Stalls are retried, never slowed.
         let now = Instant::now();
@@ -358,7 +368,7 @@ mod tests {
     #[test]
     fn unlimited_lets_everyone_connect_and_waits_for_the_kernel() {
         let mut p = Pacer::new(ConnectRate::Unlimited, 1.0);
-        assert_eq!(p.grants(16_384), 16_384);
+        assert_eq!(p.grants(16_384, Duration::ZERO), 16_384);
         assert_eq!(p.stall_after(), None);
     }
 

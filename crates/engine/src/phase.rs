@@ -8,11 +8,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
 use loadgate_results::{
-    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, LatencySummary, LoadSummary, Problem,
-    RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, TlsStats, Validity, WorkerStats,
+    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats, LatencySummary, LoadSummary,
+    Problem, RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, TlsStats, Validity,
+    WorkerStats,
 };
 
 use crate::opening::OpeningCounts;
@@ -22,7 +24,7 @@ use loadgate_results::{ConnectionOpening, OpeningFailures};
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
-use crate::worker::{self, Msg, SessionOp, Snapshot, WorkerConfig, WorkerFinal};
+use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, StopSignal, Target, Tick};
 
 /// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
@@ -285,7 +287,12 @@ fn configure(
             index: i,
             cpu: wp.cpu,
             addr: target.addr,
-            tls: target.tls.clone(),
+            tls: match target.protocol {
+                Protocol::Http1 => target.tls.clone(),
+                p => target.tls.as_ref().map(|t| t.for_protocol(p)),
+            },
+            http2: target.protocol == Protocol::Http2,
+            streams: usize::try_from(load.connections.streams.max(1)).unwrap_or(1),
             request: bytes.clone(),
             built,
             mix_entries: if session { steps.len() } else { phase.mix.len() },
@@ -519,6 +526,7 @@ fn assemble(
     let mut first_connect_error = None;
     let mut tls = TlsStats { insecure: target_tls.is_some_and(TlsClient::insecure), ..TlsStats::default() };
     let (mut users_started, mut users_finished, mut users_peak) = (0u64, 0u64, 0u64);
+    let mut h2 = H2Counters::default();
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
         let c = &f.counters;
@@ -543,6 +551,7 @@ fn assemble(
         if first_connect_error.is_none() {
             first_connect_error.clone_from(&c.first_connect_error);
         }
+        h2.add(&c.http2);
         let t = &f.tls;
         tls.handshakes += t.handshakes;
         tls.resumed += t.resumed;
@@ -688,6 +697,30 @@ fn assemble(
             ),
         });
     }
+    let http2 = (h2.connections > 0).then(|| Http2Stats {
+        connections: h2.connections,
+        streams_asked: u64::from(load.connections.streams.max(1)),
+        streams_granted: h2.streams_granted,
+        goaways: h2.goaways,
+        rst_streams: h2
+            .rst_streams
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (Http2Stats::code_name(code).to_owned(), *n))
+            .collect(),
+        resent: h2.resent,
+    });
+    if let Some(h) = http2.as_ref().filter(|h| h.streams_granted > 0 && h.streams_granted < h.streams_asked) {
+        validity.warnings.push(Problem {
+            kind: "http2_streams_capped".into(),
+            message: format!(
+                "the server granted {} concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS), fewer \
+                 than the {} asked: each connection carried at most {}",
+                h.streams_granted, h.streams_asked, h.streams_granted
+            ),
+        });
+    }
     validity.valid = validity.problems.is_empty();
 
     let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
@@ -722,6 +755,7 @@ fn assemble(
         tls: target_tls
             .is_some()
             .then(|| TlsStats { handshake_time: LatencySummary::from_histogram(&hist.tls_handshake), ..tls }),
+        http2,
         histograms: hist,
         timeline,
         workers: worker_stats,

@@ -150,6 +150,18 @@ impl TlsClient {
         (*self.config).clone()
     }
 
+    /// The same client offering the ALPN protocols of `protocol`: `http/1.1`, `h2`, or both (`h2` first).
+    pub fn for_protocol(&self, protocol: loadgate_model::Protocol) -> TlsClient {
+        let alpn: &[&[u8]] = match protocol {
+            loadgate_model::Protocol::Http1 => &[b"http/1.1"],
+            loadgate_model::Protocol::Http2 => &[b"h2"],
+            loadgate_model::Protocol::Auto => &[b"h2", b"http/1.1"],
+        };
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        TlsClient { config: Arc::new(config), ..self.clone() }
+    }
+
     /// Whether certificates go unchecked.
     pub fn insecure(&self) -> bool {
         self.insecure
@@ -361,6 +373,13 @@ pub(crate) struct TlsConn {
     /// The TLS error that broke the connection, once (for the error counts).
     failure: Option<TlsFailure>,
     server: String,
+}
+
+impl TlsConn {
+    /// The server chose HTTP/2 by ALPN.
+    pub(crate) fn is_h2(&self) -> bool {
+        self.tls.alpn_protocol() == Some(b"h2")
+    }
 }
 
 /// The socket as rustls sees it: `io::Read`/`io::Write` that say `WouldBlock` when the event loop must wait,

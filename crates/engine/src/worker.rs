@@ -63,6 +63,9 @@ use crate::tls::{self, TlsClient, TlsConn, TlsFailure, WorkerTls};
 use crate::transport::{self, ConnectError, Stream, TcpConn};
 use crate::{EngineError, StopSignal};
 
+mod http2;
+pub(crate) use http2::H2Counters;
+
 /// The shared read buffer of a worker: one read takes as much as the socket holds, up to this.
 const SCRATCH_BYTES: usize = 64 * 1024;
 const BACKOFF_MIN: Duration = Duration::from_millis(1);
@@ -94,6 +97,10 @@ pub(crate) struct WorkerConfig {
     pub window: bool,
     /// `false`: one request per connection.
     pub keep_alive: bool,
+    /// HTTP/2 over plain TCP (h2c with prior knowledge); over TLS, HTTP/2 is what ALPN chose (`http2` forces it).
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection asked for (the server's `MAX_CONCURRENT_STREAMS` caps it).
+    pub streams: usize,
     pub slots: usize,
     /// Closed loads stopped by a request count: each slot's exact quota.
     pub slot_quotas: Option<Vec<u64>>,
@@ -238,6 +245,8 @@ pub(crate) struct Counters {
     pub address_unavailable: u64,
     /// The first connect error, in words.
     pub first_connect_error: Option<String>,
+    /// HTTP/2 connections, streams and what the servers said.
+    pub http2: http2::H2Counters,
     /// Sessions only: users that started (took their first request) and users whose session ended (its last
     /// step done, a request failed, or the connection closed).
     pub users_started: u64,
@@ -774,8 +783,12 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     let mut next_tick = ctx.start + tick;
     // I/O may wait for the pacer only in open keep-alive loads of single requests without pipelining (see the
     // module docs): a read's timestamp is that of its last bytes, so a deferred read must hold one response.
-    let may_defer =
-        ctx.open_loop && ctx.cfg.keep_alive && ctx.cfg.pipeline == 1 && ctx.cfg.session.is_empty() && !ctx.cfg.precise;
+    let may_defer = ctx.open_loop
+        && ctx.cfg.keep_alive
+        && ctx.cfg.pipeline == 1
+        && ctx.cfg.streams == 1
+        && ctx.cfg.session.is_empty()
+        && !ctx.cfg.precise;
     // Precise pacing wakes for every request a connection waits for; the default at most once a tick for that.
     let gap = if ctx.cfg.precise { Duration::ZERO } else { tick };
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
@@ -900,12 +913,28 @@ async fn open(ctx: &Ctx, began: Instant, pre: Option<TcpConn>) -> Result<(Conn, 
     }
 }
 
+/// How requests go over a connection: HTTP/1.1 ([`Http1`]) or HTTP/2 ([`http2::H2`]), each generic over the
+/// transport. `drive` makes all the progress it can and says how the connection ends, if it does.
+trait Driver {
+    fn drive(&mut self, cx: &mut Context<'_>, ctx: &Ctx, io: &mut SlotIo, quota: &mut Option<u64>) -> Poll<End>;
+}
+
+/// HTTP/1.1 over a transport: the slot's own loop ([`SlotIo::drive`]).
+struct Http1<S>(S);
+
+impl<S: Stream> Driver for Http1<S> {
+    #[inline(always)]
+    fn drive(&mut self, cx: &mut Context<'_>, ctx: &Ctx, io: &mut SlotIo, quota: &mut Option<u64>) -> Poll<End> {
+        io.drive(cx, ctx, &mut self.0, quota)
+    }
+}
+
 /// Drives requests over one open connection until it must be replaced or the slot is done (a session user's
-/// steps included). Generic over the transport, so each gets its own compiled copy of the loop.
-async fn serve<S: Stream>(ctx: &Ctx, io: &mut SlotIo, mut stream: S, quota: &mut Option<u64>) -> End {
+/// steps included). Generic over the driver and its transport, so each gets its own compiled copy of the loop.
+async fn serve<D: Driver>(ctx: &Ctx, io: &mut SlotIo, mut driver: D, quota: &mut Option<u64>) -> End {
     let cfg = &ctx.cfg;
     loop {
-        let end = poll_fn(|cx| io.drive(cx, ctx, &mut stream, quota)).await;
+        let end = poll_fn(|cx| driver.drive(cx, ctx, io, quota)).await;
         if !matches!(end, End::Step) {
             return end;
         }
@@ -1006,8 +1035,14 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 backoff = BACKOFF_MIN;
                 // One engine loop, monomorphized per transport: the plain path never looks at TLS.
                 let end = match conn {
-                    Conn::Plain(stream) => serve(&ctx, &mut io, stream, &mut quota).await,
-                    Conn::Tls(stream) => serve(&ctx, &mut io, stream, &mut quota).await,
+                    Conn::Plain(stream) if cfg.http2 => {
+                        serve(&ctx, &mut io, http2::H2::new(stream, false), &mut quota).await
+                    }
+                    Conn::Plain(stream) => serve(&ctx, &mut io, Http1(stream), &mut quota).await,
+                    Conn::Tls(stream) if cfg.http2 || stream.is_h2() => {
+                        serve(&ctx, &mut io, http2::H2::new(stream, true), &mut quota).await
+                    }
+                    Conn::Tls(stream) => serve(&ctx, &mut io, Http1(stream), &mut quota).await,
                 };
                 let refused = io.peer_closed && !io.answered;
                 io.reset();
@@ -1355,11 +1390,22 @@ impl SlotIo {
         done: Completed,
         now: Instant,
     ) -> Option<End> {
-        let Some(InFlight { intended, sent, entry }) = self.in_flight.pop_front() else {
+        let Some(request) = self.in_flight.pop_front() else {
             // A response nobody asked for.
             self.fail_all(stats, Failure::Protocol);
             return Some(End::Reconnect { server_closed: false });
         };
+        self.record(ctx, stats, request, done.status, now);
+        if done.close {
+            self.close_after_response(ctx, stats, quota);
+            return Some(End::Reconnect { server_closed: ctx.cfg.keep_alive });
+        }
+        None
+    }
+
+    /// Records a completed request: its latency, service time, send lag and status.
+    fn record(&mut self, ctx: &Ctx, stats: &mut Stats, request: InFlight, status: u16, now: Instant) {
+        let InFlight { intended, sent, entry } = request;
         // A kernel timestamp can precede the actual send only by clock noise: never count that.
         let now = now.max(sent);
         let latency = micros(now.saturating_duration_since(intended));
@@ -1374,17 +1420,12 @@ impl SlotIo {
         stats.c.completed += 1;
         stats.in_flight -= 1;
         self.answered = true;
-        count_status(&mut stats.c.status, done.status);
+        count_status(&mut stats.c.status, status);
         if let Some(e) = stats.entry(entry) {
             e.completed += 1;
             e.latency.saturating_record(latency);
-            count_status(&mut e.status, done.status);
+            count_status(&mut e.status, status);
         }
-        if done.close {
-            self.close_after_response(ctx, stats, quota);
-            return Some(End::Reconnect { server_closed: ctx.cfg.keep_alive });
-        }
-        None
     }
 
     /// The server said it closes: requests pipelined behind the last response were never read by it.

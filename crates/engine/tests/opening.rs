@@ -34,7 +34,7 @@ fn narrow_server(accept_every: Duration) -> (Target, Arc<AtomicU64>) {
         std::thread::spawn(move || answer(stream));
         std::thread::sleep(accept_every);
     });
-    (Target { addr, host: "narrow".into(), tls: None }, accepted)
+    (Target { addr, host: "narrow".into(), tls: None, protocol: loadgate_model::Protocol::Http1 }, accepted)
 }
 
 fn answer(mut s: TcpStream) {
@@ -118,7 +118,8 @@ fn unlimited_opens_everything_at_once_and_open_loads_open_too() {
 
 #[test]
 fn connections_refused_while_opening_are_counted_by_cause_and_warned() {
-    let target = Target { addr: refused_addr(), host: "nowhere".into(), tls: None };
+    let target =
+        Target { addr: refused_addr(), host: "nowhere".into(), tls: None, protocol: loadgate_model::Protocol::Http1 };
     let r = PhaseBuilder::closed(3).duration(Duration::from_millis(200)).run(&target);
     let info = describe(&r);
     let o = opening(&r);

@@ -261,7 +261,8 @@ fn garbage_is_a_protocol_error() {
 
 #[test]
 fn connection_refused_is_counted_and_invalidates() {
-    let target = Target { addr: refused_addr(), host: "nowhere".into(), tls: None };
+    let target =
+        Target { addr: refused_addr(), host: "nowhere".into(), tls: None, protocol: loadgate_model::Protocol::Http1 };
     let r = PhaseBuilder::closed(2).duration(Duration::from_millis(500)).run(&target);
     let info = describe(&r);
     assert!(r.errors.connect > 0, "{info}");

@@ -56,6 +56,10 @@ pub(crate) struct Draft {
     pub warmup: Option<Dur>,
     /// `https://` without certificate checks (oha `--insecure`).
     pub insecure: bool,
+    /// The tool speaks HTTP/2 (h2load without `--h1`, oha `--http2`): `target.protocol`, and its streams per
+    /// connection (h2load `-m`, oha `-p`).
+    pub http2: bool,
+    pub streams: u32,
     pub notes: Vec<String>,
 }
 
@@ -131,6 +135,10 @@ impl Draft {
         if self.url.https && self.insecure {
             let _ = writeln!(y, "  tls: {{ insecure: true }}  # from `--insecure`: the certificate is not checked");
         }
+        if self.http2 {
+            let how = if self.url.https { "h2 by ALPN" } else { "h2c with prior knowledge" };
+            let _ = writeln!(y, "  protocol: http2  # {tool} speaks HTTP/2 here ({how})");
+        }
         let _ = writeln!(y, "scenarios:");
         if let Some(w) = self.warmup {
             let _ = writeln!(y, "  warmup:  # {tool}'s warmup: measured and reported, never gated");
@@ -141,11 +149,11 @@ impl Draft {
                 Load::Closed { stop, .. } => *stop = Stop::Duration(Val::given(w)),
                 Load::Open { duration, .. } => *duration = Val::given(w),
             }
-            render_load(&mut y, &load, tool);
+            render_load(&mut y, &load, tool, self.streams);
         }
         let _ = writeln!(y, "  main:");
         self.render_request(&mut y);
-        render_load(&mut y, &self.load, tool);
+        render_load(&mut y, &self.load, tool, self.streams);
         let _ = writeln!(y, "    slo:");
         let _ = writeln!(
             y,
@@ -177,7 +185,7 @@ impl Draft {
     }
 }
 
-fn render_load(y: &mut String, load: &Load, tool: Tool) {
+fn render_load(y: &mut String, load: &Load, tool: Tool, streams: u32) {
     let _ = writeln!(y, "    load:");
     match load {
         Load::Closed { connections, stop, pipeline, keep_alive } => {
@@ -197,12 +205,18 @@ fn render_load(y: &mut String, load: &Load, tool: Tool) {
             if !keep_alive {
                 let _ = writeln!(y, "        keep_alive: false");
             }
+            if streams > 1 {
+                let _ = writeln!(y, "        streams: {streams}");
+            }
         }
         Load::Open { rate_millis, duration, connections } => {
             let _ = writeln!(y, "      open:");
             let _ = writeln!(y, "        rate: {}", rate_text(*rate_millis));
             let _ = writeln!(y, "        duration: {}{}", duration.v, default_comment(duration.default, tool));
             let _ = writeln!(y, "        connections: {}{}", connections.v, default_comment(connections.default, tool));
+            if streams > 1 {
+                let _ = writeln!(y, "        streams: {streams}");
+            }
         }
     }
 }

@@ -35,6 +35,10 @@ pub struct FlagRun {
     pub slos: Vec<String>,
     /// `-k`/`--insecure`: an `https://` URL's certificate is not checked (curl, oha).
     pub insecure: bool,
+    /// `--protocol http1|http2|auto` (`--http2` is `http2`): `target.protocol`.
+    pub protocol: Option<String>,
+    /// `--streams N`: HTTP/2 streams per connection (h2load `-m`).
+    pub streams: Option<u32>,
 }
 
 /// A bare number means seconds, as in wrk (`-d 30`, `--timeout 8`).
@@ -91,6 +95,9 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
     if f.insecure {
         let _ = writeln!(y, "  tls: {{ insecure: true }}");
     }
+    if let Some(p) = &f.protocol {
+        let _ = writeln!(y, "  protocol: {}", quote(p));
+    }
     let _ = writeln!(y, "scenarios:\n  main:");
     let _ = writeln!(y, "    request:");
     if let Some(m) = &f.method {
@@ -118,6 +125,9 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
             let _ = writeln!(y, "        rate: {}", quote(&rate_default(rate)));
             let _ = writeln!(y, "        connections: {connections}");
             let _ = writeln!(y, "        duration: {duration}");
+            if let Some(s) = f.streams {
+                let _ = writeln!(y, "        streams: {s}");
+            }
             if f.requests.is_some() || f.pipeline.is_some() || f.no_keepalive {
                 return Err("-R (an open loop) cannot be combined with -n, --pipeline or --no-keepalive".into());
             }
@@ -138,6 +148,9 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
             }
             if f.no_keepalive {
                 let _ = writeln!(y, "        keep_alive: false");
+            }
+            if let Some(s) = f.streams {
+                let _ = writeln!(y, "        streams: {s}");
             }
         }
     }

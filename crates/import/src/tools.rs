@@ -106,6 +106,8 @@ fn start(tool: Tool, url: TargetUrl, command_line: &str, load: Load) -> Draft {
         load,
         warmup: None,
         insecure: false,
+        http2: false,
+        streams: 1,
         notes: Vec::new(),
     };
     if let Some(f) = d.url.fragment.take() {
@@ -788,11 +790,18 @@ fn oha(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         d.note(format!("the multipart form `{} {}` is not carried over: write it into `body:`", g.written, text(g)));
     }
     let http_version = p.last("http-version").map(|g| text(g).trim().to_owned());
-    if p.has("http2") || http_version.as_deref().is_some_and(|v| v != "1.1") {
-        d.note("the HTTP version is not carried over: loadgate speaks HTTP/1.1");
-    }
-    if let Some(g) = p.last("p").filter(|g| text(g).trim() != "1") {
-        d.note(format!("`{} {}` (HTTP/2 streams per connection) is not carried over", g.written, text(g)));
+    if p.has("http2") || http_version.as_deref().is_some_and(|v| v == "2" || v == "2.0") {
+        d.http2 = true;
+        if let Some(g) = p.last("p") {
+            match text(g).trim().parse::<u32>() {
+                Ok(n) if (1..=65_536).contains(&n) => d.streams = n,
+                _ => return Err(bad(tool, g, "a number of HTTP/2 streams per connection from 1 to 65536")),
+            }
+        }
+    } else if http_version.as_deref().is_some_and(|v| v != "1.1") {
+        d.note("the HTTP version is not carried over: loadgate speaks HTTP/1.1 and HTTP/2");
+    } else if let Some(g) = p.last("p").filter(|g| text(g).trim() != "1") {
+        d.note(format!("`{} {}` (HTTP/2 streams per connection) applies with `--http2` only", g.written, text(g)));
     }
     if p.has("rand-regex-url") {
         d.note("`--rand-regex-url` is not carried over: the URL is requested literally, not as a regular expression");
@@ -1057,18 +1066,8 @@ fn h2load(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         _ => streams as u32,
     };
     if http2 {
-        notes.push(format!(
-            "h2load speaks HTTP/2 to this URL ({}; `--h1` forces HTTP/1.1): loadgate's engine does not speak HTTP/2 \
-             yet, so this spec loads the server over HTTP/1.1 and its figures are not comparable with h2load's",
-            if target.https { "h2 by ALPN" } else { "h2c with prior knowledge" }
-        ));
-        if let Some(g) = p.last("m").filter(|_| streams > 1) {
-            notes.push(format!(
-                "`{} {}` ({streams} concurrent HTTP/2 streams per connection) is not supported by loadgate's engine \
-                 yet: each connection has one request in flight",
-                g.written,
-                text(g)
-            ));
+        if let Some(g) = p.last("m").filter(|_| streams > 65_536) {
+            return Err(bad(tool, g, "a number of HTTP/2 streams per connection from 1 to 65536"));
         }
     } else if streams > 1 && body_file.is_some() {
         notes.push("with `-d`, h2load pipelines no HTTP/1.1 requests: `-m` does not apply".to_owned());
@@ -1084,7 +1083,8 @@ fn h2load(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         if let Some(g) = p.last(key) {
             notes.push(if http2 {
                 format!(
-                    "`{} {}` (an HTTP/2 setting) is not supported by loadgate's engine yet (no HTTP/2)",
+                    "`{} {}` (an HTTP/2 setting) is not carried over: loadgate opens its windows fully and asks for \
+                     no response header table",
                     g.written,
                     text(g)
                 )
@@ -1138,6 +1138,8 @@ fn h2load(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         }
     };
     let mut d = start(tool, target, command_line, load);
+    d.http2 = http2;
+    d.streams = if http2 { u32::try_from(streams).unwrap_or(1) } else { 1 };
     d.threads = Some(threads);
     d.warmup = warmup.filter(|w| w.0 > 0);
     // The protocol and the load first: they change what the numbers mean.

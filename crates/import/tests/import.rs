@@ -213,7 +213,7 @@ fn hey_and_oha_examples() {
             assert!(matches!(c.load, Load::Closed { keep_alive: false, stop: Stop::Requests(40), .. }));
             assert!(c.request.headers.contains(&("Accept".into(), "application/json".into())));
             assert!(i.notes.iter().any(|n| n.contains("body.json")));
-            assert!(i.notes.iter().any(|n| n.contains("HTTP/1.1")));
+            assert!(i.yaml.contains("protocol: http2"), "oha --http2 speaks h2c: {}", i.yaml);
         }),
     ];
     for (line, check) in cases {
@@ -223,13 +223,12 @@ fn hey_and_oha_examples() {
     }
 }
 
-/// h2load: HTTP/2 unless `--h1` (or `-p http/1.1` for http, an ALPN list without h2 for https), which the engine
-/// does not speak yet and every import says so; `-m` is HTTP/1.1 pipelining under `--h1`, and HTTP/2 streams,
-/// reported as not supported, otherwise.
+/// h2load: HTTP/2 unless `--h1` (or `-p http/1.1` for http, an ALPN list without h2 for https), imported as
+/// `target.protocol: http2`; `-m` is HTTP/1.1 pipelining under `--h1`, and HTTP/2 streams (`streams`) otherwise.
 #[test]
 fn h2load_examples() {
     fn says_http2(i: &Imported) -> bool {
-        i.notes.iter().any(|n| n.contains("does not speak HTTP/2 yet") && n.contains("not comparable"))
+        i.yaml.contains("  protocol: http2  # h2load speaks HTTP/2 here")
     }
     let cases: &[Case] = &[
         ("h2load -n 100000 -c 100 -t 4 -m 10 https://localhost:8443/", |s, i| {
@@ -240,15 +239,8 @@ fn h2load_examples() {
                 Load::Closed { connections: 100, stop: Stop::Requests(100_000), pipeline: 1, keep_alive: true, .. }
             ));
             assert_eq!(s.hardware.threads, Some(4));
-            assert!(says_http2(i), "{:?}", i.notes);
-            assert!(i.notes[0].contains("HTTP/2"), "the protocol comes first: {:?}", i.notes);
-            assert!(
-                i.notes
-                    .iter()
-                    .any(|n| n.starts_with("`-m 10` (10 concurrent HTTP/2 streams per connection) is not supported")),
-                "{:?}",
-                i.notes
-            );
+            assert!(says_http2(i), "{}", i.yaml);
+            assert_eq!(c.streams, 10, "`-m 10`: 10 concurrent HTTP/2 streams per connection");
             assert!(i.notes.iter().any(|n| n.contains("does not check the server's certificate")), "{:?}", i.notes);
             assert!(i.yaml.contains("description: Imported from an h2load command line."));
         }),
@@ -261,7 +253,7 @@ fn h2load_examples() {
         }),
         ("h2load -n 20 -c 2 http://h/", |s, i| {
             assert!(matches!(single_cell(s).load, Load::Closed { connections: 2, stop: Stop::Requests(20), .. }));
-            assert!(says_http2(i) && i.notes.iter().any(|n| n.contains("h2c with prior knowledge")), "{:?}", i.notes);
+            assert!(says_http2(i) && i.yaml.contains("h2c with prior knowledge"), "{}", i.yaml);
         }),
         ("h2load -p http/1.1 -n 20 -c 2 -m 4 http://h/", |s, i| {
             assert!(matches!(single_cell(s).load, Load::Closed { pipeline: 4, .. }));
@@ -317,7 +309,10 @@ fn h2load_examples() {
                 }
                 assert_eq!(single_cell(s).request.path, "/a");
                 assert!(i.notes.iter().any(|n| n.contains("its 2 URIs")), "{:?}", i.notes);
-                assert!(i.notes.iter().any(|n| n.contains("`--header-table-size 8K`") && n.contains("not supported")));
+                assert!(i
+                    .notes
+                    .iter()
+                    .any(|n| n.contains("`--header-table-size 8K`") && n.contains("not carried over")));
             },
         ),
         ("h2load http://h/", |s, i| {

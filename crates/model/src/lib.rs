@@ -140,6 +140,25 @@ pub enum PipelineMode {
     Window,
 }
 
+/// Which HTTP version the engine speaks to the target (`target.protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// HTTP/1.1 (ALPN `http/1.1` over TLS).
+    #[default]
+    Http1,
+    /// HTTP/2: h2 over TLS (ALPN `h2`), h2c with prior knowledge over plain TCP.
+    Http2,
+    /// Over TLS, whatever the server picks by ALPN (`h2` offered first); HTTP/1.1 over plain TCP.
+    Auto,
+}
+
+impl Protocol {
+    pub fn is_http1(&self) -> bool {
+        *self == Protocol::Http1
+    }
+}
+
 /// Whether the target is started afresh between rounds of repetitions (`gating.restart`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

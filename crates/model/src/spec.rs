@@ -8,6 +8,10 @@ use crate::diag::Diagnostic;
 use crate::units::{ByteSize, CpuList, Duration, Percent, Rate};
 use crate::{BuiltinKind, ConnectRate, OnMismatch, PipelineMode, SaturationPolicy, Slo};
 
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 /// The only spec format version this loadgate reads.
 pub const SPEC_VERSION: u64 = 1;
 
@@ -99,6 +103,9 @@ pub struct BaseUrl {
     pub port: u16,
     /// A path prefix (no trailing slash), prepended to every request path.
     pub prefix: String,
+    /// `target.protocol`: HTTP/1.1, HTTP/2 (h2 by ALPN over TLS, h2c with prior knowledge), or `auto` (ALPN).
+    #[serde(skip_serializing_if = "crate::Protocol::is_http1")]
+    pub protocol: crate::Protocol,
     /// `https://`: how to speak TLS (the `target.tls` block, or its defaults). `None` for `http://`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsOptions>,
@@ -149,6 +156,9 @@ pub struct Builtin {
     pub status: u16,
     pub body_size: Option<ByteSize>,
     pub chunked: bool,
+    /// `target.protocol`: how loadgate speaks to the server (which answers HTTP/1.1, h2c and h2 alike).
+    #[serde(skip_serializing_if = "crate::Protocol::is_http1")]
+    pub protocol: crate::Protocol,
     /// Serve HTTPS with a self-signed certificate made at start (`builtin: { kind: plaintext, tls: true }`);
     /// the options are the spec's `target.tls` (only `resume` matters: loadgate trusts the certificate it made).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,6 +192,9 @@ pub struct Cell {
     pub mix: Vec<MixRequest>,
     pub timeout: Duration,
     pub load: Load,
+    /// HTTP/2: concurrent streams per connection (`load.<model>.streams`, h2load's `-m`); 1 by default.
+    #[serde(skip_serializing_if = "is_one")]
+    pub streams: u32,
     pub slos: Vec<Slo>,
     /// What each user does from connect to close (`session:`, user injection only): named requests and think
     /// times, in order; empty otherwise. `request` is then the first request step.

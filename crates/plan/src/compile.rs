@@ -27,6 +27,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 format!("{}[{}]", scenario.name, parts.join(","))
             };
             let mut load = load_plan(&cell.load);
+            load.connections.streams = cell.streams.max(1);
             if let (Arrival::Users { .. }, StopCondition::Duration { duration }) = (&load.arrival, &mut load.stop) {
                 // A profile of `at_once` steps only injects everything at the start and takes no time: its
                 // users get up to the request timeout to finish (the phase ends as soon as they have).
@@ -190,11 +191,14 @@ fn hardware_plan(spec: &Spec) -> HardwarePlan {
 
 fn target_plan(t: &Target) -> TargetPlan {
     match t {
-        Target::Url { base_url } => {
-            TargetPlan::Url { base_url: base_url.url.clone(), tls: base_url.tls.as_ref().map(tls_plan) }
-        }
+        Target::Url { base_url } => TargetPlan::Url {
+            base_url: base_url.url.clone(),
+            protocol: base_url.protocol,
+            tls: base_url.tls.as_ref().map(tls_plan),
+        },
         Target::Command { base_url, start } => TargetPlan::Command {
             base_url: base_url.url.clone(),
+            protocol: base_url.protocol,
             tls: base_url.tls.as_ref().map(tls_plan),
             command: start.command.clone(),
             env: start.env.clone(),
@@ -215,6 +219,7 @@ fn target_plan(t: &Target) -> TargetPlan {
                 body_size: server.body_size.map(|b| b.0),
                 chunked: server.chunked,
             },
+            protocol: server.protocol,
             tls: server.tls.as_ref().map(tls_plan),
         },
     }
@@ -244,6 +249,7 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline: *pipeline,
                 pipeline_mode: *pipeline_mode,
                 keep_alive: *keep_alive,
+                streams: 1,
                 connect_rate: *connect_rate,
             },
         },
@@ -271,6 +277,7 @@ fn load_plan(load: &Load) -> LoadPlan {
                 pipeline: 1,
                 pipeline_mode: loadgate_model::PipelineMode::Batch,
                 keep_alive: false,
+                streams: 1,
                 connect_rate: ConnectRate::Auto,
             },
         },
@@ -283,6 +290,7 @@ fn open_connections(connections: u64, connect_rate: ConnectRate) -> ConnectionPo
         pipeline: 1,
         pipeline_mode: loadgate_model::PipelineMode::Batch,
         keep_alive: true,
+        streams: 1,
         connect_rate,
     }
 }

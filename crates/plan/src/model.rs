@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use loadgate_model::units::{CpuList, Duration, Rate};
+pub use loadgate_model::Protocol;
 use serde::{Deserialize, Serialize};
 
 /// The version of the plan's JSON form (`loadgate plan --json`).
@@ -106,6 +107,9 @@ pub enum TargetPlan {
     /// A server that is already running.
     Url {
         base_url: String,
+        /// The HTTP version spoken (`target.protocol`).
+        #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+        protocol: Protocol,
         /// `https://` targets: how to speak TLS.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsPlan>,
@@ -113,6 +117,8 @@ pub enum TargetPlan {
     /// A server loadgate starts, waits for and stops.
     Command {
         base_url: String,
+        #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+        protocol: Protocol,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsPlan>,
         command: Vec<String>,
@@ -124,6 +130,8 @@ pub enum TargetPlan {
     /// The built-in reference server (`loadgate serve`), started on an ephemeral loopback port.
     Builtin {
         server: BuiltinServer,
+        #[serde(default, skip_serializing_if = "Protocol::is_http1")]
+        protocol: Protocol,
         /// Served over HTTPS with a self-signed certificate made at start, which loadgate then trusts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tls: Option<TlsPlan>,
@@ -131,6 +139,15 @@ pub enum TargetPlan {
 }
 
 impl TargetPlan {
+    /// The HTTP version to speak (`target.protocol`).
+    pub fn protocol(&self) -> Protocol {
+        match self {
+            TargetPlan::Url { protocol, .. }
+            | TargetPlan::Command { protocol, .. }
+            | TargetPlan::Builtin { protocol, .. } => *protocol,
+        }
+    }
+
     /// How to speak TLS to the target (`None`: plain HTTP).
     pub fn tls(&self) -> Option<&TlsPlan> {
         match self {
@@ -337,9 +354,20 @@ pub struct ConnectionPolicy {
     pub pipeline_mode: PipelineMode,
     /// `false`: a new connection per request, as ab without `-k`.
     pub keep_alive: bool,
+    /// HTTP/2: concurrent streams per connection (h2load's `-m`); 1 without HTTP/2.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: u32,
     /// How fast keep-alive connections open before the phase starts measuring.
     #[serde(default, skip_serializing_if = "ConnectRate::is_auto")]
     pub connect_rate: ConnectRate,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// One worker's part of a phase. Across the workers of a phase, `connections` and `requests` sum exactly to the

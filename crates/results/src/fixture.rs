@@ -199,6 +199,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         send_lag: LatencySummary::from_histogram(&send_lag),
         connect_time: LatencySummary::from_histogram(&connect_time),
         tls: None,
+        http2: None,
         histograms: Histograms { latency, service_time, send_lag, connect_time, tls_handshake: new_histogram() },
         timeline,
         workers,

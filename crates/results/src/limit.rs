@@ -91,7 +91,7 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
     }
 
     // 2. Busy connections: the plan's or the target's limit.
-    let connections = s.connections.planned.max(1) as f64;
+    let connections = slots(s).max(1.0);
     let busy = busy_share(s, cx);
     let service_mean_s = s.service_time.mean_us / 1e6;
     let busy_seconds = s.timeline.iter().filter(|p| p.in_flight.is_some_and(|n| n as f64 >= connections)).count();
@@ -166,7 +166,9 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
         return Some(limited(LimitCause::Target, s, target, achieved, &shortfall, evidence, None));
     }
     // The plan: too few connections for the rate at this service time.
-    let needed = (target * service_mean_s).ceil().max(1.0) as u64;
+    // Over HTTP/2 each connection carries its streams.
+    let per_connection = slots(s) / s.connections.planned.max(1) as f64;
+    let needed = (target * service_mean_s / per_connection.max(1.0)).ceil().max(1.0) as u64;
     evidence.push(format!(
         "the target kept its service time: {} connections / {} mean service time carry about {}, below the {} asked",
         format::count(s.connections.planned),
@@ -211,9 +213,17 @@ fn limited(
     Limited { cause, target_rate: target, achieved_rate: achieved, message, evidence, connections_needed: needed }
 }
 
+/// How many requests the connections carry at once: one each, or over HTTP/2 the streams a server granted each
+/// (the streams asked when no server said).
+fn slots(s: &ScenarioResult) -> f64 {
+    let streams =
+        s.http2.as_ref().map_or(1, |h| if h.streams_granted > 0 { h.streams_granted } else { h.streams_asked });
+    (s.connections.planned * streams.max(1)) as f64
+}
+
 /// The share of the connections' time that requests spent at the target.
 fn busy_share(s: &ScenarioResult, cx: &LimitContext) -> f64 {
-    let capacity = s.connections.planned as f64 * s.duration;
+    let capacity = slots(s) * s.duration;
     if capacity <= 0.0 {
         return 0.0;
     }
@@ -249,7 +259,7 @@ fn later_busy_share(s: &ScenarioResult) -> f64 {
     if seconds <= 0.0 {
         return 0.0;
     }
-    busy / (s.connections.planned as f64 * seconds)
+    busy / (slots(s) * seconds)
 }
 
 /// The first full second's median service time and the median of the later half's seconds.
@@ -327,6 +337,24 @@ mod tests {
             })
             .collect();
         s
+    }
+
+    #[test]
+    fn http2_streams_count_as_room_on_each_connection() {
+        // 4 connections of 4 streams each at 50 ms: 320/s at most; 79/s sent of 400/s uses a quarter of them.
+        let mut s = open(400.0, 79.0, 4, 50.0, 0.05);
+        s.http2 = Some(crate::Http2Stats { streams_asked: 4, streams_granted: 4, ..Default::default() });
+        let l = who_limited(&s, &LimitContext::default()).expect("fell short");
+        assert_ne!(l.cause, LimitCause::Plan, "{l:#?}");
+        // Busy streams at 310/s of 400/s: the plan again, needing 6 connections of 4 streams (400/s x ~50ms / 4).
+        let mut s = open(400.0, 310.0, 4, 50.0, 0.05);
+        s.http2 = Some(crate::Http2Stats { streams_asked: 4, streams_granted: 4, ..Default::default() });
+        for p in &mut s.timeline {
+            p.in_flight = Some(16);
+        }
+        let l = who_limited(&s, &LimitContext::default()).expect("fell short");
+        assert_eq!(l.cause, LimitCause::Plan, "{l:#?}");
+        assert_eq!(l.connections_needed, Some(6), "{l:#?}");
     }
 
     #[test]

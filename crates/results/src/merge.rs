@@ -109,6 +109,11 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         c.opened += part.connections.opened;
         c.failed += part.connections.failed;
         c.reconnects += part.connections.reconnects;
+        match (&mut merged.http2, &part.http2) {
+            (Some(h2), Some(other)) => h2.add(other),
+            (None, Some(other)) => merged.http2 = Some(other.clone()),
+            _ => {}
+        }
         match (&mut merged.tls, &part.tls) {
             (Some(tls), Some(other)) => tls.add(other),
             (None, Some(other)) => merged.tls = Some(other.clone()),

@@ -353,6 +353,10 @@ pub struct ScenarioResult {
     /// HTTPS targets: handshakes, resumption, handshake time and TLS errors by class. Absent for plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsStats>,
+    /// HTTP/2 targets (`target.protocol: http2`, or `auto` where ALPN chose h2): connections, streams asked and
+    /// granted, GOAWAYs and RST_STREAMs. Absent for HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Stats>,
     /// The full-resolution histograms behind the summaries.
     pub histograms: Histograms,
     /// One point per second of the phase.
@@ -688,6 +692,63 @@ impl ErrorCounts {
     /// Failed requests of every kind.
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.protocol
+    }
+}
+
+/// HTTP/2 over a phase's connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Http2Stats {
+    /// Connections that spoke HTTP/2.
+    pub connections: u64,
+    /// Concurrent streams per connection the load asked for (`streams`).
+    pub streams_asked: u64,
+    /// The fewest concurrent streams a server granted a connection: `streams` capped by the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (0: no server SETTINGS arrived).
+    pub streams_granted: u64,
+    /// GOAWAY frames received (the server ends the connection; streams above its last stream id are sent again).
+    pub goaways: u64,
+    /// RST_STREAM frames received, by error code name (`refused_stream`, `cancel`, `internal_error`...). A
+    /// `refused_stream` request is sent again; any other fails as a `read` error.
+    pub rst_streams: BTreeMap<String, u64>,
+    /// Requests sent again: refused by the server (RST_STREAM REFUSED_STREAM) or above a GOAWAY's last stream id.
+    pub resent: u64,
+}
+
+impl Http2Stats {
+    /// Adds another phase's (or worker's) HTTP/2 figures.
+    pub fn add(&mut self, other: &Http2Stats) {
+        self.connections += other.connections;
+        self.streams_asked = self.streams_asked.max(other.streams_asked);
+        self.streams_granted = match (self.streams_granted, other.streams_granted) {
+            (0, g) | (g, 0) => g,
+            (a, b) => a.min(b),
+        };
+        self.goaways += other.goaways;
+        for (code, n) in &other.rst_streams {
+            *self.rst_streams.entry(code.clone()).or_default() += n;
+        }
+        self.resent += other.resent;
+    }
+
+    /// The name of an HTTP/2 error code (RFC 9113 section 7).
+    pub fn code_name(code: usize) -> &'static str {
+        const NAMES: [&str; 14] = [
+            "no_error",
+            "protocol_error",
+            "internal_error",
+            "flow_control_error",
+            "settings_timeout",
+            "stream_closed",
+            "frame_size_error",
+            "refused_stream",
+            "cancel",
+            "compression_error",
+            "connect_error",
+            "enhance_your_calm",
+            "inadequate_security",
+            "http_1_1_required",
+        ];
+        NAMES.get(code).copied().unwrap_or("other")
     }
 }
 

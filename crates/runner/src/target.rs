@@ -56,7 +56,7 @@ impl RunningTarget {
     /// Starts (or, for a URL, checks) the target a plan names, and waits until it is ready.
     pub fn start(plan: &TargetPlan, opts: &TargetOptions<'_>, observer: &mut dyn Observer) -> Result<Self, String> {
         let target = match plan {
-            TargetPlan::Url { base_url, tls } => {
+            TargetPlan::Url { base_url, tls, .. } => {
                 let (addr, host) = resolve(base_url)?;
                 let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 if !launch::tcp_reachable(addr, Duration::from_secs(5)) {
@@ -70,7 +70,7 @@ impl RunningTarget {
                 }
                 RunningTarget::new(addr, host, tls, base_url.clone(), "url", None)
             }
-            TargetPlan::Command { base_url, tls, command, env, cwd, ready, stop_grace } => {
+            TargetPlan::Command { base_url, tls, command, env, cwd, ready, stop_grace, .. } => {
                 let (addr, host) = resolve(base_url)?;
                 let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 let mut spec = LaunchSpec::new(command.clone(), opts.log_dir);
@@ -89,7 +89,7 @@ impl RunningTarget {
                 t.ready_after = Some(waited);
                 t
             }
-            TargetPlan::Builtin { server, tls } => {
+            TargetPlan::Builtin { server, tls, .. } => {
                 let mut cfg = ServeConfig::new(server.clone());
                 cfg.threads = opts.cpus.map(|c| c.len()).unwrap_or(1).max(1);
                 // HTTPS: a certificate made now, which the server serves and loadgate trusts (nothing insecure).
@@ -132,6 +132,8 @@ impl RunningTarget {
                 }
             }
         };
+        let mut target = target;
+        target.engine.protocol = plan.protocol();
         observer.event(&Event::TargetReady {
             kind: target.kind,
             base_url: &target.base_url,
@@ -150,7 +152,7 @@ impl RunningTarget {
         process: Option<launch::Target>,
     ) -> Self {
         RunningTarget {
-            engine: loadgate_engine::Target { addr, host, tls },
+            engine: loadgate_engine::Target { addr, host, tls, protocol: loadgate_model::Protocol::Http1 },
             base_url,
             kind,
             process,

@@ -24,8 +24,14 @@
 //! # HTTPS
 //!
 //! With [`ServeConfig::tls`] (`loadgate serve --tls`, or `--tls-cert FILE --tls-key FILE`) every connection
-//! speaks TLS 1.2 or 1.3 (rustls, ALPN `http/1.1`, resumption by tickets and session ids) and the listening line
-//! says `https://`. See the `tls` module.
+//! speaks TLS 1.2 or 1.3 (rustls, ALPN `h2` and `http/1.1`, resumption by tickets and session ids) and the
+//! listening line says `https://`. See the `tls` module.
+//!
+//! # HTTP/2
+//!
+//! A plain connection that starts with the HTTP/2 preface is served as h2c (prior knowledge), a TLS connection
+//! whose client chose `h2` by ALPN as h2, with the `h2` crate: the same routes, one task per stream, at most
+//! 256 concurrent streams per connection. See the `h2` module.
 //!
 //! A malformed request gets `400` (`413` for a body above 64 MiB, `431` for a head above 64 KiB) and the
 //! connection is closed. Responses carry `Server: loadgate` and a `Date` header; `204` and `304` carry no body.
@@ -40,6 +46,7 @@ use loadgate_plan::BuiltinServer;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
+mod h2;
 pub mod tls;
 pub use tls::ServeTls;
 
@@ -495,7 +502,11 @@ async fn accept_loop(
                             conns.spawn(async move {
                                 // A client that fails its handshake (or never finishes it) is dropped.
                                 if let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, accept).await {
-                                    connection(stream, behaviour, shutdown).await;
+                                    if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                        h2::connection(stream, behaviour, shutdown).await;
+                                    } else {
+                                        connection(stream, behaviour, shutdown).await;
+                                    }
                                 }
                             });
                         }
@@ -512,7 +523,7 @@ async fn accept_loop(
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while conns.join_next().await.is_some() {} }).await;
 }
 
-async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
+async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     mut stream: S,
     b: Arc<Behaviour>,
     mut shutdown: watch::Receiver<bool>,
@@ -521,7 +532,26 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut read_at = Instant::now();
     let mut continue_sent = false;
+    // Until the first bytes tell: a connection that starts with the HTTP/2 preface is h2c.
+    let mut first = true;
     loop {
+        if first && !buf.is_empty() {
+            if buf.starts_with(h2::PREFACE) {
+                return h2::connection(h2::Prefixed::new(buf, stream), b, shutdown).await;
+            }
+            first = buf.len() < h2::PREFACE.len() && h2::PREFACE.starts_with(&buf);
+        }
+        if first && !buf.is_empty() {
+            // A preface in part: read on before parsing.
+            tokio::select! {
+                r = stream.read_buf(&mut buf) => match r {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => read_at = Instant::now(),
+                },
+                _ = shutdown.changed() => return,
+            }
+            continue;
+        }
         let mut start = 0;
         let mut close = false;
         while start < buf.len() {

@@ -88,7 +88,7 @@ pub(crate) fn server_config(tls: &ServeTls) -> Result<Arc<ServerConfig>, ServerE
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| ServerError::InvalidServer(format!("the TLS certificate and key cannot be used: {e}")))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     config.ticketer = rustls::crypto::ring::Ticketer::new()
         .map_err(|e| ServerError::InvalidServer(format!("TLS session tickets cannot be set up: {e}")))?;

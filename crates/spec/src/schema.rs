@@ -180,6 +180,17 @@ pub struct TargetDoc {
     pub builtin: Option<BuiltinDoc>,
     /// How to speak TLS to an `https://` target (or to a built-in server with `tls: true`).
     pub tls: Option<TlsDoc>,
+    /// The HTTP version: `http1` (default), `http2` (h2 over TLS, h2c with prior knowledge over plain TCP) or
+    /// `auto` (over TLS, what the server picks by ALPN, `h2` offered first; HTTP/1.1 over plain TCP).
+    pub protocol: Option<ProtocolDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum ProtocolDoc {
+    Http1,
+    Http2,
+    Auto,
 }
 
 /// TLS 1.2 and 1.3 with ALPN `http/1.1`; Mozilla's root certificates are trusted unless `ca` names others.
@@ -429,6 +440,9 @@ pub struct CapacityDoc {
     pub max_duration: Option<DurationText>,
     /// A pause before every step after the first (default 0s).
     pub pause: Option<DurationText>,
+    /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub streams: Option<Count>,
     /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
     /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
     pub connect_rate: Option<ConnectRateDoc>,
@@ -448,6 +462,9 @@ pub struct ClosedDoc {
     pub pipeline_mode: Option<PipelineModeDoc>,
     /// `false` opens a new connection per request (ab without `-k`).
     pub keep_alive: Option<BoolDoc>,
+    /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub streams: Option<Count>,
     /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
     /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
     pub connect_rate: Option<ConnectRateDoc>,
@@ -467,6 +484,9 @@ pub struct OpenDoc {
     pub duration: DurationText,
     /// The connections requests are spread over (wrk2 `-c`).
     pub connections: Count,
+    /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub streams: Option<Count>,
     /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
     /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
     pub connect_rate: Option<ConnectRateDoc>,
@@ -480,6 +500,9 @@ pub struct RampDoc {
     pub start_rate: Option<RateText>,
     #[schemars(length(min = 1))]
     pub stages: Vec<RampStageDoc>,
+    /// HTTP/2: concurrent streams per connection (h2load `-m`; default 1), capped by the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub streams: Option<Count>,
     /// How fast the connections open before the load is measured: `auto` (default: 4 connects/ms per worker,
     /// halved when a connect stalls on a full accept queue), a rate such as `2000/s`, or `unlimited`.
     pub connect_rate: Option<ConnectRateDoc>,

@@ -86,7 +86,7 @@ impl Server {
     }
 
     pub fn target(&self) -> Target {
-        Target { addr: self.addr, host: format!("{}", self.addr), tls: None }
+        Target { addr: self.addr, host: format!("{}", self.addr), tls: None, protocol: loadgate_model::Protocol::Http1 }
     }
 }
 
@@ -289,6 +289,8 @@ pub struct PhaseBuilder {
     pub pipeline: u32,
     pub mode: PipelineMode,
     pub keep_alive: bool,
+    /// HTTP/2 streams per connection (1 without HTTP/2).
+    pub streams: u32,
     pub connect_rate: loadgate_plan::ConnectRate,
     pub pacing: loadgate_plan::Pacing,
     pub workers: usize,
@@ -310,6 +312,7 @@ impl PhaseBuilder {
             pipeline: 1,
             mode: PipelineMode::Batch,
             keep_alive: true,
+            streams: 1,
             connect_rate: loadgate_plan::ConnectRate::Auto,
             pacing: loadgate_plan::Pacing::Default,
             workers: 1,
@@ -342,6 +345,11 @@ impl PhaseBuilder {
     pub fn pipeline(mut self, depth: u32, mode: PipelineMode) -> Self {
         self.pipeline = depth;
         self.mode = mode;
+        self
+    }
+
+    pub fn streams(mut self, n: u32) -> Self {
+        self.streams = n;
         self
     }
 
@@ -442,6 +450,7 @@ impl PhaseBuilder {
                     pipeline: self.pipeline,
                     pipeline_mode: self.mode,
                     keep_alive: self.keep_alive,
+                    streams: self.streams,
                     connect_rate: self.connect_rate,
                 },
             },

@@ -13,17 +13,43 @@ use super::{
     STAGE_KEYS, USERS_KEYS, USER_STEP_KEYS,
 };
 
-pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+/// The most HTTP/2 streams per connection a load may ask for (servers grant 100 to 256, the protocol 2^31).
+const MAX_STREAMS: u64 = 65_536;
+
+/// A load model and its HTTP/2 streams per connection (`streams`, 1 when absent).
+pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<(Load, u32)> {
     let f = cx.map(node, path, LOAD_KEYS, "`load`")?;
     let model = cx.one_of(&f, LOAD_KEYS, "`load`")?;
     let (n, p) = f.get(model)?;
-    match model {
+    let load = match model {
         "closed" => read_closed(cx, n, &p),
         "open" => read_open(cx, n, &p),
         "ramp" => read_ramp(cx, n, &p),
         "capacity" => read_capacity(cx, n, &p),
         _ => read_users(cx, n, &p),
-    }
+    };
+    // `streams` sits beside the model's other keys (each model's key list allows it but `users`).
+    let streams = match &n.kind {
+        NodeKind::Map(entries) => match entries.iter().find(|(k, _)| k.name == "streams") {
+            Some((_, sn)) => {
+                let sp = p.key("streams");
+                let v = cx.uint(sn, &sp, "`streams`", 1)?;
+                if v > MAX_STREAMS {
+                    cx.error(
+                        Diagnostic::error(&sp, sn.span, "`streams` is too large")
+                            .expected(format!("at most {MAX_STREAMS}"))
+                            .found(sn.describe())
+                            .help("servers grant 100 to 256 concurrent streams per connection; open more connections"),
+                    );
+                    return None;
+                }
+                u32::try_from(v).ok()?
+            }
+            None => 1,
+        },
+        _ => 1,
+    };
+    Some((load?, streams))
 }
 
 fn positive_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {

@@ -48,7 +48,7 @@ pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads", "pacing"];
 pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
-pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls"];
+pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls", "protocol"];
 pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_key", "resume", "server_name"];
 pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
@@ -74,11 +74,22 @@ pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "quer
 pub(crate) const SESSION_STEP_KEYS: &[&str] = &["name", "think", "method", "path", "query", "headers", "body"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity"];
 pub(crate) const CLOSED_KEYS: &[&str] =
-    &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive", "connect_rate"];
-pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections", "connect_rate"];
-pub(crate) const CAPACITY_KEYS: &[&str] =
-    &["from", "to", "precision", "step", "duration", "connections", "confirm", "max_duration", "pause", "connect_rate"];
-pub(crate) const RAMP_KEYS: &[&str] = &["connections", "start_rate", "stages", "connect_rate"];
+    &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive", "connect_rate", "streams"];
+pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections", "connect_rate", "streams"];
+pub(crate) const CAPACITY_KEYS: &[&str] = &[
+    "from",
+    "to",
+    "precision",
+    "step",
+    "duration",
+    "connections",
+    "confirm",
+    "max_duration",
+    "pause",
+    "connect_rate",
+    "streams",
+];
+pub(crate) const RAMP_KEYS: &[&str] = &["connections", "start_rate", "stages", "connect_rate", "streams"];
 pub(crate) const STAGE_KEYS: &[&str] = &["to", "over"];
 pub(crate) const USERS_KEYS: &[&str] = &["steps", "max_connections"];
 pub(crate) const USER_STEP_KEYS: &[&str] =

@@ -524,6 +524,10 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
         Some((n, p)) => read_load(cx, n, &p),
         None => None,
     };
+    let (load, streams) = match load {
+        Some((l, s)) => (Some(l), s),
+        None => (None, 1),
+    };
     if let (Some(load), Some((n, p))) = (&load, f.get("session")) {
         if !matches!(load, Load::Users { .. }) {
             cx.error(
@@ -582,7 +586,7 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             }
         }
     }
-    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, slos, session })
+    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, streams, slos, session })
 }
 
 /// A scenario's `slo` list. `capacity` says whether the scenario's load is a capacity search (`None` when the load

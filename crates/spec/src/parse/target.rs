@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use crate::diag::Diagnostic;
 use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
-use crate::read::Cx;
+use crate::read::{Cx, Fields};
 use crate::units::{ByteSize, Duration};
-use crate::BuiltinKind;
+use crate::{BuiltinKind, Protocol};
 
 use super::{enum_error, read_string_map, BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS, TLS_KEYS};
 
@@ -86,14 +86,48 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         },
     };
     let prefix = prefix.trim_end_matches('/').to_owned();
-    Some(BaseUrl { url: text.clone(), host, port, prefix, tls: https.then(TlsOptions::default) })
+    Some(BaseUrl {
+        url: text.clone(),
+        host,
+        port,
+        prefix,
+        protocol: Protocol::Http1,
+        tls: https.then(TlsOptions::default),
+    })
+}
+
+/// `target.protocol`: `http1` (the default), `http2` or `auto`.
+fn read_protocol(cx: &mut Cx<'_>, f: &Fields<'_>) -> Option<Protocol> {
+    let Some((n, p)) = f.get("protocol") else {
+        return Some(Protocol::Http1);
+    };
+    match cx.string(n, &p, "`protocol`")?.as_str() {
+        "http1" => Some(Protocol::Http1),
+        "http2" => Some(Protocol::Http2),
+        "auto" => Some(Protocol::Auto),
+        other => {
+            cx.error(enum_error(&p, n, "`protocol`", other, &["http1", "http2", "auto"]));
+            None
+        }
+    }
 }
 
 pub(super) fn read_target(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Target> {
+    let f = cx.map(node, path, TARGET_KEYS, "`target`")?;
+    let protocol = read_protocol(cx, &f);
+    let mut target = read_target_fields(cx, node, path, &f)?;
+    let protocol = protocol?;
+    match &mut target {
+        Target::Url { base_url } | Target::Command { base_url, .. } => base_url.protocol = protocol,
+        Target::Builtin { server } => server.protocol = protocol,
+    }
+    Some(target)
+}
+
+fn read_target_fields(cx: &mut Cx<'_>, node: &Node, path: &Path, f: &Fields<'_>) -> Option<Target> {
     // `target: { builtin: plaintext }`, `target: { base_url: ..., start: ... }`, or both: the built-in server
     // stands in (and `start` is not used) whenever `base_url` renders empty, so one variable switches a spec
     // between the two.
-    let f = cx.map(node, path, TARGET_KEYS, "`target`")?;
     if f.has("builtin") {
         let url_text = match f.get("base_url") {
             Some((n, p)) => Some(cx.string(n, &p, "`base_url`")?),
@@ -161,8 +195,15 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
             }
         }
     };
-    let mut b =
-        Builtin { kind: BuiltinKind::Plaintext, delay: None, status: 200, body_size: None, chunked: false, tls: None };
+    let mut b = Builtin {
+        kind: BuiltinKind::Plaintext,
+        delay: None,
+        status: 200,
+        body_size: None,
+        chunked: false,
+        protocol: Protocol::Http1,
+        tls: None,
+    };
     if let NodeKind::Map(_) = node.kind {
         let f = cx.map(node, path, BUILTIN_KEYS, "`target.builtin`")?;
         let mut ok = true;
