@@ -113,6 +113,39 @@ fn two_local_shards_send_every_request_once_with_unique_seq_values() {
     assert!(!Path::new("-").exists(), "`--out -` writes no directory named `-`");
 }
 
+/// With repetitions, round r of the merge is both shards' round r: the statistics over repetitions are judged
+/// once, on the merged rounds (six samples, not twelve, and not one shard's six).
+#[test]
+fn repetitions_are_merged_round_by_round_and_judged_once() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rounds.yaml");
+    let yaml = format!(
+        "version: 1\nname: rounds\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\nscenarios:\n  s:\n    request: {{ path: /x }}\n    load: {{ closed: {{ connections: 4, requests: 200 }} }}\n    slo: [p99 < 5s, errors == 0]\n",
+        server.port
+    );
+    std::fs::write(&path, yaml).unwrap();
+    let out = dir.path().join("out");
+    let o =
+        loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--repeat", "6", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(server.paths().len(), 1200, "6 rounds of 200 requests, each sent once");
+    let merged = json(&out.join("rounds/results.json"));
+    let s = &merged["scenarios"][0];
+    let reps = s["repetitions"].as_array().expect("the merge lists its rounds");
+    assert_eq!(reps.len(), 6, "{reps:#?}");
+    let shard_reps: Vec<serde_json::Value> = (1..=2)
+        .map(|i| json(&out.join(format!("rounds/shard-{i}-of-2.json")))["scenarios"][0]["repetitions"].clone())
+        .collect();
+    for (k, rep) in reps.iter().enumerate() {
+        let sum: u64 = shard_reps.iter().map(|r| r[k]["requests"]["completed"].as_u64().unwrap()).sum();
+        assert_eq!(rep["requests"]["completed"].as_u64(), Some(sum), "round {} is both shards' round", k + 1);
+    }
+    assert_eq!(reps.iter().map(|r| r["requests"]["completed"].as_u64().unwrap()).sum::<u64>(), 1200);
+    let p99 = s["verdicts"].as_array().unwrap().iter().find(|v| v["slo"] == "p99 < 5s").expect("the p99 verdict");
+    assert_eq!(p99["statistics"]["repetitions"], 6, "judged over the 6 merged rounds: {p99:#}");
+}
+
 #[test]
 fn two_local_shards_send_the_random_values_of_one_process() {
     // The same spec (its seed comes from its name) once as one process and once as `--shards 2`: every request

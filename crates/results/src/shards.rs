@@ -14,6 +14,9 @@
 //! - Each instance is merged with [`crate::merge::merge_concurrent`] (histograms added, counts and rates summed,
 //!   timelines aligned by second), its SLOs judged again on the merge ([`crate::evaluate`]), and the outcome
 //!   derived as for any run ([`crate::outcome`]).
+//! - With repetitions, round `r` of the merge is every shard's round `r` (they ran at once): the rounds every
+//!   shard kept are merged with `merge_concurrent`, round by round, and the statistics over repetitions are
+//!   judged once on the merged rounds ([`crate::gate::judge`]): the repetition stays the sample, never the shard.
 
 use std::collections::BTreeMap;
 
@@ -134,6 +137,11 @@ pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>
         let slos: Vec<Slo> = parts[0].verdicts.iter().filter_map(|v| Slo::parse(&v.slo).ok()).collect();
         let mut one = crate::merge::merge_concurrent(&parts)?;
         one.verdicts = crate::evaluate(&slos, &one, baseline.and_then(|b| crate::baseline_for(b, &one)));
+        let confidence = merged.gating.as_ref().map(|g| g.confidence);
+        if let Some(judged) = judge_merged_rounds(&slos, &parts, baseline, confidence)? {
+            one.verdicts = judged.verdicts;
+            one.repetitions = judged.repetitions;
+        }
         if !lacking.is_empty() {
             let list: Vec<String> = lacking.iter().map(|i| format!("{i}/{count}")).collect();
             one.validity.problems.push(Problem {
@@ -177,6 +185,63 @@ pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>
         merged.outcome = Outcome::new(OutcomeStatus::InvalidMeasurement, problems);
     }
     Ok(merged)
+}
+
+/// With repetitions: the statistics over them judged once, on rounds merged across the shards (round `r` of
+/// every shard ran at once, so their merge is round `r` of the one run). `None` when the instance has no
+/// repetitions to judge (a single run, a capacity search) or is an A/B comparison, whose SLOs stay judged on
+/// the merge by [`crate::evaluate`].
+fn judge_merged_rounds(
+    slos: &[Slo],
+    parts: &[ScenarioResult],
+    baseline: Option<&RunResults>,
+    confidence: Option<f64>,
+) -> Result<Option<ScenarioResult>, ResultsError> {
+    let Some(confidence) = confidence else { return Ok(None) };
+    let Some(first) = parts.first() else { return Ok(None) };
+    if parts.iter().any(|p| p.repetitions.is_empty() || p.ab_baseline.is_some() || p.capacity.is_some()) {
+        return Ok(None);
+    }
+    // The rounds every shard kept (a round one shard discarded and ran again is not the same round elsewhere).
+    let rounds: Vec<u32> = first
+        .repetitions
+        .iter()
+        .map(|r| r.round)
+        .filter(|round| parts.iter().all(|p| p.repetitions.iter().any(|x| x.round == *round)))
+        .collect();
+    if rounds.is_empty() {
+        return Ok(None);
+    }
+    let mut merged_rounds = Vec::with_capacity(rounds.len());
+    for round in &rounds {
+        let at_once: Vec<ScenarioResult> = parts
+            .iter()
+            .filter_map(|p| p.repetitions.iter().find(|x| x.round == *round).map(|rep| round_of(p, rep)))
+            .collect();
+        merged_rounds.push(crate::merge::merge_concurrent(&at_once)?);
+    }
+    let stored = baseline.and_then(|b| crate::baseline_for(b, first));
+    let against = stored.map_or(crate::gate::Baseline::None, crate::gate::Baseline::Stored);
+    crate::gate::judge(slos, &merged_rounds, &rounds, against, confidence).map(Some)
+}
+
+/// One shard's repetition as a scenario result of its own: the instance's description with the round's numbers.
+fn round_of(instance: &ScenarioResult, rep: &crate::model::Repetition) -> ScenarioResult {
+    let mut one = instance.clone();
+    one.started_at_offset = rep.started_at_offset;
+    one.duration = rep.duration;
+    one.throughput = rep.throughput;
+    one.requests = rep.requests.clone();
+    one.status = rep.status.clone();
+    one.errors = rep.errors.clone();
+    one.latency = rep.latency.clone();
+    one.histograms = rep.histograms.clone();
+    one.validity.valid = rep.valid;
+    one.repetitions = Vec::new();
+    one.timeline = Vec::new();
+    one.by_request = Vec::new();
+    one.verdicts = Vec::new();
+    one
 }
 
 /// The first line of a framed shard result: `-----BEGIN LOADGATE SHARD 2/4-----`.
