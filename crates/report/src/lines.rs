@@ -107,14 +107,20 @@ pub(crate) fn tls_line(s: &ScenarioResult, times: bool) -> Option<String> {
 /// refused_stream 3, cancel 1; 3 resent`. Granted 0 means no server SETTINGS arrived.
 pub(crate) fn http2_line(s: &ScenarioResult) -> Option<String> {
     let h = s.http2.as_ref()?;
-    let mut out =
-        format!("{} connections, {} streams asked, ", format::count(h.connections), format::count(h.streams_asked));
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let mut out = format!(
+        "{} connection{}, {} stream{} asked, ",
+        format::count(h.connections),
+        plural(h.connections),
+        format::count(h.streams_asked),
+        plural(h.streams_asked)
+    );
     match h.streams_granted {
         0 => out.push_str("no server SETTINGS"),
         g if g < h.streams_asked => out.push_str(&format!("{} granted (capped by the server)", format::count(g))),
         g => out.push_str(&format!("{} granted", format::count(g))),
     }
-    out.push_str(&format!("; {} GOAWAY{}", format::count(h.goaways), if h.goaways == 1 { "" } else { "s" }));
+    out.push_str(&format!("; {} GOAWAY{}", format::count(h.goaways), plural(h.goaways)));
     let resets: Vec<String> = h
         .rst_streams
         .iter()
