@@ -14,6 +14,15 @@ use std::time::{Duration, Instant};
 mod common;
 use common::text;
 
+/// The tests of this file judge who limited a run from its timing: a flood that saturates the generator on purpose
+/// would limit the others' generators too, so they run one at a time (a machine busy with other work is the
+/// tests' own margins' business; two of them on 2 CPUs at once is not).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn run(args: &[&str]) -> Output {
     common::loadgate(args)
 }
@@ -87,6 +96,7 @@ fn serve(handle: impl Fn() + Send + Sync + 'static) -> u16 {
 
 #[test]
 fn a_server_that_collapses_beyond_four_concurrent_requests_fails_the_sweep_slo_and_names_the_knee() {
+    let _machine = one_at_a_time();
     // Up to 4 requests at once: 1 ms each. Beyond: every request waits 10 ms per request in service, a
     // thread pool thrashing as seed 000's did at 32 connections.
     let port = server(|n| if n <= 4 { Duration::from_millis(1) } else { Duration::from_millis(10 * n as u64) });
@@ -150,6 +160,7 @@ scenarios:
 
 #[test]
 fn a_rate_the_connections_cannot_carry_is_a_valid_plan_limited_result_that_names_the_connections_needed() {
+    let _machine = one_at_a_time();
     // 200 ms per request on 2 connections carries 10 requests/s; the spec asks 100/s. The requests are long
     // beside the scheduling delays of a busy machine, so the service time stays steady (the plan's limit, not a
     // target slowing down) and the connections stay busy between answers.
@@ -207,6 +218,7 @@ fn flood_spec(name: &str, gating: &str, load: &str) -> String {
 
 #[test]
 fn a_rate_one_generator_worker_cannot_send_is_generator_limited_and_invalid() {
+    let _machine = one_at_a_time();
     // One worker must write a fresh 64 KiB random body for every request: tens of microseconds of its CPU per
     // request (milliseconds in a debug build), so a million requests a second is out of its reach on any machine. The built-in target only
     // reads the body and answers, several times cheaper per request than making it, so it keeps up with
@@ -235,6 +247,7 @@ fn a_rate_one_generator_worker_cannot_send_is_generator_limited_and_invalid() {
 
 #[test]
 fn rounds_invalid_as_a_measurement_are_run_again_within_the_budget_then_the_instance_is_invalid() {
+    let _machine = one_at_a_time();
     // Every round is generator-limited (as above): with `rerun_invalid: 1` the first invalid round is discarded
     // and run again, the second stays, and the instance is invalid (exit 4) with the discarded round listed.
     let yaml = flood_spec(
@@ -263,6 +276,7 @@ fn rounds_invalid_as_a_measurement_are_run_again_within_the_budget_then_the_inst
 
 #[test]
 fn a_capacity_search_finds_a_fixed_capacity_within_its_precision() {
+    let _machine = one_at_a_time();
     // The server answers 250 requests a second at most. Below that a request waits at most for its own slot
     // (4 ms); above it the queue grows until the 64 connections are busy, so p99 passes 100 ms within a step or
     // the rate falls short (100 ms leaves room for a busy machine's scheduling stalls below the capacity). The search steps up from 40/s (80, 160, 320), bisects between 160/s and 320/s down
@@ -342,6 +356,7 @@ scenarios:
 
 #[test]
 fn a_capacity_search_below_its_lower_bound_fails_and_says_so() {
+    let _machine = one_at_a_time();
     // 20 requests a second at most, and the search starts at 100/s: no rate holds.
     let port = fixed_capacity_server(20);
     let yaml = format!(

@@ -1,5 +1,6 @@
 //! One run on several generators, through the real binary against a counting server on loopback:
-//! `run --shards 2` (every request counted once, `seq()` values unique across shards), a shard killed mid-run,
+//! `run --shards 2` (every request counted once, `seq()` values unique across shards, random values those of one
+//! process), a shard killed mid-run,
 //! a foreign shard, a late shard, and shard results read back from framed logs.
 
 use std::collections::BTreeMap;
@@ -104,6 +105,152 @@ fn two_local_shards_send_every_request_once_with_unique_seq_values() {
     assert_eq!(remerged["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
     let md = std::fs::read_to_string(again.join("counted/report.md")).unwrap();
     assert!(md.contains("2 of 2 shards of run"), "report.md states the shards:\n{md}");
+    // `--out -`: results.json on stdout, the same numbers, no files.
+    let o = loadgate(&["merge", &files[0], &files[1], "--out", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("results.json on stdout");
+    assert_eq!(printed["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
+    assert!(!Path::new("-").exists(), "`--out -` writes no directory named `-`");
+}
+
+#[test]
+fn two_local_shards_send_the_random_values_of_one_process() {
+    // The same spec (its seed comes from its name) once as one process and once as `--shards 2`: every request
+    // draws its values from (seed, its global index), so the two runs send the same multiset of paths.
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for shards in [None, Some("2")] {
+        let server = Counter::start();
+        let path = dir.path().join(format!("drawn-{}.yaml", runs.len()));
+        let yaml = format!(
+            "version: 1\nname: drawn\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\n\
+             scenarios:\n  s:\n    request: {{ path: \"/x?r={{{{ random_int(0, 1000000000) }}}}&u={{{{ uuid() }}}}\" }}\n    \
+             load: {{ closed: {{ connections: 4, requests: 400 }} }}\n",
+            server.port
+        );
+        std::fs::write(&path, yaml).unwrap();
+        let out = dir.path().join(format!("out-{}", runs.len()));
+        let mut args = vec!["run", path.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        if let Some(n) = shards {
+            args.extend(["--shards", n]);
+        }
+        let o = loadgate(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let mut paths = server.paths();
+        paths.sort();
+        assert_eq!(paths.len(), 400);
+        runs.push(paths);
+    }
+    let mut distinct = runs[0].clone();
+    distinct.dedup();
+    assert!(distinct.len() > 390, "the values vary from request to request: {} distinct", distinct.len());
+    assert!(runs[0] == runs[1], "the shards' random values are the one-process run's");
+}
+
+#[test]
+fn sweep_slos_are_judged_once_on_the_merge() {
+    // A matrix of two cells with a sweep SLO that always holds: the merged run carries its verdict, judged on
+    // the merged cells, whether the shards ran with `--shards 2` or are merged with `loadgate merge`.
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swept.yaml");
+    let yaml = format!(
+        "version: 1\nname: swept\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\n\
+         scenarios:\n  s:\n    request: {{ path: /x }}\n    matrix: {{ connections: [2, 4] }}\n    \
+         load: {{ closed: {{ connections: \"{{{{ connections }}}}\", requests: 200 }} }}\n    \
+         sweep: {{ slo: [\"p99@largest <= 1000000 * p99@smallest\"] }}\n",
+        server.port
+    );
+    std::fs::write(&path, yaml).unwrap();
+    let out = dir.path().join("out");
+    let o = loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let merged = json(&out.join("swept/results.json"));
+    let verdicts = merged["sweeps"][0]["verdicts"].as_array().expect("the merge judged the sweep SLO");
+    assert_eq!((verdicts.len(), &verdicts[0]["passed"]), (1, &serde_json::Value::Bool(true)), "{verdicts:?}");
+    let files: Vec<String> =
+        (1..=2).map(|i| out.join(format!("swept/shard-{i}-of-2.json")).display().to_string()).collect();
+    let again = dir.path().join("again");
+    let o = loadgate(&["merge", &files[0], &files[1], "--out", again.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let remerged = json(&again.join("swept/results.json"));
+    assert_eq!(remerged["sweeps"], merged["sweeps"], "`loadgate merge` rebuilds the plan and judges the same");
+}
+
+#[test]
+fn local_shards_run_on_disjoint_parts_of_the_pinned_cpus() {
+    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
+        eprintln!("skipped: this process may use fewer than 2 CPUs");
+        return;
+    }
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    for (cpus, shared) in [("0-1", false), ("0", true)] {
+        let path = dir.path().join("pinned.yaml");
+        let yaml = format!(
+            "version: 1\nname: pinned\nhardware: {{ generator: {{ cpus: \"{cpus}\", threads: 2 }} }}\n\
+             target:\n  base_url: http://127.0.0.1:{}\n\
+             scenarios:\n  s:\n    request: {{ path: /x }}\n    load: {{ closed: {{ connections: 4, requests: 100 }} }}\n",
+            server.port
+        );
+        std::fs::write(&path, yaml).unwrap();
+        let out = dir.path().join(format!("out-{cpus}"));
+        let o = loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let merged = json(&out.join("pinned/results.json"));
+        let parts: Vec<&str> =
+            merged["shards"].as_array().unwrap().iter().map(|s| s["cpus"].as_str().unwrap()).collect();
+        let warned = text(&o.stderr).contains("the shards share CPUs");
+        if shared {
+            assert_eq!(parts, ["0", "0"], "{}", describe(&o));
+            assert!(warned, "{}", describe(&o));
+        } else {
+            assert_eq!(parts, ["0", "1"], "each shard on its own CPU:\n{}", describe(&o));
+            assert!(!warned, "{}", describe(&o));
+        }
+    }
+}
+
+#[test]
+fn relative_slos_are_judged_on_the_merge_against_the_baseline() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("relative.yaml");
+    let yaml = format!(
+        "version: 1\nname: relative\nhardware: {{ generator: {{ threads: 2 }} }}\ntarget:\n  base_url: http://127.0.0.1:{}\n\
+         scenarios:\n  s:\n    request: {{ path: /x }}\n    load: {{ closed: {{ connections: 4, requests: 200 }} }}\n    \
+         slo: [\"p99 <= baseline * 1000\"]\n",
+        server.port
+    );
+    std::fs::write(&path, yaml).unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let first = dir.path().join("first");
+    let o = loadgate(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        first.to_str().unwrap(),
+        "--save-baseline",
+        baseline.to_str().unwrap(),
+    ]);
+    assert!(baseline.exists(), "{}", describe(&o));
+    let out = dir.path().join("out");
+    let b = baseline.to_str().unwrap();
+    let o =
+        loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--baseline", b, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let evaluated = |r: &serde_json::Value| {
+        let v = &r["scenarios"][0]["verdicts"][0];
+        assert_eq!(v["slo"], "p99 <= baseline * 1000", "{v}");
+        v["passed"] == true && !v["note"].as_str().unwrap_or("").contains("not evaluated")
+    };
+    assert!(evaluated(&json(&out.join("relative/results.json"))), "the merge judged the relative SLO");
+    let files: Vec<String> =
+        (1..=2).map(|i| out.join(format!("relative/shard-{i}-of-2.json")).display().to_string()).collect();
+    let o = loadgate(&["merge", &files[0], &files[1], "--baseline", b, "--out", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("results.json on stdout");
+    assert!(evaluated(&printed), "`loadgate merge --baseline` judged the relative SLO: {printed}");
 }
 
 /// Starts shard `slice` of `spec` at `start_at`, its shard result under `out`.

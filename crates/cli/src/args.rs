@@ -257,6 +257,10 @@ pub struct RunArgs {
     /// the mapping.
     #[arg(long, env = "LOADGATE_PIN_WITHIN_AFFINITY", value_parser = clap::builder::BoolishValueParser::new())]
     pub pin_within_affinity: bool,
+    /// This shard's part of the spec's generator CPUs (`run --shards N` gives each local shard a disjoint
+    /// one): the spec's generator CPUs are folded onto it round-robin; the plan does not change.
+    #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = cpu_list)]
+    pub shard_cpus: Option<loadgate_model::units::CpuList>,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]
@@ -423,12 +427,16 @@ pub struct MergeArgs {
     /// Shard result files (`shard-1-of-4.json`), or any text holding `LOADGATE SHARD` frames (`kubectl logs`).
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// Where the merged reports go: `<DIR>/<spec name>/`.
+    /// Where the merged reports go: `<DIR>/<spec name>/`; `-` prints results.json on stdout and writes no files.
     #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
     pub out: PathBuf,
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
+    /// Earlier results (a results.json): relative SLOs (`p99 <= baseline * 1.10`) are judged on the merge
+    /// against it, as `loadgate run --baseline` judges them.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -528,4 +536,9 @@ pub struct ServeArgs {
     /// The PEM private key of `--tls-cert`.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<String>,
+}
+
+/// A CPU list in taskset syntax (`0-3`, `1,3`).
+fn cpu_list(text: &str) -> Result<loadgate_model::units::CpuList, String> {
+    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }

@@ -347,6 +347,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             shard,
             source,
             pin_within_affinity: args.pin_within_affinity,
+            shard_cpus: args.shard_cpus.clone(),
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -358,6 +359,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
                     run_id: args.shards.run_id.clone().unwrap_or_else(|| {
                         format!("{}-{}-{}", plan.hash, std::process::id(), loadgate_runner::run::now_rfc3339())
                     }),
+                    baseline: baseline.clone(),
                 };
                 loadgate_runner::shards::run_local(
                     &plan,
@@ -519,6 +521,9 @@ fn write_shard_result(
 }
 
 fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
+    // `--out -`: results.json on stdout, the summaries on stderr, no files (as `run --out -`).
+    let to_stdout = args.out.as_os_str() == "-";
+    let out = &if to_stdout { out.reserving_stdout() } else { *out };
     let template = read_template(out, args.template.as_deref())?;
     let mut parts = Vec::new();
     for file in &args.files {
@@ -532,6 +537,15 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let Some(first) = parts.first() else {
         return Err(fail(out, Exit::InvalidInput)("no shard result to merge".to_owned()));
     };
+    let baseline = match &args.baseline {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
     // The name comes from a file: it names a directory only when it is a spec name.
     let name = first.results.spec.name.clone();
     let plain = !name.is_empty()
@@ -543,7 +557,14 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             "the shard results name the spec `{name}`, not a spec name"
         )));
     }
-    let dir = args.out.join(&name);
+    let scratch = if to_stdout {
+        Some(ScratchDir::new().map_err(|e| {
+            fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the merge: {e}"))
+        })?)
+    } else {
+        None
+    };
+    let dir = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone()).join(&name);
     let moved = loadgate_runner::run::own_output_dir(&dir).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(previous) = moved {
         out.error(&format!(
@@ -554,9 +575,25 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     }
     let color = out.use_color(color);
     let secrets = loadgate_model::secrets::Redactor::default();
-    let mut renderer = Renderer::new(out, color, verbose, &secrets, Views::default());
-    let outcome = loadgate_runner::shards::merge_and_report(parts, &dir, template, false, &mut renderer)
-        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let views = Views { no_files: to_stdout, ..Views::default() };
+    let mut renderer = Renderer::new(out, color, verbose, &secrets, views);
+    // Sweep SLOs need the plan: rebuilt from the spec the shards embed, when they judged any.
+    let plan = if first.results.sweeps.iter().any(|s| !s.verdicts.is_empty()) {
+        let first = first.results.clone();
+        rebuild_plan(&first)
+    } else {
+        None
+    };
+    let outcome = loadgate_runner::shards::merge_and_report(
+        parts,
+        plan.as_ref(),
+        baseline.as_ref(),
+        &dir,
+        template,
+        false,
+        &mut renderer,
+    )
+    .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
         out.info(&format!(
             "merged {} shard{} of run `{}`",
@@ -564,8 +601,31 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             if results.shards.len() == 1 { "" } else { "s" },
             results.shards.first().map_or("", |s| s.run_id.as_str())
         ));
+        if to_stdout {
+            match loadgate_results::to_json(results) {
+                Ok(json) => out.document(&json),
+                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+            }
+        }
     }
     Ok(renderer.outcome(&outcome))
+}
+
+/// The whole plan of a shard result, rebuilt from the spec it embeds (as `loadgate repro` does), when it can be.
+fn rebuild_plan(results: &loadgate_results::RunResults) -> Option<loadgate_plan::ExecutionPlan> {
+    let work = ScratchDir::new().ok()?;
+    let original_dir = Path::new(&results.spec.file)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let opts = loadgate_repro::RebuildOptions {
+        secrets: Vec::new(),
+        env: std::env::vars().collect(),
+        work_dir: work.0.clone(),
+        original_dir,
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    loadgate_repro::rebuild(results, &opts).ok().map(|r| r.plan)
 }
 
 /// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
@@ -646,6 +706,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
         shard: None,
         pin_within_affinity: args.pin_within_affinity,
+        shard_cpus: None,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);

@@ -260,21 +260,25 @@ impl Template {
 }
 
 /// A worker's requests when they are built one at a time (a mix, or generated values): each request picks its
-/// mix entry and fills its generators from the worker's seeded sources, into a buffer the caller reuses.
+/// mix entry and fills its generators into a buffer the caller reuses. Its random draws come from sources keyed
+/// by (the plan's seed, the request's global index, the call site), the index striped as `seq()` is (the
+/// worker's or stripe's place, then every `streams`-th), so the values do not depend on how many workers or
+/// shards send the plan.
 #[derive(Debug)]
 pub(crate) struct Built {
     entries: Vec<(Arc<Template>, Vec<Gen>)>,
     /// `None` with a single entry.
     picker: Option<Picker>,
-    /// Chooses mix entries; separate from the values so that the sequence of choices does not depend on them.
-    pick_rng: Rng,
-    data_rng: Rng,
+    seed: u64,
+    /// The global index of the next request, and the distance to the worker's following one.
+    index: u64,
+    stride: u64,
     scratch: Vec<u8>,
 }
 
 impl Built {
-    /// Worker `worker` of `workers`: its sources are seeded from `seed` and its index; sequences interleave
-    /// across workers. `weights` has one weight per template (ignored with a single template).
+    /// Worker (or stripe) `worker` of `workers`: its requests have global indexes `worker + k * workers`, and
+    /// sequences interleave across workers the same way. `weights` has one weight per template (ignored with a single template).
     pub fn new(
         templates: &[Arc<Template>],
         weights: &[u32],
@@ -290,26 +294,33 @@ impl Built {
         Ok(Built {
             entries: templates.iter().map(|t| (t.clone(), t.generators(worker, workers))).collect(),
             picker,
-            pick_rng: Rng::for_worker(seed, worker, 0),
-            data_rng: Rng::for_worker(seed, worker, 1),
+            seed,
+            index: worker as u64,
+            stride: workers.max(1) as u64,
             scratch: Vec::new(),
         })
     }
 
     /// Appends the next request to `out` and returns its entry (its index in the mix).
     pub fn next(&mut self, out: &mut Vec<u8>) -> u32 {
-        let entry = self.picker.as_ref().map_or(0, |p| p.pick(&mut self.pick_rng));
-        if let Some((t, gens)) = self.entries.get_mut(entry) {
-            t.render(gens, &mut self.data_rng, out, &mut self.scratch);
-        }
+        // The choice has its own source, so that the sequence of choices does not depend on the values.
+        let entry = self.picker.as_ref().map_or(0, |p| p.pick(&mut Rng::keyed(self.seed, self.index, PICK)));
+        self.render(entry, out);
         u32::try_from(entry).unwrap_or(0)
+    }
+
+    /// Renders entry `entry` as the request of the current global index, then moves to the next index.
+    fn render(&mut self, entry: usize, out: &mut Vec<u8>) {
+        let mut data = Rng::keyed(self.seed, self.index, VALUES);
+        self.index = self.index.wrapping_add(self.stride);
+        if let Some((t, gens)) = self.entries.get_mut(entry) {
+            t.render(gens, &mut data, out, &mut self.scratch);
+        }
     }
 
     /// Appends a request of entry `entry` (a session's request step) to `out`, without choosing.
     pub fn next_of(&mut self, entry: u32, out: &mut Vec<u8>) {
-        if let Some((t, gens)) = self.entries.get_mut(entry as usize) {
-            t.render(gens, &mut self.data_rng, out, &mut self.scratch);
-        }
+        self.render(entry as usize, out);
     }
 
     /// Per entry: the method is HEAD.
@@ -317,6 +328,11 @@ impl Built {
         self.entries.iter().map(|(t, _)| t.head).collect()
     }
 }
+
+/// The call sites of a request's random draws: the mix choice, and the generated values (drawn in the
+/// template's fixed order).
+const PICK: u64 = 0;
+const VALUES: u64 = 1;
 
 fn check_value(name: &str, value: &str) -> Result<(), InvalidRequest> {
     if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
@@ -341,6 +357,59 @@ mod tests {
             headers: headers.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
             body: body.map(Into::into),
             dynamic: None,
+        }
+    }
+
+    /// A request whose path draws values: `/NAME?r=<random_int>&u=<uuid>&h=<random_hex>`.
+    fn drawing(name: &str) -> Arc<Template> {
+        use loadgate_model::DynamicRequest;
+        let g = |index| Segment::Gen { index, encode: true };
+        let t = |s: &str| Segment::Text(s.into());
+        let dynamic = DynamicRequest {
+            path: vec![t(&format!("/{name}?r=")), g(0), t("&u="), g(1), t("&h="), g(2)],
+            headers: Vec::new(),
+            body: None,
+            generators: vec![
+                Generator::RandomInt { min: 0, max: 1_000_000 },
+                Generator::Uuid,
+                Generator::RandomHex { len: 8 },
+            ],
+        };
+        let plan = RequestPlan { dynamic: Some(dynamic), ..plan("GET", &[], None) };
+        Arc::new(Template::new(&plan, "h", true).unwrap())
+    }
+
+    /// The requests of `streams` workers (or stripes), `each` requests each, sorted.
+    fn sent(streams: usize, each: usize) -> Vec<Vec<u8>> {
+        let templates = [drawing("a"), drawing("b")];
+        let mut all = Vec::new();
+        for w in 0..streams {
+            let mut built = Built::new(&templates, &[3, 1], 42, w, streams).unwrap();
+            for _ in 0..each {
+                let mut out = Vec::new();
+                built.next(&mut out);
+                all.push(out);
+            }
+        }
+        all.sort();
+        all
+    }
+
+    #[test]
+    fn random_values_and_mix_choices_do_not_depend_on_the_number_of_shards() {
+        for workers in 1..4 {
+            for per_stripe in [1, 7] {
+                let one = sent(workers, 12 * per_stripe);
+                // Both entries are chosen (about 3:1) and the values vary from request to request.
+                let b = one.iter().filter(|r| r.starts_with(b"GET /b")).count();
+                assert!(per_stripe == 1 || (b * 8 > one.len() && b * 3 < one.len()), "{b} of {} chose b", one.len());
+                assert!(one.windows(2).all(|p| p[0] != p[1]), "every request draws its own values");
+                for shards in [2, 3, 4, 6, 12] {
+                    // Shard i's stripe of worker w is stream `w * N + i` of `W * N`, each sending its part.
+                    let parts = sent(workers * shards, 12 * per_stripe / shards);
+                    assert_eq!(parts, one, "{workers} workers over {shards} shards send the one-process values");
+                }
+            }
         }
     }
 

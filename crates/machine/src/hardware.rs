@@ -255,6 +255,64 @@ pub fn check_pinning_within_affinity(
     }
 }
 
+/// The spec's generator CPUs split into `count` disjoint parts, in ascending order, as even as whole CPUs allow
+/// (local shards: shard `i` runs on part `i - 1`). `None` when the spec pins fewer generator CPUs than
+/// `count`: the shards then share CPUs.
+pub fn shard_parts(generator: &CpuList, count: u32) -> Option<Vec<CpuList>> {
+    let cpus = generator.cpus();
+    let n = usize::try_from(count).ok().filter(|&n| n > 0 && n <= cpus.len())?;
+    let (each, extra) = (cpus.len() / n, cpus.len() % n);
+    let mut start = 0;
+    let parts = (0..n)
+        .map(|i| {
+            let len = each + usize::from(i < extra);
+            let part = CpuList::new(cpus[start..start + len].to_vec());
+            start += len;
+            part
+        })
+        .collect();
+    Some(parts)
+}
+
+/// [`check_pinning`] with the spec's generator CPUs folded onto a shard's part (`run --shard-cpus`): the j-th
+/// generator CPU (ascending) runs on the `j mod len`-th CPU of `part`, so the workers keep their planned order
+/// and a part with fewer CPUs than the spec's takes them round-robin. The target's CPUs stay the spec's.
+pub fn check_pinning_on_part(
+    topo: &CpuTopology,
+    generator: Option<&CpuList>,
+    target: Option<&CpuList>,
+    part: &CpuList,
+    on_mismatch: OnMismatch,
+) -> PinningDecision {
+    let Some(spec) = generator else {
+        return check_pinning(topo, None, target, on_mismatch);
+    };
+    let used = part.cpus();
+    if used.is_empty() {
+        return check_pinning(topo, generator, target, on_mismatch);
+    }
+    let mapping: Vec<(u32, u32)> =
+        spec.cpus().iter().enumerate().map(|(j, &cpu)| (cpu, used[j % used.len()])).collect();
+    match check_pinning(topo, Some(part), target, on_mismatch) {
+        PinningDecision::Run(mut applied) => {
+            applied.generator_requested = Some(spec.clone());
+            if mapping.iter().any(|(spec, used)| spec != used) {
+                let pairs: Vec<String> = mapping.iter().map(|(spec, used)| format!("{spec}->{used}")).collect();
+                applied.warnings.insert(
+                    0,
+                    format!(
+                        "--shard-cpus {part}: this shard's part of the spec's generator CPUs: {}",
+                        pairs.join(", ")
+                    ),
+                );
+            }
+            applied.mapping = mapping;
+            PinningDecision::Run(applied)
+        }
+        other => other,
+    }
+}
+
 fn cpus_word(list: &CpuList) -> &'static str {
     if list.len() == 1 {
         "CPU"
@@ -598,6 +656,31 @@ mod tests {
             panic!()
         };
         assert_eq!(message, "the spec pins the generator to CPU 4 but this machine has CPUs 0-1 (of online CPUs 0-31) (on_mismatch: fail)");
+    }
+
+    #[test]
+    fn local_shards_get_disjoint_parts_of_the_generator_cpus() {
+        let parts =
+            |list: &str, n| shard_parts(&cpus(list), n).map(|p| p.iter().map(ToString::to_string).collect::<Vec<_>>());
+        assert_eq!(parts("0-3", 2), Some(vec!["0-1".to_owned(), "2-3".to_owned()]));
+        assert_eq!(parts("0-4", 2), Some(vec!["0-2".to_owned(), "3-4".to_owned()]));
+        assert_eq!(parts("1,3,5", 3), Some(vec!["1".to_owned(), "3".to_owned(), "5".to_owned()]));
+        assert_eq!(parts("1", 2), None, "fewer CPUs than shards: they share");
+        assert_eq!(parts("0-3", 0), None);
+
+        // Shard 2 of 2 of a spec pinning 0-3 with 4 workers: its part 2-3, the workers folded round-robin.
+        let t = topo("0-7", &[]);
+        let PinningDecision::Run(p) =
+            check_pinning_on_part(&t, Some(&cpus("0-3")), None, &cpus("2-3"), OnMismatch::Fail)
+        else {
+            panic!()
+        };
+        assert_eq!((p.generator_requested.clone(), p.generator.clone()), (Some(cpus("0-3")), Some(cpus("2-3"))));
+        assert_eq!(p.mapping, vec![(0, 2), (1, 3), (2, 2), (3, 3)]);
+        let workers: Vec<WorkerPlan> =
+            (0..4).map(|i| WorkerPlan { index: i, cpu: Some(i as u32), pacing: Default::default() }).collect();
+        assert_eq!(p.worker_cpus(&workers), vec![Some(2), Some(3), Some(2), Some(3)]);
+        assert!(p.warnings[0].starts_with("--shard-cpus 2-3: "), "{:?}", p.warnings);
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub use merge::{merge_concurrent, merge_scenarios};
 pub use model::*;
 pub use outcome::{exit_codes, outcome};
 pub use resources::{phase_resources, PhaseResources};
-pub use shards::{merge_shards, ShardPart};
+pub use shards::{merge_shards, merge_shards_against, ShardPart};
 pub use stats::{Check, CheckVerdict, Design, Goal, Lean, StatsError, Verdict3};
 pub use sweep::{judge_sweep, sweeps_judged, SweepObjectives};
 pub use users::{peak_users_active, response_time_buckets};

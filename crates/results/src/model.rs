@@ -95,6 +95,10 @@ pub struct ShardInfo {
     /// The shard's own outcome (`passed`, `invalid_measurement`, ...), judged on its slice alone.
     #[serde(default)]
     pub status: Option<OutcomeStatus>,
+    /// The generator CPUs the shard's workers ran on (its `pinning.generator_applied`; `run --shards N` gives
+    /// each local shard a disjoint part of the spec's); absent when unpinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
 }
 
 /// A scenario instance of the plan that did not run.

@@ -40,6 +40,12 @@ pub struct ShardPart {
 
 /// Checks and merges the shard results of one run (see the [module documentation](self)).
 pub fn merge_shards(parts: Vec<ShardPart>) -> Result<RunResults, ResultsError> {
+    merge_shards_against(parts, None)
+}
+
+/// [`merge_shards`], with relative SLOs (`p99 <= baseline * 1.1`) judged on the merge against `baseline`'s
+/// instance of the same name, as a run judges them ([`crate::baseline_for`], [`crate::evaluate`]).
+pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>) -> Result<RunResults, ResultsError> {
     let mut problems: Vec<String> = Vec::new();
     let mut shards: Vec<(ShardInfo, ShardPart)> = Vec::new();
     for part in parts {
@@ -127,7 +133,7 @@ pub fn merge_shards(parts: Vec<ShardPart>) -> Result<RunResults, ResultsError> {
             .collect();
         let slos: Vec<Slo> = parts[0].verdicts.iter().filter_map(|v| Slo::parse(&v.slo).ok()).collect();
         let mut one = crate::merge::merge_concurrent(&parts)?;
-        one.verdicts = crate::evaluate(&slos, &one, None);
+        one.verdicts = crate::evaluate(&slos, &one, baseline.and_then(|b| crate::baseline_for(b, &one)));
         if !lacking.is_empty() {
             let list: Vec<String> = lacking.iter().map(|i| format!("{i}/{count}")).collect();
             one.validity.problems.push(Problem {

@@ -17,6 +17,7 @@ fn shard(index: u32, count: u32, run_id: &str, samples: &[u64]) -> ShardPart {
         start_skew_ms: Some(1.0),
         late: false,
         status: Some(OutcomeStatus::Passed),
+        cpus: None,
     });
     for s in &mut r.scenarios {
         let mut h = new_histogram();

@@ -53,6 +53,9 @@ pub struct RunRequest {
     /// Map the spec's pinned CPUs onto the CPUs this process may use (`run --pin-within-affinity`, for a
     /// container whose CPU ids are not the spec's): see [`decide_pinning`].
     pub pin_within_affinity: bool,
+    /// This shard's part of the spec's generator CPUs (`run --shard-cpus`, given by `run --shards N` to each
+    /// local shard): the spec's generator CPUs are folded onto it (see [`decide_pinning_on_part`]).
+    pub shard_cpus: Option<loadgate_model::units::CpuList>,
 }
 
 impl RunRequest {
@@ -73,6 +76,7 @@ impl RunRequest {
             shard: None,
             source: None,
             pin_within_affinity: false,
+            shard_cpus: None,
         }
     }
 }
@@ -115,7 +119,11 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         None => request.out_root.join(&plan.name),
     };
     let moved = own_output_dir(&dir)?;
-    let pinning = match decide_pinning(plan, request.pin_within_affinity)? {
+    let decided = match &request.shard_cpus {
+        Some(part) => decide_pinning_on_part(plan, part)?,
+        None => decide_pinning(plan, request.pin_within_affinity)?,
+    };
+    let pinning = match decided {
         Ok(p) => p,
         Err(skip) => return Ok(RunOutcome { dir, results: None, skipped: Some(skip), write_failures: Vec::new() }),
     };
@@ -340,8 +348,10 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
             start_skew_ms: None,
             late: false,
             status: None,
+            cpus: None,
         });
         info.status = Some(results.outcome.status);
+        info.cpus = results.pinning.generator_applied.clone();
     }
     write_reports(&mut reports, &mut results, &mut failures, observer);
     Ok(finish(results, dir, failures, &reports, request, observer))
@@ -564,7 +574,7 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
 
 /// Brings the derived parts of the results up to date: the sweeps with their knees and sweep SLOs, then the
 /// outcome (which the sweep SLOs take part in).
-fn settle(results: &mut RunResults, plan: &ExecutionPlan) {
+pub(crate) fn settle(results: &mut RunResults, plan: &ExecutionPlan) {
     let objectives: Vec<loadgate_results::SweepObjectives<'_>> = plan
         .sweeps
         .iter()
@@ -693,6 +703,28 @@ pub fn decide_pinning(plan: &ExecutionPlan, within_affinity: bool) -> Result<Res
     } else {
         hardware::check_pinning(&topo, generator, target, hw.on_mismatch)
     };
+    match decision {
+        PinningDecision::Run(p) => Ok(Ok(p)),
+        PinningDecision::Fail { message } => Err(RunError::Pinning(message)),
+        PinningDecision::Skip { message } => Ok(Err(message)),
+    }
+}
+
+/// The pinning of a local shard given `part` of the spec's generator CPUs (`run --shard-cpus`): the spec's
+/// generator CPUs folded onto the part round-robin (`hardware::check_pinning_on_part`), the plan unchanged.
+pub fn decide_pinning_on_part(
+    plan: &ExecutionPlan,
+    part: &loadgate_model::units::CpuList,
+) -> Result<Result<AppliedPinning, String>, RunError> {
+    let topo = hardware::CpuTopology::read().map_err(RunError::Topology)?;
+    let hw = &plan.hardware;
+    let decision = hardware::check_pinning_on_part(
+        &topo,
+        hw.generator_cpus.as_ref(),
+        hw.target_cpus.as_ref(),
+        part,
+        hw.on_mismatch,
+    );
     match decision {
         PinningDecision::Run(p) => Ok(Ok(p)),
         PinningDecision::Fail { message } => Err(RunError::Pinning(message)),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use loadgate_plan::{ExecutionPlan, Slice};
-use loadgate_results::{ShardInfo, ShardPart};
+use loadgate_results::{OutcomeStatus, ShardInfo, ShardPart};
 
 use crate::event::{Event, Observer};
 use crate::interrupt::Interrupt;
@@ -91,6 +91,7 @@ pub fn start(shard: &ShardRun, interrupt: &Interrupt, observer: &mut dyn Observe
         start_skew_ms: skew_ms,
         late,
         status: None,
+        cpus: None,
     })
 }
 
@@ -225,14 +226,39 @@ fn barrier(
 ///
 /// `interrupted`: the run was stopped (Ctrl-C) before its shards finished; it is then incomplete (exit 3), as
 /// any interrupted run.
+///
+/// `plan`: the whole plan, when the caller has it (`run --shards N`, or rebuilt from the spec the shard results
+/// embed): the sweep SLOs are then judged once, on the merged cells, as `loadgate run` judges them. Without it
+/// the merged sweeps carry their knees but no sweep SLO verdicts, and a warning says so.
 pub fn merge_and_report(
     parts: Vec<ShardPart>,
+    plan: Option<&ExecutionPlan>,
+    baseline: Option<&loadgate_results::RunResults>,
     dir: &Path,
     template: Option<String>,
     interrupted: bool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
-    let mut results = loadgate_results::merge_shards(parts).map_err(|e| RunError::Shards(e.to_string()))?;
+    let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
+    let mut results =
+        loadgate_results::merge_shards_against(parts, baseline).map_err(|e| RunError::Shards(e.to_string()))?;
+    match plan.filter(|p| p.hash == results.spec.plan_hash) {
+        Some(plan) => {
+            let merged = results.outcome.clone();
+            crate::run::settle(&mut results, plan);
+            // A problem of the merge itself (a missing or late shard) outranks an SLO verdict.
+            if matches!(merged.status, OutcomeStatus::RunFailed | OutcomeStatus::InvalidMeasurement) {
+                results.outcome = merged;
+            }
+        }
+        None if judged_per_shard => {
+            observer.event(&Event::Warning(
+                "the shards' plan could not be rebuilt, so the sweep SLOs (`sweep:`) were not judged on the merge"
+                    .to_owned(),
+            ));
+        }
+        None => {}
+    }
     if interrupted {
         results.finished_at = None;
         results.outcome = loadgate_results::outcome(&results);
@@ -257,6 +283,8 @@ pub struct LocalShards {
     pub args: Vec<String>,
     pub count: u32,
     pub run_id: String,
+    /// `--baseline`: relative SLOs are judged against it on the merge.
+    pub baseline: Option<loadgate_results::RunResults>,
 }
 
 /// Starts `count` shard processes of `exe` on this machine, each in its own process group stopped with
@@ -283,6 +311,19 @@ pub fn run_local(
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| RunError::Shards(format!("no free port for the barrier: {e}")))?;
+    // Each shard on its own part of the spec's generator CPUs, when the spec pins enough of them.
+    let parts =
+        plan.hardware.generator_cpus.as_ref().map(|g| (g, loadgate_machine::hardware::shard_parts(g, local.count)));
+    if let Some((cpus, None)) = &parts {
+        observer.event(&Event::Warning(format!(
+            "the spec pins the generator to {} CPU{} ({cpus}) for {} shards: the shards share CPUs; pin at least \
+             {} generator CPUs to give each shard its own",
+            cpus.len(),
+            if cpus.len() == 1 { "" } else { "s" },
+            local.count,
+            local.count
+        )));
+    }
     let mut shards = Vec::new();
     for index in 1..=local.count {
         let slice = Slice { index, count: local.count };
@@ -298,6 +339,9 @@ pub fn run_local(
             "--out".to_owned(),
             out_root.display().to_string(),
         ]);
+        if let Some(part) = parts.as_ref().and_then(|(_, p)| p.as_ref()?.get(index as usize - 1)) {
+            argv.extend(["--shard-cpus".to_owned(), part.to_string()]);
+        }
         let mut spec = loadgate_target::launch::LaunchSpec::new(argv, &dir);
         spec.log_name = format!("shard-{index}-of-{}", local.count);
         spec.stop_grace = Duration::from_secs(30);
@@ -344,7 +388,7 @@ pub fn run_local(
         return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
     }
     // A shard that never reported is missing from the merge: `merge_shards` says so.
-    merge_and_report(parts, &dir, template, interrupt.is_interrupted(), observer)
+    merge_and_report(parts, Some(plan), local.baseline.as_ref(), &dir, template, interrupt.is_interrupted(), observer)
 }
 
 /// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).
