@@ -201,3 +201,20 @@ impl H2Server {
         self.answered.load(Ordering::SeqCst)
     }
 }
+
+/// A `users` load runs over HTTP/2 (the driver is shared), one stream at a time per user: every user's request
+/// completes on a connection of its own, and the terminal summary shows the `HTTP/2:` line.
+#[test]
+fn a_users_load_runs_over_h2c_one_stream_per_user() {
+    let (dir, path) = spec("  builtin: plaintext\n  protocol: http2", "/", "{ users: { at_once: 20 } }");
+    let (output, results, all) = run_spec(dir.path(), &path);
+    // 20 users at once can keep a loaded machine's generator busy for the run's instant: invalid (4) is allowed.
+    assert!(matches!(output.status.code(), Some(0 | 4)), "{all}");
+    let s = scenario(&results);
+    assert_eq!(s["requests"]["completed"], 20, "{all}");
+    assert_eq!(s["status"]["success"], 20, "{all}");
+    let h2 = &s["http2"];
+    assert_eq!(h2["connections"], 20, "{h2}");
+    assert_eq!(h2["streams_asked"], 1, "{h2}");
+    assert!(all.contains("HTTP/2: 20 connections, 1 stream asked"), "{all}");
+}

@@ -103,6 +103,39 @@ pub(crate) fn tls_line(s: &ScenarioResult, times: bool) -> Option<String> {
     Some(out)
 }
 
+/// HTTP/2 targets: `64 connections, 100 streams asked, 64 granted (capped by the server); 2 GOAWAYs; RST_STREAM
+/// refused_stream 3, cancel 1; 3 resent`. Granted 0 means no server SETTINGS arrived.
+pub(crate) fn http2_line(s: &ScenarioResult) -> Option<String> {
+    let h = s.http2.as_ref()?;
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let mut out = format!(
+        "{} connection{}, {} stream{} asked, ",
+        format::count(h.connections),
+        plural(h.connections),
+        format::count(h.streams_asked),
+        plural(h.streams_asked)
+    );
+    match h.streams_granted {
+        0 => out.push_str("no server SETTINGS"),
+        g if g < h.streams_asked => out.push_str(&format!("{} granted (capped by the server)", format::count(g))),
+        g => out.push_str(&format!("{} granted", format::count(g))),
+    }
+    out.push_str(&format!("; {} GOAWAY{}", format::count(h.goaways), plural(h.goaways)));
+    let resets: Vec<String> = h
+        .rst_streams
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(code, n)| format!("{code} {}", format::count(*n)))
+        .collect();
+    if resets.is_empty() {
+        out.push_str("; no RST_STREAM");
+    } else {
+        out.push_str(&format!("; RST_STREAM {}", resets.join(", ")));
+    }
+    out.push_str(&format!("; {} resent", format::count(h.resent)));
+    Some(out)
+}
+
 /// `6,000 started, 6,000 finished, 118 active at peak`, for user injection: the peak is counted by the engine
 /// whenever a user starts; results of an older loadgate only have the timeline's once-a-second value, which says
 /// so.

@@ -16,7 +16,7 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
 use crate::lines::{
-    connect_line, errors_line, load_line, scenario_verdict, spread_line, status_line, tls_line, users_line,
+    connect_line, errors_line, http2_line, load_line, scenario_verdict, spread_line, status_line, tls_line, users_line,
 };
 use crate::ReportError;
 
@@ -98,6 +98,8 @@ pub struct View {
     pub users: Vec<UsersView>,
     /// TLS handshakes and their times, per scenario instance of an HTTPS target.
     pub tls: Vec<TlsRow>,
+    /// HTTP/2 figures, per scenario instance that spoke HTTP/2.
+    pub http2: Vec<Http2Row>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
     /// The plots written beside the report (SVG files), in order.
@@ -172,6 +174,16 @@ pub struct ScenarioRow {
     /// HTTPS targets: `1,000 handshakes (950 resumed; TLSv1_3 1,000), p50 1.1ms, p99 2.3ms, max 4ms`, TLS errors
     /// and INSECURE when certificates were not checked.
     pub tls: Option<String>,
+    /// HTTP/2 targets: connections, streams asked and granted, GOAWAYs, RST_STREAMs by code, requests resent.
+    pub http2: Option<String>,
+}
+
+/// An HTTP/2 scenario instance's connections, streams, GOAWAYs and resets.
+#[derive(Debug, Serialize)]
+pub struct Http2Row {
+    pub name: String,
+    /// `64 connections, 100 streams asked, 64 granted (capped by the server); 2 GOAWAYs; ...`.
+    pub http2: String,
 }
 
 /// An HTTPS scenario instance's TLS handshakes.
@@ -425,6 +437,7 @@ impl View {
                 verdict: scenario_verdict(s).0,
                 users: users_line(s),
                 tls: tls_line(s, true),
+                http2: http2_line(s),
             })
             .collect();
 
@@ -582,6 +595,11 @@ impl View {
                         tls: tls_line(s, false)?,
                     })
                 })
+                .collect(),
+            http2: r
+                .scenarios
+                .iter()
+                .filter_map(|s| Some(Http2Row { name: s.name.clone(), http2: http2_line(s)? }))
                 .collect(),
             mixes: r
                 .scenarios

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 use loadgate_results::{response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 
-use crate::lines::{connect_line, errors_line, load_line, scenario_verdict, status_line, tls_line, users_line, Tone};
+use crate::lines::{
+    connect_line, errors_line, http2_line, load_line, scenario_verdict, status_line, tls_line, users_line, Tone,
+};
 
 /// The percentile columns of the summaries.
 const PERCENTILES: [(&str, &str); 5] =
@@ -115,6 +117,9 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     if let Some(tls) = tls_line(s, true) {
         let _ = writeln!(out, "  TLS: {tls}");
+    }
+    if let Some(h2) = http2_line(s) {
+        let _ = writeln!(out, "  HTTP/2: {h2}");
     }
 
     if let Some(c) = &s.capacity {

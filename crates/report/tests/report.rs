@@ -458,3 +458,40 @@ fn tls_figures_reach_every_report() {
     let connects = doc.descendants().filter(|n| n.has_tag_name("dt") && n.text() == Some("connect time")).count();
     assert_eq!(connects, r.scenarios.iter().filter(|s| s.connect_time.count > 0).count());
 }
+
+/// An HTTP/2 run's `http2` block (connections, streams asked and granted, GOAWAYs, RST_STREAMs by code, resent)
+/// reaches the terminal summary, the Markdown (an HTTP/2 table) and report.html.
+#[test]
+fn http2_figures_reach_every_report() {
+    let r = loadgate_results::fixture::sample_http2_run();
+    let text = r.scenarios.iter().map(text_summary).collect::<Vec<_>>().join("\n");
+    let lines: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("HTTP/2:")).collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[1].contains("128 streams asked, 100 granted (capped by the server)"), "{}", lines[1]);
+    assert!(lines[1].contains("RST_STREAM cancel 2, refused_stream 1,250; 1,262 resent"), "{}", lines[1]);
+    insta::assert_snapshot!("http2_text", text);
+
+    let md = markdown(&r, None).unwrap();
+    assert!(md.contains("| scenario | HTTP/2 |"), "{md}");
+    let table: String = md
+        .lines()
+        .skip_while(|l| !l.contains("<summary>HTTP/2"))
+        .take_while(|l| !l.starts_with("</details>"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!("http2_markdown_table", table);
+
+    let page = html(&r, &[]).unwrap();
+    let doc = parse_html(&page).unwrap();
+    let dd: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("dt") && n.text() == Some("HTTP/2"))
+        .filter_map(|dt| dt.next_sibling_element())
+        .map(|dd| dd.text().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(dd.len(), 3, "three HTTP/2 instances: {dd:?}");
+    assert!(dd[2].contains("no server SETTINGS"), "{dd:?}");
+
+    let plain = markdown(&sample_run(), None).unwrap();
+    assert!(!plain.contains("HTTP/2"), "an HTTP/1.1 run shows no HTTP/2 table");
+}

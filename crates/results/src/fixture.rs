@@ -426,6 +426,34 @@ pub fn sample_run() -> RunResults {
     run
 }
 
+/// [`sample_run`] with its plaintext sweep spoken over h2c: 256 connections granted the 16 streams asked; 1024
+/// connections asked 128 streams and were granted 100 (the server's `SETTINGS_MAX_CONCURRENT_STREAMS`), with
+/// GOAWAYs, refused and cancelled streams and requests sent again; the 4096 cell had no server SETTINGS.
+pub fn sample_http2_run() -> RunResults {
+    let mut run = sample_run();
+    let http2 = |connections: u64, asked: u64, granted: u64, goaways: u64, resets: &[(&str, u64)], resent: u64| {
+        Some(Http2Stats {
+            connections,
+            streams_asked: asked,
+            streams_granted: granted,
+            goaways,
+            rst_streams: resets.iter().map(|(code, n)| ((*code).to_owned(), *n)).collect(),
+            resent,
+        })
+    };
+    for s in &mut run.scenarios {
+        s.http2 = match s.name.as_str() {
+            "plaintext[connections=256]" => http2(256, 16, 16, 0, &[], 0),
+            "plaintext[connections=1024]" => {
+                http2(1031, 128, 100, 7, &[("cancel", 2), ("refused_stream", 1_250)], 1_262)
+            }
+            "plaintext[connections=4096]" => http2(3_112, 16, 0, 0, &[], 0),
+            _ => None,
+        };
+    }
+    run
+}
+
 /// An A/B run in one job: the scenario `api` at 1,000 requests/s, 6 paired rounds in ABBA order, the candidate
 /// (B) about 25% slower in its tail and about 5% in its median. Judged by [`crate::gate::judge`] at 90% confidence:
 /// `p99 <= baseline * 1.05` FAILs (the whole interval of the ratio is above 1.05), `p50 <= baseline * 1.05`

@@ -70,7 +70,7 @@ impl RunningTarget {
                 }
                 RunningTarget::new(addr, host, tls, base_url.clone(), "url", None)
             }
-            TargetPlan::Command { base_url, tls, command, env, cwd, ready, stop_grace, .. } => {
+            TargetPlan::Command { base_url, tls, command, env, cwd, ready, stop_grace, protocol, .. } => {
                 let (addr, host) = resolve(base_url)?;
                 let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 let mut spec = LaunchSpec::new(command.clone(), opts.log_dir);
@@ -83,13 +83,14 @@ impl RunningTarget {
                 spec.stop_grace = stop_grace.as_std();
                 observer.event(&Event::TargetStarting { command: command.join(" ") });
                 let process = launch::Target::start(&spec).map_err(|e| e.to_string())?;
-                let waited =
-                    process.wait_ready_tls(base_url, ready, tls.as_ref().map(probe_tls)).map_err(|e| e.to_string())?;
+                let waited = process
+                    .wait_ready_as(base_url, ready, tls.as_ref().map(probe_tls), *protocol)
+                    .map_err(|e| e.to_string())?;
                 let mut t = RunningTarget::new(addr, host, tls, base_url.clone(), "command", Some(process));
                 t.ready_after = Some(waited);
                 t
             }
-            TargetPlan::Builtin { server, tls, .. } => {
+            TargetPlan::Builtin { server, tls, protocol } => {
                 let mut cfg = ServeConfig::new(server.clone());
                 cfg.threads = opts.cpus.map(|c| c.len()).unwrap_or(1).max(1);
                 // HTTPS: a certificate made now, which the server serves and loadgate trusts (nothing insecure).
@@ -113,10 +114,11 @@ impl RunningTarget {
                             .map_err(|e| e.to_string())?;
                         let base_url = format!("{scheme}://{addr}");
                         process
-                            .wait_ready_tls(
+                            .wait_ready_as(
                                 &base_url,
                                 &launch::builtin_ready_probe(Duration::from_secs(10)),
                                 client.as_ref().map(probe_tls),
+                                *protocol,
                             )
                             .map_err(|e| e.to_string())?;
                         RunningTarget::new(addr, addr.to_string(), client, base_url, "builtin", Some(process))

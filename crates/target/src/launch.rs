@@ -22,9 +22,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use loadgate_model::units::CpuList;
+use loadgate_model::Protocol;
 use loadgate_plan::ReadyProbe;
 use loadgate_results::TargetExit;
 
+use crate::h2c_probe;
 use crate::tls_probe::{self, Failed, ProbeTls};
 use crate::watchdog::Watchdog;
 use crate::TargetError;
@@ -436,6 +438,21 @@ impl Target {
         probe: &ReadyProbe,
         tls: Option<ProbeTls>,
     ) -> Result<Duration, TargetError> {
+        self.wait_ready_as(base_url, probe, tls, Protocol::Http1)
+    }
+
+    /// [`Target::wait_ready_tls`] speaking `target.protocol` as the load will: with `http2` over a plain
+    /// `http://` URL an `http_get` probe speaks h2c with prior knowledge (the connection starts with the HTTP/2
+    /// preface), so a server that cannot answer it is not ready for the load. Over TLS the probe speaks HTTP/1.1
+    /// (ALPN `http/1.1`); `auto` over plain TCP is HTTP/1.1, as the load.
+    pub fn wait_ready_as(
+        &self,
+        base_url: &str,
+        probe: &ReadyProbe,
+        tls: Option<ProbeTls>,
+        protocol: Protocol,
+    ) -> Result<Duration, TargetError> {
+        let prior_knowledge = protocol == Protocol::Http2 && tls.is_none();
         let (timeout, interval) = match probe {
             ReadyProbe::HttpGet { timeout, interval, .. } | ReadyProbe::Tcp { timeout, interval } => {
                 (timeout.as_std(), interval.as_std().max(Duration::from_millis(10)))
@@ -450,24 +467,22 @@ impl Target {
         let mut attempt: Box<dyn FnMut(Duration) -> Result<(), Failed> + Send> = match (probe, tls) {
             (ReadyProbe::HttpGet { path, status, .. }, Some(tls)) => {
                 let full = join_url(base_url, path);
-                let joined = reqwest::Url::parse(&full)
-                    .map_err(|e| TargetError::InvalidLaunch(format!("the probe URL `{full}` does not parse: {e}")))?;
-                let target = match joined.query() {
-                    Some(q) => format!("{}?{q}", joined.path()),
-                    None => joined.path().to_owned(),
-                };
-                let host = match (url.host_str(), url.port()) {
-                    (Some(h), Some(p)) => format!("{h}:{p}"),
-                    (Some(h), None) => h.to_owned(),
-                    (None, _) => {
-                        return Err(TargetError::InvalidLaunch(format!("the base URL `{base_url}` has no host")));
-                    }
-                };
+                let (host, target) = host_and_target(base_url, &url, &full)?;
                 let addrs = addrs()?;
                 let expected = *status;
                 Box::new(move |per_try: Duration| match tls_probe::get_status(&tls, &addrs, &host, &target, per_try)? {
                     got if got == expected => Ok(()),
                     got => Err(Failed::retry(format!("GET {full} answered {got}, expected {expected}"))),
+                })
+            }
+            (ReadyProbe::HttpGet { path, status, .. }, None) if prior_knowledge => {
+                let full = join_url(base_url, path);
+                let (host, target) = host_and_target(base_url, &url, &full)?;
+                let addrs = addrs()?;
+                let expected = *status;
+                Box::new(move |per_try: Duration| match h2c_probe::get_status(&addrs, &host, &target, per_try)? {
+                    got if got == expected => Ok(()),
+                    got => Err(Failed::retry(format!("h2c GET {full} answered {got}, expected {expected}"))),
                 })
             }
             (ReadyProbe::HttpGet { path, status, .. }, None) => {
@@ -737,6 +752,22 @@ fn tail_lines(path: &Path, n: usize) -> Vec<String> {
     }
     let from = lines.len().saturating_sub(n);
     lines[from..].iter().map(|l| (*l).to_owned()).collect()
+}
+
+/// The `Host` (or `:authority`) of `base_url` and the path and query of the probe URL `full`.
+fn host_and_target(base_url: &str, url: &reqwest::Url, full: &str) -> Result<(String, String), TargetError> {
+    let joined = reqwest::Url::parse(full)
+        .map_err(|e| TargetError::InvalidLaunch(format!("the probe URL `{full}` does not parse: {e}")))?;
+    let target = match joined.query() {
+        Some(q) => format!("{}?{q}", joined.path()),
+        None => joined.path().to_owned(),
+    };
+    let host = match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        (None, _) => return Err(TargetError::InvalidLaunch(format!("the base URL `{base_url}` has no host"))),
+    };
+    Ok((host, target))
 }
 
 /// The readiness probe a built-in target uses: HTTP GET `/ready` answered 200.

@@ -25,6 +25,7 @@
 //! Every failure is a [`TargetError`] whose `Display` is a sentence for the user.
 
 mod error;
+mod h2c_probe;
 pub mod launch;
 mod tls_probe;
 pub mod watchdog;

@@ -7,6 +7,7 @@ use loadgate_machine::hardware::{self, CpuTopology, PinningDecision};
 use loadgate_machine::procfs;
 use loadgate_machine::sample::{Sampler, SamplerConfig};
 use loadgate_model::units::{CpuList, Duration as SpecDuration};
+use loadgate_model::Protocol;
 use loadgate_plan::{BuiltinKind, OnMismatch};
 use loadgate_plan::{BuiltinServer, ReadyProbe};
 use loadgate_server::ServeConfig;
@@ -446,4 +447,38 @@ fn a_target_outlives_the_thread_that_started_it() {
 
 fn spec_has_pdeathsig() -> bool {
     LaunchSpec::new(vec!["x".into()], "/tmp").die_with_parent
+}
+
+/// With `target.protocol: http2` over `http://`, an `http_get` probe speaks h2c with prior knowledge as the load
+/// will: the built-in server (h2c beside HTTP/1.1) is ready; a server that only speaks HTTP/1.1 never is.
+#[test]
+fn an_http2_probe_speaks_h2c_with_prior_knowledge() {
+    let logs = tempfile::tempdir().unwrap();
+    let spec = LaunchSpec::new(Vec::new(), logs.path());
+    let (target, addr) = Target::start_builtin(
+        Path::new(SERVE_BIN),
+        &builtin_cfg(BuiltinKind::Plaintext),
+        &spec,
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let base = format!("http://{addr}");
+    target.wait_ready_as(&base, &http_probe("/plaintext", 30_000), None, Protocol::Http2).unwrap();
+    drop(target);
+
+    // An HTTP/1.1-only server: answers every connection with an HTTP/1.1 200, whatever it was sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let h1 = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = std::io::Read::read(&mut conn, &mut buf);
+            let _ = std::io::Write::write_all(&mut conn, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let sleeper = Target::start(&sh("sleep 30", logs.path())).unwrap();
+    let base = format!("http://{h1}");
+    sleeper.wait_ready(&base, &http_probe("/", 30_000)).unwrap();
+    let err = sleeper.wait_ready_as(&base, &http_probe("/", 600), None, Protocol::Http2).unwrap_err();
+    assert!(err.to_string().contains("h2c GET"), "{err}");
 }

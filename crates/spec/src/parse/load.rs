@@ -26,7 +26,7 @@ pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<(Lo
         "open" => read_open(cx, n, &p),
         "ramp" => read_ramp(cx, n, &p),
         "capacity" => read_capacity(cx, n, &p),
-        _ => read_users(cx, n, &p),
+        _ => return read_users_refusing_streams(cx, n, &p).map(|load| (load, 1)),
     };
     // `streams` sits beside the model's other keys (each model's key list allows it but `users`).
     let streams = match &n.kind {
@@ -388,6 +388,34 @@ fn user_rate(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Rate> {
         }
         _ => cx.unit::<Rate>(&r, p, what),
     }
+}
+
+/// `users` with `streams`: refused with its own error (a user sends its requests one after another, so it never
+/// has two in flight to put on streams), then the rest of `users` is read as if `streams` were absent, so its
+/// other errors are reported too.
+fn read_users_refusing_streams(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
+    let NodeKind::Map(entries) = &node.kind else {
+        return read_users(cx, node, path);
+    };
+    let Some((key, _)) = entries.iter().find(|(k, _)| k.name == "streams") else {
+        return read_users(cx, node, path);
+    };
+    cx.error(
+        Diagnostic::error(&path.key("streams"), key.span, "`streams` does not apply to `users`")
+            .width(key.name.chars().count())
+            .expected("`streams` under `closed`, `open`, `ramp` or `capacity`")
+            .found("`streams` under `users`")
+            .help(
+                "a user sends its requests one after another on its connection, so it never has two in flight; \
+                 remove `streams`, or use an `open` or `closed` load with `streams` for concurrent HTTP/2 streams",
+            ),
+    );
+    let rest = Node {
+        kind: NodeKind::Map(entries.iter().filter(|(k, _)| k.name != "streams").cloned().collect()),
+        ..node.clone()
+    };
+    read_users(cx, &rest, path);
+    None
 }
 
 fn read_users(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {

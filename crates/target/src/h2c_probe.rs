@@ -1,0 +1,56 @@
+//! The `http_get` readiness probe of a plain `http://` target under `target.protocol: http2`: one GET over h2c
+//! with prior knowledge (the connection starts with the HTTP/2 preface, as the load's connections do), with the
+//! `h2` crate on a current-thread tokio runtime of the attempt's own. A server that answers the preface with
+//! anything but HTTP/2 is not ready for the load, and the probe says what failed.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::tls_probe::Failed;
+
+/// One attempt: connect to the first of `addrs` that accepts, send the preface and `GET target` with
+/// `:authority` `host`, and return the response's status. The whole attempt waits at most `timeout`.
+pub(crate) fn get_status(addrs: &[SocketAddr], host: &str, target: &str, timeout: Duration) -> Result<u16, Failed> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Failed::retry(format!("cannot start the probe's runtime: {e}")))?;
+    let uri = format!("http://{host}{target}");
+    rt.block_on(async {
+        match tokio::time::timeout(timeout, exchange(addrs, &uri)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failed::retry(format!("h2c GET {uri} got no answer within {timeout:?}"))),
+        }
+    })
+}
+
+async fn exchange(addrs: &[SocketAddr], uri: &str) -> Result<u16, Failed> {
+    let mut last = Failed::retry("no address to connect to".to_owned());
+    let mut tcp = None;
+    for addr in addrs {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(t) => {
+                tcp = Some(t);
+                break;
+            }
+            Err(e) => last = Failed::retry(format!("TCP connect to {addr} failed: {e}")),
+        }
+    }
+    let Some(tcp) = tcp else {
+        return Err(last);
+    };
+    let failed = |what: &str, e: h2::Error| Failed::retry(format!("h2c GET {uri} failed ({what}): {e}"));
+    let (client, connection) = h2::client::handshake(tcp).await.map_err(|e| failed("handshake", e))?;
+    // The connection is driven beside the request; it ends when the runtime is dropped after the attempt.
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut client = client.ready().await.map_err(|e| failed("connection", e))?;
+    let request = http::Request::get(uri)
+        .body(())
+        .map_err(|e| Failed::retry(format!("the probe URL `{uri}` is not a valid request: {e}")))?;
+    let (response, _) = client.send_request(request, true).map_err(|e| failed("send", e))?;
+    let response = response.await.map_err(|e| failed("response", e))?;
+    Ok(response.status().as_u16())
+}
