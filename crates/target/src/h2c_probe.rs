@@ -40,8 +40,17 @@ async fn exchange(addrs: &[SocketAddr], uri: &str) -> Result<u16, Failed> {
     let Some(tcp) = tcp else {
         return Err(last);
     };
-    let failed = |what: &str, e: h2::Error| Failed::retry(format!("h2c GET {uri} failed ({what}): {e}"));
-    let (client, connection) = h2::client::handshake(tcp).await.map_err(|e| failed("handshake", e))?;
+    request(tcp, uri, "h2c").await
+}
+
+/// `GET uri` over an HTTP/2 connection on `io` (h2c over TCP, or h2 over TLS after ALPN chose it); `name` says
+/// which in a failure. Returns the response's status.
+pub(crate) async fn request<T>(io: T, uri: &str, name: &str) -> Result<u16, Failed>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let failed = |what: &str, e: h2::Error| Failed::retry(format!("{name} GET {uri} failed ({what}): {e}"));
+    let (client, connection) = h2::client::handshake(io).await.map_err(|e| failed("handshake", e))?;
     // The connection is driven beside the request; it ends when the runtime is dropped after the attempt.
     tokio::spawn(async move {
         let _ = connection.await;

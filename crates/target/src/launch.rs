@@ -443,8 +443,9 @@ impl Target {
 
     /// [`Target::wait_ready_tls`] speaking `target.protocol` as the load will: with `http2` over a plain
     /// `http://` URL an `http_get` probe speaks h2c with prior knowledge (the connection starts with the HTTP/2
-    /// preface), so a server that cannot answer it is not ready for the load. Over TLS the probe speaks HTTP/1.1
-    /// (ALPN `http/1.1`); `auto` over plain TCP is HTTP/1.1, as the load.
+    /// preface), so a server that cannot answer it is not ready for the load. Over TLS the probe offers ALPN as
+    /// the load does (`http2`: `h2` only; `auto`: `h2` then `http/1.1`) and speaks whichever the server picked;
+    /// `auto` over plain TCP is HTTP/1.1, as the load.
     pub fn wait_ready_as(
         &self,
         base_url: &str,
@@ -470,9 +471,19 @@ impl Target {
                 let (host, target) = host_and_target(base_url, &url, &full)?;
                 let addrs = addrs()?;
                 let expected = *status;
-                Box::new(move |per_try: Duration| match tls_probe::get_status(&tls, &addrs, &host, &target, per_try)? {
-                    got if got == expected => Ok(()),
-                    got => Err(Failed::retry(format!("GET {full} answered {got}, expected {expected}"))),
+                let tls = tls.offering(protocol);
+                Box::new(move |per_try: Duration| {
+                    let got = match protocol {
+                        Protocol::Http1 => tls_probe::get_status(&tls, &addrs, &host, &target, per_try)?,
+                        Protocol::Http2 | Protocol::Auto => {
+                            tls_probe::get_status_alpn(&tls, &addrs, &host, &target, per_try, protocol)?
+                        }
+                    };
+                    if got == expected {
+                        Ok(())
+                    } else {
+                        Err(Failed::retry(format!("GET {full} answered {got}, expected {expected}")))
+                    }
                 })
             }
             (ReadyProbe::HttpGet { path, status, .. }, None) if prior_knowledge => {

@@ -4,14 +4,23 @@
 //! (`tls.server_name`, or the URL's host), connects to the base URL's address and sends the base URL's host in
 //! `Host`. A certificate the load would refuse fails the probe at once, with the words the load's reports use:
 //! waiting longer cannot make it acceptable.
+//!
+//! It offers ALPN as the load does (`target.protocol`): `http/1.1` under `http1`, `h2` under `http2`, `h2` then
+//! `http/1.1` under `auto`. When `h2` may be offered the attempt runs on tokio-rustls and speaks whichever the
+//! server picked (HTTP/2 with the `h2` crate); under `http2` a server that picks no `h2` is not ready for the
+//! load.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+use loadgate_model::Protocol;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::h2c_probe;
 
 /// How a readiness probe speaks TLS: as the load does.
 pub struct ProbeTls {
@@ -35,6 +44,26 @@ impl ProbeTls {
         explain: impl Fn(&rustls::Error) -> String + Send + Sync + 'static,
     ) -> Self {
         ProbeTls { config: Arc::new(config), server_name, explain: Box::new(explain) }
+    }
+
+    /// The same client offering the ALPN protocols the load offers under `protocol`.
+    pub(crate) fn offering(mut self, protocol: Protocol) -> Self {
+        let alpn: &[&[u8]] = match protocol {
+            Protocol::Http1 => &[b"http/1.1"],
+            Protocol::Http2 => &[b"h2"],
+            Protocol::Auto => &[b"h2", b"http/1.1"],
+        };
+        Arc::make_mut(&mut self.config).alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        self
+    }
+
+    /// What a failure of the connection means: a TLS error in the load's words (fatal when the certificate is
+    /// refused), anything else as it is.
+    fn failure(&self, what: &str, e: std::io::Error) -> Failed {
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(t) => Failed { message: (self.explain)(t), fatal: matches!(t, rustls::Error::InvalidCertificate(_)) },
+            None => Failed::retry(format!("{what} failed: {e}")),
+        }
     }
 }
 
@@ -82,10 +111,8 @@ fn exchange(
     target: &str,
     timeout: Duration,
 ) -> Result<u16, Failed> {
-    let failed = |e: std::io::Error| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-        Some(t) => Failed { message: (tls.explain)(t), fatal: matches!(t, rustls::Error::InvalidCertificate(_)) },
-        None => Failed::retry(format!("HTTPS GET {target} at {addr} failed: {e}")),
-    };
+    let what = format!("HTTPS GET {target} at {addr}");
+    let failed = |e: std::io::Error| tls.failure(&what, e);
     tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
     tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
     let conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone())
@@ -100,27 +127,110 @@ fn exchange(
     let mut head = Vec::with_capacity(256);
     let mut chunk = [0u8; 1024];
     loop {
-        if let Some(end) = head.windows(2).position(|w| w == b"\r\n") {
-            return status_code(&head[..end]).ok_or_else(|| {
-                Failed::retry(format!(
-                    "HTTPS GET {target} at {addr} answered `{}`, not an HTTP/1.x status line",
-                    String::from_utf8_lossy(&head[..end.min(80)])
-                ))
-            });
-        }
-        if head.len() > STATUS_LINE_MAX {
-            return Err(Failed::retry(format!("HTTPS GET {target} at {addr}: no status line in {} bytes", head.len())));
+        if let Some(code) = head_status(&head, &what)? {
+            return Ok(code);
         }
         match stream.read(&mut chunk) {
-            Ok(0) => {
-                return Err(Failed::retry(format!(
-                    "HTTPS GET {target} at {addr}: the connection closed before a status line"
-                )))
-            }
+            Ok(0) => return Err(Failed::retry(format!("{what}: the connection closed before a status line"))),
             Ok(n) => head.extend_from_slice(&chunk[..n]),
             Err(e) => return Err(failed(e)),
         }
     }
+}
+
+/// One attempt under `protocol` `http2` or `auto` (the client offers `h2`, see [`ProbeTls::offering`]): connect
+/// to the first of `addrs` that accepts, handshake on tokio-rustls, and `GET target` in the protocol the server
+/// picked by ALPN: HTTP/2 (`:authority` `host`) for `h2`; HTTP/1.1 (`Host: host`) otherwise, unless `protocol` is
+/// `http2`. The whole attempt waits at most `timeout`.
+pub(crate) fn get_status_alpn(
+    tls: &ProbeTls,
+    addrs: &[SocketAddr],
+    host: &str,
+    target: &str,
+    timeout: Duration,
+    protocol: Protocol,
+) -> Result<u16, Failed> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Failed::retry(format!("cannot start the probe's runtime: {e}")))?;
+    rt.block_on(async {
+        match tokio::time::timeout(timeout, exchange_alpn(tls, addrs, host, target, protocol)).await {
+            Ok(result) => result,
+            Err(_) => Err(Failed::retry(format!("HTTPS GET {target} got no answer within {timeout:?}"))),
+        }
+    })
+}
+
+async fn exchange_alpn(
+    tls: &ProbeTls,
+    addrs: &[SocketAddr],
+    host: &str,
+    target: &str,
+    protocol: Protocol,
+) -> Result<u16, Failed> {
+    let mut last = Failed::retry("no address to connect to".to_owned());
+    let mut tcp = None;
+    for addr in addrs {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(t) => {
+                tcp = Some((t, *addr));
+                break;
+            }
+            Err(e) => last = Failed::retry(format!("TCP connect to {addr} failed: {e}")),
+        }
+    }
+    let Some((tcp, addr)) = tcp else {
+        return Err(last);
+    };
+    let what = format!("HTTPS GET {target} at {addr}");
+    let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+    let mut stream =
+        connector.connect(tls.server_name.clone(), tcp).await.map_err(|e| tls.failure(&format!("{what} (TLS)"), e))?;
+    match stream.get_ref().1.alpn_protocol() {
+        Some(b"h2") => h2c_probe::request(stream, &format!("https://{host}{target}"), "h2").await,
+        picked if protocol == Protocol::Http2 => Err(Failed::retry(format!(
+            "{what}: the server did not choose HTTP/2 by ALPN (it chose {}), and `target.protocol: http2` speaks \
+             only h2",
+            picked.map_or_else(|| "no protocol".to_owned(), |p| format!("`{}`", String::from_utf8_lossy(p)))
+        ))),
+        _ => {
+            let request = format!(
+                "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadgate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(request.as_bytes()).await.map_err(|e| tls.failure(&what, e))?;
+            stream.flush().await.map_err(|e| tls.failure(&what, e))?;
+            let mut head = Vec::with_capacity(256);
+            let mut chunk = [0u8; 1024];
+            loop {
+                if let Some(code) = head_status(&head, &what)? {
+                    return Ok(code);
+                }
+                match stream.read(&mut chunk).await {
+                    Ok(0) => return Err(Failed::retry(format!("{what}: the connection closed before a status line"))),
+                    Ok(n) => head.extend_from_slice(&chunk[..n]),
+                    Err(e) => return Err(tls.failure(&what, e)),
+                }
+            }
+        }
+    }
+}
+
+/// The status of the HTTP/1.x response whose first bytes are `head`, once its status line is complete.
+fn head_status(head: &[u8], what: &str) -> Result<Option<u16>, Failed> {
+    if let Some(end) = head.windows(2).position(|w| w == b"\r\n") {
+        return status_code(&head[..end]).map(Some).ok_or_else(|| {
+            Failed::retry(format!(
+                "{what} answered `{}`, not an HTTP/1.x status line",
+                String::from_utf8_lossy(&head[..end.min(80)])
+            ))
+        });
+    }
+    if head.len() > STATUS_LINE_MAX {
+        return Err(Failed::retry(format!("{what}: no status line in {} bytes", head.len())));
+    }
+    Ok(None)
 }
 
 /// The code of an HTTP/1.x status line: `HTTP/1.1 200 OK` -> 200.

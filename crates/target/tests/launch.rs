@@ -482,3 +482,109 @@ fn an_http2_probe_speaks_h2c_with_prior_knowledge() {
     let err = sleeper.wait_ready_as(&base, &http_probe("/", 600), None, Protocol::Http2).unwrap_err();
     assert!(err.to_string().contains("h2c GET"), "{err}");
 }
+
+/// A client configuration trusting only `cert_pem`, sending `localhost` in SNI, as the load's would.
+fn probe_tls(cert_pem: &str) -> loadgate_target::ProbeTls {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    loadgate_target::ProbeTls::new(config, name, |e| format!("TLS: {e}"))
+}
+
+/// A TLS server offering only the ALPN protocol `alpn` (`h2` or `http/1.1`) that answers every request 200 in
+/// it, on a thread of its own.
+fn one_protocol_tls_server(cert_pem: &str, key_pem: &str, alpn: &'static [u8]) -> std::net::SocketAddr {
+    use rustls::pki_types::pem::PemObject;
+    let chain = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain.unwrap(), key)
+            .unwrap();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    if alpn != b"h2" {
+                        let mut buf = [0u8; 1024];
+                        let _ = tokio::io::AsyncReadExt::read(&mut tls, &mut buf).await;
+                        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+                        let _ = tokio::io::AsyncWriteExt::write_all(&mut tls, ok).await;
+                        let _ = tokio::io::AsyncWriteExt::shutdown(&mut tls).await;
+                        return;
+                    }
+                    let Ok(mut conn) = h2::server::handshake(tls).await else { return };
+                    while let Some(Ok((_, mut respond))) = conn.accept().await {
+                        let _ = respond.send_response(http::Response::builder().status(200).body(()).unwrap(), true);
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
+/// Over `https://` an `http_get` probe offers ALPN as the load does and speaks what the server picked: the
+/// built-in server (h2 and HTTP/1.1) is ready under every protocol; a server offering only `h2` is ready under
+/// `http2` and `auto`, and never under `http1` (no protocol in common); one offering only `http/1.1` is ready under
+/// `auto` (spoken in HTTP/1.1), and never under `http2`.
+#[test]
+fn an_https_probe_offers_alpn_as_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = loadgate_server::tls::self_signed(&["localhost", "127.0.0.1"]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, &made.cert_pem).unwrap();
+    std::fs::write(&key, &made.key_pem).unwrap();
+    let spec = LaunchSpec::new(Vec::new(), dir.path());
+    let mut cfg = builtin_cfg(BuiltinKind::Plaintext);
+    cfg.tls = Some(loadgate_server::ServeTls::Files { cert, key });
+    let (target, addr) = Target::start_builtin(Path::new(SERVE_BIN), &cfg, &spec, Duration::from_secs(30)).unwrap();
+    let base = format!("https://{addr}");
+    for protocol in [Protocol::Http1, Protocol::Http2, Protocol::Auto] {
+        let tls = Some(probe_tls(&made.cert_pem));
+        target.wait_ready_as(&base, &http_probe("/plaintext", 30_000), tls, protocol).unwrap();
+    }
+    drop(target);
+
+    let h2_only = one_protocol_tls_server(&made.cert_pem, &made.key_pem, b"h2");
+    let sleeper = Target::start(&sh("sleep 30", dir.path())).unwrap();
+    let base = format!("https://{h2_only}");
+    for protocol in [Protocol::Http2, Protocol::Auto] {
+        let tls = Some(probe_tls(&made.cert_pem));
+        sleeper.wait_ready_as(&base, &http_probe("/", 30_000), tls, protocol).unwrap();
+    }
+    let tls = Some(probe_tls(&made.cert_pem));
+    let err = sleeper.wait_ready_as(&base, &http_probe("/", 600), tls, Protocol::Http1).unwrap_err();
+    assert!(err.to_string().contains("TLS"), "{err}");
+
+    let h1_only = one_protocol_tls_server(&made.cert_pem, &made.key_pem, b"http/1.1");
+    let base = format!("https://{h1_only}");
+    for protocol in [Protocol::Http1, Protocol::Auto] {
+        let tls = Some(probe_tls(&made.cert_pem));
+        sleeper.wait_ready_as(&base, &http_probe("/", 30_000), tls, protocol).unwrap();
+    }
+    let tls = Some(probe_tls(&made.cert_pem));
+    let err = sleeper.wait_ready_as(&base, &http_probe("/", 600), tls, Protocol::Http2).unwrap_err();
+    assert!(err.to_string().contains("TLS"), "{err}");
+}
