@@ -291,16 +291,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
     let annotate = annotations_wanted(args.annotations);
     let template = read_template(out, args.template.as_deref())?;
-    let baseline = args
-        .baseline
-        .as_ref()
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .map_err(|e| e.to_string())
-                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
-                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
-        })
-        .transpose()?;
+    let baseline = read_baseline(out, args.baseline.as_deref())?;
     let specs = run_specs(out, &args)?;
     let sync = shard_sync(&args.shards).map_err(fail(out, Exit::InvalidInput))?;
     if sync.is_some() && specs.len() != 1 {
@@ -416,6 +407,17 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         });
     }
     Ok(exit)
+}
+
+/// The results `--baseline FILE` names (of `run`, `merge` and `repro`), read and checked.
+fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_results::RunResults>, Exit> {
+    path.map(|p| {
+        std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
+    })
+    .transpose()
 }
 
 /// How this run takes part in a run on several generators.
@@ -537,15 +539,7 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let Some(first) = parts.first() else {
         return Err(fail(out, Exit::InvalidInput)("no shard result to merge".to_owned()));
     };
-    let baseline = match &args.baseline {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .map_err(|e| e.to_string())
-                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
-                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))?,
-        ),
-        None => None,
-    };
+    let baseline = read_baseline(out, args.baseline.as_deref())?;
     // The name comes from a file: it names a directory only when it is a spec name.
     let name = first.results.spec.name.clone();
     let plain = !name.is_empty()
@@ -676,16 +670,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         "reproducing {} from {path}: plan {} rebuilt identically (loadgate {})",
         ci.spec.name, rebuilt.plan.hash, ci.loadgate_version
     ));
-    let baseline = args
-        .baseline
-        .as_ref()
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .map_err(|e| e.to_string())
-                .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
-                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
-        })
-        .transpose()?;
+    let baseline = read_baseline(out, args.baseline.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| {
         fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
     })?;
