@@ -70,3 +70,27 @@ fn connect_rate_paces_the_opening_from_the_command_line() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("`auto`, `unlimited`, or a rate"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn an_opening_that_lasts_seconds_shows_its_progress_on_stderr_and_none_under_quiet() {
+    let url = slow_accepting_server();
+    // 300 connects at 150/s take about two seconds: at least one report a second, then one line when done.
+    let args = ["run", "-c", "300", "-d", "200ms", "--connect-rate", "150/s", "--out", "-", &url];
+    let (code, json, stderr) = run_json(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(json["scenarios"][0]["connections"]["opening"]["opened"], 300);
+    assert!(stderr.contains("main opening 300 connections: "), "{stderr}");
+    assert!(stderr.contains(" open, 0 failed, "), "{stderr}");
+    assert!(stderr.contains("main opened 300 of 300 connections in "), "{stderr}");
+    let (Some(progress), Some(done)) = (stderr.find("main opening 300"), stderr.find("main opened 300 of 300")) else {
+        panic!("{stderr}")
+    };
+    assert!(progress < done, "{stderr}");
+
+    let mut quiet = vec!["-q"];
+    quiet.extend_from_slice(&args);
+    let (code, _, stderr) = run_json(&quiet);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("opening 300 connections"), "{stderr}");
+    assert!(!stderr.contains("opened 300 of 300 connections"), "{stderr}");
+}

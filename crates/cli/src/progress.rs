@@ -66,6 +66,37 @@ impl Progress {
         }
     }
 
+    /// While the phase's connections open: a line about once a second, and one when done (on a terminal, the
+    /// bar's message, and the last line printed above it).
+    pub fn opening(&mut self, connections: u64, opened: u64, failed: u64, elapsed: Duration, done: bool) {
+        let secs = elapsed.as_secs_f64();
+        let line = if done {
+            format!(
+                "opened {} of {} connections in {secs:.1} s, {} failed",
+                format::count(opened),
+                format::count(connections),
+                format::count(failed)
+            )
+        } else {
+            format!(
+                "opening {} connections: {} open, {} failed, {}",
+                format::count(connections),
+                format::count(opened),
+                format::count(failed),
+                format::rate(if secs > 0.0 { opened as f64 / secs } else { 0.0 })
+            )
+        };
+        match self {
+            Progress::Bar(bar) if done => {
+                bar.println(format!("{} {line}", bar.prefix()));
+                bar.set_message("");
+            }
+            Progress::Bar(bar) => bar.set_message(line),
+            Progress::Lines { name } => eprintln_plain(&format!("{name} {line}")),
+            Progress::Quiet => {}
+        }
+    }
+
     pub fn finish(&mut self) {
         if let Progress::Bar(bar) = self {
             bar.finish_and_clear();

@@ -81,6 +81,11 @@ impl Observer for Renderer<'_> {
                 self.end_progress();
                 self.progress = Some(Progress::start(phase, self.color, out.quiet));
             }
+            Event::Opening { connections, opened, failed, elapsed, done, .. } => {
+                if let Some(p) = &mut self.progress {
+                    p.opening(*connections, *opened, *failed, *elapsed, *done);
+                }
+            }
             Event::Tick { phase, elapsed, point } => {
                 if let Some(p) = &mut self.progress {
                     p.tick(phase, *elapsed, point);

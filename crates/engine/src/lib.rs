@@ -172,6 +172,21 @@ pub struct Tick<'a> {
     pub total_latency: &'a hdrhistogram::Histogram<u64>,
 }
 
+/// While a phase's keep-alive connections open, before it measures: how far the opening got, about once a
+/// second, and once more (`done`) when every slot has tried, if it was reported before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpeningProgress {
+    /// The connections the phase opens before its start.
+    pub connections: u64,
+    pub opened: u64,
+    /// Connects that failed for good (refused, timed out, no local address, ...).
+    pub failed: u64,
+    /// Since the workers were started.
+    pub elapsed: Duration,
+    /// Every slot has tried: the phase starts measuring now.
+    pub done: bool,
+}
+
 /// The answer of an `on_tick` callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
@@ -251,5 +266,18 @@ pub fn run_phase(
     stop: &StopSignal,
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
 ) -> Result<loadgate_results::ScenarioResult, EngineError> {
-    phase::run(phase, workers, target, stop, on_tick)
+    phase::run(phase, workers, target, stop, &mut |_| {}, on_tick)
+}
+
+/// [`run_phase`], and `on_opening` told how the opening of the keep-alive connections goes while it lasts
+/// over a second (see [`OpeningProgress`]).
+pub fn run_phase_reporting(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    target: &Target,
+    stop: &StopSignal,
+    on_opening: &mut dyn FnMut(&OpeningProgress),
+    on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
+) -> Result<loadgate_results::ScenarioResult, EngineError> {
+    phase::run(phase, workers, target, stop, on_opening, on_tick)
 }

@@ -20,6 +20,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -93,6 +94,21 @@ impl OpeningCounts {
         if self.first_error.is_none() {
             self.first_error = Some(e.to_string());
         }
+    }
+}
+
+/// The opening so far, over every worker: counters the phase's thread reads about once a second to report
+/// progress. Touched once per connect while opening, before the load, never on the hot path.
+#[derive(Debug, Default)]
+pub(crate) struct LiveOpening {
+    opened: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl LiveOpening {
+    /// (opened, failed) so far.
+    pub(crate) fn read(&self) -> (u64, u64) {
+        (self.opened.load(Ordering::Relaxed), self.failed.load(Ordering::Relaxed))
     }
 }
 
@@ -317,6 +333,7 @@ async fn open_slot(s: Rc<State<'_>>, slot: usize) {
                 s.pacer.borrow_mut().connected(took);
                 s.connect_time.borrow_mut().saturating_record(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
                 s.counts.borrow_mut().opened += 1;
+                s.cfg.live_opening.opened.fetch_add(1, Ordering::Relaxed);
                 if let Some(c) = s.conns.borrow_mut().get_mut(slot) {
                     *c = Some(conn);
                 }
@@ -328,6 +345,7 @@ async fn open_slot(s: Rc<State<'_>>, slot: usize) {
             }
             Err(e) => {
                 s.counts.borrow_mut().failure(&e);
+                s.cfg.live_opening.failed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         }

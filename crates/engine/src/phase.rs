@@ -17,7 +17,7 @@ use loadgate_results::{
     WorkerStats,
 };
 
-use crate::opening::OpeningCounts;
+use crate::opening::{LiveOpening, OpeningCounts};
 use crate::tls::TlsClient;
 use loadgate_plan::ConnectRate;
 use loadgate_results::{ConnectionOpening, OpeningFailures};
@@ -25,7 +25,7 @@ use loadgate_results::{ConnectionOpening, OpeningFailures};
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
 use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, WorkerConfig, WorkerFinal};
-use crate::{Control, EngineError, StopSignal, Target, Tick};
+use crate::{Control, EngineError, OpeningProgress, StopSignal, Target, Tick};
 
 /// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
 const MAX_DRAIN: Duration = Duration::from_secs(2);
@@ -35,16 +35,21 @@ const DEFAULT_USERS_IN_FLIGHT: u64 = 1024;
 const SATURATED: f64 = 0.9;
 /// An open load that sent less than this fraction of its target rate is invalid.
 const RATE_TOLERANCE: f64 = 0.99;
+/// How often the opening's progress is reported while connections open.
+const OPENING_REPORT: Duration = Duration::from_secs(1);
 
 pub(crate) fn run(
     phase: &Phase,
     workers: &[WorkerPlan],
     target: &Target,
     stop: &StopSignal,
+    on_opening: &mut dyn FnMut(&OpeningProgress),
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
 ) -> Result<ScenarioResult, EngineError> {
-    let configs = configure(phase, workers, target, stop)?;
+    let live = Arc::new(LiveOpening::default());
+    let configs = configure(phase, workers, target, stop, &live)?;
     let n = configs.len();
+    let connections: u64 = configs.iter().filter(|c| c.opens_before_start()).map(|c| c.slots as u64).sum();
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut handles: Vec<JoinHandle<()>> = Vec::with_capacity(n);
     let mut starts = Vec::with_capacity(n);
@@ -65,18 +70,31 @@ pub(crate) fn run(
     drop(tx);
     // Wait until every worker is pinned, has its runtime and has opened its keep-alive connections: the phase
     // measures from then on, on every worker at once.
+    // While they open, the progress is reported about once a second (from counters the workers add to).
     let opening_began = Instant::now();
     let mut opening = OpeningCounts::default();
     let mut ready = 0;
+    let mut next_report = opening_began + OPENING_REPORT;
+    let mut reported = false;
     while failure.is_none() && ready < n {
-        match rx.recv() {
+        match rx.recv_timeout(next_report.saturating_duration_since(Instant::now())) {
             Ok(Msg::Ready(counts)) => {
                 opening.add(&counts);
                 ready += 1;
             }
             Ok(Msg::Failed(e)) => failure = Some(e),
             Ok(_) => {}
-            Err(_) => failure = Some(EngineError::WorkerLost { worker: ready }),
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                if connections > 0 {
+                    let (opened, failed) = live.read();
+                    let elapsed = now.saturating_duration_since(opening_began);
+                    on_opening(&OpeningProgress { connections, opened, failed, elapsed, done: false });
+                    reported = true;
+                }
+                next_report = (next_report + OPENING_REPORT).max(now + OPENING_REPORT / 2);
+            }
+            Err(RecvTimeoutError::Disconnected) => failure = Some(EngineError::WorkerLost { worker: ready }),
         }
     }
     if let Some(e) = failure {
@@ -95,6 +113,12 @@ pub(crate) fn run(
         let _ = s.send(start);
     }
     drop(starts);
+    if reported {
+        // Every worker is ready: the counters are final.
+        let (opened, failed) = live.read();
+        let elapsed = start.saturating_duration_since(opening_began);
+        on_opening(&OpeningProgress { connections, opened, failed, elapsed, done: true });
+    }
 
     let schedule = Schedule::from_arrival(&phase.load.arrival);
     let mut agg = Aggregator::new(n);
@@ -168,6 +192,7 @@ fn configure(
     workers: &[WorkerPlan],
     target: &Target,
     stop: &StopSignal,
+    live: &Arc<LiveOpening>,
 ) -> Result<Vec<WorkerConfig>, EngineError> {
     if workers.len() != phase.workers.len() {
         return Err(EngineError::WorkerMismatch { planned: phase.workers.len(), given: workers.len() });
@@ -314,6 +339,7 @@ fn configure(
             },
             duration,
             stop: stop.clone(),
+            live_opening: live.clone(),
         });
     }
     Ok(configs)

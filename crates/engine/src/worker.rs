@@ -117,6 +117,15 @@ pub(crate) struct WorkerConfig {
     /// Stop issuing requests this long after the start.
     pub duration: Option<Duration>,
     pub stop: StopSignal,
+    /// The opening's progress, shared by every worker of the phase.
+    pub live_opening: Arc<opening::LiveOpening>,
+}
+
+impl WorkerConfig {
+    /// Whether the worker opens its connections before the start (keep-alive slots, no user sessions).
+    pub(crate) fn opens_before_start(&self) -> bool {
+        self.keep_alive && self.slots > 0 && self.session.is_empty()
+    }
 }
 
 /// A step of a user's session, as the worker runs it.
@@ -289,8 +298,7 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
         }
     };
     // Keep-alive connections open before the start, paced, and measured apart from the load.
-    let opened = (cfg.keep_alive && cfg.slots > 0 && cfg.session.is_empty())
-        .then(|| opening::open_all(&rt, &cfg, cfg.connect_rate, cfg.connect_share));
+    let opened = cfg.opens_before_start().then(|| opening::open_all(&rt, &cfg, cfg.connect_rate, cfg.connect_share));
     let counts = opened.as_ref().map(|o| o.counts.clone()).unwrap_or_default();
     if tx.send(Msg::Ready(Box::new(counts))).is_err() {
         return;

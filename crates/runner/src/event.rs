@@ -25,6 +25,9 @@ pub enum Event<'a> {
     TargetExited { status: String },
     /// A phase begins.
     PhaseStarted { phase: &'a Phase },
+    /// While a phase's keep-alive connections open, before it measures: about once a second when the opening
+    /// lasts that long, and once more (`done`) when every connection has been tried.
+    Opening { phase: &'a Phase, connections: u64, opened: u64, failed: u64, elapsed: Duration, done: bool },
     /// Once a second while a phase runs: the interval's counts and latencies.
     Tick { phase: &'a Phase, elapsed: Duration, point: &'a TimelinePoint },
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)

@@ -166,10 +166,32 @@ impl Session {
         observer.event(&Event::PhaseStarted { phase });
         let mut abort = AbortWatch::new();
         let offset = self.opts.origin.elapsed().as_secs_f64();
-        let mut result = loadgate_engine::run_phase(phase, &self.workers, &self.target.engine, &stop, &mut |tick| {
-            observer.event(&Event::Tick { phase: tick.phase, elapsed: tick.elapsed, point: tick.point });
-            abort.check(tick)
-        })?;
+        // Both callbacks tell the observer, one at a time on this thread.
+        let observer = std::cell::RefCell::new(observer);
+        let mut result = loadgate_engine::run_phase_reporting(
+            phase,
+            &self.workers,
+            &self.target.engine,
+            &stop,
+            &mut |o| {
+                observer.borrow_mut().event(&Event::Opening {
+                    phase,
+                    connections: o.connections,
+                    opened: o.opened,
+                    failed: o.failed,
+                    elapsed: o.elapsed,
+                    done: o.done,
+                });
+            },
+            &mut |tick| {
+                observer.borrow_mut().event(&Event::Tick {
+                    phase: tick.phase,
+                    elapsed: tick.elapsed,
+                    point: tick.point,
+                });
+                abort.check(tick)
+            },
+        )?;
         result.started_at_offset = offset;
         // The phase's resource figures, fixed now from the samples taken while it ran: every report shows these.
         let end = self.opts.origin.elapsed().as_secs_f64();
