@@ -124,6 +124,7 @@ pub(crate) fn run(
     let mut agg = Aggregator::new(n);
     let mut finals: Vec<Option<Box<WorkerFinal>>> = (0..n).map(|_| None).collect();
     let mut lost = None;
+    let mut suspect = None;
     while finals.iter().any(Option::is_none) {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(Msg::Interval(w, snap)) => agg.add(w, *snap),
@@ -135,12 +136,16 @@ pub(crate) fn run(
             }
             Ok(_) => {}
             Err(RecvTimeoutError::Timeout) => {
-                if let Some(w) = (0..n).find(|&w| finals[w].is_none() && handles[w].is_finished()) {
-                    // A worker thread ended without reporting: it panicked.
+                // A worker thread that ended without reporting panicked. It sends its last message before it
+                // ends, so a wait that timed out just before that message can find the thread ended with the
+                // message still in the channel: it is lost only when the next wait finds nothing either.
+                let ended = (0..n).find(|&w| finals[w].is_none() && handles[w].is_finished());
+                if ended.is_some() && ended == suspect {
                     stop.stop("a worker stopped unexpectedly");
-                    lost = Some(w);
+                    lost = ended;
                     break;
                 }
+                suspect = ended;
             }
             Err(RecvTimeoutError::Disconnected) => {
                 lost = (0..n).find(|&w| finals[w].is_none());
