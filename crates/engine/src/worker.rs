@@ -680,7 +680,15 @@ impl Ctx {
         if let Some(flag) = flags.get_mut(slot) {
             if !*flag {
                 *flag = true;
-                self.idle.borrow_mut().push_back((slot, cx.waker().clone()));
+                let mut idle = self.idle.borrow_mut();
+                idle.push_back((slot, cx.waker().clone()));
+                // The pacer sleeps to its tick while no connection is free: with one free now, it wakes to
+                // compute the next request's send time.
+                if idle.len() == 1 && self.open.is_some() {
+                    if let Some(w) = self.main_waker.borrow().as_ref() {
+                        w.wake_by_ref();
+                    }
+                }
             }
         }
     }
@@ -803,8 +811,19 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     let mut interval = 0u64;
     let mut last = Counters::default();
     let drain = ctx.cfg.drain;
+    // The intended time the pacer last woke idle slots for: once they ran, the next wake is computed from the
+    // request after it (a slot woken for a due request takes it only when the pacer yields).
+    let mut handed: Option<Instant> = None;
     loop {
-        let paced = ctx.pace_at(gap).filter(|&t| t < next_tick);
+        if let Some(due) = handed.take() {
+            yield_now().await;
+            // A request still untaken after the slots ran (they found the load stopping) waits for the tick.
+            if ctx.pace_at(gap) == Some(due) {
+                handed = Some(due);
+            }
+        }
+        let paced = ctx.pace_at(gap).filter(|&t| t < next_tick && Some(t) != handed);
+        handed = None;
         let mut sleep = ctx.rt.sleep_until(paced.unwrap_or(next_tick));
         poll_fn(|cx| {
             if ctx.live_slots.get() == 0 {
@@ -853,6 +872,9 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
                     let wake = if src_ref.exhausted(ctx.deadline) { idle } else { due.min(idle) };
                     drop(src_ref);
                     ctx.wake_idle(wake);
+                    if wake > 0 {
+                        handed = ctx.open.as_ref().and_then(|src| src.borrow().next_at);
+                    }
                 }
                 // Every due request has a free connection: nothing waits for a response to be read.
                 defer = may_defer && due <= idle;
@@ -869,6 +891,21 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     // The final, partial interval travels with the worker's totals.
     let snap = ctx.snapshot(interval, false, &mut last);
     let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
+}
+
+/// Lets every task woken so far run before this one continues.
+async fn yield_now() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await;
 }
 
 /// A connection ready for requests.
