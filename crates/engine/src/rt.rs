@@ -38,6 +38,9 @@ pub(crate) const WRITABLE: u8 = 2;
 /// The peer closed (or the socket failed): sticky, as a read then returns the end or the error at once.
 pub(crate) const READ_CLOSED: u8 = 4;
 
+/// How long a (monotonic, realtime) pair of the same moment converts receive timestamps before it is taken anew.
+const CLOCK_PAIR_AGE: Duration = Duration::from_millis(1);
+
 /// Events fetched per `epoll_wait`.
 const EVENTS: usize = 1024;
 
@@ -92,6 +95,10 @@ pub(crate) struct Rt {
     ahead: Cell<Option<Duration>>,
     /// The time spent polling ahead of timers.
     spun: Cell<Duration>,
+    /// Poll before blocking: the bound of the adaptive window (zero: block at once).
+    poll_max: Cell<Duration>,
+    /// The current window: how long the loop polls its sockets before it blocks.
+    poll_window: Cell<Duration>,
 }
 
 impl Rt {
@@ -117,6 +124,8 @@ impl Rt {
             pwait2: Cell::new(true),
             ahead: Cell::new(None),
             spun: Cell::new(Duration::ZERO),
+            poll_max: Cell::new(Duration::ZERO),
+            poll_window: Cell::new(Duration::ZERO),
         };
         rt.sample_clock();
         Ok(rt)
@@ -164,6 +173,17 @@ impl Rt {
     /// to it (the wake-up of a sleep comes late by the scheduler's and the hypervisor's latency).
     pub(crate) fn spin_ahead(&self, ahead: Duration) {
         self.ahead.set(Some(ahead));
+    }
+
+    /// From now on, poll the sockets for up to an adaptive window (at most `max`) before blocking, as the
+    /// kernel's `haltpoll` idle driver does for a virtual CPU: where the next event comes within microseconds
+    /// (a closed or pipelined load against a busy server), the thread never sleeps, and a sleep's wake-up
+    /// costs more CPU than the polling (tens of microseconds in a VM) and an interrupt from the server's CPU.
+    /// The window grows (doubling) while blocks end sooner than `max` and shrinks (halving, to zero) while
+    /// they last longer, so a load whose events are far apart stops polling. Zero turns it off.
+    pub(crate) fn poll_before_block(&self, max: Duration) {
+        self.poll_max.set(max);
+        self.poll_window.set(max.min(POLL_START));
     }
 
     /// The time spent polling ahead of timers.
@@ -224,10 +244,14 @@ impl Rt {
     }
 
     fn sample_clock(&self) {
+        self.sample_clock_at(Instant::now());
+    }
+
+    /// Pairs `now` (just taken) with the realtime clock.
+    fn sample_clock_at(&self, now: Instant) {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: `ts` is a valid timespec to write into.
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-        let now = Instant::now();
         self.clock.set((now, i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)));
     }
 
@@ -290,6 +314,9 @@ impl Rt {
                     std::thread::sleep(t);
                     self.wait(&mut events, Some(Duration::ZERO))
                 }
+                Wait::Block(t) if !self.poll_max.get().is_zero() && t != Some(Duration::ZERO) => {
+                    self.poll_then_block(&mut events, t)
+                }
                 Wait::Block(t) => self.wait(&mut events, t),
                 Wait::Poll => {
                     let got = self.wait(&mut events, Some(Duration::ZERO));
@@ -297,8 +324,11 @@ impl Rt {
                     got
                 }
             };
-            if got > 0 {
-                self.sample_clock();
+            let now = Instant::now();
+            // The two clocks drift apart by at most the time daemon's slew (0.05%, 0.5 us a millisecond): a
+            // pair a millisecond old converts receive timestamps to within the histograms' microsecond.
+            if got > 0 && now.saturating_duration_since(self.clock.get().0) >= CLOCK_PAIR_AGE {
+                self.sample_clock_at(now);
             }
             for ev in &events[..got] {
                 let id = ev.u64 as TaskId;
@@ -320,7 +350,6 @@ impl Rt {
                     ready.push_back(id);
                 }
             }
-            let now = Instant::now();
             let mut timers = self.timers.borrow_mut();
             while let Some(&Reverse((at, id))) = timers.peek() {
                 if at > now {
@@ -335,6 +364,31 @@ impl Rt {
                 }
             }
         }
+    }
+
+    /// Polls the sockets for up to the current window (never past `timeout`), then blocks for the rest of
+    /// `timeout`; adapts the window to how long the block lasted.
+    fn poll_then_block(&self, events: &mut [libc::epoll_event], timeout: Option<Duration>) -> usize {
+        let window = self.poll_window.get();
+        let start = Instant::now();
+        let limit = timeout.map_or(window, |t| t.min(window));
+        let mut elapsed = Duration::ZERO;
+        while elapsed < limit {
+            let got = self.wait(events, Some(Duration::ZERO));
+            if got > 0 {
+                return got;
+            }
+            std::hint::spin_loop();
+            elapsed = start.elapsed();
+        }
+        if timeout.is_some_and(|t| elapsed >= t) {
+            return 0;
+        }
+        let before = Instant::now();
+        let got = self.wait(events, timeout.map(|t| t.saturating_sub(elapsed)));
+        let blocked = before.elapsed();
+        self.poll_window.set(adapt_window(window, blocked, self.poll_max.get()));
+        got
     }
 
     /// Waits for socket events at most `timeout` (forever with `None`); returns how many were stored.
@@ -388,6 +442,25 @@ fn wait_policy(timeout: Option<Duration>, defer: bool, ahead: Option<Duration>) 
         (Some(t), Some(a)) => Wait::Block(Some(t - a)),
         (Some(t), None) if defer => Wait::SleepThenPoll(t),
         (t, _) => Wait::Block(t),
+    }
+}
+
+/// The poll window a wait starts from, and the smallest one kept (below it polling stops).
+const POLL_START: Duration = Duration::from_micros(4);
+
+/// The next poll window after a block of `blocked` that followed polling for `window` (haltpoll's rule): a
+/// block shorter than `max` would have been caught by a longer window, which doubles (from `POLL_START` when it
+/// was zero); a longer block means the polling was wasted, and the window halves (to zero below `POLL_START`).
+fn adapt_window(window: Duration, blocked: Duration, max: Duration) -> Duration {
+    if blocked < max {
+        (window * 2).max(POLL_START).min(max)
+    } else {
+        let half = window / 2;
+        if half < POLL_START {
+            Duration::ZERO
+        } else {
+            half
+        }
     }
 }
 
@@ -447,6 +520,18 @@ impl Deadline {
 mod tests {
     use super::*;
     use std::rc::Rc;
+
+    #[test]
+    fn the_poll_window_grows_on_short_blocks_and_shrinks_on_long_ones() {
+        let us = Duration::from_micros;
+        let max = us(50);
+        assert_eq!(adapt_window(us(4), us(10), max), us(8));
+        assert_eq!(adapt_window(us(32), us(10), max), max);
+        assert_eq!(adapt_window(Duration::ZERO, us(10), max), POLL_START);
+        assert_eq!(adapt_window(us(50), us(500), max), us(25));
+        assert_eq!(adapt_window(us(6), us(500), max), Duration::ZERO);
+        assert_eq!(adapt_window(Duration::ZERO, Duration::from_secs(1), max), Duration::ZERO);
+    }
 
     #[test]
     fn the_wait_policy_sleeps_blocks_or_polls() {

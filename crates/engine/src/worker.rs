@@ -74,6 +74,8 @@ const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 /// `pacing: precise`: how long before a timer the worker stops sleeping and polls its sockets until it is due
 /// (this VM's wake-ups come tens of microseconds late, sometimes more).
 const PRECISE_AHEAD: Duration = Duration::from_micros(200);
+/// Closed keep-alive loads over TLS: the most the event loop polls its sockets before it blocks.
+const TLS_POLL_MAX: Duration = Duration::from_micros(20);
 
 /// What a worker is asked to do.
 #[derive(Debug)]
@@ -306,6 +308,13 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
     let Ok(start) = start_rx.recv() else { return };
     if cfg.precise {
         rt.spin_ahead(PRECISE_AHEAD);
+    }
+    // A closed keep-alive load over TLS against a server that is the bottleneck: a generator that sleeps
+    // between responses must be woken by an interrupt from the server's CPU for each, which in a VM costs that
+    // CPU (and the generator's) more than polling for a few microseconds (`docs/benchmarks.md`, issue 13).
+    // Measured no better for plain HTTP and worse for pipelining and HTTP/2, whose responses come in batches.
+    if cfg.open.is_none() && cfg.keep_alive && cfg.tls.is_some() && !cfg.http2 && cfg.pipeline == 1 {
+        rt.poll_before_block(TLS_POLL_MAX);
     }
     let (user0, sys0) = crate::sys::thread_cpu_seconds();
     let ctx = Rc::new(Ctx::new(cfg, start, rt, opened));
