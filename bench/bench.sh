@@ -29,7 +29,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
-CASES=${*:-closed pipeline open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive h2 h2c https-open}
+CASES=${*:-closed pipeline open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open}
 # The TLS cases (https*, h2) use nginx's `ssl` on PORT+1 (HTTP/1.1 and h2 by ALPN) with a self-signed certificate
 # made by openssl; h2c uses `http2` on PORT+2 (prior knowledge). TLS_PORT and H2C_PORT override them.
 TLS_PORT=${TLS_PORT:-$((PORT + 1))}
@@ -235,6 +235,14 @@ for c in $CASES; do
       "$LG $TLS_URL -k -t 1 -c 64 -d ${DUR}s" ;;
     https-nokeepalive) row "HTTPS keep-alive off, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $TLS_URL" \
       "$LG $TLS_URL -k -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
+    https-full)
+      # ab makes a full handshake per connection; loadgate's default resumes sessions (as browsers do), so this
+      # row runs it with `target.tls.resume: false` (a spec printed by --print-spec, the key added).
+      "$LOADGATE" run --url "$TLS_URL" -k -t 1 -c 32 -d "${DUR}s" --no-keepalive --print-spec |
+        sed 's/tls: { insecure: true }/tls: { insecure: true, resume: false }/' >"$work/full.yaml"
+      grep -q 'resume: false' "$work/full.yaml" || { echo "https-full: could not write the spec" >&2; exit 2; }
+      row "HTTPS keep-alive off, full handshakes, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $TLS_URL" \
+        "$LOADGATE -q run --out $work/lg $work/full.yaml" ;;
     h2) row "HTTP/2 over TLS, 16 connections x 16 streams" "h2load -m 16" "h2load -t 1 -c 16 -m 16 -D $DUR $TLS_URL" \
       "$LG $TLS_URL -k --http2 -t 1 -c 16 --streams 16 -d ${DUR}s" ;;
     h2c) row "h2c, 16 connections x 16 streams" "h2load -m 16" "h2load -t 1 -c 16 -m 16 -D $DUR $H2C_URL" \

@@ -18,7 +18,7 @@ use crate::transport::Stream;
 
 use std::collections::VecDeque;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// RST_STREAM and GOAWAY error codes are counted by code up to this one (HTTP_1_1_REQUIRED); others as "other".
 pub(crate) const CODES: usize = 14;
@@ -133,6 +133,10 @@ pub(super) struct H2<S> {
     conn_recv: u32,
     timer_at: Instant,
     armed: bool,
+    /// A closed load holding its freed streams back (see `refill_batch`): since when, and whether the timer
+    /// that ends the hold is armed.
+    held_since: Option<Instant>,
+    hold_armed: bool,
 }
 
 /// The connection cannot go on: a protocol error (or a header block that cannot be decoded).
@@ -170,6 +174,8 @@ impl<S: Stream> H2<S> {
             conn_recv: 0,
             timer_at: Instant::now(),
             armed: false,
+            held_since: None,
+            hold_armed: false,
         }
     }
 
@@ -616,9 +622,20 @@ impl<S: Stream> super::Driver for H2<S> {
             if cfg.keep_alive {
                 let mut room =
                     if self.goaway { 0 } else { self.cap(ctx).saturating_sub(self.open.len() + self.queue.len()) };
-                // A closed load refills a connection's streams a quarter of them at a time (see `refill_batch`).
-                if ctx.open.is_none() && !self.open.is_empty() && room < refill_batch(self.cap(ctx)) {
-                    room = 0;
+                // A closed load refills a connection's streams in batches (see `refill_batch`).
+                if ctx.open.is_none() && !self.open.is_empty() && room > 0 && room < refill_batch(self.cap(ctx)) {
+                    let until = *self.held_since.get_or_insert(now) + REFILL_HOLD;
+                    if now < until {
+                        room = 0;
+                        if !self.hold_armed {
+                            self.hold_armed = true;
+                            ctx.rt.add_timer(until, ctx.rt.current());
+                        }
+                    }
+                }
+                if room > 0 || self.open.is_empty() {
+                    self.held_since = None;
+                    self.hold_armed = false;
                 }
                 if room > 0 {
                     let queue = &mut self.queue;
@@ -768,25 +785,28 @@ impl<S: Stream> super::Driver for H2<S> {
 }
 
 /// How many streams a closed load lets free before it opens new ones on a connection that still has some
-/// open: a quarter of `cap` (at least one). Opening each stream as the one before it ends writes a frame or
-/// two per packet, and the server then reads, decrypts and answers one or two requests per system call;
-/// refilled a quarter at a time, the requests of several streams share a packet and a TLS record. Measured
-/// against nginx (one worker, 16 connections x 16 streams, `bench/bench.sh h2 h2c`): h2load's requests/s
-/// were 0.91x (over TLS) and 0.89x (h2c) with one at a time, 1.01x and 1.01x with a quarter, at 0.73x and 0.67x
-/// of h2load's CPU per request (h2load, busy on its CPU, batches by being late). The connection's concurrency
-/// stays between three quarters of `cap` and `cap`.
+/// open: half of `cap` (at least one), or as many as are free `REFILL_HOLD` after the first of them was. Opening
+/// each stream as the one before it ends writes a frame or two per packet, and the server then reads, decrypts
+/// and answers one or two requests per system call and TLS record; refilled in batches, the requests of
+/// several streams share a packet and a record. h2load, busy on its CPU, batches the same way by being late:
+/// it wrote 8 requests per `write` in the run measured in `docs/benchmarks.md` (loadgate, one at a time,
+/// 1.7), where nginx gave loadgate 0.91x of h2load's requests/s over TLS and 0.89x over h2c.
 fn refill_batch(cap: usize) -> usize {
-    (cap / 4).max(1)
+    (cap / 2).max(1)
 }
+
+/// The longest a freed stream waits for others before it is used again (a server that answers streams one by
+/// one, far apart, gets them back after this).
+const REFILL_HOLD: Duration = Duration::from_micros(100);
 
 #[cfg(test)]
 mod tests {
     use super::refill_batch;
 
     #[test]
-    fn streams_are_refilled_a_quarter_at_a_time() {
-        assert_eq!(refill_batch(16), 4);
-        assert_eq!(refill_batch(100), 25);
+    fn streams_are_refilled_half_at_a_time() {
+        assert_eq!(refill_batch(16), 8);
+        assert_eq!(refill_batch(100), 50);
         assert_eq!(refill_batch(3), 1);
         assert_eq!(refill_batch(1), 1);
     }
