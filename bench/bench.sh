@@ -183,7 +183,8 @@ opening_run() {
   ' "$work"/op/*/results.json
 }
 
-# pacing_run MODE RATE: one open-loop run at RATE requests/s (one worker, 50 connections) with `--pacing MODE`:
+# pacing_run MODE RATE: one open-loop run at RATE requests/s (one worker, PACING_CONNS connections, default 50)
+# with `--pacing MODE`:
 # send lag and latency from results.json, CPU per request (rusage, requests counted by nginx) and wake-ups (the
 # voluntary context switches of the process).
 pacing_run() {
@@ -191,12 +192,13 @@ pacing_run() {
   rm -rf "$work/pc"
   before=$(served)
   /usr/bin/time -f "%U %S %w" -o "$work/time" taskset -c "$GEN_CPU" "$LOADGATE" -q run --out "$work/pc" \
-    --pacing "$mode" --url "$URL" -t 1 -c 50 -d "${DUR}s" -R "$rate" >"$work/out" 2>&1 || true
+    --pacing "$mode" --url "$URL" -t 1 -c "${PACING_CONNS:-50}" -d "${DUR}s" -R "$rate" >"$work/out" 2>&1 || true
   after=$(served)
   read -r u s w <"$work/time"
-  jq -r --arg mode "$mode" --arg rate "$rate" --arg u "$u" --arg s "$s" --arg w "$w" --arg n "$((after - before - 1))" '
+  jq -r --arg mode "$mode" --arg rate "$rate" --arg u "$u" --arg s "$s" --arg w "$w" --arg n "$((after - before - 1))" \
+    --arg c "${PACING_CONNS:-50}" '
     .scenarios[0] as $r | $r.send_lag.percentiles as $l |
-    "| \($mode) | \($rate) | \($l.p50) | \($l.p90) | \($l.p99) | \($r.latency.percentiles.p50) | \($r.service_time.percentiles.p50) | \((((($u | tonumber) + ($s | tonumber)) * 1e8 / ($n | tonumber)) | round) / 100) | \($w) | \($r.workers[0].spin_seconds // 0 | . * 100 | round / 100) |"
+    "| \($mode) | \($rate) | \($c) | \($l.p50) | \($l.p90) | \($l.p99) | \($l["p99.9"]) | \($r.latency.percentiles.p50) | \($r.service_time.percentiles.p50) | \((((($u | tonumber) + ($s | tonumber)) * 1e8 / ($n | tonumber)) | round) / 100) | \($w) | \($r.workers[0].spin_seconds // 0 | . * 100 | round / 100) |"
   ' "$work"/pc/*/results.json
 }
 
@@ -265,8 +267,8 @@ for c in $CASES; do
       # Send lag by pacing mode and rate per worker; the modes alternate at each rate.
       command -v jq >/dev/null || { echo "missing jq" >&2; exit 2; }
       echo
-      echo "| pacing | rate/s | send lag p50 us | p90 us | p99 us | latency p50 us | service p50 us | us CPU/req | wake-ups | spin s |"
-      echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+      echo "| pacing | rate/s | connections | send lag p50 us | p90 us | p99 us | p99.9 us | latency p50 us | service p50 us | us CPU/req | wake-ups | spin s |"
+      echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
       for rate in ${PACING_RATES:-1000 5000 20000}; do
         for _ in $(seq "$RUNS"); do
           for mode in ${PACING_MODES:-default precise}; do pacing_run "$mode" "$rate"; done
