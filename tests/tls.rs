@@ -434,3 +434,37 @@ fn a_started_targets_readiness_probe_speaks_tls_with_the_specs_ca_server_name_an
     assert_eq!(tls_of(&results)["insecure"], true);
     assert!(all.contains("INSECURE"), "{all}");
 }
+
+/// A wrk, ab or h2load command line with an https URL imports to a spec that runs (with the certificate check the
+/// import's note asks for on a self-signed server: those tools check none).
+#[test]
+fn an_https_url_imported_from_wrk_ab_or_h2load_runs() {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let server = Server::start(&made.cert.pem(), &made.signing_key.serialize_pem(), None);
+    let url = format!("https://127.0.0.1:{}/", server.addr.port());
+    let lines =
+        [format!("wrk -t1 -c2 -d1s {url}"), format!("ab -c 2 -n 40 {url}"), format!("h2load --h1 -c 2 -n 40 {url}")];
+    let mut answered = 0;
+    for line in lines {
+        let output = loadgate(&["import", &line]);
+        let yaml = text(&output.stdout);
+        let notes = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{line}: {yaml}{notes}");
+        assert!(notes.contains("does not check the server's certificate"), "{line}: {notes}");
+        assert!(yaml.contains(&format!("base_url: \"https://127.0.0.1:{}\"", server.addr.port())), "{yaml}");
+        let yaml = yaml.replacen("\n  base_url:", "\n  tls: { insecure: true }\n  base_url:", 1);
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("imported.yaml");
+        std::fs::write(&spec, &yaml).unwrap();
+        let out = dir.path().join("out");
+        let output = loadgate(&["run", spec.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+        assert_eq!(output.status.code(), Some(0), "{line}:\n{yaml}\n{all}");
+        let results = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path().join("results.json");
+        let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
+        let completed = results["scenarios"][0]["requests"]["completed"].as_u64().unwrap();
+        assert!(completed > 0, "{line}: {all}");
+        answered += completed;
+        assert_eq!(server.requests(), answered, "{line}: the server counts what loadgate reports");
+    }
+}

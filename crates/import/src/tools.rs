@@ -313,6 +313,9 @@ fn wrk(program: Tool, args: &[String], command_line: &str) -> Result<Draft, Impo
         }
         None => Load::Closed { connections, stop: Stop::Duration(duration), pipeline, keep_alive: true },
     };
+    if target.https {
+        notes.push(unchecked_certificate(tool));
+    }
     let mut d = start(tool, target, command_line, load);
     d.threads = Some(threads);
     d.timeout = Some(timeout.map(Val::given).unwrap_or(Val::default(Dur::from_secs(2))));
@@ -330,6 +333,14 @@ fn wrk(program: Tool, args: &[String], command_line: &str) -> Result<Draft, Impo
         d.note(n);
     }
     Ok(finish(d))
+}
+
+/// The note of a tool that never checks an https server's certificate (wrk, wrk2, ab, h2load), where loadgate does.
+fn unchecked_certificate(tool: Tool) -> String {
+    format!(
+        "{tool} does not check the server's certificate; loadgate does: for a self-signed test server add \
+         `tls: {{ insecure: true }}` (or its CA as `tls.ca`) to `target`"
+    )
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -405,8 +416,12 @@ fn ab(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         None => Stop::Requests(requests),
     };
     let load = Load::Closed { connections, stop, pipeline: 1, keep_alive };
+    let https = target.https;
     let mut d = start(tool, target, command_line, load);
     d.timeout = Some(timeout.map(Val::given).unwrap_or(Val::default(Dur::from_secs(30))));
+    if https {
+        d.note(unchecked_certificate(tool));
+    }
     if time_limit.is_some() {
         d.note(format!(
             "ab `-t` also stops after {} requests; loadgate runs for the whole time limit",
@@ -1073,11 +1088,7 @@ fn h2load(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         notes.push("with `-d`, h2load pipelines no HTTP/1.1 requests: `-m` does not apply".to_owned());
     }
     if target.https {
-        notes.push(
-            "h2load does not check the server's certificate; loadgate does: for a self-signed test server add \
-             `tls: { insecure: true }` (or its CA as `tls.ca`) to `target`"
-                .to_owned(),
-        );
+        notes.push(unchecked_certificate(tool));
     }
     for key in ["w", "W", "header-table-size", "encoder-header-table-size"] {
         if let Some(g) = p.last(key) {
