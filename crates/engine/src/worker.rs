@@ -1094,6 +1094,8 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     }
                     Conn::Plain(stream) => serve(&ctx, &mut io, Http1(stream), &mut quota).await,
                     Conn::Tls(stream) if cfg.http2 || stream.is_h2() => {
+                        // ALPN chose HTTP/2 (`protocol: auto`): polling before blocking is for HTTP/1.1 only.
+                        ctx.rt.poll_before_block(Duration::ZERO);
                         serve(&ctx, &mut io, http2::H2::new(stream, true), &mut quota).await
                     }
                     Conn::Tls(stream) => serve(&ctx, &mut io, Http1(stream), &mut quota).await,
