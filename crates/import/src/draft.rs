@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use crate::shell::one_line;
 use crate::values::{format_cpus, Dur, TargetUrl};
 use crate::Tool;
+use loadgate_model::yaml::quote;
 
 /// The JSON Schema the generated spec names in its modeline.
 pub const SCHEMA_URL: &str = "https://loadgate.dev/schemas/loadgate.schema.json";
@@ -282,33 +283,6 @@ fn key(s: &str) -> String {
     } else {
         quote(s)
     }
-}
-
-/// A YAML double-quoted scalar that reads back as exactly `s`.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\0' => out.push_str("\\0"),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') => {
-                let n = c as u32;
-                if n <= 0xff {
-                    let _ = write!(out, "\\x{n:02x}");
-                } else {
-                    let _ = write!(out, "\\u{n:04x}");
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

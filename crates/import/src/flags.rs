@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use loadgate_model::yaml::quote;
+
 /// A one-scenario run described by the flags people type from memory (wrk, wrk2, ab); the values are the
 /// flags' text as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,11 +61,6 @@ fn rate_default(text: &str) -> String {
     } else {
         t.to_owned()
     }
-}
-
-fn quote(s: &str) -> String {
-    // JSON strings are valid YAML scalars and escape everything that needs it.
-    serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
 }
 
 /// Builds the YAML spec a flag run stands for. Values are passed through as written; the spec loader then

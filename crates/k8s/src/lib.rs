@@ -12,6 +12,7 @@
 
 use std::fmt::Write as _;
 
+use loadgate_model::yaml::quote;
 use loadgate_plan::{ExecutionPlan, TargetPlan};
 use serde_json::{json, Value};
 
@@ -453,28 +454,6 @@ fn scalar(v: &Value) -> String {
         Value::String(s) => quote(s),
         other => other.to_string(),
     }
-}
-
-/// A YAML double-quoted scalar: every control character, and the characters YAML reads as line breaks or a
-/// byte order mark (U+0085, U+2028, U+2029, U+FEFF), escaped; anything else as it is.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() || matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}') => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

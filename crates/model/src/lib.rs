@@ -10,6 +10,7 @@
 //! | [`generate`] | per-request values (`seq()`, `uuid()`, ...) compiled into literal text and generator slots |
 //! | [`diag`], [`location`] | located diagnostics (`file:line:col`, YAML path, expected/found, fix) |
 //! | [`secrets`] | which values are secret, and the [`secrets::Redactor`] every artifact is written through |
+//! | [`yaml`] | YAML scalars for what loadgate writes (imports, `--print-spec`, Kubernetes manifests) |
 
 pub mod diag;
 pub mod generate;
@@ -20,6 +21,7 @@ pub mod spec;
 pub mod suggest;
 pub mod sweep;
 pub mod units;
+pub mod yaml;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};
