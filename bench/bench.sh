@@ -42,54 +42,8 @@ done
 HAVE_H2LOAD=0; command -v h2load >/dev/null && HAVE_H2LOAD=1
 HAVE_OHA=0; command -v oha >/dev/null && HAVE_OHA=1
 
-work=$(mktemp -d)
-cleanup() {
-  if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-  sleep 0.5
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p "$work/tmp"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
-  -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-worker_rlimit_nofile 20000;
-events { worker_connections 19000; multi_accept on; }
-http {
-  access_log off;
-  keepalive_requests 1000000000;
-  keepalive_timeout 120s;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-  default_type text/plain;
-  server {
-    listen 127.0.0.1:$PORT backlog=65535 reuseport;
-    location = / { return 200 "Hello, World!"; }
-    location = /nginx_status { stub_status; }
-  }
-  server {
-    listen 127.0.0.1:$TLS_PORT ssl http2 backlog=65535 reuseport;
-    ssl_certificate $work/cert.pem;
-    ssl_certificate_key $work/key.pem;
-    ssl_session_cache shared:SSL:10m;
-    http2_max_concurrent_streams 128;
-    location = / { return 200 "Hello, World!"; }
-  }
-  server {
-    listen 127.0.0.1:$H2C_PORT http2 backlog=65535 reuseport;
-    http2_max_concurrent_streams 128;
-    location = / { return 200 "Hello, World!"; }
-  }
-}
-CONF
-taskset -c "$NGINX_CPU" nginx -c "$work/nginx.conf" -p "$work"
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null && break; sleep 0.1; done
-
-served() { curl -sf "http://127.0.0.1:$PORT/nginx_status" | awk 'NR==3 {print $3}'; }
+. "$HERE/nginx.sh"
+nginx_start "$NGINX_CPU" "$PORT" "$TLS_PORT" "$H2C_PORT"
 
 # run NAME CMD...: prints "requests user_s sys_s rss_kib" measured at the server and from rusage.
 run() {

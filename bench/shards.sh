@@ -25,40 +25,8 @@ for tool in nginx curl taskset python3; do
 done
 [ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
 
-work=$(mktemp -d)
-nginx_pid=""
-cleanup() {
-  if [ -f "$work/nginx.pid" ]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-  sleep 0.5
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p "$work/tmp"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log warn;
-worker_rlimit_nofile 20000;
-events { worker_connections 19000; multi_accept on; }
-http {
-  access_log off;
-  keepalive_requests 1000000000;
-  keepalive_timeout 120s;
-  client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-  default_type text/plain;
-  server {
-    listen 127.0.0.1:$PORT backlog=65535 reuseport;
-    location = / { return 200 "Hello, World!"; }
-    location = /nginx_status { stub_status; }
-  }
-}
-CONF
-taskset -c "$NGINX_CPU" nginx -c "$work/nginx.conf" -p "$work"
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/" >/dev/null && break; sleep 0.1; done
-
-served() { curl -sf "http://127.0.0.1:$PORT/nginx_status" | awk 'NR==3 {print $3}'; }
+. "$HERE/nginx.sh"
+nginx_start "$NGINX_CPU" "$PORT"
 
 cat > "$work/spec.yaml" <<SPEC
 version: 1
