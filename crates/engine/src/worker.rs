@@ -824,15 +824,15 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     // request after it (a slot woken for a due request takes it only when the pacer yields).
     let mut handed: Option<Instant> = None;
     loop {
-        if let Some(due) = handed.take() {
-            yield_now().await;
-            // A request still untaken after the slots ran (they found the load stopping) waits for the tick.
-            if ctx.pace_at(gap) == Some(due) {
-                handed = Some(due);
+        let paced = match handed.take() {
+            Some(due) => {
+                yield_now().await;
+                // A request still untaken after the slots ran (they found the load stopping) waits for the tick.
+                ctx.pace_at(gap).filter(|&t| t != due)
             }
-        }
-        let paced = ctx.pace_at(gap).filter(|&t| t < next_tick && Some(t) != handed);
-        handed = None;
+            None => ctx.pace_at(gap),
+        };
+        let paced = paced.filter(|&t| t < next_tick);
         let mut sleep = ctx.rt.sleep_until(paced.unwrap_or(next_tick));
         poll_fn(|cx| {
             if ctx.live_slots.get() == 0 {
