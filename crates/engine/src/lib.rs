@@ -132,6 +132,7 @@ mod h2;
 mod opening;
 mod phase;
 mod request;
+mod ring;
 mod rt;
 mod schedule;
 mod sys;
