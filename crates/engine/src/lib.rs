@@ -132,7 +132,6 @@ mod h2;
 mod opening;
 mod phase;
 mod request;
-mod ring;
 mod rt;
 mod schedule;
 mod sys;

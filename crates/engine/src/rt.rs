@@ -26,12 +26,8 @@ use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
-use std::rc::Rc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 use std::time::{Duration, Instant};
-
-use crate::ring::Ring;
-use crate::transport::Stamps;
 
 /// A task's index: 0 is the worker's pacer, 1.. its connection slots.
 pub(crate) type TaskId = u32;
@@ -103,10 +99,6 @@ pub(crate) struct Rt {
     poll_max: Cell<Duration>,
     /// The current window: how long the loop polls its sockets before it blocks.
     poll_window: Cell<Duration>,
-    /// Reads come through io_uring and the loop waits there (`crate::ring`); `None`: epoll only.
-    ring: Option<Rc<RefCell<Ring>>>,
-    /// The tasks the ring's last wait got reads for.
-    ring_woken: RefCell<Vec<TaskId>>,
 }
 
 impl Rt {
@@ -134,33 +126,9 @@ impl Rt {
             spun: Cell::new(Duration::ZERO),
             poll_max: Cell::new(Duration::ZERO),
             poll_window: Cell::new(Duration::ZERO),
-            ring: None,
-            ring_woken: RefCell::new(Vec::new()),
         };
         rt.sample_clock();
         Ok(rt)
-    }
-
-    /// From now on, connections receive through io_uring and the loop waits in it, where the kernel can
-    /// (`crate::ring`); returns whether it does. Call before any socket is registered.
-    pub(crate) fn use_ring(&mut self) -> bool {
-        if self.ring.is_none() && crate::ring::allowed() {
-            let tasks = self.readiness.len();
-            self.ring = Ring::new(tasks, self.epfd.as_raw_fd()).map(|r| Rc::new(RefCell::new(r)));
-        }
-        self.ring.is_some()
-    }
-
-    /// Starts receiving through the ring on a connected socket of `task`; `None` when reads are `recvmsg` calls.
-    pub(crate) fn receive_through_ring(
-        &self,
-        fd: RawFd,
-        task: TaskId,
-        stamps: Option<Stamps>,
-    ) -> Option<Rc<RefCell<Ring>>> {
-        let ring = self.ring.as_ref()?;
-        ring.borrow_mut().open(fd, task, stamps);
-        Some(ring.clone())
     }
 
     /// The task being polled.
@@ -168,18 +136,15 @@ impl Rt {
         self.current.get()
     }
 
-    /// Registers a socket of task `task` (edge-triggered, read and write; write only when reads come through
-    /// the ring); its readiness starts empty.
+    /// Registers a socket of task `task` (edge-triggered, read and write); its readiness starts empty.
     pub(crate) fn register(&self, fd: RawFd, task: TaskId) -> io::Result<()> {
         if let Some(r) = self.readiness.get(task as usize) {
             r.set(0);
         }
-        let events = if self.ring.is_some() {
-            libc::EPOLLOUT | libc::EPOLLET
-        } else {
-            libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: u64::from(task),
         };
-        let mut ev = libc::epoll_event { events: events as u32, u64: u64::from(task) };
         // SAFETY: `ev` is a valid epoll_event for the duration of the call; the descriptors are open.
         let rc = unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
         if rc < 0 {
@@ -359,16 +324,6 @@ impl Rt {
                     got
                 }
             };
-            if self.ring.is_some() {
-                for id in self.ring_woken.borrow_mut().drain(..) {
-                    if let Some(q) = queued.get_mut(id as usize) {
-                        if !*q {
-                            *q = true;
-                            ready.push_back(id);
-                        }
-                    }
-                }
-            }
             let now = Instant::now();
             // The two clocks drift apart by at most the time daemon's slew (0.05%, 0.5 us a millisecond): a
             // pair a millisecond old converts receive timestamps to within the histograms' microsecond.
@@ -438,21 +393,6 @@ impl Rt {
 
     /// Waits for socket events at most `timeout` (forever with `None`); returns how many were stored.
     fn wait(&self, events: &mut [libc::epoll_event], timeout: Option<Duration>) -> usize {
-        if let Some(ring) = &self.ring {
-            let mut woken = self.ring_woken.borrow_mut();
-            let epoll = ring.borrow_mut().wait(timeout, &mut woken);
-            for &id in woken.iter() {
-                if let Some(r) = self.readiness.get(id as usize) {
-                    r.set(r.get() | READABLE);
-                }
-            }
-            return if epoll { self.wait_epoll(events, Some(Duration::ZERO)) } else { 0 };
-        }
-        self.wait_epoll(events, timeout)
-    }
-
-    /// Waits in epoll for socket events at most `timeout` (forever with `None`); returns how many were stored.
-    fn wait_epoll(&self, events: &mut [libc::epoll_event], timeout: Option<Duration>) -> usize {
         let max = i32::try_from(events.len()).unwrap_or(i32::MAX);
         if self.pwait2.get() {
             let ts = timeout.map(|t| libc::timespec {

@@ -13,12 +13,7 @@ use std::os::fd::AsRawFd;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-
-use crate::ring::Ring;
 
 use crate::rt::{Deadline, Rt, TaskId, READABLE, READ_CLOSED, WRITABLE};
 
@@ -28,7 +23,7 @@ const SO_TIMESTAMPNS_NEW: libc::c_int = 64;
 /// The receive timestamps a socket delivers, by the option that turned them on (the first one the kernel
 /// accepts, best first). The control message's type is the option's number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stamps {
+enum Stamps {
     /// `SO_TIMESTAMPNS_NEW`: `{ i64 sec, i64 nsec }`.
     Ns64,
     /// `SO_TIMESTAMPNS` (older kernels, emulated kernels): a `struct timespec`.
@@ -111,17 +106,6 @@ pub(crate) struct TcpConn {
     task: TaskId,
     /// The receive timestamps the socket was asked for (`None`: none could be turned on).
     stamps: Option<Stamps>,
-    /// Reads come through the worker's io_uring (`crate::ring`) instead of `recvmsg` calls.
-    ring: Option<Rc<RefCell<Ring>>>,
-}
-
-impl Drop for TcpConn {
-    fn drop(&mut self) {
-        // Before the socket closes with the field: nothing may name its descriptor afterwards.
-        if let Some(ring) = &self.ring {
-            ring.borrow_mut().close(self.task);
-        }
-    }
 }
 
 /// Counts a connect in progress for as long as it lives.
@@ -162,8 +146,7 @@ pub(crate) async fn connect(rt: &Rt, addr: SocketAddr, timeout: Duration) -> Res
     if let Some(e) = sock.take_error()? {
         return Err(e.into());
     }
-    let ring = rt.receive_through_ring(sock.as_raw_fd(), task, stamps);
-    Ok(TcpConn { sock, task, stamps, ring })
+    Ok(TcpConn { sock, task, stamps })
 }
 
 /// Turns on the best receive timestamps the kernel accepts.
@@ -199,9 +182,6 @@ impl Stream for TcpConn {
     }
 
     fn try_read(&mut self, rt: &Rt, buf: &mut [u8]) -> io::Result<Option<Read>> {
-        if let Some(ring) = &self.ring {
-            return ring.borrow_mut().read(rt, self.task, buf);
-        }
         if rt.readiness(self.task) & (READABLE | READ_CLOSED) == 0 {
             return Ok(None);
         }
@@ -285,6 +265,10 @@ impl TcpConn {
     }
 
     /// A read that also takes the receive timestamp of the last bytes read.
+    #[cfg_attr(
+        target_pointer_width = "64",
+        expect(clippy::useless_conversion, reason = "time_t and c_long are i64 on 64-bit targets only")
+    )]
     fn recvmsg(&self, rt: &Rt, stamps: Stamps, buf: &mut [u8]) -> (isize, Option<Instant>) {
         let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
         // Room for one cmsghdr with a 16-byte timespec, 8-byte aligned.
@@ -300,48 +284,37 @@ impl TcpConn {
         if n <= 0 {
             return (n, None);
         }
-        let arrived = stamp_of(&msg, stamps).and_then(|(sec, nsec)| rt.instant_of(sec, nsec));
+        let mut arrived = None;
+        // SAFETY: the CMSG_* helpers walk the control buffer the kernel filled, within msg_controllen.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == stamps.option() {
+                    let data = libc::CMSG_DATA(c);
+                    let (sec, nsec) = match stamps {
+                        Stamps::Ns64 => {
+                            let [sec, nsec] = std::ptr::read_unaligned(data.cast::<[i64; 2]>());
+                            (sec, nsec)
+                        }
+                        Stamps::Ns => {
+                            let t = std::ptr::read_unaligned(data.cast::<libc::timespec>());
+                            (i64::from(t.tv_sec), i64::from(t.tv_nsec))
+                        }
+                        Stamps::Us => {
+                            let t = std::ptr::read_unaligned(data.cast::<libc::timeval>());
+                            (i64::from(t.tv_sec), i64::from(t.tv_usec) * 1000)
+                        }
+                    };
+                    // A zero stamp is a packet queued before timestamps were on: no timestamp.
+                    if sec != 0 || nsec != 0 {
+                        arrived = rt.instant_of(sec, nsec);
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
         (n, arrived)
     }
-}
-
-/// The receive timestamp (seconds, nanoseconds of the realtime clock) in the control messages of `msg`, as
-/// asked for with `stamps`; `None` when there is none, or it is zero (a packet queued before timestamps were
-/// on).
-#[cfg_attr(
-    target_pointer_width = "64",
-    expect(clippy::useless_conversion, reason = "time_t and c_long are i64 on 64-bit targets only")
-)]
-pub(crate) fn stamp_of(msg: &libc::msghdr, stamps: Stamps) -> Option<(i64, i64)> {
-    let mut found = None;
-    // SAFETY: the CMSG_* helpers walk the control buffer `msg` points at, within msg_controllen.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == stamps.option() {
-                let data = libc::CMSG_DATA(c);
-                let (sec, nsec) = match stamps {
-                    Stamps::Ns64 => {
-                        let [sec, nsec] = std::ptr::read_unaligned(data.cast::<[i64; 2]>());
-                        (sec, nsec)
-                    }
-                    Stamps::Ns => {
-                        let t = std::ptr::read_unaligned(data.cast::<libc::timespec>());
-                        (i64::from(t.tv_sec), i64::from(t.tv_nsec))
-                    }
-                    Stamps::Us => {
-                        let t = std::ptr::read_unaligned(data.cast::<libc::timeval>());
-                        (i64::from(t.tv_sec), i64::from(t.tv_usec) * 1000)
-                    }
-                };
-                if sec != 0 || nsec != 0 {
-                    found = Some((sec, nsec));
-                }
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    found
 }
 
 #[cfg(test)]

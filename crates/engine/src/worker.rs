@@ -282,14 +282,6 @@ pub(crate) fn spawn(
     Ok((handle, start_tx))
 }
 
-/// Whether a worker receives through io_uring (`crate::ring`): closed keep-alive HTTP/1.1 loads over plain
-/// TCP, where the event loop does nothing but wait for responses and read them, and where it measured cheaper
-/// than epoll (`docs/benchmarks.md`, issue 17). Open loads keep epoll (their pacer defers reads to its ticks),
-/// as do TLS, HTTP/2 and user sessions.
-fn uses_ring(cfg: &WorkerConfig) -> bool {
-    cfg.open.is_none() && cfg.keep_alive && cfg.tls.is_none() && !cfg.http2 && cfg.session.is_empty()
-}
-
 fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>) {
     let index = cfg.index;
     if let Some(cpu) = cfg.cpu {
@@ -300,16 +292,13 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
     }
     // The pacer's timers fire within a microsecond of the intended send time (the kernel's default slack is 50).
     crate::sys::set_timer_slack(1_000);
-    let mut rt = match Rt::new(cfg.slots + 1) {
+    let rt = match Rt::new(cfg.slots + 1) {
         Ok(rt) => rt,
         Err(source) => {
             let _ = tx.send(Msg::Failed(EngineError::Runtime { worker: index, source }));
             return;
         }
     };
-    if uses_ring(&cfg) {
-        rt.use_ring();
-    }
     // Keep-alive connections open before the start, paced, and measured apart from the load.
     let opened = cfg.opens_before_start().then(|| opening::open_all(&rt, &cfg, cfg.connect_rate, cfg.connect_share));
     let counts = opened.as_ref().map(|o| o.counts.clone()).unwrap_or_default();
