@@ -4,6 +4,7 @@
 #   bench/bench.sh                  # all cases, 3 runs each, 10 s per run
 #   RUNS=1 DUR=5 bench/bench.sh closed pipeline
 #   RUNS=10 LOCK=/tmp/loadgate-bench.lock bench/bench.sh pipeline   # 10 pairs, the lock held per pair
+#   BASELINE=/tmp/loadgate-before RUNS=10 bench/bench.sh pipeline     # also an older build, in every pair
 #
 # nginx (Debian) runs one worker pinned to NGINX_CPU (default 0) and answers GET / with the 13-byte
 # `Hello, World!`; every generator runs pinned to GEN_CPU (default 1) with `taskset`. loadgate and the peer
@@ -17,6 +18,10 @@
 # with RUNS > 1 a second table gives, per case, the median of the pairs' own ratios and their spread (min-max and
 # the interquartile range), so that a claim of parity is an interval, not one lucky run. LOCK=FILE takes
 # `flock FILE` around each pair only (other users of the machine can measure between pairs).
+# BASELINE=BINARY runs a second loadgate build (an engine change's "before") with the same arguments in every
+# pair, the two builds' order swapped every other pair, and adds its per-pair ratios (this loadgate / baseline)
+# to the spread table: a change to the engine is judged against its own before on the same machine, not only
+# against the peer.
 set -euo pipefail
 
 NGINX_CPU=${NGINX_CPU:-0}
@@ -25,6 +30,7 @@ RUNS=${RUNS:-3}
 DUR=${DUR:-10}
 PORT=${PORT:-18080}
 LOCK=${LOCK:-}
+BASELINE=${BASELINE:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
@@ -39,6 +45,7 @@ for tool in nginx wrk ab curl taskset /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
 [ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --profile $PROFILE -p loadgate)" >&2; exit 2; }
+[ -z "$BASELINE" ] || [ -x "$BASELINE" ] || { echo "BASELINE=$BASELINE is not an executable" >&2; exit 2; }
 HAVE_H2LOAD=0; command -v h2load >/dev/null && HAVE_H2LOAD=1
 HAVE_OHA=0; command -v oha >/dev/null && HAVE_OHA=1
 
@@ -69,21 +76,40 @@ spread() {
     END { if (NR) printf "%.3f %.3f %.3f %.3f %.3f\n", q(0.5), a[1], a[NR], q(0.25), q(0.75) }'
 }
 
-# pair PEER "PEER CMD" "LOADGATE CMD" RUN_INDEX: one run of each, the peer first in even runs, under LOCK if set.
+# pair PEER "PEER CMD" "LOADGATE CMD" RUN_INDEX: one run of each, the peer first in even runs, under LOCK if set;
+# with BASELINE, the baseline build too, right after loadgate in even runs and right before it in odd ones.
 pair() {
   local peer=$1 peer_cmd=$2 lg_cmd=$3 i=$4
   if [ -n "$LOCK" ]; then exec 9>"$LOCK"; flock 9; fi
   if [ "$peer" != "-" ] && [ $((i % 2)) = 0 ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
+  if [ -n "$BASELINE" ] && [ $((i % 2)) = 1 ]; then eval "run ${lg_cmd//"$LOADGATE"/"$BASELINE"}" >>"$work/base.txt"; fi
   eval "run $lg_cmd" >>"$work/lg.txt"
   cp "$work/out" "$work/last-loadgate.txt"
+  if [ -n "$BASELINE" ] && [ $((i % 2)) = 0 ]; then eval "run ${lg_cmd//"$LOADGATE"/"$BASELINE"}" >>"$work/base.txt"; fi
   if [ "$peer" != "-" ] && [ $((i % 2)) = 1 ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
   if [ -n "$LOCK" ]; then flock -u 9; exec 9>&-; fi
+}
+
+# ratio_spread NAME AGAINST A_FILE B_FILE: the per-pair ratios A/B (req/s, CPU per request) of two files of run
+# lines, appended to the spread table as a row.
+ratio_spread() {
+  local name=$1 against=$2
+  paste -d ' ' "$3" "$4" | awk '{
+    lc = $1 > 0 ? ($2+$3)/$1 : 0; pc = $5 > 0 ? ($6+$7)/$5 : 0
+    printf "%.4f %.4f\n", ($5 > 0 ? $1/$5 : 0), (pc > 0 ? lc/pc : 0) }' >"$work/ratios.txt"
+  if [ "$RUNS" -gt 1 ]; then
+    read -r rm rlo rhi rq1 rq3 < <(cut -d' ' -f1 "$work/ratios.txt" | spread)
+    read -r cm clo chi cq1 cq3 < <(cut -d' ' -f2 "$work/ratios.txt" | spread)
+    printf "| %s | %s | %s | %.2fx | %.2f-%.2fx | %.2f-%.2fx | %.2fx | %.2f-%.2fx | %.2f-%.2fx |\n" \
+      "$name" "$against" "$RUNS" "$rm" "$rlo" "$rhi" "$rq1" "$rq3" "$cm" "$clo" "$chi" "$cq1" "$cq3" >>"$work/spread.md"
+  fi
+  echo "    pairs against $against (req/s ratio, CPU/req ratio): $(tr '\n' ';' <"$work/ratios.txt")" >&2
 }
 
 # case NAME PEER_NAME "PEER CMD" "LOADGATE CMD"
 row() {
   local name=$1 peer=$2 peer_cmd=$3 lg_cmd=$4
-  : >"$work/peer.txt"; : >"$work/lg.txt"
+  : >"$work/peer.txt"; : >"$work/lg.txt"; : >"$work/base.txt"
   for i in $(seq 0 $((RUNS - 1))); do
     pair "$peer" "$peer_cmd" "$lg_cmd" "$i"
   done
@@ -102,19 +128,15 @@ row() {
       printf "| %s | %s | %.0f | %.2f | %.1f | %.0f | %.2f | %.1f | %.2fx | %.2fx | %.2fx |\n",
         n, p, pr, pc, pm, lr, lc, lm, lr/pr, lc/pc, lm/pm }'
     # Per pair: loadgate/peer req/s and CPU/req ratios (the raw lines stay in the log for the record).
-    paste -d ' ' "$work/lg.txt" "$work/peer.txt" | awk '{
-      lc = $1 > 0 ? ($2+$3)/$1 : 0; pc = $5 > 0 ? ($6+$7)/$5 : 0
-      printf "%.4f %.4f\n", ($5 > 0 ? $1/$5 : 0), (pc > 0 ? lc/pc : 0) }' >"$work/ratios.txt"
-    if [ "$RUNS" -gt 1 ]; then
-      read -r rm rlo rhi rq1 rq3 < <(cut -d' ' -f1 "$work/ratios.txt" | spread)
-      read -r cm clo chi cq1 cq3 < <(cut -d' ' -f2 "$work/ratios.txt" | spread)
-      printf "| %s | %s | %s | %.2fx | %.2f-%.2fx | %.2f-%.2fx | %.2fx | %.2f-%.2fx | %.2f-%.2fx |\n" \
-        "$name" "$peer" "$RUNS" "$rm" "$rlo" "$rhi" "$rq1" "$rq3" "$cm" "$clo" "$chi" "$cq1" "$cq3" >>"$work/spread.md"
-    fi
-    echo "    pairs (req/s ratio, CPU/req ratio): $(tr '\n' ';' <"$work/ratios.txt")" >&2
+    ratio_spread "$name" "$peer" "$work/lg.txt" "$work/peer.txt"
   else
     awk -v n="$name" -v lr="$lr" -v lc="$lc" -v lm="$lm" 'BEGIN {
       printf "| %s | - | - | - | - | %.0f | %.2f | %.1f | - | - | - |\n", n, lr, lc, lm }'
+  fi
+  if [ -n "$BASELINE" ]; then
+    read -r br bc bm < <(stats "$work/base.txt")
+    echo "    baseline $BASELINE: $br req/s, $bc us CPU/req, $bm MiB (medians)" >&2
+    ratio_spread "$name" "baseline $(basename "$BASELINE")" "$work/lg.txt" "$work/base.txt"
   fi
   echo "    last loadgate run: $(head -1 "$work/last-loadgate.txt"); $(grep -m1 '^rate' "$work/last-loadgate.txt" || true)" >&2
 }
