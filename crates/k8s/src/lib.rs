@@ -318,9 +318,10 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
             },
         },
     });
-    if let Some(expected) = req.plan.expected_duration {
-        // The load, the barrier's wait (5 minutes at most) and as long again for start and reports.
-        let deadline = (expected.as_secs_f64().ceil() as u64).saturating_mul(2).saturating_add(600);
+    if let Some(wall) = req.plan.wall_time() {
+        // The load (with every round sequential gating may add), the barrier's wait (5 minutes at most) and as
+        // long again for start and reports.
+        let deadline = (wall.most.as_secs_f64().ceil() as u64).saturating_mul(2).saturating_add(600);
         job_spec["activeDeadlineSeconds"] = json!(deadline);
     }
     let job = json!({

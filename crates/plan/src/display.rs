@@ -255,13 +255,22 @@ impl ExecutionPlan {
                 let _ = writeln!(out, "  {label:<12} {k:<width$} = {} ({source})", v.value);
             }
         }
-        let _ = writeln!(
-            out,
-            "  wall time    {}",
-            self.expected_duration
-                .map(|d| d.to_string())
-                .unwrap_or_else(|| "unknown (a phase stops after a request count)".to_owned())
-        );
+        let wall = match self.wall_time() {
+            None => "unknown (a phase stops after a request count)".to_owned(),
+            Some(w) if w.expected == w.pass => w.pass.to_string(),
+            Some(w) => {
+                let mut text = format!("{} ({} a pass, gated phases repeated", w.expected, w.pass);
+                if self.candidate.is_some() {
+                    text.push_str(", every phase on both sides");
+                }
+                text.push(')');
+                if w.most > w.expected {
+                    text.push_str(&format!(", up to {} if sequential gating adds every round it may", w.most));
+                }
+                text
+            }
+        };
+        let _ = writeln!(out, "  wall time    {wall}");
         let _ = writeln!(out);
 
         let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);

@@ -35,8 +35,9 @@ pub struct ExecutionPlan {
     /// The matrix scenarios with sweep SLOs (`sweep:`), judged once their cells have run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<SweepPlan>,
-    /// The wall time the plan is expected to take, where every phase is bounded by time; `None` when some phase
-    /// stops after a request count instead.
+    /// The wall time of one pass over the phases (every phase once, on one side), where every phase is bounded
+    /// by time; `None` when some phase stops after a request count instead. [`ExecutionPlan::wall_time`] counts
+    /// repetitions and A/B sides.
     pub expected_duration: Option<Duration>,
     /// Hex SHA-256 (first 16 hex digits) of the plan's canonical JSON without this field. A shard's plan
     /// (`shard` set) keeps the hash of the whole plan it is a slice of: the identity its shards share.
@@ -413,5 +414,53 @@ impl Share {
         } else {
             self.numerator as f64 / self.denominator as f64
         }
+    }
+}
+
+/// How long a whole run of a plan takes, counting its repetitions: what `loadgate plan` shows and what a
+/// scheduler's deadline must allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallTime {
+    /// One pass over the phases: every phase once, on one side.
+    pub pass: Duration,
+    /// The run as planned: every gated phase `repeat` times (its own or `gating.repeat`), the others once, each
+    /// on both sides in an A/B run.
+    pub expected: Duration,
+    /// The most it can take: sequential gating adding rounds up to `gating.max_repeat` (rounds discarded as
+    /// invalid and run again come on top).
+    pub most: Duration,
+}
+
+impl ExecutionPlan {
+    /// The run's wall time where every phase is bounded by time; `None` when a phase stops after a request
+    /// count. Cooldowns count after every instance but the run's last. Start-up (the target's, the connections'
+    /// opening) is not included.
+    pub fn wall_time(&self) -> Option<WallTime> {
+        let sides = if self.candidate.is_some() { 2 } else { 1 };
+        let (mut pass, mut expected, mut most) = (std::time::Duration::ZERO, 0u128, 0u128);
+        let mut last_cooldown = std::time::Duration::ZERO;
+        for p in &self.phases {
+            let one = p.duration?.0 + p.cooldown.0;
+            pass += one;
+            let (runs, max) = if p.gate {
+                let runs = p.repeat.unwrap_or(self.gating.repeat).max(1);
+                let max = if p.repeat.is_none() { self.gating.max_repeat.max(runs) } else { runs };
+                (runs, max)
+            } else {
+                (1, 1)
+            };
+            expected += one.as_nanos() * u128::from(runs * sides);
+            most += one.as_nanos() * u128::from(max * sides);
+            last_cooldown = p.cooldown.0;
+        }
+        let span = |nanos: u128| {
+            let d = std::time::Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+            Duration(d.saturating_sub(last_cooldown))
+        };
+        Some(WallTime {
+            pass: Duration(pass.saturating_sub(last_cooldown)),
+            expected: span(expected),
+            most: span(most),
+        })
     }
 }
