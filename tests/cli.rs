@@ -391,7 +391,7 @@ fn run_takes_a_url_as_its_last_argument_as_wrk_does() {
         (vec!["run", "specs/quickstart.yaml", "http://127.0.0.1:9/"], "not both"),
         (vec!["run", "http://127.0.0.1:9/", "http://127.0.0.1:8/"], "one URL"),
         (vec!["run", "--url", "http://127.0.0.1:9/", "http://127.0.0.1:9/"], "give the URL once"),
-        (vec!["run", "-c", "10", "specs/quickstart.yaml"], "-c describe a run without a spec and need a URL"),
+        (vec!["run", "-c", "10", "specs/quickstart.yaml"], "-c describes a run without a spec and needs a URL"),
         (vec!["run", "127.0.0.1:8080"], "`http://127.0.0.1:8080`"),
     ] {
         let out = loadgate(&args);

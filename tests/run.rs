@@ -854,7 +854,13 @@ fn too_few_repetitions_are_inconclusive_exit_5_and_a_skipped_junit_case() {
     let doc = roxmltree::Document::parse(&junit).unwrap();
     let case = doc.descendants().find(|n| n.has_tag_name("testcase")).unwrap();
     let skipped = case.children().find(|n| n.has_tag_name("skipped")).expect("INCONCLUSIVE is a skipped testcase");
-    assert!(skipped.attribute("message").unwrap().contains("INCONCLUSIVE"));
+    let message = skipped.attribute("message").unwrap();
+    assert!(message.contains("INCONCLUSIVE"));
+    // Two repetitions cannot make a 90% interval (the default confidence): the verdict says so, and that the widest interval it has
+    // (from the lower to the higher repetition) clears the limit, rather than that an interval straddles it.
+    let all = format!("{message}\n{}", text(&out.stdout));
+    assert!(all.contains("2 repetitions are too few for a 90% interval"), "{all}");
+    assert!(all.contains("clears the limit") && !all.contains("straddles"), "{all}");
     // The same run with `--on-inconclusive pass` exits 0.
     let out = run(&[
         "run",

@@ -7,7 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Declarative benchmark-as-code: YAML specs, an embedded load engine, CI gates.
 ///
 /// Exit codes: 0 every gated SLO held; 1 an SLO failed; 2 the spec or command line is invalid (nothing ran);
-/// 3 the run could not be carried out; 4 the run is invalid as a measurement (the generator fell short).
+/// 3 the run could not be carried out; 4 the run is invalid as a measurement (the generator fell short);
+/// 5 inconclusive (a check over repetitions could not tell; `--on-inconclusive` maps it to 0 or 1).
 #[derive(Debug, Parser)]
 #[command(name = "loadgate", version, propagate_version = true, max_term_width = 110)]
 pub struct Cli {

@@ -205,8 +205,9 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         }
         let given = args.flags.given();
         if !given.is_empty() {
+            let (verb, need) = if given.len() == 1 { ("describes", "needs") } else { ("describe", "need") };
             return Err(fail(out, Exit::InvalidInput)(format!(
-                "{} describe a run without a spec and need a URL (`loadgate run -c 64 -d 10s http://127.0.0.1:8080/`); a spec sets these in its `load:` and `request:`",
+                "{} {verb} a run without a spec and {need} a URL (`loadgate run -c 64 -d 10s http://127.0.0.1:8080/`); a spec sets these in its `load:` and `request:`",
                 given.join(", ")
             )));
         }

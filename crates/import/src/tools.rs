@@ -335,7 +335,8 @@ fn wrk(program: Tool, args: &[String], command_line: &str) -> Result<Draft, Impo
     Ok(finish(d))
 }
 
-/// The note of a tool that never checks an https server's certificate (wrk, wrk2, ab, h2load), where loadgate does.
+/// The note of a tool that never checks an https server's certificate (wrk, wrk2, ab, h2load, hey), where loadgate
+/// does.
 fn unchecked_certificate(tool: Tool) -> String {
     format!(
         "{tool} does not check the server's certificate; loadgate does: for a self-signed test server add \
@@ -576,6 +577,10 @@ fn hey(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         }
         None => closed(connections, dur, requests, keep_alive),
     };
+    if target.https {
+        // hey's transport sets `InsecureSkipVerify: true` (requester/requester.go).
+        notes.push(unchecked_certificate(tool));
+    }
     let mut d = start(tool, target, command_line, load);
     d.timeout = match timeout {
         Some(0) => {

@@ -701,3 +701,18 @@ mod properties {
         .prop_map(str::to_owned)
     }
 }
+
+/// hey skips certificate checks (`InsecureSkipVerify`), as wrk, ab and h2load do: its https lines get the note;
+/// oha checks certificates unless `--insecure`, which becomes `tls: { insecure: true }`.
+#[test]
+fn hey_https_lines_note_the_unchecked_certificate_and_oha_insecure_carries_over() {
+    let note = "does not check the server's certificate";
+    let hey = import("hey -z 5s -c 10 https://example.com/x").unwrap();
+    assert!(hey.notes.iter().any(|n| n.contains(note)), "{:?}", hey.notes);
+    let plain = import("hey -z 5s -c 10 http://example.com/x").unwrap();
+    assert!(!plain.notes.iter().any(|n| n.contains(note)), "{:?}", plain.notes);
+    let oha = import("oha -z 5s -c 10 https://example.com/x").unwrap();
+    assert!(!oha.notes.iter().any(|n| n.contains(note)), "{:?}", oha.notes);
+    let insecure = import("oha --insecure -z 5s -c 10 https://example.com/x").unwrap();
+    assert!(insecure.yaml.contains("tls: { insecure: true }"), "{}", insecure.yaml);
+}

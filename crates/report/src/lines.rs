@@ -10,7 +10,8 @@ pub(crate) fn load_line(s: &ScenarioResult) -> String {
     if let Some(target) = s.load.target_rate {
         parts.push(format!("target {}", format::rate(target)));
     }
-    parts.push(format!("{} connections", format::count(s.connections.planned)));
+    let planned = s.connections.planned;
+    parts.push(format!("{} connection{}", format::count(planned), if planned == 1 { "" } else { "s" }));
     if s.load.pipeline > 1 {
         parts.push(format!("pipeline {}", s.load.pipeline));
     }

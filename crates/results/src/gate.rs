@@ -230,12 +230,25 @@ fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
     };
     v.passed = status == StatisticalStatus::Pass;
     v.note = match status {
+        // Too few repetitions for any interval at the confidence asked: the one shown is the widest, [min, max],
+        // at the confidence it reaches, and it may lie wholly on one side of the limit.
+        StatisticalStatus::Inconclusive if !cv.interval.reached => {
+            let (lo, hi) = (cv.interval.lo.min(cv.interval.hi), cv.interval.lo.max(cv.interval.hi));
+            Some(format!(
+                "INCONCLUSIVE, {reason}: {} repetitions are too few for a {:.0}% interval; the widest one, from the \
+                 lowest to the highest repetition, is a {:.0}% interval and {} the limit",
+                cv.sample.n,
+                cv.interval.requested * 100.0,
+                cv.interval.confidence * 100.0,
+                if lo <= cv.limit && cv.limit <= hi { "straddles" } else { "clears" }
+            ))
+        }
         StatisticalStatus::Inconclusive => Some(format!(
             "INCONCLUSIVE, {reason}: the {:.0}% interval straddles the limit{}",
             cv.interval.confidence * 100.0,
             cv.min_detectable_change
                 .map(|m| format!("; this run could tell apart a change of {:.1}% or more", m * 100.0))
-                .unwrap_or_else(|| "; too few repetitions for the confidence asked".to_owned())
+                .unwrap_or_default()
         )),
         _ => None,
     };
