@@ -33,20 +33,32 @@ pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, 
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("cell", cell);
     let source = template.unwrap_or(DEFAULT_TEMPLATE);
-    env.add_template("report.md", source).map_err(template_error)?;
-    let tmpl = env.get_template("report.md").map_err(template_error)?;
+    let error = |e| template_error(e, source);
+    env.add_template("report.md", source).map_err(error)?;
+    let tmpl = env.get_template("report.md").map_err(error)?;
     let view = View::new(results);
     let ctx = minijinja::context! {
         results => Value::from_serialize(results),
         report => Value::from_serialize(&view),
     };
-    tmpl.render(ctx).map_err(template_error)
+    tmpl.render(ctx).map_err(error)
 }
 
-fn template_error(e: minijinja::Error) -> ReportError {
+/// A template's error with the text it points at, and for an undefined value the names a template can read.
+fn template_error(e: minijinja::Error, source: &str) -> ReportError {
     let mut message = e.to_string();
+    if let Some(snippet) = e.range().and_then(|r| source.get(r)).filter(|s| !s.trim().is_empty()) {
+        let snippet: String = snippet.chars().take(80).collect();
+        message.push_str(&format!(": `{}`", snippet.trim()));
+    }
     if let Some(detail) = e.display_debug_info().to_string().lines().find(|l| l.contains("-->")) {
         message = format!("{message} ({})", detail.trim());
+    }
+    if e.kind() == minijinja::ErrorKind::UndefinedError {
+        message.push_str(
+            "; a template reads `results` (results.json, as `loadgate schema --results` describes it) and `report` \
+             (the built-in report's prepared rows)",
+        );
     }
     ReportError::Template(message)
 }
