@@ -379,6 +379,37 @@ fn the_man_page_is_roff_generated_from_the_command_line() {
     }
 }
 
+/// `--print-spec` prints the equivalent spec: the run options that change the plan (`--pacing`,
+/// `--connect-rate`) are in it, so the printed spec plans as the flags do.
+#[test]
+fn print_spec_carries_pacing_and_connect_rate() {
+    let out = loadgate(&[
+        "run",
+        "-c",
+        "4",
+        "-d",
+        "2s",
+        "-R",
+        "2000",
+        "--pacing",
+        "precise",
+        "--connect-rate",
+        "100/s",
+        "--print-spec",
+        "http://127.0.0.1:9/",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let yaml = text(&out.stdout);
+    assert!(yaml.contains(r#"pacing: "precise""#) && yaml.contains(r#"connect_rate: "100/s""#), "{yaml}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("printed.yaml");
+    std::fs::write(&path, &yaml).unwrap();
+    let plan = loadgate(&["plan", "--json", path.to_str().unwrap()]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(plan["hardware"]["workers"][0]["pacing"], "precise", "{plan:#}");
+}
+
 #[test]
 fn run_takes_a_url_as_its_last_argument_as_wrk_does() {
     // --print-spec runs nothing: the positional URL was taken as a URL, not a file.

@@ -419,6 +419,8 @@ impl FlagArgs {
             insecure: self.insecure,
             protocol: if self.http2 { Some("http2".to_owned()) } else { self.protocol.clone() },
             streams: self.streams,
+            pacing: None,
+            connect_rate: None,
         }
     }
 }

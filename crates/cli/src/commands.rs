@@ -224,7 +224,13 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         }
         return load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput);
     };
-    let flags = loadgate_import::FlagRun { url: Some(url.clone()), ..args.flags.to_flag_run() };
+    // The spec holds every flag that changes the plan, so that `--print-spec` prints the equivalent spec.
+    let flags = loadgate_import::FlagRun {
+        url: Some(url.clone()),
+        pacing: args.pacing.map(|p| pacing_name(p).to_owned()),
+        connect_rate: args.connect_rate.map(|r| r.to_string()),
+        ..args.flags.to_flag_run()
+    };
     let yaml = loadgate_import::spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
     if args.flags.print_spec {
         // Credential headers given with -H are secret in the printout too.
@@ -488,11 +494,7 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
         argv.extend(["--connect-rate".to_owned(), rate.to_string()]);
     }
     if let Some(p) = args.pacing {
-        let mode = match p {
-            PacingArg::Default => "default",
-            PacingArg::Precise => "precise",
-        };
-        argv.extend(["--pacing".to_owned(), mode.to_owned()]);
+        argv.extend(["--pacing".to_owned(), pacing_name(p).to_owned()]);
     }
     if args.pin_within_affinity {
         argv.push("--pin-within-affinity".to_owned());
@@ -835,4 +837,12 @@ fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
         out.info(&format!("wrote {}", path.display()));
     }
     Ok(Exit::Pass)
+}
+
+/// `--pacing`'s value as the spec writes it (`hardware.generator.pacing`).
+fn pacing_name(p: PacingArg) -> &'static str {
+    match p {
+        PacingArg::Default => "default",
+        PacingArg::Precise => "precise",
+    }
 }

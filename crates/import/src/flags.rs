@@ -41,6 +41,10 @@ pub struct FlagRun {
     pub protocol: Option<String>,
     /// `--streams N`: HTTP/2 streams per connection (h2load `-m`).
     pub streams: Option<u32>,
+    /// `--pacing default|precise`: `hardware.generator.pacing`.
+    pub pacing: Option<String>,
+    /// `--connect-rate auto|unlimited|RATE`: the load's `connect_rate`.
+    pub connect_rate: Option<String>,
 }
 
 /// A bare number means seconds, as in wrk (`-d 30`, `--timeout 8`).
@@ -85,8 +89,15 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
     let _ = writeln!(y, "# from: loadgate run --url {url} ...");
     let _ = writeln!(y, "version: 1");
     let _ = writeln!(y, "name: adhoc");
+    let mut generator = Vec::new();
     if let Some(t) = f.threads {
-        let _ = writeln!(y, "hardware:\n  generator: {{ threads: {t} }}");
+        generator.push(format!("threads: {t}"));
+    }
+    if let Some(p) = &f.pacing {
+        generator.push(format!("pacing: {}", quote(p)));
+    }
+    if !generator.is_empty() {
+        let _ = writeln!(y, "hardware:\n  generator: {{ {} }}", generator.join(", "));
     }
     let _ = writeln!(y, "target:\n  base_url: {}", quote(&base));
     if f.insecure {
@@ -150,6 +161,9 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
                 let _ = writeln!(y, "        streams: {s}");
             }
         }
+    }
+    if let Some(r) = &f.connect_rate {
+        let _ = writeln!(y, "        connect_rate: {}", quote(r));
     }
     if !f.slos.is_empty() {
         let _ = writeln!(y, "    slo:");
