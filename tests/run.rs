@@ -187,6 +187,32 @@ fn a_target_that_refuses_connections_exits_3() {
     assert!(text(&out.stderr).contains("does not accept connections"), "{}", text(&out.stderr));
 }
 
+/// A target whose command exits before it is ready: exit 3, every instance named as not run with the reason,
+/// and a JUnit error for the run, so that no JUnit reader shows an empty green suite; nothing says "interrupted".
+#[test]
+fn a_target_that_cannot_start_is_a_junit_error_and_every_instance_is_not_run() {
+    let port = free_port();
+    let (dir, path) = spec(&format!(
+        "version: 1\nname: e2e-nostart\ntarget:\n  base_url: http://127.0.0.1:{port}\n  start: {{ command: [\"false\"] }}\n\
+         scenarios:\n  a:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n    \
+         slo: [\"p99 < 1s\"]\n  b:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n"
+    ));
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}{}", text(&out.stdout), text(&out.stderr));
+    let r = results(dir.path(), "e2e-nostart");
+    let reasons = r["outcome"]["reasons"].to_string();
+    assert!(reasons.contains("could not be started") && !reasons.contains("interrupted"), "{reasons}");
+    let not_run: Vec<&str> = r["not_run"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(not_run, ["a", "b"]);
+    let junit = std::fs::read_to_string(dir.path().join("out/e2e-nostart/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let cases: Vec<roxmltree::Node<'_, '_>> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let names: Vec<&str> = cases.iter().map(|c| c.attribute("name").unwrap()).collect();
+    assert_eq!(names, ["e2e-nostart: run", "a: not run", "b: not run"], "{junit}");
+    let error = cases[0].children().find(|n| n.has_tag_name("error")).expect("the run is an error");
+    assert!(error.attribute("message").unwrap().contains("could not be started"), "{junit}");
+}
+
 #[test]
 fn a_rate_the_connections_cannot_carry_is_a_valid_result_with_achieved_vs_target() {
     // One connection to a server that takes 50ms per request cannot carry 500 requests/s: the plan's limit,

@@ -83,6 +83,18 @@ fn suite(run: &RunResults) -> TestSuite {
             suite.add_test_case(case);
         }
     }
+    // A run that could not be carried out (exit 3) is an error of its own, so that a JUnit reader never shows
+    // it as a green suite (with every instance skipped, or none at all).
+    if run.outcome.status == loadgate_results::OutcomeStatus::RunFailed {
+        let reasons = run.outcome.reasons.join("; ");
+        let message = if reasons.is_empty() { "the run could not be carried out".to_owned() } else { reasons };
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status.set_type("run").set_message(message.as_str()).set_description(message.as_str());
+        let mut case = TestCase::new(format!("{}: run", run.spec.name), status);
+        case.set_classname(run.spec.name.as_str());
+        case.set_time(Duration::ZERO);
+        suite.add_test_case(case);
+    }
     for n in &run.not_run {
         let mut case = TestCase::new(format!("{}: not run", n.name), skipped(&format!("not run: {}", n.reason)));
         case.set_classname(run.spec.name.as_str());

@@ -163,7 +163,11 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     let mut sessions = match start_sessions(plan, &sides, &target_opts, &workers, &session_opts, observer) {
         Ok(s) => s,
         Err(message) => {
-            results.outcome = Outcome::run_failed(vec![format!("the target could not be started: {message}")]);
+            let reason = format!("the target could not be started: {message}");
+            results.outcome = Outcome::run_failed(vec![reason.clone()]);
+            // Every instance is named as not run, with the reason; the run ended (it was not interrupted).
+            results.not_run = not_run(plan, &results, &reason);
+            results.finished_at = Some(now_rfc3339());
             settle(&mut results, plan);
             write_reports(&mut reports, &mut results, &mut failures, observer);
             return Ok(finish(results, dir, failures, &reports, request, observer));
