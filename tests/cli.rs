@@ -464,3 +464,41 @@ fn cpu_lists_with_strides_are_accepted_by_specs_and_import_alike() {
         assert_eq!(out.status.code(), Some(2), "{bad}: import refuses it too");
     }
 }
+
+/// `streams` over HTTP/1.1, or with `keep_alive: false`, has no effect: `validate` says so with a located
+/// warning (the spec stays valid), as it does for h2load's `-m` carried over without `--http2`.
+#[test]
+fn streams_without_http2_or_keep_alive_is_a_located_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, load, says) in [
+        ("http1", "closed: { connections: 2, duration: 1s, streams: 4 }", "`streams: 4` has no effect over HTTP/1.1"),
+        (
+            "one-request",
+            "closed: { connections: 2, requests: 10, keep_alive: false, streams: 4 }",
+            "`streams: 4` has no effect with `keep_alive: false`",
+        ),
+    ] {
+        let protocol = if name == "http1" { "" } else { "\n  protocol: http2" };
+        let yaml = format!(
+            "version: 1\nname: s\ntarget:\n  base_url: http://127.0.0.1:9{protocol}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ {load} }}\n"
+        );
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
+        let out = loadgate(&["validate", path.to_str().unwrap()]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains(&format!("warning: {says}")), "{stderr}");
+        let line = if name == "http1" { 8 } else { 9 };
+        assert!(stderr.contains(&format!("{name}.yaml:{line}:")) && stderr.contains('^'), "located:\n{stderr}");
+        assert!(stderr.contains("at: scenarios.main.load.closed.streams"), "{stderr}");
+    }
+    // With HTTP/2 and keep-alive, no warning.
+    let path = dir.path().join("h2.yaml");
+    std::fs::write(
+        &path,
+        "version: 1\nname: s\ntarget:\n  base_url: http://127.0.0.1:9\n  protocol: http2\nscenarios:\n  main:\n    request: { path: / }\n    load: { closed: { connections: 2, duration: 1s, streams: 4 } }\n",
+    )
+    .unwrap();
+    let out = loadgate(&["validate", path.to_str().unwrap()]);
+    assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
+}

@@ -250,6 +250,10 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
         spec.secrets.scrub(&without_userinfo(&url))
     ));
+    // Located in that spec (a flag with no effect, such as `--streams` without `--http2`).
+    for w in &spec.warnings {
+        out.error(&spec.secrets.scrub(&w.render(&file, &yaml)));
+    }
     Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None }])
 }
 

@@ -303,6 +303,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
     if cx.diags.has_errors() {
         return None;
     }
+    warn_about_idle_streams(&mut cx, &target, candidate.as_ref(), &scenarios, top.get("scenarios"));
     let mut spec = Spec {
         name,
         description,
@@ -324,6 +325,73 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         templates.env_values_read().into_iter().chain(env_read_by_vars),
     );
     Some(spec)
+}
+
+/// `streams` asks for HTTP/2 streams: over HTTP/1.1 (the default protocol) or on connections that carry one
+/// request each (`keep_alive: false`) it has no effect, which a user coming from h2load's `-m` would not see.
+fn warn_about_idle_streams(
+    cx: &mut Cx<'_>,
+    target: &Target,
+    candidate: Option<&Target>,
+    scenarios: &[Scenario],
+    node: Option<(&Node, Path)>,
+) {
+    let protocol = |t: &Target| match t {
+        Target::Url { base_url } | Target::Command { base_url, .. } => base_url.protocol,
+        Target::Builtin { server } => server.protocol,
+    };
+    let http1 = protocol(target) == loadgate_model::Protocol::Http1
+        && candidate.is_none_or(|c| protocol(c) == loadgate_model::Protocol::Http1);
+    for s in scenarios {
+        let Some(cell) = s.cells.iter().find(|c| c.streams > 1) else { continue };
+        let one_request = matches!(cell.load, Load::Closed { keep_alive: false, .. });
+        if !http1 && !one_request {
+            continue;
+        }
+        // The scenario's `load` node, for the location.
+        let (path, span) = match node {
+            Some((n, ref p)) => match &n.kind {
+                NodeKind::Map(entries) => match entries.iter().find(|(k, _)| k.name == s.name) {
+                    Some((_, body)) => {
+                        let sp = p.key(&s.name);
+                        match &body.kind {
+                            NodeKind::Map(fields) => match fields.iter().find(|(k, _)| k.name == "load") {
+                                Some((_, load)) => streams_node(load, sp.key("load")),
+                                None => (sp, body.span),
+                            },
+                            _ => (sp, body.span),
+                        }
+                    }
+                    None => (p.clone(), n.span),
+                },
+                _ => (p.clone(), n.span),
+            },
+            None => (Path::root(), None),
+        };
+        let streams = cell.streams;
+        let diag = if http1 {
+            Diagnostic::warning(&path, span, format!("`streams: {streams}` has no effect over HTTP/1.1"))
+                .help("HTTP/2 streams need `target.protocol: http2` (`--http2`: h2c over http://, h2 over https://) or `auto` over https (`--protocol auto`); for HTTP/1.1, `pipeline` sends several requests per connection")
+        } else {
+            Diagnostic::warning(&path, span, format!("`streams: {streams}` has no effect with `keep_alive: false`"))
+                .help("each connection carries one request; drop `streams` or keep connections alive")
+        };
+        cx.error(diag);
+    }
+}
+
+/// Where a scenario's `load` sets `streams`: the key's value (`load.<model>.streams`), else the `load` itself.
+fn streams_node(load: &Node, path: Path) -> (Path, Option<Span>) {
+    if let NodeKind::Map(models) = &load.kind {
+        for (model, body) in models {
+            if let NodeKind::Map(keys) = &body.kind {
+                if let Some((_, n)) = keys.iter().find(|(k, _)| k.name == "streams") {
+                    return (path.key(&model.name).key("streams"), n.span);
+                }
+            }
+        }
+    }
+    (path, load.span)
 }
 
 // Helpers the sections share.
