@@ -91,6 +91,8 @@ fn a_passing_run_writes_reports_that_agree_with_each_other() {
     let counted = &scenarios[3];
     assert_eq!(counted["requests"]["completed"], 500);
     assert_eq!(counted["status"]["success"], 500);
+    // The open load (200/s for 1 s) sent every request its schedule holds, the last millisecond's included.
+    assert_eq!(scenarios[4]["requests"]["sent"], 200, "{}", scenarios[4]["requests"]);
     // Histograms are the standard compressed encoding.
     for s in scenarios {
         assert!(s["histograms"]["latency"].as_str().unwrap().starts_with("HISTFAAA"));

@@ -27,7 +27,9 @@
 //! it is due a millisecond or more after the request taken last: up to 1,000 requests/s per worker every request
 //! leaves on time (within the timer's microsecond slack and the wake-up), above it the requests due in each
 //! millisecond go together, without more wake-ups than the plain tick would make (a wake-up costs tens of
-//! microseconds of CPU in a VM, more than a request). What a request waits for is its send lag, part of its latency. In an
+//! microseconds of CPU in a VM, more than a request). What a request waits for is its send lag, part of its latency.
+//! At an open load's deadline the requests due before it still go out (the last millisecond's, handed out at the
+//! tick after the deadline) while a connection is free for them; only what then still waits is never sent. In an
 //! open keep-alive load without pipelining whose due requests all found a free connection, the ticker also
 //! lets the event loop defer socket I/O to its next wake: responses are then read in one pass instead of
 //! waking the thread for each, and their completion time is the kernel's receive timestamp, so latency is as
@@ -65,6 +67,9 @@ use crate::{EngineError, StopSignal};
 
 mod http2;
 pub(crate) use http2::H2Counters;
+
+/// How long past an open load's deadline its last requests (due before the deadline) may still be handed out.
+const LAST_SENDS: Duration = Duration::from_millis(5);
 
 /// The shared read buffer of a worker: one read takes as much as the socket holds, up to this.
 const SCRATCH_BYTES: usize = 64 * 1024;
@@ -588,11 +593,10 @@ impl Ctx {
         if self.stopping.get() {
             return Acquired::Done;
         }
-        if let Some(d) = self.deadline {
-            if now >= d {
-                self.begin_stop(d);
-                return Acquired::Done;
-            }
+        // A closed load stops issuing at the deadline; an open one still sends what was due before it (below).
+        if let Some(d) = self.deadline.filter(|d| now >= *d && self.open.is_none()) {
+            self.begin_stop(d);
+            return Acquired::Done;
         }
         match &self.open {
             None => {
@@ -620,6 +624,10 @@ impl Ctx {
                 }
                 if n > 0 {
                     Acquired::Got(n)
+                } else if let Some(d) = self.deadline.filter(|d| now >= *d) {
+                    drop(src);
+                    self.begin_stop(d);
+                    Acquired::Done
                 } else if src.exhausted(self.deadline) {
                     Acquired::Done
                 } else {
@@ -861,7 +869,13 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
             if ctx.cfg.stop.is_stopped() {
                 ctx.begin_stop(now);
             } else if let Some(d) = ctx.deadline {
-                if now >= d {
+                // The requests of the last tick's interval that were due before the deadline still go out (the
+                // default pacing hands each millisecond's requests out at the tick after them) when a connection
+                // is free for them; what then still waits is counted as never sent.
+                // (Bounded: a few ticks past the deadline the load stops whatever is left.)
+                let due_before = ctx.open.as_ref().is_some_and(|src| src.borrow().due_count(now, Some(d), 1) > 0);
+                let hand_out = due_before && !ctx.idle.borrow().is_empty() && now < d + LAST_SENDS;
+                if now >= d && !hand_out {
                     ctx.begin_stop(d);
                 }
             }

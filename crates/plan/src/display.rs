@@ -213,9 +213,15 @@ impl ExecutionPlan {
             })
             .collect();
         let pinned = if self.hardware.generator_cpus.is_some() { "pinned" } else { "unpinned" };
+        // Pacing is the same for every worker (`hardware.generator.pacing`); only open loads use it.
+        let pacing = if self.hardware.workers.iter().any(|w| w.pacing != crate::Pacing::default()) {
+            ", pacing precise (open loads poll until each request is due)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "  generator    {} worker{} {pinned}: {}",
+            "  generator    {} worker{} {pinned}: {}{pacing}",
             workers.len(),
             if workers.len() == 1 { "" } else { "s" },
             workers.join(" ")
