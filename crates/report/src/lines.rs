@@ -235,6 +235,11 @@ pub(crate) fn opening_line(s: &ScenarioResult) -> Option<String> {
     if failed > 0 {
         line.push_str(&format!(", {} not opened", format::count(failed)));
     }
+    // Over TLS the opening is the TCP connects; each handshake runs when the load starts, and a failed one
+    // counts among the phase's failed connections.
+    if s.tls.is_some() {
+        line.push_str(" (TCP; the TLS handshakes run with the load)");
+    }
     if o.slow_connects > 0 {
         line.push_str(&format!(", {} slow connects retried", format::count(o.slow_connects)));
     }
