@@ -24,6 +24,8 @@ pub(crate) struct Fields<'n> {
     pub entries: &'n [(Key, Node)],
     pub path: Path,
     pub node: &'n Node,
+    /// The keys `map` reported as unknown (each with its own error).
+    pub unknown: Vec<&'n str>,
 }
 
 impl<'n> Fields<'n> {
@@ -97,8 +99,10 @@ impl Cx<'_> {
             );
             return None;
         };
+        let mut unknown = Vec::new();
         for (key, _) in entries {
             if !allowed.contains(&key.name.as_str()) {
+                unknown.push(key.name.as_str());
                 let d =
                     Diagnostic::error(&path.key(&key.name), key.span, format!("unknown key `{}` in {what}", key.name))
                         .width(key.name.chars().count())
@@ -110,12 +114,15 @@ impl Cx<'_> {
                 self.diags.push(d);
             }
         }
-        Some(Fields { entries, path: path.clone(), node })
+        Some(Fields { entries, path: path.clone(), node, unknown })
     }
 
     pub fn required<'n>(&mut self, fields: &Fields<'n>, key: &str, what: &str) -> Option<(&'n Node, Path)> {
         let found = fields.get(key);
-        if found.is_none() {
+        // A misspelling of `key` already has its error ("unknown key `conections`... did you mean `connections`?"):
+        // one error for one mistake.
+        let misspelt = || fields.unknown.iter().any(|k| did_you_mean(k, [key]).is_some());
+        if found.is_none() && !misspelt() {
             let example = example_for(key);
             self.diags.push(
                 Diagnostic::error(&fields.path, fields.node.span, format!("{what} is missing `{key}`"))
