@@ -409,7 +409,8 @@ impl Slo {
                     err(format!("`{rhs}` is not a latency for `{name}`"), help)
                 })?),
                 MetricKind::Rate => Threshold::Rate(rhs.parse::<Rate>().map_err(|e| {
-                    let help = if rhs.parse::<f64>().is_ok() {
+                    // `5000` or `5k`: a number that is a rate once it has its `/s`.
+                    let help = if rhs.parse::<f64>().is_ok() || format!("{rhs}/s").parse::<Rate>().is_ok() {
                         let what = if metric == Metric::Capacity { "a capacity" } else { "a throughput" };
                         Some(format!("{what} needs a unit: `{name} {} {rhs}/s`", comparison.as_str()))
                     } else {
@@ -505,6 +506,10 @@ mod tests {
         assert_eq!(
             Slo::parse("capacity >= 500").unwrap_err().help.as_deref(),
             Some("a capacity needs a unit: `capacity >= 500/s`")
+        );
+        assert_eq!(
+            Slo::parse("throughput > 5k").unwrap_err().help.as_deref(),
+            Some("a throughput needs a unit: `throughput > 5k/s`")
         );
         assert!(Slo::parse("capacity{request=put} >= 1/s").unwrap_err().message.contains("by request"));
     }
