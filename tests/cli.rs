@@ -470,35 +470,38 @@ fn cpu_lists_with_strides_are_accepted_by_specs_and_import_alike() {
 #[test]
 fn streams_without_http2_or_keep_alive_is_a_located_warning() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, load, says) in [
-        ("http1", "closed: { connections: 2, duration: 1s, streams: 4 }", "`streams: 4` has no effect over HTTP/1.1"),
-        (
-            "one-request",
-            "closed: { connections: 2, requests: 10, keep_alive: false, streams: 4 }",
-            "`streams: 4` has no effect with `keep_alive: false`",
-        ),
-    ] {
-        let protocol = if name == "http1" { "" } else { "\n  protocol: http2" };
+    let validate = |name: &str, protocol: &str, load: &str| {
         let yaml = format!(
             "version: 1\nname: s\ntarget:\n  base_url: http://127.0.0.1:9{protocol}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ {load} }}\n"
         );
         let path = dir.path().join(format!("{name}.yaml"));
         std::fs::write(&path, yaml).unwrap();
-        let out = loadgate(&["validate", path.to_str().unwrap()]);
+        loadgate(&["validate", path.to_str().unwrap()])
+    };
+    let h2 = "\n  protocol: http2";
+    for (name, protocol, load, says) in [
+        (
+            "http1",
+            "",
+            "closed: { connections: 2, duration: 1s, streams: 4 }",
+            "`streams: 4` has no effect over HTTP/1.1",
+        ),
+        (
+            "one-request",
+            h2,
+            "closed: { connections: 2, requests: 10, keep_alive: false, streams: 4 }",
+            "`streams: 4` has no effect with `keep_alive: false`",
+        ),
+    ] {
+        let out = validate(name, protocol, load);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(stderr.contains(&format!("warning: {says}")), "{stderr}");
-        let line = if name == "http1" { 8 } else { 9 };
+        let line = if protocol.is_empty() { 8 } else { 9 };
         assert!(stderr.contains(&format!("{name}.yaml:{line}:")) && stderr.contains('^'), "located:\n{stderr}");
         assert!(stderr.contains("at: scenarios.main.load.closed.streams"), "{stderr}");
     }
     // With HTTP/2 and keep-alive, no warning.
-    let path = dir.path().join("h2.yaml");
-    std::fs::write(
-        &path,
-        "version: 1\nname: s\ntarget:\n  base_url: http://127.0.0.1:9\n  protocol: http2\nscenarios:\n  main:\n    request: { path: / }\n    load: { closed: { connections: 2, duration: 1s, streams: 4 } }\n",
-    )
-    .unwrap();
-    let out = loadgate(&["validate", path.to_str().unwrap()]);
+    let out = validate("h2", h2, "closed: { connections: 2, duration: 1s, streams: 4 }");
     assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
 }

@@ -868,14 +868,14 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
         if !ctx.stopping.get() {
             if ctx.cfg.stop.is_stopped() {
                 ctx.begin_stop(now);
-            } else if let Some(d) = ctx.deadline {
+            } else if let Some(d) = ctx.deadline.filter(|&d| now >= d) {
                 // The requests of the last tick's interval that were due before the deadline still go out (the
                 // default pacing hands each millisecond's requests out at the tick after them) when a connection
-                // is free for them; what then still waits is counted as never sent.
-                // (Bounded: a few ticks past the deadline the load stops whatever is left.)
-                let due_before = ctx.open.as_ref().is_some_and(|src| src.borrow().due_count(now, Some(d), 1) > 0);
-                let hand_out = due_before && !ctx.idle.borrow().is_empty() && now < d + LAST_SENDS;
-                if now >= d && !hand_out {
+                // is free for them, for a few ticks at most; what then still waits is counted as never sent.
+                let hand_out = now < d + LAST_SENDS
+                    && !ctx.idle.borrow().is_empty()
+                    && ctx.open.as_ref().is_some_and(|src| src.borrow().due_count(now, Some(d), 1) > 0);
+                if !hand_out {
                     ctx.begin_stop(d);
                 }
             }

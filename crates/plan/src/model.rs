@@ -432,6 +432,18 @@ pub struct WallTime {
 }
 
 impl ExecutionPlan {
+    /// How many rounds phase `p` runs, and the most sequential gating can take it to: a gated phase `repeat`
+    /// times (its own or `gating.repeat`), up to `gating.max_repeat` when it follows `gating.repeat`; a phase
+    /// that is not gated (a warmup) once.
+    pub fn rounds_of(&self, p: &Phase) -> (u32, u32) {
+        if !p.gate {
+            return (1, 1);
+        }
+        let runs = p.repeat.unwrap_or(self.gating.repeat).max(1);
+        let max = if p.repeat.is_none() { self.gating.max_repeat.max(runs) } else { runs };
+        (runs, max)
+    }
+
     /// The run's wall time where every phase is bounded by time; `None` when a phase stops after a request
     /// count. Cooldowns count after every instance but the run's last. Start-up (the target's, the connections'
     /// opening) is not included.
@@ -442,13 +454,7 @@ impl ExecutionPlan {
         for p in &self.phases {
             let one = p.duration?.0 + p.cooldown.0;
             pass += one;
-            let (runs, max) = if p.gate {
-                let runs = p.repeat.unwrap_or(self.gating.repeat).max(1);
-                let max = if p.repeat.is_none() { self.gating.max_repeat.max(runs) } else { runs };
-                (runs, max)
-            } else {
-                (1, 1)
-            };
+            let (runs, max) = self.rounds_of(p);
             expected += one.as_nanos() * u128::from(runs * sides);
             most += one.as_nanos() * u128::from(max * sides);
             last_cooldown = p.cooldown.0;

@@ -88,8 +88,7 @@ fn suite(run: &RunResults) -> TestSuite {
     if run.outcome.status == loadgate_results::OutcomeStatus::RunFailed {
         let reasons = run.outcome.reasons.join("; ");
         let message = if reasons.is_empty() { "the run could not be carried out".to_owned() } else { reasons };
-        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-        status.set_type("run").set_message(message.as_str()).set_description(message.as_str());
+        let status = non_success(NonSuccessKind::Error, "run", &message, &message);
         let mut case = TestCase::new(format!("{}: run", run.spec.name), status);
         case.set_classname(run.spec.name.as_str());
         case.set_time(Duration::ZERO);
@@ -183,7 +182,12 @@ fn skipped(message: &str) -> TestCaseStatus {
 }
 
 fn failure(kind: &str, message: &str, description: &str) -> TestCaseStatus {
-    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    non_success(NonSuccessKind::Failure, kind, message, description)
+}
+
+/// A failure (an SLO missed) or an error (the run could not be carried out), with its type and text.
+fn non_success(outcome: NonSuccessKind, kind: &str, message: &str, description: &str) -> TestCaseStatus {
+    let mut status = TestCaseStatus::non_success(outcome);
     status.set_type(kind).set_message(message).set_description(description);
     status
 }

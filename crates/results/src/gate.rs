@@ -233,7 +233,7 @@ fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
         // Too few repetitions for any interval at the confidence asked: the one shown is the widest, [min, max],
         // at the confidence it reaches, and it may lie wholly on one side of the limit.
         StatisticalStatus::Inconclusive if !cv.interval.reached => {
-            let (lo, hi) = (cv.interval.lo.min(cv.interval.hi), cv.interval.lo.max(cv.interval.hi));
+            let (lo, hi) = (cv.interval.lo, cv.interval.hi);
             Some(format!(
                 "INCONCLUSIVE, {reason}: {} repetitions are too few for a {:.0}% interval; the widest one, from the \
                  lowest to the highest repetition, is a {:.0}% interval and {} the limit",

@@ -51,14 +51,7 @@ impl Rounds {
     /// gated (a warmup) runs in the first round only.
     pub fn new(plan: &ExecutionPlan) -> Rounds {
         let g = &plan.gating;
-        let wanted: Vec<u32> =
-            plan.phases.iter().map(|p| if p.gate { p.repeat.unwrap_or(g.repeat).max(1) } else { 1 }).collect();
-        let max = plan
-            .phases
-            .iter()
-            .zip(&wanted)
-            .map(|(p, w)| if p.gate && p.repeat.is_none() { g.max_repeat.max(*w) } else { *w })
-            .collect();
+        let (wanted, max): (Vec<u32>, Vec<u32>) = plan.phases.iter().map(|p| plan.rounds_of(p)).unzip();
         Rounds {
             discarded: vec![0; wanted.len()],
             wanted,

@@ -28,6 +28,14 @@ pub enum NodeKind {
 }
 
 impl Node {
+    /// The value under `key` when this is a mapping that has it.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.kind {
+            NodeKind::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
     /// What a user would call this value's type, for "expected X, found Y" messages.
     pub fn type_name(&self) -> &'static str {
         match self.kind {

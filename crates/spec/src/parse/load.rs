@@ -29,25 +29,22 @@ pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<(Lo
         _ => return read_users_refusing_streams(cx, n, &p).map(|load| (load, 1)),
     };
     // `streams` sits beside the model's other keys (each model's key list allows it but `users`).
-    let streams = match &n.kind {
-        NodeKind::Map(entries) => match entries.iter().find(|(k, _)| k.name == "streams") {
-            Some((_, sn)) => {
-                let sp = p.key("streams");
-                let v = cx.uint(sn, &sp, "`streams`", 1)?;
-                if v > MAX_STREAMS {
-                    cx.error(
-                        Diagnostic::error(&sp, sn.span, "`streams` is too large")
-                            .expected(format!("at most {MAX_STREAMS}"))
-                            .found(sn.describe())
-                            .help("servers grant 100 to 256 concurrent streams per connection; open more connections"),
-                    );
-                    return None;
-                }
-                u32::try_from(v).ok()?
+    let streams = match n.get("streams") {
+        Some(sn) => {
+            let sp = p.key("streams");
+            let v = cx.uint(sn, &sp, "`streams`", 1)?;
+            if v > MAX_STREAMS {
+                cx.error(
+                    Diagnostic::error(&sp, sn.span, "`streams` is too large")
+                        .expected(format!("at most {MAX_STREAMS}"))
+                        .found(sn.describe())
+                        .help("servers grant 100 to 256 concurrent streams per connection; open more connections"),
+                );
+                return None;
             }
-            None => 1,
-        },
-        _ => 1,
+            u32::try_from(v).ok()?
+        }
+        None => 1,
     };
     Some((load?, streams))
 }

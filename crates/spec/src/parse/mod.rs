@@ -348,24 +348,18 @@ fn warn_about_idle_streams(
         if !http1 && !one_request {
             continue;
         }
-        // The scenario's `load` node, for the location.
+        // The location: the scenario's `load.<model>.streams`, else as near to it as the spec goes.
         let (path, span) = match node {
-            Some((n, ref p)) => match &n.kind {
-                NodeKind::Map(entries) => match entries.iter().find(|(k, _)| k.name == s.name) {
-                    Some((_, body)) => {
-                        let sp = p.key(&s.name);
-                        match &body.kind {
-                            NodeKind::Map(fields) => match fields.iter().find(|(k, _)| k.name == "load") {
-                                Some((_, load)) => streams_node(load, sp.key("load")),
-                                None => (sp, body.span),
-                            },
-                            _ => (sp, body.span),
-                        }
-                    }
-                    None => (p.clone(), n.span),
-                },
-                _ => (p.clone(), n.span),
-            },
+            Some((scenarios_node, ref p)) => {
+                let sp = p.key(&s.name);
+                match scenarios_node.get(&s.name) {
+                    Some(body) => match body.get("load") {
+                        Some(load) => streams_node(load, sp.key("load")),
+                        None => (sp, body.span),
+                    },
+                    None => (p.clone(), scenarios_node.span),
+                }
+            }
             None => (Path::root(), None),
         };
         let streams = cell.streams;
@@ -384,10 +378,8 @@ fn warn_about_idle_streams(
 fn streams_node(load: &Node, path: Path) -> (Path, Option<Span>) {
     if let NodeKind::Map(models) = &load.kind {
         for (model, body) in models {
-            if let NodeKind::Map(keys) = &body.kind {
-                if let Some((_, n)) = keys.iter().find(|(k, _)| k.name == "streams") {
-                    return (path.key(&model.name).key("streams"), n.span);
-                }
+            if let Some(n) = body.get("streams") {
+                return (path.key(&model.name).key("streams"), n.span);
             }
         }
     }
