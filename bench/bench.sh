@@ -16,7 +16,9 @@
 # Prints one table row per case: medians of RUNS runs and the loadgate/peer ratios. Each run is a pair (the peer
 # and loadgate back to back, the order swapped every other pair, so a drift of the machine hits both sides alike);
 # with RUNS > 1 a second table gives, per case, the median of the pairs' own ratios and their spread (min-max and
-# the interquartile range), so that a claim of parity is an interval, not one lucky run. LOCK=FILE takes
+# the interquartile range), so that a claim of parity is an interval, not one lucky run. CPU/req is the
+# generator's rusage (user + system); CPU busy/req is everything its CPU did during the run (wall time less the CPU's
+# idle time in /proc/stat), which also counts the network's interrupt work done while no process ran there. LOCK=FILE takes
 # `flock FILE` around each pair only (other users of the machine can measure between pairs).
 # BASELINE=BINARY runs a second loadgate build (an engine change's "before") with the same arguments in every
 # pair, the two builds' order swapped every other pair, and adds its per-pair ratios (this loadgate / baseline)
@@ -52,19 +54,28 @@ HAVE_OHA=0; command -v oha >/dev/null && HAVE_OHA=1
 . "$HERE/nginx.sh"
 nginx_start "$NGINX_CPU" "$PORT" "$TLS_PORT" "$H2C_PORT"
 
-# run NAME CMD...: prints "requests user_s sys_s rss_kib" measured at the server and from rusage.
+# idle_ticks: the generator CPU's idle and iowait time so far, in USER_HZ ticks (precise on a tickless kernel).
+idle_ticks() { awk -v c="cpu$GEN_CPU" '$1 == c {print $5 + $6}' /proc/stat; }
+
+# run NAME CMD...: prints "requests user_s sys_s rss_kib busy_s" measured at the server, from rusage and from
+# /proc/stat: busy_s is the wall time of the run less the generator CPU's idle time, everything that CPU did while
+# the generator ran, including the network's interrupt work the kernel charges to whichever process is on the CPU
+# (or to none while the CPU is idle), which rusage counts only when it lands on the generator.
 run() {
-  local before after
+  local before after i0 i1 t0 t1
   if [ "${SETTLE:-0}" = 1 ]; then
     # Sockets in TIME_WAIT from earlier runs make every connect scan for a free port: let them drain (<= 70 s).
     for _ in $(seq 70); do [ "$(ss -Htan state time-wait | wc -l)" -lt 1000 ] && break; sleep 1; done
   fi
   before=$(served)
+  i0=$(idle_ticks); t0=$(date +%s%N)
   /usr/bin/time -f "%U %S %M" -o "$work/time" taskset -c "$GEN_CPU" "$@" >"$work/out" 2>&1 || true
+  t1=$(date +%s%N); i1=$(idle_ticks)
   after=$(served)
   sleep 1
   read -r u s rss <"$work/time"
-  echo "$((after - before - 1)) $u $s $rss"
+  echo "$((after - before - 1)) $u $s $rss $(awk -v t="$((t1 - t0))" -v i="$((i1 - i0))" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {b = t / 1e9 - i / hz; printf "%.3f", b > 0 ? b : 0}')"
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -95,15 +106,18 @@ pair() {
 ratio_spread() {
   local name=$1 against=$2
   paste -d ' ' "$3" "$4" | awk '{
-    lc = $1 > 0 ? ($2+$3)/$1 : 0; pc = $5 > 0 ? ($6+$7)/$5 : 0
-    printf "%.4f %.4f\n", ($5 > 0 ? $1/$5 : 0), (pc > 0 ? lc/pc : 0) }' >"$work/ratios.txt"
+    lc = $1 > 0 ? ($2+$3)/$1 : 0; pc = $6 > 0 ? ($7+$8)/$6 : 0
+    lb = $1 > 0 ? $5/$1 : 0; pb = $6 > 0 ? $10/$6 : 0
+    printf "%.4f %.4f %.4f\n", ($6 > 0 ? $1/$6 : 0), (pc > 0 ? lc/pc : 0), (pb > 0 ? lb/pb : 0) }' >"$work/ratios.txt"
   if [ "$RUNS" -gt 1 ]; then
     read -r rm rlo rhi rq1 rq3 < <(cut -d' ' -f1 "$work/ratios.txt" | spread)
     read -r cm clo chi cq1 cq3 < <(cut -d' ' -f2 "$work/ratios.txt" | spread)
-    printf "| %s | %s | %s | %.2fx | %.2f-%.2fx | %.2f-%.2fx | %.2fx | %.2f-%.2fx | %.2f-%.2fx |\n" \
-      "$name" "$against" "$RUNS" "$rm" "$rlo" "$rhi" "$rq1" "$rq3" "$cm" "$clo" "$chi" "$cq1" "$cq3" >>"$work/spread.md"
+    read -r bm blo bhi bq1 bq3 < <(cut -d' ' -f3 "$work/ratios.txt" | spread)
+    printf "| %s | %s | %s | %.2fx | %.2f-%.2fx | %.2f-%.2fx | %.2fx | %.2f-%.2fx | %.2f-%.2fx | %.2fx | %.2f-%.2fx | %.2f-%.2fx |\n" \
+      "$name" "$against" "$RUNS" "$rm" "$rlo" "$rhi" "$rq1" "$rq3" "$cm" "$clo" "$chi" "$cq1" "$cq3" \
+      "$bm" "$blo" "$bhi" "$bq1" "$bq3" >>"$work/spread.md"
   fi
-  echo "    pairs against $against (req/s ratio, CPU/req ratio): $(tr '\n' ';' <"$work/ratios.txt")" >&2
+  echo "    pairs against $against (req/s ratio, CPU/req ratio, CPU busy/req ratio): $(tr '\n' ';' <"$work/ratios.txt")" >&2
 }
 
 # case NAME PEER_NAME "PEER CMD" "LOADGATE CMD"
@@ -258,7 +272,7 @@ if [ -s "$work/spread.md" ]; then
   echo
   echo "Per-pair ratios over $RUNS pairs: median, min-max, interquartile range"
   echo
-  echo "| case | peer | pairs | req/s ratio | min-max | IQR | CPU/req ratio | min-max | IQR |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| case | peer | pairs | req/s ratio | min-max | IQR | CPU/req ratio | min-max | IQR | CPU busy/req ratio | min-max | IQR |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   cat "$work/spread.md"
 fi

@@ -1043,6 +1043,8 @@ fn a_url_last_runs_like_wrk_and_prints_the_latency_distribution_and_json_on_stdo
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert!(r["scenarios"][0]["requests"]["completed"].as_u64().unwrap() > 0);
     assert!(stderr.contains(&format!("URL {url}/x (a one-scenario run")), "it says it took a URL:\n{stderr}");
+    // One phase, and no pacing named: only open loads are paced.
+    assert!(stderr.contains("(1 phase, plan ") && !stderr.contains("pacing"), "{stderr}");
     // wrk's block: four rows, each a percentile and a time with its unit.
     let block: Vec<&str> = stderr.lines().skip_while(|l| *l != "  Latency Distribution").take(5).collect();
     assert_eq!(block.len(), 5, "{stderr}");
@@ -1063,6 +1065,8 @@ fn a_url_last_runs_like_wrk_and_prints_the_latency_distribution_and_json_on_stdo
     assert!(matches!(out.status.code(), Some(0 | 4)), "{stdout}\n{stderr}");
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!(r["scenarios"][0]["load"]["model"], "constant", "{}", r["scenarios"][0]["load"]);
+    // An open load: the opening line names how it is paced.
+    assert!(stderr.contains("(1 phase, pacing default, plan "), "{stderr}");
     for heading in [
         "  Latency Distribution (HdrHistogram - Recorded Latency)",
         "  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))",

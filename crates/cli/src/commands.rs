@@ -227,7 +227,7 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     // The spec holds every flag that changes the plan, so that `--print-spec` prints the equivalent spec.
     let flags = loadgate_import::FlagRun {
         url: Some(url.clone()),
-        pacing: args.pacing.map(|p| pacing_name(p).to_owned()),
+        pacing: args.pacing.map(|p| pacing_of(p).name().to_owned()),
         connect_rate: args.connect_rate.map(|r| r.to_string()),
         ..args.flags.to_flag_run()
     };
@@ -498,7 +498,7 @@ fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
         argv.extend(["--connect-rate".to_owned(), rate.to_string()]);
     }
     if let Some(p) = args.pacing {
-        argv.extend(["--pacing".to_owned(), pacing_name(p).to_owned()]);
+        argv.extend(["--pacing".to_owned(), pacing_of(p).name().to_owned()]);
     }
     if args.pin_within_affinity {
         argv.push("--pin-within-affinity".to_owned());
@@ -638,10 +638,7 @@ fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
             InconclusiveArg::Fail => OnInconclusive::Fail,
             InconclusiveArg::Pass => OnInconclusive::Pass,
         }),
-        pacing: args.pacing.map(|p| match p {
-            PacingArg::Default => loadgate_model::Pacing::Default,
-            PacingArg::Precise => loadgate_model::Pacing::Precise,
-        }),
+        pacing: args.pacing.map(pacing_of),
         connect_rate: args.connect_rate,
     }
 }
@@ -843,10 +840,10 @@ fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
     Ok(Exit::Pass)
 }
 
-/// `--pacing`'s value as the spec writes it (`hardware.generator.pacing`).
-fn pacing_name(p: PacingArg) -> &'static str {
+/// `--pacing`'s value (`hardware.generator.pacing`).
+fn pacing_of(p: PacingArg) -> loadgate_model::Pacing {
     match p {
-        PacingArg::Default => "default",
-        PacingArg::Precise => "precise",
+        PacingArg::Default => loadgate_model::Pacing::Default,
+        PacingArg::Precise => loadgate_model::Pacing::Precise,
     }
 }

@@ -62,7 +62,14 @@ impl Observer for Renderer<'_> {
         match event {
             Event::RunStarted { plan } => {
                 self.ab = plan.candidate.is_some();
-                out.info(&format!("running {} ({} phases, plan {})", plan.name, plan.phases.len(), plan.hash));
+                let n = plan.phases.len();
+                let pacing = plan.open_pacing().map_or_else(String::new, |p| format!(", pacing {}", p.name()));
+                out.info(&format!(
+                    "running {} ({n} phase{}{pacing}, plan {})",
+                    plan.name,
+                    if n == 1 { "" } else { "s" },
+                    plan.hash
+                ));
                 if self.verbose > 0 {
                     out.info(&self.secrets.scrub(&plan.render_text()));
                 }

@@ -129,6 +129,14 @@ impl Pacing {
     pub fn is_default(&self) -> bool {
         *self == Pacing::Default
     }
+
+    /// `default` or `precise`, as the spec and `--pacing` spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Pacing::Default => "default",
+            Pacing::Precise => "precise",
+        }
+    }
 }
 
 /// How pipelined requests are kept in flight on a connection.

@@ -444,6 +444,14 @@ impl ExecutionPlan {
         (runs, max)
     }
 
+    /// The pacing of the plan's open loads (`None` when it has none: only open loads are paced). Every worker
+    /// paces alike (`hardware.generator.pacing`).
+    pub fn open_pacing(&self) -> Option<Pacing> {
+        let open =
+            self.phases.iter().any(|p| matches!(p.load.arrival, Arrival::Constant { .. } | Arrival::Ramp { .. }));
+        open.then(|| self.hardware.workers.iter().map(|w| w.pacing).find(|p| !p.is_default()).unwrap_or_default())
+    }
+
     /// The run's wall time where every phase is bounded by time; `None` when a phase stops after a request
     /// count. Cooldowns count after every instance but the run's last. Start-up (the target's, the connections'
     /// opening) is not included.
