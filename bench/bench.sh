@@ -75,7 +75,7 @@ run() {
   sleep 1
   read -r u s rss <"$work/time"
   echo "$((after - before - 1)) $u $s $rss $(awk -v t="$((t1 - t0))" -v i="$((i1 - i0))" -v hz="$(getconf CLK_TCK)" \
-    'BEGIN {b = t / 1e9 - i / hz; printf "%.3f", b > 0 ? b : 0}')"
+    'BEGIN {b = t / 1e9 - i / hz; printf "%.3f", (b > 0 ? b : 0)}')"
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
