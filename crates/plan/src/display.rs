@@ -213,8 +213,8 @@ impl ExecutionPlan {
             })
             .collect();
         let pinned = if self.hardware.generator_cpus.is_some() { "pinned" } else { "unpinned" };
-        // Pacing is the same for every worker (`hardware.generator.pacing`); only open loads use it.
-        let pacing = if self.hardware.workers.iter().any(|w| w.pacing != crate::Pacing::default()) {
+        // Only open loads use it.
+        let pacing = if !self.pacing().is_default() {
             ", pacing precise (open loads poll until each request is due)"
         } else {
             ""

@@ -444,12 +444,16 @@ impl ExecutionPlan {
         (runs, max)
     }
 
-    /// The pacing of the plan's open loads (`None` when it has none: only open loads are paced). Every worker
-    /// paces alike (`hardware.generator.pacing`).
+    /// The generator's pacing (`hardware.generator.pacing`): every worker paces alike.
+    pub fn pacing(&self) -> Pacing {
+        self.hardware.workers.first().map(|w| w.pacing).unwrap_or_default()
+    }
+
+    /// The pacing of the plan's open loads (`None` when it has none: only open loads are paced).
     pub fn open_pacing(&self) -> Option<Pacing> {
         let open =
             self.phases.iter().any(|p| matches!(p.load.arrival, Arrival::Constant { .. } | Arrival::Ramp { .. }));
-        open.then(|| self.hardware.workers.iter().map(|w| w.pacing).find(|p| !p.is_default()).unwrap_or_default())
+        open.then(|| self.pacing())
     }
 
     /// The run's wall time where every phase is bounded by time; `None` when a phase stops after a request
