@@ -85,6 +85,8 @@ enum Frame {
         items: Vec<Node>,
         span: Span,
         anchor: usize,
+        /// Written as `[ ... ]` rather than as `- ` lines.
+        flow: bool,
     },
     Map {
         entries: Vec<(Key, Node)>,
@@ -184,7 +186,8 @@ impl<'t> Builder<'t> {
                     }
                     self.charge(1, 0, span)?;
                     self.stack.push(if matches!(event, Event::SequenceStart(..)) {
-                        Frame::Seq { items: Vec::new(), span, anchor }
+                        let flow = self.char_at(mark.index()) == Some('[');
+                        Frame::Seq { items: Vec::new(), span, anchor, flow }
                     } else {
                         let flow = self.char_at(mark.index()) == Some('{');
                         Frame::Map { entries: Vec::new(), span, anchor, flow, key: None, seen: HashMap::new() }
@@ -192,7 +195,7 @@ impl<'t> Builder<'t> {
                 }
                 Event::SequenceEnd | Event::MappingEnd => {
                     let (node, anchor) = match self.stack.pop() {
-                        Some(Frame::Seq { items, span, anchor }) => {
+                        Some(Frame::Seq { items, span, anchor, .. }) => {
                             (Node { kind: NodeKind::Seq(items), span: Some(span), from_template: false }, anchor)
                         }
                         Some(Frame::Map { entries, span, anchor, flow, .. }) => {
@@ -300,6 +303,23 @@ impl<'t> Builder<'t> {
         SyntaxError::new(message, span, help)
     }
 
+    /// The innermost `[` or `{` still open when the parser failed at `at`, and where it opens, when the failure is on
+    /// a later line indented no further than the bracket's own line: the block structure resumed, so the bracket
+    /// was never closed. (An error inside a multi-line flow collection is indented further and stays where it is.)
+    fn unclosed_flow(&self, at: Span) -> Option<(char, Span)> {
+        let (span, open) = match self.stack.last()? {
+            Frame::Seq { span, flow: true, .. } => (*span, '['),
+            Frame::Map { span, flow: true, .. } => (*span, '{'),
+            _ => return None,
+        };
+        let indent = |line: usize| {
+            self.text.lines().nth(line.checked_sub(1)?).map(|l| l.chars().take_while(|c| *c == ' ').count())
+        };
+        // Past the last line (the end of the file) nothing is indented.
+        let failed = indent(at.line).unwrap_or(0);
+        (at.line > span.line && failed <= indent(span.line)?).then_some((open, span))
+    }
+
     /// A syntax error, told in words a spec author recognizes.
     fn scan_error(&self, info: &str, mark: Marker) -> SyntaxError {
         let mut span = span_of(mark);
@@ -332,6 +352,29 @@ impl<'t> Builder<'t> {
         }
         if message.is_empty() {
             message = info;
+        }
+        // A quote or a bracket left open: the parser notices only where the text stops making sense, often a line
+        // or more later. Point at the opening and say where the parser stopped.
+        if info.contains("quoted scalar") {
+            let quote = self.text.lines().nth(span.line.saturating_sub(1)).and_then(|l| l.chars().nth(span.col - 1));
+            if let Some(q @ ('"' | '\'')) = quote {
+                return SyntaxError::new(
+                    format!("the file is not valid YAML: the quoted text that starts here is never closed ({message})"),
+                    span,
+                    format!("end it with `{q}`; a quoted value may go on over lines only if they are indented further"),
+                );
+            }
+        }
+        if let Some((open, at)) = self.unclosed_flow(span) {
+            let close = if open == '[' { ']' } else { '}' };
+            return SyntaxError::new(
+                format!("the file is not valid YAML: the `{open}` opened here is never closed"),
+                at,
+                format!(
+                    "close it with `{close}`; the parser stopped at line {}, column {}: {message}",
+                    span.line, span.col
+                ),
+            );
         }
         SyntaxError::new(
             format!("the file is not valid YAML: {message}"),
@@ -506,6 +549,34 @@ mod tests {
     fn syntax_errors_are_located() {
         let e = parse("a: [1, 2\nb: 3\n").unwrap_err();
         assert!(e.span.is_some(), "{e:?}");
+    }
+
+    #[test]
+    fn an_unclosed_bracket_is_blamed_not_the_line_where_the_parser_stopped() {
+        let e = parse("a:\n  b: [1, 2\n  c: 3\n").unwrap_err();
+        assert_eq!(e.message, "the file is not valid YAML: the `[` opened here is never closed");
+        assert_eq!(e.span, Some(Span { line: 2, col: 6 }));
+        assert!(e.help.starts_with("close it with `]`; the parser stopped at line 3"), "{e:?}");
+        let e = parse("a: {x: {y: 1}\n").unwrap_err();
+        assert_eq!(e.span, Some(Span { line: 1, col: 4 }), "the end of the file: {e:?}");
+        let e = parse("a: {x: 1\nb: 3\n").unwrap_err();
+        assert_eq!(e.span, Some(Span { line: 1, col: 4 }), "{e:?}");
+        assert!(e.help.starts_with("close it with `}`"), "{e:?}");
+        // A mistake inside a bracket that does span lines stays where the parser found it.
+        let e = parse("a: [\n    1,\n    b: c: d\n  ]\n").unwrap_err();
+        assert_ne!(e.span, Some(Span { line: 1, col: 4 }), "{e:?}");
+        assert!(!e.message.contains("never closed"), "{e:?}");
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_named_at_its_start() {
+        let e = parse("a:\n  b: \"http://x/\n  c: 3\n").unwrap_err();
+        assert!(e.message.contains("the quoted text that starts here is never closed"), "{e:?}");
+        assert_eq!(e.span, Some(Span { line: 2, col: 6 }));
+        assert!(e.help.starts_with("end it with `\"`"), "{e:?}");
+        let e = parse("a: 'x\n").unwrap_err();
+        assert!(e.message.contains("never closed"), "{e:?}");
+        assert!(e.help.starts_with("end it with `'`"), "{e:?}");
     }
 
     #[test]
