@@ -12,9 +12,9 @@ use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
 use loadgate_results::{
-    new_histogram, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats, LatencySummary, LoadSummary,
-    Problem, RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint, TlsStats, Validity,
-    WorkerStats,
+    new_histogram, value_at_percentile, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats,
+    LatencySummary, LoadSummary, Problem, RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint,
+    TlsStats, Validity, WorkerStats,
 };
 
 use crate::opening::{LiveOpening, OpeningCounts};
@@ -509,7 +509,7 @@ fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64,
     let (p50, p99, max) = if s.latency.is_empty() {
         (0, 0, 0)
     } else {
-        (s.latency.value_at_quantile(0.5), s.latency.value_at_quantile(0.99), s.latency.max())
+        (value_at_percentile(&s.latency, 50.0), value_at_percentile(&s.latency, 99.0), s.latency.max())
     };
     TimelinePoint {
         t,
@@ -524,7 +524,7 @@ fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64,
         connections_open: s.connections_open,
         users_active: users.then_some(s.in_flight),
         in_flight: (!users).then_some(s.in_flight),
-        service_p50_us: (!s.service_time.is_empty()).then(|| s.service_time.value_at_quantile(0.5)),
+        service_p50_us: (!s.service_time.is_empty()).then(|| value_at_percentile(&s.service_time, 50.0)),
     }
 }
 

@@ -42,7 +42,7 @@ fn measure(metric: &str, r: &Repetition) -> Option<f64> {
         m => {
             let p: f64 = m.strip_prefix('p')?.parse().ok()?;
             (!r.histograms.latency.is_empty() && (0.0..=100.0).contains(&p))
-                .then(|| r.histograms.latency.value_at_quantile(p / 100.0) as f64)
+                .then(|| loadgate_results::value_at_percentile(&r.histograms.latency, p) as f64)
         }
     }
 }

@@ -374,7 +374,7 @@ fn wrk_units(us: u64) -> String {
 pub fn wrk_latency_distribution(s: &ScenarioResult) -> String {
     let mut out = String::from("  Latency Distribution\n");
     for p in [50.0, 75.0, 90.0, 99.0] {
-        let v = s.histograms.latency.value_at_quantile(p / 100.0);
+        let v = loadgate_results::value_at_percentile(&s.histograms.latency, p);
         let _ = writeln!(out, "{p:>7.0}%{}", wrk_units(v));
     }
     out
@@ -385,7 +385,7 @@ pub fn wrk_latency_distribution(s: &ScenarioResult) -> String {
 fn wrk2_block(h: &hdrhistogram::Histogram<u64>, description: &str) -> String {
     let mut out = format!("  Latency Distribution (HdrHistogram - {description})\n");
     for p in [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0] {
-        let v = h.value_at_quantile(p / 100.0);
+        let v = loadgate_results::value_at_percentile(h, p);
         let _ = writeln!(out, "{p:>7.3}%{}", wrk_units(v));
     }
     out.push_str("\n  Detailed Percentile spectrum:\n");

@@ -69,7 +69,7 @@ pub fn step_record(
     reasons: Vec<String>,
 ) -> CapacityStep {
     let h = &result.histograms.latency;
-    let percentile = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q));
+    let percentile = |q: f64| (!h.is_empty()).then(|| crate::value_at_percentile(h, q * 100.0));
     CapacityStep {
         step,
         stage,

@@ -117,4 +117,35 @@ mod tests {
         assert_eq!(back.len(), 5);
         assert_eq!(back.max(), h.max());
     }
+
+    #[test]
+    fn percentiles_take_the_nearest_rank_exactly() {
+        // 1..=1000 us: p99.9 is the 999th value, not the maximum (99.9 / 100 * 1000 is 999.0000000000001 in f64).
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v).unwrap();
+        }
+        assert_eq!(value_at_percentile(&h, 99.9), 999);
+        assert_eq!(value_at_percentile(&h, 99.0), 990);
+        assert_eq!(value_at_percentile(&h, 50.0), 500);
+        assert_eq!(value_at_percentile(&h, 99.95), 1000, "rank ceil(999.5) = 1000");
+        assert_eq!(value_at_percentile(&h, 0.0), 1, "rank at least 1");
+        assert_eq!(value_at_percentile(&h, 100.0), 1000);
+        let s = LatencySummary::from_histogram(&h);
+        assert_eq!(s.percentiles["p99.9"], 999);
+        for (p, n, rank) in
+            [(99.9, 4000, 3996), (99.99, 10_000, 9999), (99.9, 10_000, 9990), (50.0, 3, 2), (99.0, 7, 7)]
+        {
+            assert_eq!(nearest_rank(p, n), rank, "p{p} of {n}");
+        }
+        // Every percentile with up to two decimals, over counts up to 2,000: the rank is ceil(p * n / 100) computed in
+        // integers.
+        for hundredths in 0..=10_000u64 {
+            for n in (1..=2000u64).step_by(37) {
+                let exact = (hundredths * n).div_ceil(10_000).max(1);
+                assert_eq!(nearest_rank(hundredths as f64 / 100.0, n), exact, "p{} of {n}", hundredths as f64 / 100.0);
+            }
+        }
+        assert_eq!(value_at_percentile(&new_histogram(), 99.0), 0);
+    }
 }

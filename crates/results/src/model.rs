@@ -937,6 +937,34 @@ pub struct ByteCounts {
     pub written: u64,
 }
 
+/// The `p`-th percentile (0-100) of a histogram, nearest-rank: the value of rank `ceil(p/100 * N)` (at least 1), the
+/// highest value of its bucket. The rank is computed so that a product the decimal percentile makes whole (99.9% of
+/// 1,000 values is rank 999) stays whole: `99.9 / 100` is `0.9990000000000001` in binary, and HdrHistogram's
+/// `value_at_quantile(0.999)` would take rank 1,000, the maximum. (Java's HdrHistogram steps the percentile down by
+/// one unit in the last place for the same reason.)
+pub fn value_at_percentile(h: &Histogram<u64>, p: f64) -> u64 {
+    let n = h.len();
+    if n == 0 {
+        return 0;
+    }
+    h.value_at_quantile(quantile_of_rank(nearest_rank(p, n), n))
+}
+
+/// The nearest rank (1..=n) of the `p`-th percentile (0-100) of `n` values: `ceil(p/100 * n)`, a product within a
+/// few units in the last place of a whole number taken as that number.
+pub fn nearest_rank(p: f64, n: u64) -> u64 {
+    let x = p.clamp(0.0, 100.0) / 100.0 * n as f64;
+    let whole = x.round();
+    let rank = if (x - whole).abs() <= 1e-9 * whole.max(1.0) { whole } else { x.ceil() };
+    (rank as u64).clamp(1, n.max(1))
+}
+
+/// The quantile HdrHistogram's `value_at_quantile` turns back into exactly `rank` of `n` (half a rank below it, so
+/// no rounding of the product moves it across a whole number).
+fn quantile_of_rank(rank: u64, n: u64) -> f64 {
+    ((rank as f64 - 0.5) / n as f64).clamp(0.0, 1.0)
+}
+
 /// Summary statistics of a histogram, in microseconds. Percentiles are nearest-rank: the p-th of N values is the
 /// value of rank `ceil(p/100 * N)` (at least 1) in sorted order, reported as the highest value of its histogram
 /// bucket (3 significant digits), as HdrHistogram's Rust and Java libraries and wrk2 compute them (Python's
@@ -1304,7 +1332,7 @@ impl LatencySummary {
             max_us: h.max(),
             percentiles: SUMMARY_PERCENTILES
                 .iter()
-                .map(|(name, q)| ((*name).to_owned(), h.value_at_quantile(q / 100.0)))
+                .map(|(name, q)| ((*name).to_owned(), value_at_percentile(h, *q)))
                 .collect(),
         }
     }

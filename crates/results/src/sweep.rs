@@ -462,7 +462,7 @@ mod tests {
             ],
         );
         assert!(!v[0].passed, "{v:#?}");
-        let p99 = |i: usize| r.scenarios[i].histograms.latency.value_at_quantile(0.99) as f64;
+        let p99 = |i: usize| crate::value_at_percentile(&r.scenarios[i].histograms.latency, 99.0) as f64;
         assert_eq!(v[0].observed, Some(p99(2)));
         assert!((v[0].threshold_value - 3.0 * p99(0)).abs() < 1e-9);
         assert!(v[0].note.as_deref().unwrap().starts_with("p99 at connections=8 was"), "{v:#?}");

@@ -86,11 +86,11 @@ fn measure_parts(
     errors: &ErrorCounts,
 ) -> Option<f64> {
     match metric {
-        Metric::Percentile(p) => (!h.is_empty()).then(|| h.value_at_quantile(p / 100.0) as f64),
+        Metric::Percentile(p) => (!h.is_empty()).then(|| crate::value_at_percentile(h, p) as f64),
         Metric::Max => (!h.is_empty()).then(|| h.max() as f64),
         Metric::Mean => (!h.is_empty()).then(|| h.mean()),
         Metric::ConnectPercentile(p) => {
-            connect.filter(|c| !c.is_empty()).map(|c| c.value_at_quantile(p / 100.0) as f64)
+            connect.filter(|c| !c.is_empty()).map(|c| crate::value_at_percentile(c, p) as f64)
         }
         Metric::ConnectMax => connect.filter(|c| !c.is_empty()).map(|c| c.max() as f64),
         Metric::ConnectMean => connect.filter(|c| !c.is_empty()).map(|c| c.mean()),

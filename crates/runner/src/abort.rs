@@ -45,7 +45,7 @@ impl AbortWatch {
             }
             let observed = match (slo.metric, slo.threshold) {
                 (Metric::Percentile(p), Threshold::Latency(_)) => {
-                    self.window_latency(|h| h.value_at_quantile(p / 100.0))
+                    self.window_latency(|h| loadgate_results::value_at_percentile(h, p))
                 }
                 (Metric::Max, Threshold::Latency(_)) => self.window_latency(|h| h.max()),
                 (Metric::Mean, Threshold::Latency(_)) => self.window_latency(|h| h.mean() as u64),
