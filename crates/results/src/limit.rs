@@ -10,19 +10,24 @@
 //!    without keep-alive) filled at least [`CONNECTIONS_BUSY`] (80%) of the connections' time. An open load sends
 //!    a request only on a free connection, so with every connection busy the rate cannot exceed connections /
 //!    service time. Then:
-//!    - **target** when the target got slower or failed as the load went on, or ran out of CPU: the median
-//!      service time of the phase's later half more than [`SERVICE_RISE`] (1.5x, and 200 us or more) that of
-//!      its first second; or errors and non-2xx answers above 1% of the later half and more than twice the
-//!      earlier half's; or the target's CPU (when loadgate started it) at 90% or more of the CPUs it may use;
+//!    - **target** when the target got slower or failed as the load went on, queued the requests, or ran out of
+//!      CPU: the median service time of the phase's later half more than [`SERVICE_RISE`] (1.5x, and 200 us or
+//!      more) that of its first second; or the phase's median service time [`QUEUED`] (4x, and 1 ms or more)
+//!      its fastest, the time requests waited in the target's own queue (a target at its capacity fills it
+//!      within milliseconds, before the first second's median is taken, and more connections would only
+//!      lengthen it); or errors and non-2xx answers above 1% of the later half and more than twice the earlier
+//!      half's; or the target's CPU (when loadgate started it) at 90% or more of the CPUs it may use;
 //!    - **plan** otherwise: the target kept its service time, the spec's connection count was too small for the
 //!      rate. The verdict names the connection count that would carry it: target rate x mean service time
 //!      (Little's law), and half again for variation.
 //!
 //!    The connections also count as busy when they were busy over the phase's later half (each second's
 //!    completed requests x its median service time, at least 80% of the connections' time) while the service
-//!    time rose as above: a target whose queue grew within the phase (a rate a little above its capacity) fills
-//!    the connections only in the phase's later part, so the whole phase's share stays low; that is the
-//!    **target**'s limit.
+//!    time rose as above, or busy [`QUEUED_BUSY`] (50%) of the whole phase while the target queued the
+//!    requests: a target whose queue grew within the phase (a rate a little above its capacity) fills the
+//!    connections only in the phase's later part, so the whole phase's share stays low; that is the
+//!    **target**'s limit. (Service times are measured from the request's write to the kernel's receive time of
+//!    its response, so a generator that falls behind does not lengthen them.)
 //! 3. **generator** otherwise: connections were free, the target answered in time, and still the requests were
 //!    not sent (the generator was descheduled, or lagged): the send lag says by how much.
 //!
@@ -38,6 +43,12 @@ pub const GENERATOR_SATURATED: f64 = 0.9;
 pub const CONNECTIONS_BUSY: f64 = 0.8;
 /// The later half's median service time over the first second's: the target slowed down.
 pub const SERVICE_RISE: f64 = 1.5;
+/// The phase's median service time over its fastest (and 1 ms or more above it): requests waited in the target's
+/// queue.
+pub const QUEUED: f64 = 4.0;
+/// With the target queueing, connections busy this share of the phase or more count as busy: they filled as its
+/// queue grew.
+pub const QUEUED_BUSY: f64 = 0.5;
 /// An open load that sent less than this share of its target rate fell short.
 pub const RATE_TOLERANCE: f64 = 0.99;
 
@@ -110,7 +121,10 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
     let rising = service_trend(s)
         .filter(|(first, later)| *later as f64 > SERVICE_RISE * *first as f64 && later.saturating_sub(*first) >= 200);
     let later_busy = later_busy_share(s);
-    if busy < CONNECTIONS_BUSY && !(rising.is_some() && later_busy >= CONNECTIONS_BUSY) {
+    let queued = queued_at_target(s);
+    let filled_as_queue_grew =
+        (rising.is_some() && later_busy >= CONNECTIONS_BUSY) || (queued.is_some() && busy >= QUEUED_BUSY);
+    if busy < CONNECTIONS_BUSY && !filled_as_queue_grew {
         // The one-second marks are left out here: they count a request in flight from the moment the worker takes
         // it until the worker reads its answer, so a worker that falls behind (building requests, descheduled)
         // shows every connection in flight while the target is long done with them.
@@ -125,7 +139,7 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
         evidence.push(send_lag(s));
         return Some(limited(LimitCause::Generator, s, target, achieved, &shortfall, evidence, None));
     }
-    if busy < CONNECTIONS_BUSY {
+    if busy < CONNECTIONS_BUSY && rising.is_some() && later_busy >= CONNECTIONS_BUSY {
         evidence.push(format!(
             "the {} connections were busy {:.0}% of the phase's later half (its completed requests x their median \
              service time), as the target's queue grew",
@@ -148,6 +162,15 @@ pub fn who_limited(s: &ScenarioResult, cx: &LimitContext) -> Option<Limited> {
             "the target's median service time rose from {} in the first second to {} in the later half",
             format::latency(first),
             format::latency(later)
+        ));
+    }
+    if let Some((fastest, median)) = queued {
+        target_evidence.push(format!(
+            "requests waited at the target: its median service time {} is {:.0}x its fastest {} (a target at its \
+             capacity queues them, and more connections would only lengthen the wait)",
+            format::latency(median),
+            median as f64 / fastest.max(1) as f64,
+            format::latency(fastest)
         ));
     }
     if let Some(text) = errors_rising(s) {
@@ -260,6 +283,15 @@ fn later_busy_share(s: &ScenarioResult) -> f64 {
         return 0.0;
     }
     busy / (slots(s) * seconds)
+}
+
+/// The phase's fastest and median service times when the median is [`QUEUED`] times the fastest and 1 ms or more
+/// above it: requests waited in the target's queue.
+fn queued_at_target(s: &ScenarioResult) -> Option<(u64, u64)> {
+    let median = *s.service_time.percentiles.get("p50")?;
+    let fastest = s.service_time.min_us;
+    (s.service_time.count > 0 && median as f64 >= QUEUED * fastest as f64 && median.saturating_sub(fastest) >= 1000)
+        .then_some((fastest, median))
 }
 
 /// The first full second's median service time and the median of the later half's seconds.
@@ -418,6 +450,40 @@ mod tests {
         for p in &mut s.timeline {
             p.service_p50_us = Some(30_000);
         }
+        assert_eq!(who_limited(&s, &LimitContext::default()).unwrap().cause, LimitCause::Generator);
+    }
+
+    #[test]
+    fn a_target_that_queues_the_requests_is_the_targets_limit() {
+        // A target serving 4 requests at once, 20 ms each (200/s), asked 1,000/s on 64 connections: its queue is
+        // full within milliseconds, so every second's median is already high (no rise), and its median service
+        // time is 16x its fastest.
+        let mut s = open(1000.0, 196.0, 64, 320.0, 0.03);
+        s.service_time = LatencySummary::from_histogram(&exponential_histogram(2000, 20_000.0, 430_000.0));
+        let l = who_limited(&s, &LimitContext::default()).unwrap();
+        assert_eq!(l.cause, LimitCause::Target, "{l:#?}");
+        assert!(l.message.contains("requests waited at the target: its median service time"), "{}", l.message);
+        assert!(l.message.contains("x its fastest 20."), "{}", l.message);
+
+        // A one-second capacity step at 250/s on 32 connections: they filled as the queue grew (72% busy over the
+        // phase), the worker idle. The target's limit, not the generator's.
+        let mut s = open(250.0, 200.0, 32, 115.0, 0.03);
+        s.duration = 1.0;
+        s.requests.completed = 200;
+        s.service_time = LatencySummary::from_histogram(&exponential_histogram(1000, 20_000.0, 95_000.0));
+        s.timeline.truncate(1);
+        assert!(
+            (0.5..0.8).contains(&busy_share(&s, &LimitContext::default())),
+            "{}",
+            busy_share(&s, &LimitContext::default())
+        );
+        let l = who_limited(&s, &LimitContext::default()).unwrap();
+        assert_eq!(l.cause, LimitCause::Target, "{l:#?}");
+
+        // Free connections (a fifth busy) with the same queueing: the requests were not sent, the generator's.
+        let mut s = open(1000.0, 40.0, 64, 320.0, 0.03);
+        s.service_time = LatencySummary::from_histogram(&exponential_histogram(1000, 20_000.0, 430_000.0));
+        s.requests.completed = 400;
         assert_eq!(who_limited(&s, &LimitContext::default()).unwrap().cause, LimitCause::Generator);
     }
 
