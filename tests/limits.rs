@@ -204,6 +204,37 @@ scenarios:
     assert!(stdout.contains("Connect time: p50 "), "{stdout}");
 }
 
+#[test]
+fn a_target_at_its_capacity_is_the_targets_limit_not_the_plans_or_the_generators() {
+    let _machine = one_at_a_time();
+    // 100 requests/s at most, asked 400/s on 64 connections: the requests queue at the target within the first
+    // requests (so no second's median is low), the connections fill, and more of them would only lengthen the
+    // queue. A valid result about the target, never "needs N connections" or an invalid measurement.
+    let port = fixed_capacity_server(100);
+    let yaml = format!(
+        r#"
+version: 1
+name: e2e-target-limited
+target: {{ base_url: "http://127.0.0.1:{port}" }}
+scenarios:
+  api:
+    request: {{ path: / }}
+    timeout: 10s
+    load: {{ open: {{ rate: 400/s, duration: 2s, connections: 64 }} }}
+"#
+    );
+    let (_dir, out, r) = run_spec(&yaml, "e2e-target-limited");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "a target-limited result is valid:\n{stdout}\n{}", text(&out.stderr));
+    let s = &r["scenarios"][0];
+    assert_eq!(s["validity"]["valid"], true, "{:#}", s["validity"]);
+    let limited = &s["limited_by"];
+    assert_eq!(limited["cause"], "target", "{limited:#}");
+    let message = limited["message"].as_str().unwrap();
+    assert!(message.contains("requests waited at the target"), "{message}");
+    assert!(limited["connections_needed"].is_null(), "{limited:#}");
+}
+
 /// A spec whose one scenario asks one generator worker for a million requests a second, each with a fresh
 /// 64 KiB random body: more than any worker can send (see the generator-limited test below). `gating` is a
 /// top-level block (or empty), `load` the open load's keys besides its rate.
