@@ -164,16 +164,6 @@ fn is_url(arg: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
-/// A URL as it may be shown: `user:password@` replaced by `***@`.
-fn without_userinfo(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
-}
-
 /// The specs of `loadgate run`: files, or one built from wrk-style flags and a URL (`--url`, or the one
 /// positional argument, wrk's order). Says which it took.
 fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
@@ -232,23 +222,21 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
         ..args.flags.to_flag_run()
     };
     let yaml = loadgate_import::spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
+    // The credential headers of the spec (given with -H, or made of the URL's `user:password@`) are secret in the
+    // printout and in the spec's errors, which quote its lines, as everywhere else.
+    let credentials = loadgate_model::secrets::Redactor::new(loadgate_import::flag_credentials(&flags), []);
     if args.flags.print_spec {
-        // Credential headers given with -H are secret in the printout too.
-        let credentials = args.flags.headers.iter().filter_map(|h| h.split_once(':'));
-        let credentials = credentials
-            .filter(|(k, _)| loadgate_model::secrets::is_credential_header(k.trim(), &[]))
-            .map(|(_, v)| v.trim().to_owned());
-        out.data(&loadgate_model::secrets::Redactor::new(credentials, []).scrub(&yaml));
+        out.data(&credentials.scrub(&yaml));
         return Ok(Vec::new());
     }
     let file = "(command line)".to_owned();
     let spec = loadgate_spec::load_str(&file, &yaml, &args.vars.load_options()).map_err(|e| {
-        out.error(&e.render());
+        out.error(&credentials.scrub(&e.render()));
         Exit::InvalidInput
     })?;
     out.info(&format!(
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
-        spec.secrets.scrub(&without_userinfo(&url))
+        spec.secrets.scrub(&loadgate_import::without_userinfo(&url))
     ));
     // Located in that spec (a flag with no effect, such as `--streams` without `--http2`).
     for w in &spec.warnings {
@@ -321,7 +309,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         // What `loadgate repro` needs to rebuild this plan, kept in results.json.
         let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;
-        run_overrides(&args).apply(&mut spec);
+        run_overrides(&args).apply(&mut spec).map_err(fail(out, Exit::InvalidInput))?;
         let mut plan = loadgate_plan::compile(&spec);
         let shard = match &sync {
             Some(ShardSync::Slice(slice, start)) => {

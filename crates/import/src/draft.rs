@@ -62,6 +62,10 @@ pub(crate) struct Draft {
     pub http2: bool,
     pub streams: u32,
     pub notes: Vec<String>,
+    /// Credentials typed on the command line (`-A user:password`, a URL's `user:password@`): sent base64-encoded
+    /// in a Basic `Authorization` header, so the secrets scrubber, which knows the header's value, would not find
+    /// them in the command line the spec's first comment quotes. They are written there as `***`.
+    pub credentials: Vec<String>,
 }
 
 impl Draft {
@@ -70,6 +74,26 @@ impl Draft {
         if !self.notes.contains(&text) {
             self.notes.push(text);
         }
+    }
+
+    /// Sends `user:password` as a Basic `Authorization` header, and keeps it out of the quoted command line.
+    pub fn set_basic_auth(&mut self, user_pass: &str) {
+        self.set_header("Authorization", &crate::flags::basic_auth(user_pass));
+        if !user_pass.is_empty() && !self.credentials.iter().any(|c| c == user_pass) {
+            self.credentials.push(user_pass.to_owned());
+        }
+    }
+
+    /// The command line as the spec quotes it: one line, the credentials typed on it written as `***`.
+    fn quoted_command_line(&self) -> String {
+        let mut line = one_line(self.command_line.trim());
+        // The longest first, so that a credential containing another is replaced whole.
+        let mut credentials: Vec<&String> = self.credentials.iter().collect();
+        credentials.sort_by_key(|c| std::cmp::Reverse(c.len()));
+        for c in credentials {
+            line = line.replace(c.as_str(), "***");
+        }
+        line
     }
 
     /// Adds a header, replacing an earlier one of the same name (HTTP names ignore case).
@@ -108,7 +132,7 @@ impl Draft {
         let mut y = String::new();
         let tool = self.tool;
         let _ = writeln!(y, "# yaml-language-server: $schema={SCHEMA_URL}");
-        let _ = writeln!(y, "# imported from: {}", one_line(self.command_line.trim()));
+        let _ = writeln!(y, "# imported from: {}", self.quoted_command_line());
         if !self.notes.is_empty() {
             let _ = writeln!(y, "#\n# Not carried over, or carried over differently:");
             for n in &self.notes {

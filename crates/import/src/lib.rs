@@ -60,7 +60,7 @@ mod values;
 use std::fmt;
 
 pub use draft::SCHEMA_URL;
-pub use flags::{spec_from_flags, FlagRun};
+pub use flags::{flag_credentials, spec_from_flags, without_userinfo, FlagRun};
 
 /// The load generator a command line runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,8 +7,6 @@
 //! total, no timeout), apigee/apib's usage (concurrency 1, 60 s) and nghttp2's `doc/h2load.1.rst` (1 request,
 //! 1 client, 1 thread, 1 stream per connection, HTTP/2 unless `--h1`, `--rps` per client, no timeout).
 
-use base64::Engine as _;
-
 use crate::args::{self, flag, value, Given, Opt, Parsed, Style};
 use crate::draft::{Draft, Load, Stop, Val};
 use crate::values::{self, Dur, TargetUrl};
@@ -109,12 +107,13 @@ fn start(tool: Tool, url: TargetUrl, command_line: &str, load: Load) -> Draft {
         http2: false,
         streams: 1,
         notes: Vec::new(),
+        credentials: Vec::new(),
     };
     if let Some(f) = d.url.fragment.take() {
         d.note(format!("the URL fragment `#{f}` is dropped (clients never send it)"));
     }
     if let Some(user) = d.url.userinfo.take() {
-        d.set_header("Authorization", &basic(&user));
+        d.set_basic_auth(&user);
         d.note("the credentials in the URL are sent as a Basic `Authorization` header");
     }
     d
@@ -123,10 +122,6 @@ fn start(tool: Tool, url: TargetUrl, command_line: &str, load: Load) -> Draft {
 fn url(tool: Tool, positional: Option<&String>) -> Result<TargetUrl, ImportError> {
     let Some(text) = positional else { return Err(ImportError::MissingUrl { tool }) };
     values::parse_url(text).map_err(|reason| ImportError::BadUrl { tool, url: text.clone(), reason })
-}
-
-fn basic(user_pass: &str) -> String {
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(user_pass))
 }
 
 fn headers(tool: Tool, d: &mut Draft, p: &Parsed, key: &str) -> Result<(), ImportError> {
@@ -465,7 +460,7 @@ fn ab(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         if !text(g).contains(':') {
             return Err(bad(tool, g, "`user:password`"));
         }
-        d.set_header("Authorization", &basic(text(g)));
+        d.set_basic_auth(text(g));
     }
     headers(tool, &mut d, p, "H")?;
     for (key, what) in [
@@ -609,7 +604,7 @@ fn hey(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         if !text(g).contains(':') {
             return Err(bad(tool, g, "`user:password`"));
         }
-        d.set_header("Authorization", &basic(text(g)));
+        d.set_basic_auth(text(g));
     }
     header_value(tool, &mut d, p, "host", "Host")?;
     if let Some(g) = p.last("U") {
@@ -790,7 +785,7 @@ fn oha(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         if p.has("aws-sigv4") {
             d.note("AWS SigV4 signing (`--aws-sigv4`) is not carried over");
         } else {
-            d.set_header("Authorization", &basic(text(g)));
+            d.set_basic_auth(text(g));
         }
     }
     header_value(tool, &mut d, p, "host", "Host")?;
