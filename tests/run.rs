@@ -1266,3 +1266,63 @@ fn pinning_within_affinity_maps_the_specs_cpus_onto_the_allowed_ones() {
     assert_eq!(pinning["cpu_map"], serde_json::json!([{ "spec": 4000, "cpu": first }]));
     assert_eq!(pinning["target_requested"], "0-4095");
 }
+
+#[test]
+fn an_interrupted_run_is_a_junit_error_and_an_error_annotation_on_github_actions() {
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-interrupted
+target: { builtin: plaintext }
+scenarios:
+  first:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 30s } }
+    slo: [p99 < 10s]
+  second:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 300ms } }
+    slo: [p99 < 10s]
+"#,
+    );
+    let out_dir = dir.path().join("out");
+    let child = command(&["run", path.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .env("GITHUB_ACTIONS", "true")
+        .env_remove("LOADGATE_ANNOTATIONS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the target is up and load is flowing, then interrupt the first scenario.
+    std::thread::sleep(Duration::from_millis(1500));
+    send_signal(child.id(), SIGINT);
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    let run_dir = out_dir.join("e2e-interrupted");
+
+    let junit = std::fs::read_to_string(run_dir.join("junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(suite.attribute("errors"), Some("1"), "{junit}");
+    let case = |name: &str| {
+        doc.descendants()
+            .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some(name))
+            .unwrap_or_else(|| panic!("no testcase {name}:\n{junit}"))
+    };
+    let error = case("e2e-interrupted: run").children().find(|n| n.has_tag_name("error")).expect("an error testcase");
+    assert_eq!(error.attribute("type"), Some("incomplete"));
+    assert!(error.attribute("message").unwrap().contains("interrupted"), "{junit}");
+    assert!(case("second: not run").children().any(|n| n.has_tag_name("skipped")), "{junit}");
+
+    let errors: Vec<&str> = stdout.lines().filter(|l| l.starts_with("::error ")).collect();
+    assert_eq!(errors.len(), 1, "{stdout}");
+    assert!(
+        errors[0].contains("title=loadgate e2e-interrupted%3A the run did not finish (interrupted)::"),
+        "{}",
+        errors[0]
+    );
+
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(md.starts_with("## ⚠️ e2e-interrupted: incomplete\n\nThe run is incomplete:"), "{md}");
+}

@@ -1,9 +1,10 @@
 //! GitHub Actions annotations: the workflow commands (`::error title=...::message`) that make a failed SLO show
 //! on the run's summary page and in the pull request, printed by `loadgate run` on GitHub Actions.
 //!
-//! One `::error` per failed SLO of a gated instance, per gated instance that is invalid as a measurement, and per
-//! reason a run could not be carried out; one `::warning` per INCONCLUSIVE check. Each names the spec file
-//! (`file=`) when the spec came from one, so GitHub attaches it to that file.
+//! One `::error` per failed SLO of a gated instance, per gated instance that is invalid as a measurement, per
+//! reason a run could not be carried out, and one for a run that did not finish (interrupted); one `::warning`
+//! per INCONCLUSIVE check. Each names the spec file (`file=`) when the spec came from one, so GitHub attaches it
+//! to that file.
 
 use loadgate_results::{OutcomeStatus, RunResults, StatisticalStatus};
 
@@ -49,10 +50,27 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
             ));
         }
     }
-    if results.outcome.status == OutcomeStatus::RunFailed {
-        for reason in &results.outcome.reasons {
-            lines.push(command("error", format!("loadgate {spec}: the run could not be carried out"), reason.clone()));
+    match results.outcome.status {
+        OutcomeStatus::RunFailed => {
+            for reason in &results.outcome.reasons {
+                lines.push(command(
+                    "error",
+                    format!("loadgate {spec}: the run could not be carried out"),
+                    reason.clone(),
+                ));
+            }
         }
+        // The reasons are ordered by precedence, so an incomplete run's first one is why it did not finish.
+        OutcomeStatus::Incomplete => lines.push(command(
+            "error",
+            format!("loadgate {spec}: the run did not finish (interrupted)"),
+            format!(
+                "{}; the results cover the phases that ran, and the run exits {}",
+                results.outcome.reasons.first().map_or("the run did not finish", String::as_str),
+                results.outcome.exit_code
+            ),
+        )),
+        _ => {}
     }
     lines
 }

@@ -18,6 +18,10 @@
 //! - every instance the run never reached (it stopped on an `abort_on_fail` SLO, Ctrl-C or the target's death)
 //!   is a skipped testcase `<name>: not run` whose message says why, so CI tells it from an instance that does
 //!   not exist.
+//! - a run that exits 3 gets an error testcase `<spec>: run` whose message is the outcome's reasons:
+//!   `type="run"` when it could not be carried out (the target never became ready, pinning impossible, the
+//!   target exited), `type="incomplete"` when it did not finish (Ctrl-C), so that neither reads as a green suite
+//!   from the instances that did pass;
 //! - per sweep with sweep SLOs, one testcase per SLO, named `sweep <scenario> over <variable>: <slo>`, failing
 //!   (`type="slo"`) with observed against threshold and the knee's explanation; its time is 0 (the time of the
 //!   load is on the cells' own testcases).
@@ -29,7 +33,7 @@
 
 use std::time::Duration;
 
-use loadgate_results::{RunResults, ScenarioResult, Verdict};
+use loadgate_results::{OutcomeStatus, RunResults, ScenarioResult, Verdict};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::text::text_summary;
@@ -83,15 +87,10 @@ fn suite(run: &RunResults) -> TestSuite {
             suite.add_test_case(case);
         }
     }
-    // A run that could not be carried out (exit 3) is an error of its own, so that a JUnit reader never shows
-    // it as a green suite (with every instance skipped, or none at all).
-    if run.outcome.status == loadgate_results::OutcomeStatus::RunFailed {
-        let reasons = run.outcome.reasons.join("; ");
-        let message = if reasons.is_empty() { "the run could not be carried out".to_owned() } else { reasons };
-        let status = non_success(NonSuccessKind::Error, "run", &message, &message);
-        let mut case = TestCase::new(format!("{}: run", run.spec.name), status);
-        case.set_classname(run.spec.name.as_str());
-        case.set_time(Duration::ZERO);
+    // A run that could not be carried out or was interrupted (exit 3) is an error of its own, so that a JUnit
+    // reader never shows it as a green suite (with every instance skipped, passing on the phases that ran, or
+    // none at all).
+    if let Some(case) = run_case(run) {
         suite.add_test_case(case);
     }
     for n in &run.not_run {
@@ -109,6 +108,37 @@ fn suite(run: &RunResults) -> TestSuite {
     }
     suite.set_time(time);
     suite
+}
+
+/// The error testcase `<spec>: run` of a run that exits 3: `type="run"` when it could not be carried out,
+/// `type="incomplete"` when it did not finish (interrupted by Ctrl-C), its message the outcome's reasons.
+fn run_case(run: &RunResults) -> Option<TestCase> {
+    let (kind, fallback) = match run.outcome.status {
+        OutcomeStatus::RunFailed => ("run", "the run could not be carried out"),
+        OutcomeStatus::Incomplete => ("incomplete", "the run did not finish (interrupted)"),
+        _ => return None,
+    };
+    let reasons = run.outcome.reasons.join("; ");
+    let message = if reasons.is_empty() { fallback.to_owned() } else { reasons };
+    let mut description = message.clone();
+    if run.outcome.status == OutcomeStatus::Incomplete {
+        description.push_str(&format!(
+            "\nthe run did not finish (exit {}): the results cover the phases that ran{}",
+            run.outcome.exit_code,
+            match run.not_run.len() {
+                0 => String::new(),
+                1 => "; 1 scenario instance was not run".to_owned(),
+                n => format!("; {n} scenario instances were not run"),
+            }
+        ));
+    }
+    let mut case = TestCase::new(
+        format!("{}: run", run.spec.name),
+        non_success(NonSuccessKind::Error, kind, &message, &description),
+    );
+    case.set_classname(run.spec.name.as_str());
+    case.set_time(Duration::ZERO);
+    Some(case)
 }
 
 /// One testcase per sweep SLO: `sweep connection-sweep over connections: collapse >= 256`.

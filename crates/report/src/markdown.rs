@@ -404,7 +404,14 @@ impl View {
                 if failed > 0 { format!(" {failed} of {evaluated} gated SLOs failed as well.") } else { String::new() }
             ),
             OutcomeStatus::RunFailed => "The run could not be carried out.".to_owned(),
-            OutcomeStatus::Incomplete => "The run did not finish: the results cover the phases that ran.".to_owned(),
+            OutcomeStatus::Incomplete => format!(
+                "The run is incomplete: it did not finish (interrupted), so the results cover only the phases that ran{}.",
+                match r.not_run.len() {
+                    0 => String::new(),
+                    1 => "; 1 scenario instance was not run".to_owned(),
+                    n => format!("; {n} scenario instances were not run"),
+                }
+            ),
             OutcomeStatus::Inconclusive => {
                 let inconclusive = gated
                     .iter()

@@ -495,3 +495,81 @@ fn http2_figures_reach_every_report() {
     let plain = markdown(&sample_run(), None).unwrap();
     assert!(!plain.contains("HTTP/2"), "an HTTP/1.1 run shows no HTTP/2 table");
 }
+
+/// The testcases of a JUnit document: (name, the tag of its non-success child or `""`, that child's `type`, its
+/// `message`).
+fn junit_cases(xml: &str) -> Vec<(String, String, String, String)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|c| {
+            let outcome = c.children().find(|n| ["failure", "error", "skipped"].iter().any(|t| n.has_tag_name(*t)));
+            let get = |a: &str| outcome.and_then(|o| o.attribute(a)).unwrap_or_default().to_owned();
+            let tag = outcome.map(|o| o.tag_name().name().to_owned()).unwrap_or_default();
+            (attr(c, "name").to_owned(), tag, get("type"), get("message"))
+        })
+        .collect()
+}
+
+/// An interrupted run (Ctrl-C: it never finished, exit 3) is red in JUnit, on GitHub and in the Markdown, even
+/// when every SLO of the phases that ran held.
+#[test]
+fn an_interrupted_run_is_an_error_in_junit_an_annotation_and_an_incomplete_headline() {
+    let mut r = run();
+    r.scenarios.retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    let last = r.scenarios.pop().unwrap();
+    r.scenarios.last_mut().unwrap().aborted = Some("interrupted (Ctrl-C)".to_owned());
+    r.not_run.push(loadgate_results::NotRun {
+        index: last.index,
+        name: last.name.clone(),
+        scenario: last.scenario.clone(),
+        gate: true,
+        reason: "the run was interrupted (Ctrl-C)".to_owned(),
+    });
+    r.finished_at = None;
+    r.outcome = outcome(&r);
+    assert_eq!(r.outcome.status, loadgate_results::OutcomeStatus::Incomplete, "{:?}", r.outcome);
+    assert_eq!(r.outcome.exit_code, 3);
+
+    let xml = junit(&r).unwrap();
+    let cases = junit_cases(&xml);
+    let run_case = cases.iter().find(|c| c.0 == "tfb-plaintext: run").unwrap_or_else(|| panic!("{xml}"));
+    assert_eq!((run_case.1.as_str(), run_case.2.as_str()), ("error", "incomplete"), "{xml}");
+    assert!(run_case.3.contains("did not finish") && run_case.3.contains("interrupted (Ctrl-C)"), "{}", run_case.3);
+    assert_eq!(cases.iter().filter(|c| c.1 == "error").count(), 1, "{xml}");
+    let not_run = cases.iter().find(|c| c.0 == format!("{}: not run", last.name)).unwrap();
+    assert_eq!(not_run.1, "skipped");
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(attr(suite, "errors"), "1");
+    assert_eq!(attr(doc.root_element(), "errors"), "1");
+
+    let lines = github_annotations(&r);
+    let errors: Vec<&String> = lines.iter().filter(|l| l.starts_with("::error ")).collect();
+    assert_eq!(errors.len(), 1, "{lines:?}");
+    assert!(
+        errors[0].contains("title=loadgate tfb-plaintext%3A the run did not finish (interrupted)::"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].contains("interrupted (Ctrl-C)"), "{}", errors[0]);
+
+    let md = markdown(&r, None).unwrap();
+    let mut lines = md.lines();
+    assert_eq!(lines.next(), Some("## ⚠️ tfb-plaintext: incomplete"));
+    assert_eq!(lines.nth(1).unwrap_or_default(), "The run is incomplete: it did not finish (interrupted), so the results cover only the phases that ran; 1 scenario instance was not run.");
+}
+
+/// A run that could not be carried out keeps its error testcase, typed `run`.
+#[test]
+fn a_run_that_could_not_be_carried_out_is_a_run_error() {
+    let mut r = run();
+    r.outcome = loadgate_results::Outcome::run_failed(vec!["the target never became ready".to_owned()]);
+    let cases = junit_cases(&junit(&r).unwrap());
+    let run_case = cases.iter().find(|c| c.0 == "tfb-plaintext: run").unwrap();
+    assert_eq!((run_case.1.as_str(), run_case.2.as_str()), ("error", "run"));
+    assert_eq!(run_case.3, "the target never became ready");
+    assert!(github_annotations(&r)
+        .iter()
+        .any(|l| l.contains("the run could not be carried out::the target never became ready")));
+}
