@@ -371,6 +371,12 @@ fn the_man_page_is_roff_generated_from_the_command_line() {
     }
     let run = std::fs::read_to_string(dir.path().join("loadgate-run.1")).unwrap();
     assert!(run.contains("u_latency") && run.contains("annotations"), "run's page lists its flags");
+    // Every page loadgate.1 names is written.
+    let main = std::fs::read_to_string(dir.path().join("loadgate.1")).unwrap();
+    for named in main.split("loadgate\\-").skip(1).filter_map(|rest| rest.split_once("(1)")).map(|(n, _)| n) {
+        assert!(dir.path().join(format!("loadgate-{named}.1")).exists(), "loadgate.1 names loadgate-{named}(1)");
+    }
+    assert!(!main.contains("loadgate\\-help(1)"), "{main}");
     if Command::new("man").arg("--version").output().is_ok_and(|o| o.status.success()) {
         let rendered = Command::new("man").args(["-l", "-P", "cat"]).arg(dir.path().join("loadgate-run.1")).output();
         if let Ok(o) = rendered {

@@ -1326,3 +1326,52 @@ scenarios:
     let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
     assert!(md.starts_with("## ⚠️ e2e-interrupted: incomplete\n\nThe run is incomplete:"), "{md}");
 }
+
+/// The secrets that reached files through other routes: a started target's own logs (its command line, the
+/// request lines it prints), a query string (percent-encoded), report.html (HTML-escaped, `/` as `&#x2f;`) and
+/// the terminal's "starting the target" line.
+#[test]
+fn secrets_stay_out_of_target_logs_encoded_queries_and_escaped_html() {
+    const SECRET: &str = "Zq9/Xy+PwK&L";
+    let port = free_port();
+    let (dir, path) = spec(&format!(
+        r#"
+version: 1
+name: e2e-secrets-routes
+vars:
+  token: ""
+description: "top {{{{ token }}}}"
+target:
+  base_url: http://127.0.0.1:{port}
+  start:
+    command: [sh, -c, "echo 'started with {{{{ token }}}}' >&2; exec python3 -m http.server {port} --bind 127.0.0.1"]
+    ready: {{ tcp: true, timeout: 10s }}
+scenarios:
+  main:
+    description: "scenario {{{{ token }}}}"
+    request:
+      path: /
+      query: {{ k: "{{{{ token }}}}" }}
+    load: {{ closed: {{ connections: 1, requests: 5 }} }}
+"#
+    ));
+    let out_dir = dir.path().join("out");
+    let secret = format!("token={SECRET}");
+    let out = run(&["run", path.to_str().unwrap(), "-v", "--secret", &secret, "--out", out_dir.to_str().unwrap()]);
+    let printed = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    let encoded = "Zq9%2FXy%2BPwK%26L";
+    let html = "Zq9&#x2f;Xy+PwK&amp;L";
+    for form in [SECRET, encoded, html] {
+        assert!(!printed.contains(form), "{form} was printed:\n{printed}");
+    }
+    let files = files_under(&out_dir);
+    assert!(files.iter().any(|f| f.to_string_lossy().ends_with(".stderr.log")), "{files:?}");
+    for file in files {
+        let content = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        for form in [SECRET, encoded, html] {
+            assert!(!content.contains(form), "{form} reached {}:\n{content}", file.display());
+        }
+    }
+    let log = std::fs::read_to_string(out_dir.join("e2e-secrets-routes/target.stderr.log")).unwrap();
+    assert!(log.contains("started with ***"), "the log is kept, the secret replaced:\n{log}");
+}

@@ -795,7 +795,8 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
 
 /// `loadgate man`: the man page of loadgate (roff) on stdout, or with `--dir` one page per command in DIR.
 fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
-    let cmd = Cli::command();
+    // `loadgate help` is clap's, not a page: loadgate.1 would name a loadgate-help(1) that is never written.
+    let cmd = Cli::command().disable_help_subcommand(true);
     let render = |cmd: clap::Command| -> Result<Vec<u8>, Exit> {
         let mut buf = Vec::new();
         clap_mangen::Man::new(cmd)
@@ -812,7 +813,7 @@ fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
     let mut cmd = cmd;
     cmd.build();
     let mut pages = vec![("loadgate.1".to_owned(), cmd.clone())];
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+    for sub in cmd.get_subcommands() {
         // The page's NAME and SYNOPSIS read `loadgate-run` / `loadgate run`, as git's pages do.
         // clap names commands with 'static strings: a few bytes per page, for a process that ends right after.
         let name: &'static str = format!("loadgate-{}", sub.get_name()).leak();

@@ -1,8 +1,40 @@
 //! Where the binary writes what people read: one place for stdout and stderr.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+use loadgate_model::secrets::Redactor;
 
 use crate::args::ColorChoice;
+
+/// The secret values of every spec loaded so far: whatever the binary prints passes through them (the target's
+/// command line, an instance named after a secret matrix value, a message quoting a request).
+static SECRETS: Mutex<Option<Redactor>> = Mutex::new(None);
+
+/// From now on, `secrets`' values are replaced by `***` in everything printed.
+pub fn keep_secret(secrets: &Redactor) {
+    if secrets.is_empty() {
+        return;
+    }
+    let mut kept = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    let merged = match kept.take() {
+        Some(old) => Redactor::new(
+            old.values().iter().chain(secrets.values()).cloned(),
+            old.vars().iter().chain(secrets.vars()).cloned(),
+        ),
+        None => secrets.clone(),
+    };
+    *kept = Some(merged);
+}
+
+/// `text` with the secrets kept so far replaced.
+pub fn scrub(text: &str) -> Cow<'_, str> {
+    match SECRETS.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Some(r) => Cow::Owned(r.scrub(text)),
+        None => Cow::Borrowed(text),
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -23,6 +55,7 @@ impl Output {
 
     /// A document on stdout (results.json for `run --json`): never mixed with anything else.
     pub fn document(&self, text: &str) {
+        let text = scrub(text);
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         if !text.ends_with('\n') {
@@ -54,6 +87,7 @@ impl Output {
         if self.stdout_reserved {
             return self.error(text);
         }
+        let text = scrub(text);
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         if !text.ends_with('\n') {
@@ -71,6 +105,7 @@ impl Output {
 
     /// Errors and warnings, always on stderr.
     pub fn error(&self, text: &str) {
+        let text = scrub(text);
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(text.as_bytes());
         if !text.ends_with('\n') {

@@ -18,7 +18,8 @@ impl Progress {
         if quiet {
             return Progress::Quiet;
         }
-        let tagged = if phase.gate { phase.name.clone() } else { format!("{} (not gated)", phase.name) };
+        let name = crate::output::scrub(&phase.name).into_owned();
+        let tagged = if phase.gate { name } else { format!("{name} (not gated)") };
         if std::io::stderr().is_terminal() {
             let len = phase.duration.map(|d| d.as_std().as_secs().max(1)).unwrap_or(0);
             let bar = if len > 0 { ProgressBar::new(len) } else { ProgressBar::new_spinner() };
@@ -56,7 +57,7 @@ impl Progress {
         match self {
             Progress::Bar(bar) => {
                 bar.set_position(elapsed.as_secs());
-                bar.set_message(msg);
+                bar.set_message(crate::output::scrub(&msg).into_owned());
             }
             Progress::Lines { name } => {
                 let total = phase.duration.map(|d| format!("/{}", d)).unwrap_or_default();
@@ -88,10 +89,10 @@ impl Progress {
         };
         match self {
             Progress::Bar(bar) if done => {
-                bar.println(format!("{} {line}", bar.prefix()));
+                bar.println(crate::output::scrub(&format!("{} {line}", bar.prefix())).into_owned());
                 bar.set_message("");
             }
-            Progress::Bar(bar) => bar.set_message(line),
+            Progress::Bar(bar) => bar.set_message(crate::output::scrub(&line).into_owned()),
             Progress::Lines { name } => eprintln_plain(&format!("{name} {line}")),
             Progress::Quiet => {}
         }
@@ -107,5 +108,5 @@ impl Progress {
 fn eprintln_plain(line: &str) {
     use std::io::Write;
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{line}");
+    let _ = writeln!(err, "{}", crate::output::scrub(line));
 }

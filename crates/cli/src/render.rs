@@ -38,6 +38,7 @@ impl<'a> Renderer<'a> {
         secrets: &'a loadgate_model::secrets::Redactor,
         views: Views,
     ) -> Self {
+        crate::output::keep_secret(secrets);
         Renderer { views, out, secrets, color, verbose, progress: None, ab: false }
     }
 

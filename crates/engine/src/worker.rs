@@ -390,6 +390,8 @@ struct Stats {
     thinking: u64,
     conns_open: u64,
     peak_open: u64,
+    /// The most connections open at once during the current snapshot interval.
+    interval_peak_open: u64,
     /// The most users active at once (in flight + waiting for a connection + thinking): over the phase, and over
     /// the current snapshot interval. Active users only grow when one is acquired, so that is where they count.
     peak_active: u64,
@@ -544,6 +546,7 @@ impl Ctx {
             acquired_unsent: 0,
             thinking: 0,
             conns_open: 0,
+            interval_peak_open: 0,
             peak_open: 0,
             peak_active: 0,
             interval_peak_active: 0,
@@ -757,11 +760,13 @@ impl Ctx {
             errors: c.errors.total() - last.errors.total(),
             non_2xx: c.non_2xx() - last.non_2xx(),
             latency,
-            connections_open: stats.conns_open,
+            // The most open at once in the interval: at its end, the last second's connections are closing.
+            connections_open: stats.interval_peak_open.max(stats.conns_open),
             in_flight: stats.interval_peak_active.max(stats.active()),
             full,
         };
         stats.interval_peak_active = stats.active();
+        stats.interval_peak_open = stats.conns_open;
         *last = c;
         snap
     }
@@ -1086,6 +1091,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     s.c.opened += 1;
                     s.conns_open += 1;
                     s.peak_open = s.peak_open.max(s.conns_open);
+                    s.interval_peak_open = s.interval_peak_open.max(s.conns_open);
                     if !ever_connected {
                         s.slots_connected += 1;
                     }

@@ -85,7 +85,8 @@ impl Redactor {
     }
 }
 
-/// A value as it may appear in text loadgate writes: as is, escaped for JSON, escaped for XML.
+/// A value as it may appear in text loadgate writes: as is, escaped for JSON, for XML, for HTML, and
+/// percent-encoded.
 fn forms(v: &str) -> Vec<String> {
     let mut forms = vec![v.to_owned()];
     let json: String = v
@@ -105,7 +106,29 @@ fn forms(v: &str) -> Vec<String> {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
         .replace('\'', "&apos;");
-    for f in [json, xml] {
+    // As minijinja's HTML escaping writes it (report.html).
+    let html = v
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+        .replace('/', "&#x2f;");
+    // Percent-encoded, as a request's query or path carries it (upper- and lower-case hex).
+    let percent = |upper: bool| {
+        let mut out = String::with_capacity(v.len() * 3);
+        for b in v.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                out.push(b as char);
+            } else if upper {
+                out.push_str(&format!("%{b:02X}"));
+            } else {
+                out.push_str(&format!("%{b:02x}"));
+            }
+        }
+        out
+    };
+    for f in [json, xml, html, percent(true), percent(false)] {
         if !forms.contains(&f) {
             forms.push(f);
         }
@@ -128,6 +151,15 @@ mod tests {
         r.redact_vars(&mut vars);
         assert_eq!(vars["token"], REDACTED);
         assert_eq!(vars["n"], REDACTED, "a whole value that is secret is replaced whatever its length");
+    }
+
+    #[test]
+    fn html_escaped_and_percent_encoded_forms_are_replaced() {
+        let r = Redactor::new(["Zq9/Xy+Pw=K&L<M'".to_owned()], []);
+        assert_eq!(r.scrub("GET /p?k=Zq9%2FXy%2BPw%3DK%26L%3CM%27 HTTP/1.1"), "GET /p?k=*** HTTP/1.1");
+        assert_eq!(r.scrub("k=zq9%2fxy%2bpw%3dk%26l%3cm%27"), "k=zq9%2fxy%2bpw%3dk%26l%3cm%27", "case of the value kept");
+        assert_eq!(r.scrub("k=Zq9%2fXy%2bPw%3dK%26L%3cM%27"), "k=***");
+        assert_eq!(r.scrub("<p>top Zq9&#x2f;Xy+Pw=K&amp;L&lt;M&#x27;</p>"), "<p>top ***</p>");
     }
 
     #[test]

@@ -78,7 +78,11 @@ fn row(points: &[TimelinePoint], since: f64) -> TimelineRow {
         let text = format!("{t:.1}");
         text.strip_suffix(".0").map_or_else(|| text.clone(), str::to_owned)
     };
-    let t = if points.len() == 1 { secs(last.t) } else { format!("{}-{}", secs(points[0].t), secs(last.t)) };
+    // Named by its seconds; a drain's few milliseconds joined to the row do not make it another second.
+    let n = points.len();
+    let named = if n >= 2 && last.t - points[n - 2].t < TAIL_JOINS_BELOW_S { &points[..n - 1] } else { points };
+    let (first, end) = (&named[0], &named[named.len() - 1]);
+    let t = if named.len() == 1 { secs(end.t) } else { format!("{}-{}", secs(first.t), secs(end.t)) };
     TimelineRow {
         t,
         throughput: if span > 0.0 { format::rate(completed as f64 / span) } else { "-".to_owned() },
@@ -87,24 +91,33 @@ fn row(points: &[TimelinePoint], since: f64) -> TimelineRow {
         max: worst(|p| p.max_us),
         errors: format::count(points.iter().map(|p| p.errors).sum()),
         non_2xx: format::count(points.iter().map(|p| p.non_2xx).sum()),
-        connections: format::count(last.connections_open),
+        connections: format::count(points.iter().map(|p| p.connections_open).max().unwrap_or(0)),
         users: last.users_active.map_or_else(|| "-".to_owned(), format::count),
     }
 }
 
+/// A last interval shorter than this (the drain after the phase's last full second) joins the row before it: a
+/// few responses over a few milliseconds are not a rate to read.
+const TAIL_JOINS_BELOW_S: f64 = 0.5;
+
 fn table(s: &ScenarioResult) -> TimelineTable {
-    let n = s.timeline.len();
-    let per_row = n.div_ceil(TIMELINE_MAX_ROWS).max(1);
+    let points = &s.timeline;
+    let n = points.len();
+    let tail = n >= 2 && points[n - 1].t - points[n - 2].t < TAIL_JOINS_BELOW_S;
+    let rowed = if tail { n - 1 } else { n };
+    let per_row = rowed.div_ceil(TIMELINE_MAX_ROWS).max(1);
     let mut since = 0.0;
-    let rows = s
-        .timeline
-        .chunks(per_row)
-        .map(|chunk| {
-            let r = row(chunk, since);
-            since = chunk[chunk.len() - 1].t;
-            r
-        })
-        .collect();
+    let mut start = 0;
+    let mut rows = Vec::new();
+    while start < rowed {
+        let mut end = (start + per_row).min(rowed);
+        if end == rowed && tail {
+            end = n;
+        }
+        rows.push(row(&points[start..end], since));
+        since = points[end - 1].t;
+        start = end;
+    }
     TimelineTable {
         name: s.name.clone(),
         seconds_per_row: per_row,

@@ -1043,7 +1043,7 @@ pub struct TimelinePoint {
     pub p99_us: u64,
     /// The largest latency of this interval.
     pub max_us: u64,
-    /// Connections open at the end of the interval.
+    /// The most connections open at once during the interval (at the end of the last one they are closing).
     pub connections_open: u64,
     /// The most users active at any moment of the interval (user injection), counted at each change, not sampled.
     pub users_active: Option<u64>,

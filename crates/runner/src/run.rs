@@ -1,7 +1,7 @@
 //! A spec's run: one [`Session`] running every phase of the plan once, in order, with the reports rewritten
 //! after each phase. The composition that `loadgate run` uses.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use loadgate_machine::hardware::{self, AppliedPinning, PinningDecision};
@@ -617,6 +617,7 @@ fn finish(
     observer: &mut dyn Observer,
 ) -> RunOutcome {
     failures.dedup();
+    scrub_logs(&dir, &request.secrets, observer);
     if let Some(path) = &request.step_summary {
         if let Err(e) = reports.append_markdown(&results, path) {
             observer.event(&Event::Warning(format!("the step summary: {e}")));
@@ -624,6 +625,43 @@ fn finish(
     }
     observer.event(&Event::RunFinished { results: &results, dir: &dir });
     RunOutcome { dir, results: Some(results), skipped: None, write_failures: failures }
+}
+
+/// The started targets' logs (`*.log` in the run's directory, written by the processes themselves) with the
+/// spec's secrets replaced, as in every other file of the run: a server that prints its command line or a request
+/// would otherwise carry a secret into the uploaded artifact. Line by line, so a log of any size streams through.
+fn scrub_logs(dir: &Path, secrets: &loadgate_model::secrets::Redactor, observer: &mut dyn Observer) {
+    use std::io::{BufRead, Write};
+    if secrets.is_empty() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for path in entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "log")) {
+        let tmp = path.with_extension("log.scrubbing");
+        let scrubbed = (|| -> std::io::Result<()> {
+            let mut input = std::io::BufReader::new(std::fs::File::open(&path)?);
+            let mut output = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            let mut line = Vec::new();
+            while input.read_until(b'\n', &mut line)? > 0 {
+                match std::str::from_utf8(&line) {
+                    Ok(text) => output.write_all(secrets.scrub(text).as_bytes())?,
+                    Err(_) => output.write_all(secrets.scrub(&String::from_utf8_lossy(&line)).as_bytes())?,
+                }
+                line.clear();
+            }
+            output.flush()?;
+            std::fs::rename(&tmp, &path)
+        })();
+        if let Err(e) = scrubbed {
+            let _ = std::fs::remove_file(&tmp);
+            // A log that cannot be scrubbed is not left behind with a secret in it.
+            let _ = std::fs::remove_file(&path);
+            observer.event(&Event::Warning(format!(
+                "{}: could not replace the secrets in it ({e}); removed",
+                path.display()
+            )));
+        }
+    }
 }
 
 /// The machine this run measures on, for comparing with a baseline's.
