@@ -1327,6 +1327,36 @@ scenarios:
     assert!(md.starts_with("## ⚠️ e2e-interrupted: incomplete\n\nThe run is incomplete:"), "{md}");
 }
 
+/// A server that accepts and closes every connection, started by loadgate on `port`.
+fn closing_server_script(port: u16) -> String {
+    format!(
+        "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', {port}))\ns.listen(128)\nwhile True:\n    c, _ = s.accept()\n    c.close()\n"
+    )
+}
+
+/// A candidate that completes nothing fails a relative throughput gate (it used to pass as "not evaluated": a
+/// ratio needs values above zero), in every report.
+#[test]
+fn an_ab_candidate_that_completes_nothing_fails_the_relative_gate() {
+    let port = free_port();
+    let script = closing_server_script(port);
+    let (dir, path) = spec(&format!(
+        "version: 1\nname: e2e-dead-candidate\ntarget: {{ builtin: plaintext }}\ncandidate:\n  base_url: http://127.0.0.1:{port}\n  start:\n    command: [python3, -c, {script:?}]\n    ready: {{ tcp: true, timeout: 10s }}\ngating: {{ repeat: 5 }}\nscenarios:\n  api:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 2, duration: 200ms }} }}\n    slo: [\"throughput >= baseline * 0.9\"]\n"
+    ));
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("completed no request"), "{stdout}");
+    let r = results(dir.path(), "e2e-dead-candidate");
+    let v = &r["scenarios"][0]["verdicts"][0];
+    assert_eq!(v["passed"], false, "{v}");
+    assert!(!v["note"].as_str().unwrap().contains("not evaluated"), "{v}");
+    let md = std::fs::read_to_string(dir.path().join("out/e2e-dead-candidate/report.md")).unwrap();
+    assert!(!md.contains("All 0 gated SLOs held"), "{md}");
+    let junit = std::fs::read_to_string(dir.path().join("out/e2e-dead-candidate/junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+}
+
 /// The secrets that reached files through other routes: a started target's own logs (its command line, the
 /// request lines it prints), a query string (percent-encoded), report.html (HTML-escaped, `/` as `&#x2f;`) and
 /// the terminal's "starting the target" line.
@@ -1374,4 +1404,56 @@ scenarios:
     }
     let log = std::fs::read_to_string(out_dir.join("e2e-secrets-routes/target.stderr.log")).unwrap();
     assert!(log.contains("started with ***"), "the log is kept, the secret replaced:\n{log}");
+}
+
+#[test]
+fn on_inconclusive_fail_is_a_junit_failure_and_pass_an_honest_headline() {
+    let (dir, path) = spec(
+        "version: 1\nname: e2e-counted\ntarget: { builtin: plaintext }\nscenarios:\n  main:\n    request: { path: / }\n    load: { closed: { connections: 1, requests: 200 } }\n    slo: [p99 < 10s]\n",
+    );
+    // Two repetitions are too few for an interval: the check is INCONCLUSIVE whatever the numbers.
+    let run_with = |policy: &str| {
+        let out_dir = dir.path().join(policy);
+        let out = command(&[
+            "run",
+            path.to_str().unwrap(),
+            "--repeat",
+            "2",
+            "--on-inconclusive",
+            policy,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .env("GITHUB_ACTIONS", "true")
+        .env_remove("LOADGATE_ANNOTATIONS")
+        .output()
+        .unwrap();
+        let read = |file: &str| std::fs::read_to_string(out_dir.join("e2e-counted").join(file)).unwrap();
+        (out, read("junit.xml"), read("report.md"))
+    };
+
+    let (out, junit, md) = run_with("fail");
+    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(suite.attribute("failures"), Some("1"), "{junit}");
+    let failure = doc.descendants().find(|n| n.has_tag_name("failure")).unwrap();
+    assert_eq!(failure.attribute("type"), Some("inconclusive"));
+    assert!(
+        failure.attribute("message").unwrap().contains("counted as a failure by --on-inconclusive fail"),
+        "{junit}"
+    );
+    assert!(
+        text(&out.stdout).lines().any(|l| l.starts_with("::error ") && l.contains("INCONCLUSIVE")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(md.contains("1 of 1 gated SLO was INCONCLUSIVE, counted as a failure by --on-inconclusive fail"), "{md}");
+
+    let (out, junit, md) = run_with("pass");
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!junit.contains("<failure"), "{junit}");
+    assert!(junit.contains("counted as a pass by --on-inconclusive pass"), "{junit}");
+    assert!(!md.contains("All 1 gated") && !md.contains("All 0"), "{md}");
+    assert!(md.contains("1 of 1 gated SLO was INCONCLUSIVE, counted as passing by --on-inconclusive pass."), "{md}");
 }

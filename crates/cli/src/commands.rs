@@ -82,23 +82,33 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
     let mut invalid = false;
     for path in paths {
         let file = path.display().to_string();
-        if std::fs::read_to_string(path).is_ok_and(|t| loadgate_repro::looks_like_results(&t)) {
-            out.error(&format!(
-                "error: {file} is a results.json, not a spec: `loadgate repro {file}` runs the spec it embeds again \
-                 and compares the two runs"
-            ));
+        // The file is read once, bounded (a regular file of at most 1 MiB: never a FIFO, a device or /proc), and
+        // that text is what is checked, loaded, quoted in messages and embedded in results.json.
+        let text = match loadgate_spec::read_spec_file(path) {
+            Ok(text) => text,
+            Err(e) => {
+                if loadgate_spec::file_head(path, 4096).is_some_and(|h| loadgate_repro::looks_like_results(&h)) {
+                    out.error(&results_not_spec(&file));
+                } else {
+                    out.error(&e.render());
+                }
+                invalid = true;
+                continue;
+            }
+        };
+        if loadgate_repro::looks_like_results(&text) {
+            out.error(&results_not_spec(&file));
             invalid = true;
             continue;
         }
-        match loadgate_spec::load_file(path, &opts) {
+        match loadgate_spec::load_file_text(path, &text, &opts) {
             Ok(spec) => {
-                let source = std::fs::read_to_string(path).unwrap_or_default();
                 for w in &spec.warnings {
-                    out.error(&w.render(&file, &source));
+                    out.error(&spec.secrets.scrub(&w.render(&file, &text)));
                 }
                 let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
                 let dir = dir.and_then(|d| d.canonicalize().ok());
-                loaded.push(Loaded { spec, file, dir, text: Some(source) });
+                loaded.push(Loaded { spec, file, dir, text: Some(text) });
             }
             Err(e) => {
                 out.error(&e.render());
@@ -111,6 +121,14 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
     } else {
         Ok(loaded)
     }
+}
+
+fn results_not_spec(file: &str) -> String {
+    let file = loadgate_spec::diag::escape_controls(file);
+    format!(
+        "error: {file} is a results.json, not a spec: `loadgate repro {file}` runs the spec it embeds again and \
+         compares the two runs"
+    )
 }
 
 fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
@@ -703,12 +721,15 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
 /// `loadgate k8s SPEC --shards N --image IMAGE`: the manifests of a sharded run on stdout.
 fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
     let opts = loadgate_spec::LoadOptions::from_process_env(args.sets.clone());
-    let spec = loadgate_spec::load_file(&args.spec, &opts).map_err(|e| {
+    // Read once, bounded, as `load_all` reads: the manifests embed the text that was validated.
+    let text = loadgate_spec::read_spec_file(&args.spec).map_err(|e| {
         out.error(&e.render());
         Exit::InvalidInput
     })?;
-    let text = std::fs::read_to_string(&args.spec)
-        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {}: {e}", args.spec.display())))?;
+    let spec = loadgate_spec::load_file_text(&args.spec, &text, &opts).map_err(|e| {
+        out.error(&e.render());
+        Exit::InvalidInput
+    })?;
     let plan = loadgate_plan::compile(&spec);
     let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
     let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());

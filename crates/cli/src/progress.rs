@@ -89,7 +89,7 @@ impl Progress {
         };
         match self {
             Progress::Bar(bar) if done => {
-                bar.println(crate::output::scrub(&format!("{} {line}", bar.prefix())).into_owned());
+                bar.println(crate::output::scrub(&format!("{} {line}", bar.prefix())));
                 bar.set_message("");
             }
             Progress::Bar(bar) => bar.set_message(crate::output::scrub(&line).into_owned()),

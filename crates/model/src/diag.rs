@@ -3,6 +3,7 @@
 use std::fmt::{self, Write as _};
 
 use crate::location::{Path, Span};
+use crate::secrets::{Redactor, REDACTED};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
@@ -67,9 +68,10 @@ impl Diagnostic {
     }
 
     /// Renders the diagnostic the way a compiler would: header, `file:line:col`, the source line with a caret,
-    /// then the path, what was expected and found, and the fix.
+    /// then the path, what was expected and found, and the fix. Control characters are shown escaped (`\n`,
+    /// `\u{1b}`), so no input can start a line of its own in a log (a CI system's workflow command).
     pub fn render(&self, file: &str, source: &str) -> String {
-        let line = source.lines().nth(self.span.unwrap_or(Span { line: 1, col: 1 }).line.saturating_sub(1));
+        let line = source_line(source, self.span.unwrap_or(Span { line: 1, col: 1 }).line);
         self.render_line(file, line)
     }
 
@@ -80,52 +82,166 @@ impl Diagnostic {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        let _ = writeln!(out, "{label}: {}", self.message);
+        let _ = writeln!(out, "{label}: {}", escape_controls(&self.message));
         let span = self.span.unwrap_or(Span { line: 1, col: 1 });
-        let _ = writeln!(out, "  --> {file}:{}:{}", span.line, span.col);
+        let _ = writeln!(out, "  --> {}:{}:{}", escape_controls(file), span.line, span.col);
         if let Some(line_text) = line_text {
-            let line_text = line_text.trim_end();
             let number = span.line.to_string();
             let pad = " ".repeat(number.len());
-            let mut col_chars = span.col.saturating_sub(1);
-            // A very long line is shown around the column only.
-            let chars = line_text.chars().count();
-            let shown: String = if chars > MAX_SHOWN_LINE {
-                let start = col_chars.min(chars).saturating_sub(MAX_SHOWN_LINE / 4);
-                let window: String = line_text.chars().skip(start).take(MAX_SHOWN_LINE).collect();
-                col_chars = col_chars.min(chars) - start + if start > 0 { 3 } else { 0 };
-                let before = if start > 0 { "..." } else { "" };
-                let after = if start + MAX_SHOWN_LINE < chars { "..." } else { "" };
-                format!("{before}{window}{after}")
-            } else {
-                line_text.to_owned()
-            };
+            let (shown, prefix, caret) = self.snippet(line_text, span.col.saturating_sub(1));
             let _ = writeln!(out, "{pad} |");
             let _ = writeln!(out, "{number} | {shown}");
-            let prefix: String = shown.chars().take(col_chars).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-            let width = self.width.unwrap_or_else(|| token_width(&shown, col_chars)).clamp(1, MAX_SHOWN_LINE);
-            let _ = writeln!(out, "{pad} | {prefix}{}", "^".repeat(width));
+            let _ = writeln!(out, "{pad} | {prefix}{}", "^".repeat(caret));
         }
-        let _ = writeln!(out, "   = at: {}", self.path);
+        let _ = writeln!(out, "   = at: {}", escape_controls(self.path.as_str()));
         if !self.cells.is_empty() {
             let _ = writeln!(
                 out,
                 "   = in matrix cell{}: {}",
                 if self.cells.len() == 1 { "" } else { "s" },
-                self.cells.join(", ")
+                escape_controls(&self.cells.join(", "))
             );
         }
         if let Some(e) = &self.expected {
-            let _ = writeln!(out, "   = expected: {e}");
+            let _ = writeln!(out, "   = expected: {}", escape_controls(e));
         }
         if let Some(f) = &self.found {
-            let _ = writeln!(out, "   = found: {f}");
+            let _ = writeln!(out, "   = found: {}", escape_controls(f));
         }
         if let Some(h) = &self.help {
-            let _ = writeln!(out, "   = help: {h}");
+            let _ = writeln!(out, "   = help: {}", escape_controls(h));
         }
         out
     }
+
+    /// The source line as shown (a window around the column when it is long; control characters escaped), the
+    /// text before the caret (tabs kept, so that a terminal aligns both alike), and the caret's width in columns
+    /// of the terminal (a CJK character or an emoji takes two).
+    fn snippet(&self, line_text: &str, col: usize) -> (String, String, usize) {
+        let chars: Vec<char> = line_text.trim_end().chars().collect();
+        let col = col.min(chars.len());
+        // A very long line is shown around the column only.
+        let (start, end) = if chars.len() > MAX_SHOWN_LINE {
+            let start = col.saturating_sub(MAX_SHOWN_LINE / 4);
+            (start, (start + MAX_SHOWN_LINE).min(chars.len()))
+        } else {
+            (0, chars.len())
+        };
+        let window = &chars[start..end];
+        let at = col - start;
+        let window_text: String = window.iter().collect();
+        let width = self.width.unwrap_or_else(|| token_width(&window_text, at)).clamp(1, MAX_SHOWN_LINE);
+        let before = if start > 0 { "..." } else { "" };
+        let mut shown = before.to_owned();
+        let mut prefix = " ".repeat(before.len());
+        let mut caret = 0;
+        for (i, c) in window.iter().enumerate() {
+            let (text, columns) = shown_char(*c);
+            shown.push_str(&text);
+            if i < at {
+                if *c == '\t' {
+                    prefix.push('\t');
+                } else {
+                    prefix.extend(std::iter::repeat_n(' ', columns));
+                }
+            } else if i < at + width {
+                caret += columns.max(1);
+            }
+        }
+        if end < chars.len() {
+            shown.push_str("...");
+        }
+        (shown, prefix, caret.clamp(1, 2 * MAX_SHOWN_LINE))
+    }
+}
+
+/// A character of a source line as shown, and the columns it takes in a terminal: a tab stays a tab (the caret
+/// line keeps it too), other control characters are escaped.
+fn shown_char(c: char) -> (std::borrow::Cow<'static, str>, usize) {
+    use unicode_width::UnicodeWidthChar as _;
+    if c == '\t' {
+        return ("\t".into(), 1);
+    }
+    if needs_escape(c) {
+        let text = escape_char(c);
+        let n = text.len();
+        return (text.into(), n);
+    }
+    (c.to_string().into(), c.width().unwrap_or(0))
+}
+
+/// Characters never written raw into a diagnostic: control characters (a line break would start a line of its own,
+/// which a CI log reads as a command), and the invisible ones that reorder or break lines.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+fn escape_char(c: char) -> String {
+    match c {
+        '\n' => "\\n".to_owned(),
+        '\r' => "\\r".to_owned(),
+        '\t' => "\\t".to_owned(),
+        '\0' => "\\0".to_owned(),
+        c => format!("\\u{{{:x}}}", c as u32),
+    }
+}
+
+/// `text` with its control characters (and invisible reordering characters) escaped as Rust writes them:
+/// `a\nb`, `\u{1b}[31m`. Every text a diagnostic shows goes through here.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            out.push_str(&escape_char(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// How many columns `text` takes in a terminal.
+pub fn display_width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// Line `n` (from 1) of `source`, without its line break. Lines end with `\n`, `\r\n` or a lone `\r`, as YAML
+/// counts them.
+pub fn source_line(source: &str, n: usize) -> Option<&str> {
+    line_starts(source).get(n.checked_sub(1)?).map(|&(start, end)| &source[start..end])
+}
+
+/// The byte range of each line of `source`, line breaks excluded (`\n`, `\r\n` and a lone `\r` end a line).
+pub fn line_starts(source: &str) -> Vec<(usize, usize)> {
+    let bytes = source.as_bytes();
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                lines.push((start, i));
+                start = i + 1;
+            }
+            b'\r' => {
+                lines.push((start, i));
+                if bytes.get(i + 1) == Some(&b'\n') {
+                    i += 1;
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < bytes.len() {
+        lines.push((start, bytes.len()));
+    }
+    lines
 }
 
 /// How much of a source line a diagnostic shows.
@@ -242,24 +358,23 @@ pub struct SpecError {
     pub file: String,
     pub source: String,
     pub diagnostics: Diagnostics,
+    /// The secret values known when reading stopped (`--secret` values, secret variables, whatever a template read
+    /// from the environment): the rendering shows `***` in their place, in messages, values and quoted lines alike.
+    pub secrets: Box<Redactor>,
 }
 
 impl SpecError {
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Where each line starts, found once: a diagnostic shows its line.
-        let starts: Vec<usize> =
-            std::iter::once(0).chain(self.source.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        let lines = line_starts(&self.source);
         let line = |n: usize| -> Option<&str> {
-            let start = *starts.get(n.checked_sub(1)?)?;
-            let end = starts.get(n).map_or(self.source.len(), |next| next - 1);
-            if start >= self.source.len() {
-                return None;
-            }
-            let text = &self.source[start..end.max(start)];
-            Some(text.strip_suffix('\r').unwrap_or(text))
+            let &(start, end) = lines.get(n.checked_sub(1)?)?;
+            Some(&self.source[start..end])
         };
         for d in self.diagnostics.sorted() {
+            let hidden = self.hide_short_secret(d);
+            let d = hidden.as_ref().unwrap_or(d);
             out.push_str(&d.render_line(&self.file, line(d.span.unwrap_or(Span { line: 1, col: 1 }).line)));
             out.push('\n');
         }
@@ -276,7 +391,7 @@ impl SpecError {
         let _ = write!(
             out,
             "{}: {errors} error{}{}",
-            self.file,
+            escape_controls(&self.file),
             if errors == 1 { "" } else { "s" },
             if warnings > 0 {
                 format!(", {warnings} warning{}", if warnings == 1 { "" } else { "s" })
@@ -284,7 +399,18 @@ impl SpecError {
                 String::new()
             }
         );
-        out
+        if self.secrets.is_empty() {
+            out
+        } else {
+            self.secrets.scrub(&out)
+        }
+    }
+
+    /// A diagnostic whose found value is a secret too short to be replaced in free text, with that value hidden.
+    fn hide_short_secret(&self, d: &Diagnostic) -> Option<Diagnostic> {
+        let found = d.found.as_deref()?;
+        let secret = self.secrets.values().iter().any(|v| found == format!("`{v}`"));
+        secret.then(|| Diagnostic { found: Some(format!("`{REDACTED}`")), ..d.clone() })
     }
 }
 

@@ -215,6 +215,10 @@ pub struct Gating {
     pub repeat: u32,
     /// With more than `repeat`: rounds are added while a verdict is inconclusive, up to this many.
     pub max_repeat: u32,
+    /// Whether the spec wrote `max_repeat` (else it is `repeat`'s default): `--repeat N` then moves it with
+    /// `repeat` rather than turning sequential mode on. Not part of the plan (its hash never sees it).
+    #[serde(skip)]
+    pub max_repeat_given: bool,
     pub restart: Restart,
     /// The two-sided confidence of every interval, as a fraction (0.95).
     pub confidence: f64,
@@ -230,6 +234,7 @@ impl Default for Gating {
         Gating {
             repeat: 1,
             max_repeat: 1,
+            max_repeat_given: false,
             restart: Restart::Never,
             confidence: DEFAULT_CONFIDENCE,
             on_inconclusive: OnInconclusive::Inconclusive,
@@ -247,7 +252,24 @@ pub const DEFAULT_RERUN_INVALID: u32 = 3;
 impl Gating {
     /// Whether this is the default (one run, no statistics): plans without a `gating` block stay as they were.
     pub fn is_default(&self) -> bool {
-        self == &Gating::default()
+        Gating { max_repeat_given: false, ..self.clone() } == Gating::default()
+    }
+
+    /// `--repeat N`: `N` rounds. A `max_repeat` the spec left to its default follows (`N`, no sequential mode);
+    /// one the spec wrote stays, and must be at least `N`.
+    pub fn set_repeat(&mut self, n: u32) -> Result<(), String> {
+        if self.max_repeat_given && self.max_repeat < n {
+            return Err(format!(
+                "--repeat {n} is above the spec's `gating.max_repeat: {}`: raise `max_repeat` in the spec, or give \
+                 --repeat {} or fewer",
+                self.max_repeat, self.max_repeat
+            ));
+        }
+        self.repeat = n;
+        if !self.max_repeat_given {
+            self.max_repeat = n;
+        }
+        Ok(())
     }
 
     /// Whether rounds may be added while a verdict is inconclusive (sequential mode).
@@ -275,6 +297,63 @@ impl Gating {
     pub fn look_at(&self, rounds: u32) -> usize {
         self.looks().iter().rposition(|l| *l <= rounds).unwrap_or(0)
     }
+}
+
+/// Whether an SLO is judged over repetitions (one value per repetition, with an interval): latency and
+/// throughput of the whole instance with `<`, `<=`, `>` or `>=`. Counts, rates, `==` and per-request SLOs are
+/// judged on the merge, as in one run.
+pub fn judged_over_repetitions(slo: &Slo) -> bool {
+    slo.request.is_none()
+        && slo.comparison != Comparison::Eq
+        && matches!(
+            slo.metric,
+            Metric::Percentile(_)
+                | Metric::Max
+                | Metric::Mean
+                | Metric::ConnectPercentile(_)
+                | Metric::ConnectMax
+                | Metric::ConnectMean
+                | Metric::Throughput
+                | Metric::Capacity
+        )
+}
+
+/// How a check compares its repetitions, for [`fewest_rounds`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampling {
+    /// One set of values (an absolute limit: the median's sign test) or paired rounds (A/B: Wilcoxon's
+    /// signed-rank test): the most extreme outcome of `n` has probability `2^-n`.
+    OneSetOrPaired,
+    /// Against a stored baseline of `baseline` repetitions (Mann-Whitney), or as many as the candidate's when
+    /// `None`: the most extreme outcome has probability `1 / C(baseline + n, n)`.
+    Unpaired { baseline: Option<u32> },
+}
+
+/// The most rounds [`fewest_rounds`] looks at.
+const FEWEST_ROUNDS_MAX: u32 = 1100;
+
+/// The fewest rounds whose most extreme outcome has probability at most `alpha` (one-sided) under the check's
+/// rank test: with fewer, no interval reaches the confidence `1 - 2 alpha` and no verdict can be reached at that
+/// level, however clear the data. A check judged at confidence `c` decides a PASS at `alpha = (1 - c) / 2`; a
+/// FAIL among `m` checks of one instance at `(1 - c) / (2 m)` (Holm's first step). `None` when more than
+/// 1,100 rounds would be needed (or `alpha` is not in (0, 1)).
+pub fn fewest_rounds(sampling: Sampling, alpha: f64) -> Option<u32> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return None;
+    }
+    // A relative tolerance for rounded levels (`1 - 0.9` is not `0.1`), as the statistics use.
+    let reaches = |tail: f64| tail <= alpha * (1.0 + 1e-9);
+    (1..=FEWEST_ROUNDS_MAX).find(|&n| {
+        let tail = match sampling {
+            Sampling::OneSetOrPaired => 0.5f64.powi(n as i32),
+            Sampling::Unpaired { baseline } => {
+                let m = baseline.unwrap_or(n);
+                // 1 / C(m + n, n), as a product that stays finite.
+                (1..=n.min(m)).fold(1.0f64, |t, k| t * f64::from(k) / f64::from(m.max(n) + k))
+            }
+        };
+        reaches(tail)
+    })
 }
 
 /// How much each look of sequential mode grows the rounds: 1.5 times the look before.
@@ -337,6 +416,42 @@ mod tests {
         assert!((spent - 0.10).abs() < 1e-12, "the looks spend exactly the budget: {spent}");
         assert!((g.look_confidence(k - 1) - 0.95).abs() < 1e-12, "half the budget at the last look");
         assert!(g.look_confidence(0) > 0.99);
+    }
+
+    #[test]
+    fn repeat_moves_an_implicit_max_repeat_and_keeps_a_written_one() {
+        let mut g = gating(5, 5);
+        g.set_repeat(2).unwrap();
+        assert_eq!((g.repeat, g.max_repeat), (2, 2), "no sequential mode from --repeat alone");
+        assert!(!g.sequential());
+        g.set_repeat(8).unwrap();
+        assert_eq!((g.repeat, g.max_repeat), (8, 8));
+        let mut g = Gating { max_repeat_given: true, ..gating(5, 12) };
+        g.set_repeat(2).unwrap();
+        assert_eq!((g.repeat, g.max_repeat), (2, 12));
+        let err = g.set_repeat(13).unwrap_err();
+        assert!(err.contains("--repeat 13 is above the spec's `gating.max_repeat: 12`"), "{err}");
+        assert_eq!((g.repeat, g.max_repeat), (2, 12), "unchanged");
+        assert!(Gating { max_repeat_given: true, ..Gating::default() }.is_default());
+    }
+
+    #[test]
+    fn fewest_rounds_are_where_the_extreme_outcome_reaches_alpha() {
+        let one = Sampling::OneSetOrPaired;
+        // 90%: 1/32 <= 5%; 95%: 1/64 <= 2.5%; two checks at 90% FAIL at 2.5%.
+        assert_eq!(fewest_rounds(one, 0.05), Some(5));
+        assert_eq!(fewest_rounds(one, 0.025), Some(6));
+        assert_eq!(fewest_rounds(one, 0.05 / 3.0), Some(6));
+        assert_eq!(fewest_rounds(one, 0.05 / 4.0), Some(7));
+        assert_eq!(fewest_rounds(one, 0.005), Some(8));
+        // Balanced Mann-Whitney: C(6, 3) = 20, C(8, 4) = 70.
+        let balanced = Sampling::Unpaired { baseline: None };
+        assert_eq!(fewest_rounds(balanced, 0.05), Some(3));
+        assert_eq!(fewest_rounds(balanced, 0.025), Some(4));
+        // Against one stored value: 1 / (n + 1).
+        assert_eq!(fewest_rounds(Sampling::Unpaired { baseline: Some(1) }, 0.05), Some(19));
+        assert_eq!(fewest_rounds(Sampling::Unpaired { baseline: Some(5) }, 0.05), Some(2), "C(7, 2) = 21");
+        assert_eq!(fewest_rounds(one, 0.0), None);
     }
 
     #[test]

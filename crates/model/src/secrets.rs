@@ -157,7 +157,11 @@ mod tests {
     fn html_escaped_and_percent_encoded_forms_are_replaced() {
         let r = Redactor::new(["Zq9/Xy+Pw=K&L<M'".to_owned()], []);
         assert_eq!(r.scrub("GET /p?k=Zq9%2FXy%2BPw%3DK%26L%3CM%27 HTTP/1.1"), "GET /p?k=*** HTTP/1.1");
-        assert_eq!(r.scrub("k=zq9%2fxy%2bpw%3dk%26l%3cm%27"), "k=zq9%2fxy%2bpw%3dk%26l%3cm%27", "case of the value kept");
+        assert_eq!(
+            r.scrub("k=zq9%2fxy%2bpw%3dk%26l%3cm%27"),
+            "k=zq9%2fxy%2bpw%3dk%26l%3cm%27",
+            "case of the value kept"
+        );
         assert_eq!(r.scrub("k=Zq9%2fXy%2bPw%3dK%26L%3cM%27"), "k=***");
         assert_eq!(r.scrub("<p>top Zq9&#x2f;Xy+Pw=K&amp;L&lt;M&#x27;</p>"), "<p>top ***</p>");
     }

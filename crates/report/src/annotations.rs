@@ -3,7 +3,8 @@
 //!
 //! One `::error` per failed SLO of a gated instance, per gated instance that is invalid as a measurement, per
 //! reason a run could not be carried out, and one for a run that did not finish (interrupted); one `::warning`
-//! per INCONCLUSIVE check. Each names the spec file (`file=`) when the spec came from one, so GitHub attaches it
+//! per INCONCLUSIVE check (an `::error` when `on_inconclusive: fail` counts it as a failure, and each says when
+//! `on_inconclusive` counted it as a failure or a pass). Each names the spec file (`file=`) when the spec came from one, so GitHub attaches it
 //! to that file.
 
 use loadgate_results::{OutcomeStatus, RunResults, StatisticalStatus};
@@ -20,15 +21,23 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
         properties.push(format!("title={}", escape_property(&title)));
         format!("::{level} {}::{}", properties.join(","), escape_data(&message))
     };
+    let counted_as = crate::inconclusive_counted_as(results);
     let mut lines = Vec::new();
     for s in results.scenarios.iter().filter(|s| s.gate) {
         for v in &s.verdicts {
             let inconclusive = v.statistics.as_ref().filter(|st| st.status == StatisticalStatus::Inconclusive);
             if let Some(st) = inconclusive {
+                let (level, counted) = match &counted_as {
+                    Some((OutcomeStatus::SloFailed, origin)) => {
+                        ("error", format!(", counted as a failure by {origin}"))
+                    }
+                    Some((_, origin)) => ("warning", format!(", counted as a pass by {origin}")),
+                    None => ("warning", String::new()),
+                };
                 lines.push(command(
-                    "warning",
-                    format!("loadgate {spec}: {}: {} is INCONCLUSIVE", s.name, v.slo),
-                    format!("{} ({})", v.explain(), st.reason),
+                    level,
+                    format!("loadgate {spec}: {}: {} is INCONCLUSIVE{counted}", s.name, v.slo),
+                    format!("{} ({}){counted}", v.explain(), st.reason),
                 ));
             } else if !v.passed {
                 let mut message = v.explain();

@@ -10,6 +10,9 @@
 //!   - an SLO that was not evaluated (no baseline, a per-request SLO) is `<skipped>` with the reason;
 //!   - every SLO of a `gate: false` phase (warmup, primer) is `<skipped>`: it was measured and reported but
 //!     never gated, and the message still carries observed against threshold so the numbers show in CI;
+//!   - an INCONCLUSIVE check (over repetitions or A/B) is `<skipped>` with its reason; with `on_inconclusive:
+//!     fail` (`--on-inconclusive fail`) it is a `<failure type="inconclusive">` that says it was counted as one,
+//!     with `pass` it stays `<skipped>` and says it was counted as a pass;
 //! - when the instance is invalid as a measurement, a testcase `<name>: valid measurement` that fails
 //!   (`type="invalid_measurement"`) naming the problems (skipped in a `gate: false` phase);
 //! - when the instance has no SLO, a testcase `<name>: ran`, so every instance shows up in CI; it fails when
@@ -69,6 +72,7 @@ fn suite(run: &RunResults) -> TestSuite {
         suite.add_property(property);
     }
     let sweeps = crate::run_sweeps(run);
+    let inconclusive = crate::inconclusive_counted_as(run);
     for s in &run.scenarios {
         // A capacity search ran its load for all its steps, not only the one its measurements come from.
         let ran = s.capacity.as_ref().map_or(s.duration, |c| c.steps.iter().map(|st| st.duration).sum());
@@ -80,7 +84,7 @@ fn suite(run: &RunResults) -> TestSuite {
                 summary.push_str(&format!("  Knee of sweep {}{which}: {}.\n", sweep.scenario, k.explanation));
             }
         }
-        for (i, mut case) in cases(s).into_iter().enumerate() {
+        for (i, mut case) in cases(s, inconclusive.as_ref()).into_iter().enumerate() {
             case.set_classname(run.spec.name.as_str());
             case.set_time(if i == 0 { seconds(ran) } else { Duration::ZERO });
             case.set_system_out(summary.as_str());
@@ -222,10 +226,13 @@ fn non_success(outcome: NonSuccessKind, kind: &str, message: &str, description: 
     status
 }
 
-fn cases(s: &ScenarioResult) -> Vec<TestCase> {
+/// What an INCONCLUSIVE check counts as when `gating.on_inconclusive` is not the default, and who said so.
+type CountedAs<'a> = Option<&'a (OutcomeStatus, String)>;
+
+fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
     let mut cases = Vec::new();
     for v in &s.verdicts {
-        cases.push(TestCase::new(format!("{}: {}", s.name, v.slo), verdict_status(s, v)));
+        cases.push(TestCase::new(format!("{}: {}", s.name, v.slo), verdict_status(s, v, inconclusive)));
     }
     if !s.validity.valid {
         let problems: Vec<String> = s.validity.problems.iter().map(|p| format!("{}: {}", p.kind, p.message)).collect();
@@ -256,10 +263,27 @@ fn cases(s: &ScenarioResult) -> Vec<TestCase> {
     cases
 }
 
-fn verdict_status(s: &ScenarioResult, v: &Verdict) -> TestCaseStatus {
-    // INCONCLUSIVE is neither a pass nor a failure: a skipped testcase whose message says why.
+fn verdict_status(s: &ScenarioResult, v: &Verdict, inconclusive: CountedAs<'_>) -> TestCaseStatus {
+    // INCONCLUSIVE is neither a pass nor a failure: a skipped testcase whose message says why, unless
+    // `on_inconclusive` counts it as a failure (then it fails, as the exit code does) or as a pass (it stays
+    // skipped, and says that it was counted as one).
     if let Some(st) = v.statistics.as_ref().filter(|st| st.status == StatisticalStatus::Inconclusive) {
-        return skipped(&format!("INCONCLUSIVE ({}): {}", st.reason, v.explain()));
+        let message = format!("INCONCLUSIVE ({}): {}", st.reason, v.explain());
+        return match inconclusive.filter(|_| s.gate) {
+            Some((OutcomeStatus::SloFailed, origin)) => {
+                let message = format!("{message}; counted as a failure by {origin}");
+                let description = format!(
+                    "SLO `{}` on {} is INCONCLUSIVE ({}), and {origin} counts that as a failure: {}",
+                    v.slo,
+                    s.name,
+                    st.reason,
+                    v.explain()
+                );
+                failure("inconclusive", &message, &description)
+            }
+            Some((_, origin)) => skipped(&format!("{message}; counted as a pass by {origin}")),
+            None => skipped(&message),
+        };
     }
     if !v.passed {
         let mut description = format!("SLO `{}` failed on {}: {}", v.slo, s.name, v.explain());

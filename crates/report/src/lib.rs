@@ -76,6 +76,22 @@ pub enum ReportError {
     Html(String),
 }
 
+/// What an INCONCLUSIVE check counts as in a run's outcome (`gating.on_inconclusive`) when it is not its own
+/// status (exit 5): a failure or a pass, with the words that say who decided it (`--on-inconclusive fail`, or
+/// `gating.on_inconclusive: fail` when the spec did). `None` for the default.
+pub(crate) fn inconclusive_counted_as(r: &RunResults) -> Option<(loadgate_results::OutcomeStatus, String)> {
+    let word = r.gating.as_ref().map(|g| g.on_inconclusive.as_str())?;
+    let status = match word {
+        "fail" => loadgate_results::OutcomeStatus::SloFailed,
+        "pass" => loadgate_results::OutcomeStatus::Passed,
+        _ => return None,
+    };
+    // A spec's own setting is in its text; the flag is recorded beside it (a run from flags has no spec text).
+    let by_flag = r.spec.source.as_ref().is_none_or(|s| s.on_inconclusive.is_some());
+    let origin = if by_flag { format!("--on-inconclusive {word}") } else { format!("gating.on_inconclusive: {word}") };
+    Some((status, origin))
+}
+
 /// One line describing the machine: `bench-01: AMD Ryzen 9 7950X 16-Core Processor, 32 CPUs, 64.00GiB, Linux 6.8.0`.
 pub fn machine_summary(m: &Machine) -> String {
     let mut parts = Vec::new();

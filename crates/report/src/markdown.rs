@@ -9,7 +9,11 @@
 //!   search with the curve of its steps, the user
 //!   injection instances with Gatling's response-time buckets, the plots (SVG files beside the report), each
 //!   instance's per-second timeline, the warnings, the machine and the pinning;
-//! - the filter `cell`, which makes any text safe inside a GFM table cell (escapes `|`, joins lines).
+//! - filters that make any text safe where it goes, so that a name, a matrix value or a description shows as
+//!   written and never adds markup: `text` (alias `cell`) for Markdown text and GFM table cells (`&`, `<`, `>` as
+//!   HTML entities; a backslash before `\`, `|`, `` ` ``, `*`, `~`, a `_` that could emphasize and the `(` of a
+//!   `](`; lines joined), `html` inside a raw HTML block such as `<summary>` (entities only), and `code` /
+//!   `code_cell` for a code span outside / inside a table (a fence longer than any run of backticks inside).
 
 use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
 use minijinja::{Environment, UndefinedBehavior, Value};
@@ -31,7 +35,11 @@ pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, 
     env.set_lstrip_blocks(true);
     env.set_keep_trailing_newline(true);
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.add_filter("cell", cell);
+    env.add_filter("cell", |v: Value| escape_text(&v.to_string()));
+    env.add_filter("text", |v: Value| escape_text(&v.to_string()));
+    env.add_filter("html", |v: Value| escape_html(&v.to_string()));
+    env.add_filter("code", |v: Value| code_span(&v.to_string(), false));
+    env.add_filter("code_cell", |v: Value| code_span(&v.to_string(), true));
     let source = template.unwrap_or(DEFAULT_TEMPLATE);
     let error = |e| template_error(e, source);
     env.add_template("report.md", source).map_err(error)?;
@@ -63,10 +71,66 @@ fn template_error(e: minijinja::Error, source: &str) -> ReportError {
     ReportError::Template(message)
 }
 
-/// Makes text safe in a GFM table cell.
-fn cell(value: Value) -> String {
-    let text = value.to_string();
-    text.replace('\\', "\\\\").replace('|', "\\|").replace(['\r', '\n'], " ")
+/// Makes text show as written in Markdown text or a GFM table cell: HTML's `&`, `<` and `>` as entities (no
+/// tag, comment or entity of the text reaches the page: GitHub would drop a tag, and a comment would hide the
+/// rest of the report), a backslash before what would start Markdown (`\`, a table's `|`, a code span's
+/// `` ` ``, emphasis' `*` and a `_` that is not inside a word, strikethrough's `~`, the `(` that makes `](` a
+/// link), line breaks as spaces.
+fn escape_text(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let word = |i: Option<usize>| i.and_then(|i| chars.get(i)).is_some_and(|c| c.is_alphanumeric());
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\r' if chars.get(i + 1) == Some(&'\n') => {}
+            '\r' | '\n' => out.push(' '),
+            '_' if word(i.checked_sub(1)) && word(Some(i + 1)) => out.push(c),
+            '\\' | '|' | '`' | '*' | '~' | '_' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '(' if i > 0 && chars[i - 1] == ']' => out.push_str("\\("),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Makes text show as written inside a raw HTML block (`<details><summary>...</summary>`), where Markdown is
+/// not read: `&`, `<`, `>`, `"` and `'` as entities, line breaks as spaces (a blank line would end the block).
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\r' | '\n' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A code span that shows `text` as written: fenced with one backtick more than the longest run inside, padded
+/// with a space when it starts or ends with a backtick or a space (CommonMark strips one from each side). In a
+/// table (`in_table`) a `|` is escaped, which GFM undoes before it reads the span.
+fn code_span(text: &str, in_table: bool) -> String {
+    let text = text.replace("\r\n", " ").replace(['\r', '\n'], " ");
+    if text.is_empty() {
+        return String::new();
+    }
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']);
+    let pad = if pad { " " } else { "" };
+    let text = if in_table { text.replace('|', "\\|") } else { text };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 /// A run prepared for people: every number formatted, every table row ready.
@@ -118,8 +182,11 @@ pub struct View {
     pub plots: Vec<crate::plots::PlotLink>,
     /// Per scenario instance: its per-second timeline as a compact table.
     pub timelines: Vec<crate::plots::TimelineTable>,
-    /// Everything a reader must see before trusting the numbers.
+    /// Everything a reader must see before trusting the numbers: Markdown with the names and messages as
+    /// written (report.html shows these).
     pub warnings: Vec<String>,
+    /// The same with every name and message escaped for Markdown (report.md shows these).
+    pub warnings_markdown: Vec<String>,
     /// Per scenario instance: generator and target CPU, target memory.
     pub resources: Vec<ResourceRow>,
     /// The machine, as key/value rows.
@@ -372,60 +439,7 @@ impl View {
     /// Prepares a run for people.
     pub fn new(r: &RunResults) -> View {
         let status = r.outcome.status;
-        let icon = match status {
-            OutcomeStatus::Passed => "✅",
-            OutcomeStatus::SloFailed | OutcomeStatus::RunFailed => "❌",
-            OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete => "⚠️",
-            OutcomeStatus::Inconclusive => "❔",
-        };
-        let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
-        let run_sweeps = crate::run_sweeps(r);
-        let verdicts = gated.iter().flat_map(|s| &s.verdicts).chain(run_sweeps.iter().flat_map(|s| &s.verdicts));
-        let is_inconclusive = |v: &&loadgate_results::Verdict| {
-            v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
-        };
-        let failed = verdicts.clone().filter(|v| !v.passed && !is_inconclusive(v)).count();
-        let undecided = verdicts.clone().filter(is_inconclusive).count();
-        let evaluated = verdicts.filter(|v| v.evaluated()).count();
-        let invalid = gated.iter().filter(|s| !s.validity.valid).count();
-        let headline = match status {
-            OutcomeStatus::Passed => format!("All {evaluated} gated SLOs held across {} scenario instances.", r.scenarios.len()),
-            OutcomeStatus::SloFailed => format!(
-                "{failed} of {evaluated} gated SLOs failed.{}",
-                match undecided {
-                    0 => String::new(),
-                    1 => " 1 more could not tell (INCONCLUSIVE).".to_owned(),
-                    n => format!(" {n} more could not tell (INCONCLUSIVE)."),
-                }
-            ),
-            OutcomeStatus::InvalidMeasurement => format!(
-                "{invalid} scenario instance{} invalid as a measurement: the generator did not deliver what the plan asked, so those numbers describe loadgate, not the target.{}",
-                if invalid == 1 { " is" } else { "s are" },
-                if failed > 0 { format!(" {failed} of {evaluated} gated SLOs failed as well.") } else { String::new() }
-            ),
-            OutcomeStatus::RunFailed => "The run could not be carried out.".to_owned(),
-            OutcomeStatus::Incomplete => format!(
-                "The run is incomplete: it did not finish (interrupted), so the results cover only the phases that ran{}.",
-                match r.not_run.len() {
-                    0 => String::new(),
-                    1 => "; 1 scenario instance was not run".to_owned(),
-                    n => format!("; {n} scenario instances were not run"),
-                }
-            ),
-            OutcomeStatus::Inconclusive => {
-                let inconclusive = gated
-                    .iter()
-                    .flat_map(|s| &s.verdicts)
-                    .filter(|v| {
-                        v.statistics.as_ref().is_some_and(|st| {
-                            st.status == loadgate_results::StatisticalStatus::Inconclusive
-                        })
-                    })
-                    .count();
-                format!("No gated SLO failed, but {inconclusive} of {evaluated} checks could not tell: their confidence intervals straddle the limit (more repetitions, or a quieter machine, would decide).")
-            }
-        };
-
+        let (icon, headline) = headline(r);
         let scenarios = r
             .scenarios
             .iter()
@@ -460,6 +474,8 @@ impl View {
             })
             .collect();
 
+        let counted_as = crate::inconclusive_counted_as(r);
+        let counted_as = &counted_as;
         let slos = r
             .scenarios
             .iter()
@@ -474,7 +490,14 @@ impl View {
                             loadgate_results::StatisticalStatus::Pass => "pass".to_owned(),
                             loadgate_results::StatisticalStatus::Fail => "FAIL".to_owned(),
                             loadgate_results::StatisticalStatus::Inconclusive => {
-                                format!("INCONCLUSIVE ({})", st.reason)
+                                let counted = match counted_as.as_ref().filter(|_| s.gate) {
+                                    Some((OutcomeStatus::SloFailed, origin)) => {
+                                        format!(", counted as a failure by {origin}")
+                                    }
+                                    Some((_, origin)) => format!(", counted as a pass by {origin}"),
+                                    None => String::new(),
+                                };
+                                format!("INCONCLUSIVE ({}){counted}", st.reason)
                             }
                         }
                     } else if !v.passed {
@@ -655,7 +678,8 @@ impl View {
             not_run: r.not_run.clone(),
             plots: crate::plots::plot_links(r),
             timelines: crate::plots::timeline_tables(r),
-            warnings: warnings(r),
+            warnings: warnings(r, false),
+            warnings_markdown: warnings(r, true),
             resources: r
                 .scenarios
                 .iter()
@@ -708,6 +732,122 @@ impl View {
     }
 }
 
+/// `n thing` or `n things`.
+fn plural(n: usize, thing: &str) -> String {
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `was` or `were`.
+fn were(n: usize) -> &'static str {
+    if n == 1 {
+        "was"
+    } else {
+        "were"
+    }
+}
+
+/// The report's icon and its one-sentence headline, from the outcome and the gated SLOs (a gated instance's and
+/// the sweeps' that gate). It never says more held than were evaluated, says when nothing was, and says what
+/// `on_inconclusive` counted an INCONCLUSIVE check as.
+fn headline(r: &RunResults) -> (&'static str, String) {
+    let status = r.outcome.status;
+    let icon = match status {
+        OutcomeStatus::Passed => "✅",
+        OutcomeStatus::SloFailed | OutcomeStatus::RunFailed => "❌",
+        OutcomeStatus::InvalidMeasurement | OutcomeStatus::Incomplete => "⚠️",
+        OutcomeStatus::Inconclusive => "❔",
+    };
+    let gated: Vec<&ScenarioResult> = r.scenarios.iter().filter(|s| s.gate).collect();
+    let run_sweeps = crate::run_sweeps(r);
+    let not_gated = |v: &&loadgate_results::Verdict| {
+        v.note.as_deref().is_some_and(|n| n.starts_with(loadgate_results::verdict::NOTE_NOT_GATED))
+    };
+    let verdicts: Vec<&loadgate_results::Verdict> = gated
+        .iter()
+        .flat_map(|s| &s.verdicts)
+        .chain(run_sweeps.iter().flat_map(|s| s.verdicts.iter().filter(|v| !not_gated(v))))
+        .collect();
+    let is_inconclusive = |v: &&loadgate_results::Verdict| {
+        v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive)
+    };
+    let failed = verdicts.iter().filter(|v| !v.passed && !is_inconclusive(v)).count();
+    let undecided = verdicts.iter().filter(|v| is_inconclusive(v)).count();
+    let evaluated = verdicts.iter().filter(|v| v.evaluated()).count();
+    let not_evaluated = verdicts.len() - evaluated;
+    let invalid = gated.iter().filter(|s| !s.validity.valid).count();
+    let counted_as = crate::inconclusive_counted_as(r);
+    let instances = plural(r.scenarios.len(), "scenario instance");
+    // `; 1 more was not evaluated (see its note)`.
+    let unevaluated = match not_evaluated {
+        0 => String::new(),
+        n => format!("; {n} more {} not evaluated (see the notes)", were(n)),
+    };
+    let headline = match status {
+        OutcomeStatus::Passed if evaluated == 0 && not_evaluated == 0 => {
+            format!("No SLO was evaluated: the run has no gated SLO ({instances} ran).")
+        }
+        OutcomeStatus::Passed if evaluated == 0 => {
+            let text = format!(
+                "No SLO was evaluated: {} could not be (see the notes), so nothing was checked ({instances} ran).",
+                if not_evaluated == 1 { "the 1 gated SLO".to_owned() } else { format!("all {not_evaluated} gated SLOs") }
+            );
+            return ("⚠️", text);
+        }
+        OutcomeStatus::Passed if undecided > 0 => format!(
+            "{undecided} of {} {} INCONCLUSIVE, counted as passing by {}{}{unevaluated}.",
+            plural(evaluated, "gated SLO"),
+            were(undecided),
+            counted_as.map_or("on_inconclusive".to_owned(), |(_, origin)| origin),
+            match evaluated - undecided {
+                0 => String::new(),
+                held => format!("; the other {held} held"),
+            }
+        ),
+        OutcomeStatus::Passed => format!(
+            "{} held across {instances}{unevaluated}.",
+            if evaluated == 1 { "The 1 gated SLO".to_owned() } else { format!("All {evaluated} gated SLOs") }
+        ),
+        OutcomeStatus::SloFailed => {
+            let counted_fail = counted_as.filter(|(st, _)| *st == OutcomeStatus::SloFailed).map(|(_, origin)| origin);
+            match (failed, undecided, counted_fail) {
+                (_, 0, _) => format!("{failed} of {} failed.", plural(evaluated, "gated SLO")),
+                (0, n, Some(origin)) => format!(
+                    "{n} of {} {} INCONCLUSIVE, counted as {} by {origin}; none failed outright.",
+                    plural(evaluated, "gated SLO"),
+                    were(n),
+                    if n == 1 { "a failure" } else { "failures" }
+                ),
+                (_, n, Some(origin)) => format!(
+                    "{failed} of {} failed; {n} more {} INCONCLUSIVE, counted as {} by {origin}.",
+                    plural(evaluated, "gated SLO"),
+                    were(n),
+                    if n == 1 { "a failure" } else { "failures" }
+                ),
+                (_, n, None) => {
+                    format!("{failed} of {} failed. {n} more could not tell (INCONCLUSIVE).", plural(evaluated, "gated SLO"))
+                }
+            }
+        }
+        OutcomeStatus::InvalidMeasurement => format!(
+            "{invalid} scenario instance{} invalid as a measurement: the generator did not deliver what the plan asked, so those numbers describe loadgate, not the target.{}",
+            if invalid == 1 { " is" } else { "s are" },
+            if failed > 0 { format!(" {failed} of {} failed as well.", plural(evaluated, "gated SLO")) } else { String::new() }
+        ),
+        OutcomeStatus::RunFailed => "The run could not be carried out.".to_owned(),
+        OutcomeStatus::Incomplete => format!(
+            "The run is incomplete: it did not finish (interrupted), so the results cover only the phases that ran{}.",
+            match r.not_run.len() {
+                0 => String::new(),
+                n => format!("; {} {} not run", plural(n, "scenario instance"), were(n)),
+            }
+        ),
+        OutcomeStatus::Inconclusive => format!(
+            "No gated SLO failed, but {undecided} of {evaluated} checks could not tell (INCONCLUSIVE): more repetitions, or a quieter machine, would decide."
+        ),
+    };
+    (icon, headline)
+}
+
 /// `2 shards of run `abc` (merged exactly); start skew: shard 1 0.1 ms, shard 2 2012.0 ms (late)`.
 fn shards_line(r: &RunResults) -> Option<String> {
     let first = r.shards.first()?;
@@ -720,10 +860,10 @@ fn shards_line(r: &RunResults) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "{} of {} shards of run `{}` merged (histograms added); start skew: {}",
+        "{} of {} shards of run {} merged (histograms added); start skew: {}",
         r.shards.len(),
         first.count,
-        first.run_id,
+        code_span(&first.run_id, false),
         skews.join(", ")
     ))
 }
@@ -793,24 +933,30 @@ fn users_view(s: &ScenarioResult) -> UsersView {
     }
 }
 
-fn warnings(r: &RunResults) -> Vec<String> {
+/// Everything a reader must see before trusting the numbers, as Markdown (instance names in bold, kinds as
+/// code); with `markdown` every name and message is escaped for Markdown ([`escape_text`]), without it they are
+/// as written (for report.html, which escapes them itself, and for templates that want the raw text).
+fn warnings(r: &RunResults, markdown: bool) -> Vec<String> {
+    let t = |text: &str| if markdown { escape_text(text) } else { text.to_owned() };
+    let code = |text: &str| if markdown { code_span(text, false) } else { format!("`{text}`") };
     let mut out = Vec::new();
     if let Some(exit) = &r.target.exited {
-        out.push(format!("The target exited {:.1}s into the run: {}.", exit.at_seconds, exit.status));
+        out.push(format!("The target exited {:.1}s into the run: {}.", exit.at_seconds, t(&exit.status)));
     }
     for s in &r.scenarios {
         let gated = if s.gate { "" } else { " (not gated)" };
+        let name = t(&s.name);
         for p in &s.validity.problems {
-            out.push(format!("**{}**{gated} is invalid as a measurement: {} (`{}`)", s.name, p.message, p.kind));
+            out.push(format!("**{name}**{gated} is invalid as a measurement: {} ({})", t(&p.message), code(&p.kind)));
         }
         for w in &s.validity.warnings {
-            out.push(format!("**{}**{gated}: {} (`{}`)", s.name, w.message, w.kind));
+            out.push(format!("**{name}**{gated}: {} ({})", t(&w.message), code(&w.kind)));
         }
         if let Some(why) = &s.aborted {
-            out.push(format!("**{}** was stopped early: {why}", s.name));
+            out.push(format!("**{name}** was stopped early: {}", t(why)));
         }
     }
-    out.extend(r.pinning.warnings.iter().map(|w| format!("Pinning: {w}")));
+    out.extend(r.pinning.warnings.iter().map(|w| format!("Pinning: {}", t(w))));
     out
 }
 

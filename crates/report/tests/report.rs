@@ -573,3 +573,253 @@ fn a_run_that_could_not_be_carried_out_is_a_run_error() {
         .iter()
         .any(|l| l.contains("the run could not be carried out::the target never became ready")));
 }
+
+/// The A/B fixture with its FAIL check passing: one INCONCLUSIVE check, the others held; `on_inconclusive` set
+/// by the flag (`by_flag`) or by the spec.
+fn inconclusive_run(on_inconclusive: &str, by_flag: bool) -> RunResults {
+    let mut r = loadgate_results::fixture::sample_ab_run();
+    let v = &mut r.scenarios[0].verdicts[0];
+    v.passed = true;
+    v.statistics.as_mut().unwrap().status = loadgate_results::StatisticalStatus::Pass;
+    r.gating.as_mut().unwrap().on_inconclusive = on_inconclusive.to_owned();
+    r.spec.source = Some(loadgate_results::SpecSource {
+        text: "version: 1\n".to_owned(),
+        secret_vars: vec![],
+        repeat: None,
+        on_inconclusive: by_flag.then(|| on_inconclusive.to_owned()),
+        pacing: None,
+        connect_rate: None,
+        files: vec![],
+    });
+    r.outcome = outcome(&r);
+    r
+}
+
+/// The Markdown headline (the line after the title).
+fn md_headline(md: &str) -> (&str, &str) {
+    let mut lines = md.lines();
+    (lines.next().unwrap_or_default(), lines.nth(1).unwrap_or_default())
+}
+
+/// `--on-inconclusive fail` makes an INCONCLUSIVE check a failure in JUnit, an error annotation and the
+/// headline, as it does the exit code; `pass` keeps it skipped and says it was counted as a pass.
+#[test]
+fn on_inconclusive_fail_or_pass_reaches_junit_annotations_and_the_headline() {
+    let r = inconclusive_run("fail", true);
+    assert_eq!(r.outcome.exit_code, 1, "{:?}", r.outcome);
+    let xml = junit(&r).unwrap();
+    let cases = junit_cases(&xml);
+    let case = cases.iter().find(|c| c.0 == "api: p50 <= baseline * 1.05").unwrap();
+    assert_eq!((case.1.as_str(), case.2.as_str()), ("failure", "inconclusive"), "{xml}");
+    assert!(case.3.starts_with("INCONCLUSIVE ("), "{}", case.3);
+    assert!(case.3.ends_with("counted as a failure by --on-inconclusive fail"), "{}", case.3);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(attr(suite, "failures"), "1", "{xml}");
+    let lines = github_annotations(&r);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("::error "), "{}", lines[0]);
+    // The title's comma is escaped, as a workflow command's property must be.
+    assert!(lines[0].contains("is INCONCLUSIVE%2C counted as a failure by --on-inconclusive fail::"), "{}", lines[0]);
+    let md = markdown(&r, None).unwrap();
+    assert_eq!(
+        md_headline(&md),
+        (
+            "## ❌ pr-ab: SLO failed",
+            "1 of 3 gated SLOs was INCONCLUSIVE, counted as a failure by --on-inconclusive fail; none failed outright."
+        )
+    );
+    assert!(
+        md.contains("| **INCONCLUSIVE (") && md.contains("), counted as a failure by --on-inconclusive fail** |"),
+        "{md}"
+    );
+
+    // Set in the spec, it is named as the spec's setting.
+    let r = inconclusive_run("fail", false);
+    assert!(md_headline(&markdown(&r, None).unwrap())
+        .1
+        .contains("counted as a failure by gating.on_inconclusive: fail"));
+
+    let r = inconclusive_run("pass", true);
+    assert_eq!(r.outcome.exit_code, 0, "{:?}", r.outcome);
+    let xml = junit(&r).unwrap();
+    let case = junit_cases(&xml).into_iter().find(|c| c.0 == "api: p50 <= baseline * 1.05").unwrap();
+    assert_eq!(case.1, "skipped", "{xml}");
+    assert!(case.3.ends_with("counted as a pass by --on-inconclusive pass"), "{}", case.3);
+    assert!(!xml.contains("<failure"), "{xml}");
+    let lines = github_annotations(&r);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("::warning ") && lines[0].contains("counted as a pass by --on-inconclusive pass"));
+    let md = markdown(&r, None).unwrap();
+    assert_eq!(
+        md_headline(&md),
+        (
+            "## ✅ pr-ab: passed",
+            "1 of 3 gated SLOs was INCONCLUSIVE, counted as passing by --on-inconclusive pass; the other 2 held."
+        )
+    );
+
+    // The default: its own exit code, a skipped testcase and a warning, unchanged.
+    let r = inconclusive_run("inconclusive", false);
+    assert_eq!(r.outcome.exit_code, 5);
+    let case = junit_cases(&junit(&r).unwrap()).into_iter().find(|c| c.0 == "api: p50 <= baseline * 1.05").unwrap();
+    assert_eq!(case.1, "skipped");
+    assert!(!case.3.contains("counted"), "{}", case.3);
+    assert!(github_annotations(&r)[0].starts_with("::warning "));
+    assert_eq!(md_headline(&markdown(&r, None).unwrap()).0, "## ❔ pr-ab: inconclusive");
+}
+
+/// A passing run that evaluated no SLO says so, and is not a green check when its SLOs could not be evaluated.
+#[test]
+fn a_run_that_evaluated_no_slo_says_so() {
+    let mut r = run();
+    r.scenarios.retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    r.sweeps.clear();
+    let mut none = r.clone();
+    for s in &mut none.scenarios {
+        s.verdicts.clear();
+    }
+    none.outcome = outcome(&none);
+    assert_eq!(none.outcome.exit_code, 0);
+    let md = markdown(&none, None).unwrap();
+    let (title, headline) = md_headline(&md);
+    assert_eq!(title, "## ✅ tfb-plaintext: passed");
+    assert_eq!(
+        headline,
+        format!("No SLO was evaluated: the run has no gated SLO ({} scenario instances ran).", none.scenarios.len())
+    );
+
+    let mut unevaluated = r.clone();
+    for s in &mut unevaluated.scenarios {
+        for v in &mut s.verdicts {
+            v.passed = true;
+            v.statistics = None;
+            v.note = Some("not evaluated: no baseline".to_owned());
+        }
+    }
+    unevaluated.outcome = outcome(&unevaluated);
+    let md = markdown(&unevaluated, None).unwrap();
+    let (title, headline) = md_headline(&md);
+    assert_eq!(title, "## ⚠️ tfb-plaintext: passed");
+    assert!(
+        headline.starts_with("No SLO was evaluated: all ") && headline.contains("gated SLOs could not be"),
+        "{headline}"
+    );
+    assert!(!md.contains("All 0"), "{md}");
+
+    // Some evaluated, some not: the count held is the count evaluated, and the rest are named.
+    let mut some = r.clone();
+    let first = some.scenarios.iter_mut().find(|s| s.gate && s.verdicts.len() > 1).unwrap();
+    first.verdicts[0].note = Some("not evaluated: no baseline".to_owned());
+    some.outcome = outcome(&some);
+    let md = markdown(&some, None).unwrap();
+    let (_, headline) = md_headline(&md);
+    let gated = || some.scenarios.iter().filter(|s| s.gate).flat_map(|s| &s.verdicts);
+    let (evaluated, not) = (gated().filter(|v| v.evaluated()).count(), gated().filter(|v| !v.evaluated()).count());
+    assert!(not >= 1 && evaluated >= 1);
+    assert!(headline.starts_with(&format!("All {evaluated} gated SLOs held across ")), "{headline}");
+    assert!(headline.ends_with(&format!("; {not} more were not evaluated (see the notes).")), "{headline}");
+}
+
+/// What a Markdown document renders to, read by a GFM parser: the text of every table cell (code spans
+/// included, as written), every raw HTML block or inline HTML, every link's destination, every paragraph's (and
+/// list item's) text.
+#[derive(Debug, Default)]
+struct Rendered {
+    cells: Vec<String>,
+    html: Vec<String>,
+    links: Vec<String>,
+    paragraphs: Vec<String>,
+    emphasis: Vec<String>,
+}
+
+fn rendered(md: &str) -> Rendered {
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut out = Rendered::default();
+    let (mut cell, mut paragraph, mut emphasis) = (None::<String>, None::<String>, None::<String>);
+    for event in Parser::new_ext(md, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+        match event {
+            Event::Start(Tag::TableCell) => cell = Some(String::new()),
+            Event::End(TagEnd::TableCell) => out.cells.extend(cell.take()),
+            // A tight list's item has no paragraph of its own: its text is one too.
+            Event::Start(Tag::Paragraph | Tag::Item) => paragraph = Some(String::new()),
+            Event::End(TagEnd::Paragraph | TagEnd::Item) => out.paragraphs.extend(paragraph.take()),
+            Event::Start(Tag::Emphasis) => emphasis = Some(String::new()),
+            Event::End(TagEnd::Emphasis) => out.emphasis.extend(emphasis.take()),
+            Event::Start(Tag::Link { dest_url, .. }) => out.links.push(dest_url.to_string()),
+            Event::Html(h) | Event::InlineHtml(h) => out.html.push(h.to_string()),
+            Event::Text(t) | Event::Code(t) => {
+                for s in [&mut cell, &mut paragraph, &mut emphasis].into_iter().flatten() {
+                    s.push_str(&t);
+                }
+            }
+            Event::SoftBreak => {
+                for s in [&mut cell, &mut paragraph, &mut emphasis].into_iter().flatten() {
+                    s.push(' ');
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Names, matrix values and descriptions show as written in report.md, whatever they hold: no tag, comment,
+/// entity, code span, emphasis or link of theirs reaches the page, no `|` splits a table cell, and inside the
+/// `<summary>` of an HTML block they are HTML-escaped.
+#[test]
+fn markdown_shows_names_as_written_and_adds_no_markup_of_theirs() {
+    let mut r = run();
+    let name = r#"odd[v=/<x>&"y",z | <!-- hide --> `tick` ``two`` *star* _em_ a_b [l](http://e.example) &amp; \]"#;
+    let slo = "p99{request=a|b`c} < 100ms";
+    let description = "<b>bold</b> & `code` <!-- gone";
+    let old = r.scenarios[1].name.clone();
+    r.scenarios[1].name = name.to_owned();
+    r.scenarios[1].matrix = vec![("connections".to_owned(), r#"/<x>&"y",z"#.to_owned())];
+    r.scenarios[1].verdicts[0].slo = slo.to_owned();
+    r.scenarios[1].aborted = Some("stopped by <b>an SLO</b>".to_owned());
+    r.spec.description = Some(description.to_owned());
+    for sweep in &mut r.sweeps {
+        for c in &mut sweep.cells {
+            if *c == old {
+                *c = name.to_owned();
+            }
+        }
+    }
+    r.outcome = outcome(&r);
+    let md = markdown(&r, None).unwrap();
+    let page = rendered(&md);
+
+    // No HTML of the input: the only HTML is the template's own <details> blocks.
+    for h in &page.html {
+        let h = h.trim();
+        assert!(h.starts_with("<details><summary>") || h == "</details>", "HTML from the input: {h:?}\n{md}");
+        assert!(!h.contains("<x>") && !h.contains("<!--") && !h.contains("<b>"), "{h}");
+    }
+    // Inside the timeline's <summary> the name is HTML-escaped, so a browser shows it as written.
+    let summary = page.html.iter().find(|h| h.contains("odd[v=")).unwrap_or_else(|| panic!("{md}"));
+    assert!(summary.contains(r#"odd[v=/&lt;x&gt;&amp;&quot;y&quot;,z | &lt;!-- hide --&gt; `tick`"#), "{summary}");
+    // In every table the name is one cell, exactly as written: scenarios, details, SLOs, resources.
+    let as_written = page.cells.iter().filter(|c| c.as_str() == name).count();
+    assert!(as_written >= 4, "{as_written} cells hold the name:\n{:#?}\n{md}", page.cells);
+    assert!(page.cells.iter().any(|c| c == r#"/<x>&"y",z"#), "the matrix value in the sweep table:\n{md}");
+    assert!(page.cells.iter().any(|c| c == slo), "the SLO as one code span:\n{:?}", page.cells);
+    // Every table row still has its columns: the odd name's row has as many cells as the header.
+    let header = md.lines().find(|l| l.starts_with("| scenario | requests/s |")).unwrap();
+    let columns = header.matches(" | ").count() + 1;
+    let row = md.lines().find(|l| l.starts_with("| odd[v=")).unwrap();
+    let cells_in_row = rendered(&format!("{header}\n| :--- |{}\n{row}\n", " ---: |".repeat(columns - 1))).cells;
+    assert_eq!(cells_in_row.len(), 2 * columns, "{row}");
+    // No link but the plots'.
+    assert!(page.links.iter().all(|l| l.ends_with(".svg")), "{:?}", page.links);
+    // The description: one emphasis, its text as written.
+    assert!(page.emphasis.iter().any(|e| e == description), "{:?}\n{md}", page.emphasis);
+    // The warnings keep their own markup (the name in bold) around the escaped name and reason.
+    assert!(
+        page.paragraphs
+            .iter()
+            .chain(page.cells.iter())
+            .any(|p| p.contains(&format!("{name} was stopped early: stopped by <b>an SLO</b>"))),
+        "{md}"
+    );
+}

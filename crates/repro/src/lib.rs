@@ -33,11 +33,12 @@ pub struct RunOverrides {
 }
 
 impl RunOverrides {
-    /// Applies the options to a validated spec, before it is compiled.
-    pub fn apply(&self, spec: &mut Spec) {
+    /// Applies the options to a validated spec, before it is compiled. `--repeat N` sets `max_repeat` to `N` too
+    /// when the spec left it to its default; above a `max_repeat` the spec wrote it is refused (the message says
+    /// why), so that `--repeat` never turns sequential mode on, nor quietly off.
+    pub fn apply(&self, spec: &mut Spec) -> Result<(), String> {
         if let Some(n) = self.repeat {
-            spec.gating.repeat = n;
-            spec.gating.max_repeat = spec.gating.max_repeat.max(n);
+            spec.gating.set_repeat(n)?;
         }
         if let Some(on) = self.on_inconclusive {
             spec.gating.on_inconclusive = on;
@@ -50,6 +51,7 @@ impl RunOverrides {
                 cell.load.set_connect_rate(rate);
             }
         }
+        Ok(())
     }
 }
 
@@ -292,7 +294,7 @@ pub fn rebuild(results: &RunResults, opts: &RebuildOptions) -> Result<Rebuilt, R
         pacing: source.pacing.as_deref().and_then(pacing_from_word),
         connect_rate: source.connect_rate.as_deref().and_then(|r| r.parse().ok()),
     };
-    overrides.apply(&mut spec);
+    overrides.apply(&mut spec).map_err(|why| ReproError::Invalid { rendered: why, hint: String::new() })?;
     let plan = loadgate_plan::compile(&spec);
     if plan.hash != results.spec.plan_hash {
         let mut reasons: Vec<String> = version_hint.into_iter().collect();

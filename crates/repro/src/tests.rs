@@ -28,7 +28,7 @@ fn ci_run(dir: &Path, sets: &[(&str, &str)], overrides: RunOverrides) -> RunResu
         ..Default::default()
     };
     let mut spec = loadgate_spec::load_file(&dir.join("spec.yaml"), &opts).unwrap();
-    overrides.apply(&mut spec);
+    overrides.apply(&mut spec).unwrap();
     let plan = loadgate_plan::compile(&spec);
     let mut results = loadgate_results::fixture::sample_run();
     results.loadgate_version = "0.1.0".to_owned();
@@ -154,4 +154,36 @@ fn results_without_a_source_are_refused() {
 fn tells_a_results_file_from_a_spec() {
     assert!(looks_like_results("{\n  \"schema_version\": 1,\n  \"spec\": {}\n}"));
     assert!(!looks_like_results(SPEC));
+}
+
+/// `--repeat N` is N rounds: below the spec's `repeat` it does not turn sequential mode on (a `max_repeat` left to
+/// its default follows), a `max_repeat` the spec wrote stays, and one below N is refused.
+#[test]
+fn repeat_sets_an_implicit_max_repeat_and_respects_a_written_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("data/users.txt"), "ann\n").unwrap();
+    let load = |gating: &str| {
+        let text = SPEC.replace("scenarios:", &format!("gating: {gating}\nscenarios:"));
+        let opts = loadgate_spec::LoadOptions { base_dir: Some(dir.path().to_path_buf()), ..Default::default() };
+        loadgate_spec::load_str("spec.yaml", &text, &opts).unwrap()
+    };
+    let two = RunOverrides { repeat: Some(2), ..RunOverrides::default() };
+    let mut spec = load("{ repeat: 5 }");
+    two.apply(&mut spec).unwrap();
+    assert_eq!((spec.gating.repeat, spec.gating.max_repeat), (2, 2));
+    assert_eq!(loadgate_plan::compile(&spec).gating.looks(), vec![2], "one look, no sequential mode");
+
+    let mut spec = load("{ repeat: 5, max_repeat: 12 }");
+    two.apply(&mut spec).unwrap();
+    assert_eq!((spec.gating.repeat, spec.gating.max_repeat), (2, 12));
+
+    let mut spec = load("{ repeat: 5, max_repeat: 12 }");
+    let err = RunOverrides { repeat: Some(20), ..RunOverrides::default() }.apply(&mut spec).unwrap_err();
+    assert!(err.contains("--repeat 20 is above the spec's `gating.max_repeat: 12`"), "{err}");
+
+    // The plan of `--repeat 5` on a spec of `repeat: 2` is the plan of a spec of `repeat: 5`.
+    let mut spec = load("{ repeat: 2 }");
+    RunOverrides { repeat: Some(5), ..RunOverrides::default() }.apply(&mut spec).unwrap();
+    assert_eq!(loadgate_plan::compile(&spec).hash, loadgate_plan::compile(&load("{ repeat: 5 }")).hash);
 }

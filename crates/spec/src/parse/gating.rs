@@ -33,7 +33,10 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
                 );
                 ok = false;
             }
-            Some(m) => g.max_repeat = m,
+            Some(m) => {
+                g.max_repeat = m;
+                g.max_repeat_given = true;
+            }
             None => ok = false,
         }
     }
@@ -111,4 +114,225 @@ pub(super) fn read_repeat(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str)
         return None;
     }
     u32::try_from(n).ok()
+}
+
+/// A confidence for people: `90%`, `97.5%`, `99.17%`.
+fn percent(c: f64) -> String {
+    let text = format!("{:.2}", c * 100.0);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}%")
+}
+
+/// What a gated scenario's rounds can decide, for [`warn_about_undecidable_checks`].
+struct Design {
+    /// Checks with an absolute limit (judged over repetitions when a look has more than one round).
+    absolute: usize,
+    /// Checks relative to a baseline: paired rounds in an A/B run, else a stored baseline.
+    relative: usize,
+    /// The rounds of each look with the confidence it is judged at.
+    looks: Vec<(u32, f64)>,
+    /// Whether the looks are sequential mode's (`gating.max_repeat`), not the scenario's own `repeat`.
+    sequential: bool,
+    /// Whether the scenario sets its own `repeat`.
+    own_repeat: bool,
+}
+
+/// The rounds a look needs to PASS a check and to FAIL one, among the checks it judges; `None` when it judges
+/// none over repetitions.
+fn needs(d: &Design, rounds: u32, confidence: f64, ab: bool) -> Option<(u32, u32, usize)> {
+    use loadgate_model::{fewest_rounds, Sampling};
+    let absolute = if rounds > 1 { d.absolute } else { 0 };
+    let family = absolute + d.relative;
+    if family == 0 {
+        return None;
+    }
+    let mut kinds = Vec::new();
+    if absolute > 0 {
+        kinds.push(Sampling::OneSetOrPaired);
+    }
+    if d.relative > 0 {
+        // Against a stored baseline the size is the baseline's: assume as many repetitions as this run's.
+        kinds.push(if ab { Sampling::OneSetOrPaired } else { Sampling::Unpaired { baseline: None } });
+    }
+    let side = (1.0 - confidence) / 2.0;
+    let most = |alpha: f64| kinds.iter().map(|k| fewest_rounds(*k, alpha).unwrap_or(u32::MAX)).max().unwrap_or(0);
+    Some((most(side), most(side / family as f64), family))
+}
+
+/// Warns when a gated scenario's design can never decide a check over its repetitions, or when sequential
+/// mode's first look can decide none: the intervals are exact and discrete, so with too few rounds every verdict
+/// is INCONCLUSIVE however clear the data (`loadgate_model::fewest_rounds`). A PASS is decided per check at
+/// the look's confidence; a FAIL shares the false-FAIL budget over the instance's checks (Holm), so it needs more
+/// rounds with every check. Located at the scenario's own `repeat`, else at the `gating` block (or `candidate`).
+pub(super) fn warn_about_undecidable_checks(
+    cx: &mut Cx<'_>,
+    g: &Gating,
+    ab: bool,
+    scenarios: &[loadgate_model::Scenario],
+    gating: Option<(&Node, Path)>,
+    candidate: Option<(&Node, Path)>,
+    scenarios_node: Option<(&Node, Path)>,
+) {
+    let rounds_of = |s: &loadgate_model::Scenario| {
+        let runs = s.repeat.unwrap_or(g.repeat).max(1);
+        let most = if s.repeat.is_none() { g.max_repeat.max(runs) } else { runs };
+        (runs, most)
+    };
+    // Verdicts come from statistics only when some instance runs more than once, or on two sides.
+    if !ab && !scenarios.iter().any(|s| s.gate && rounds_of(s).1 > 1) {
+        return;
+    }
+    // One warning per message, naming every scenario it applies to.
+    let mut found: Vec<Found> = Vec::new();
+    for s in scenarios.iter().filter(|s| s.gate) {
+        let (runs, _) = rounds_of(s);
+        let sequential = s.repeat.is_none() && g.sequential();
+        let looks: Vec<(u32, f64)> = if sequential {
+            g.looks().into_iter().enumerate().map(|(k, n)| (n, g.look_confidence(k))).collect()
+        } else {
+            vec![(runs, g.confidence)]
+        };
+        let count = |c: &loadgate_model::Cell, relative: bool| {
+            c.slos
+                .iter()
+                .filter(|slo| {
+                    loadgate_model::judged_over_repetitions(slo)
+                        && matches!(slo.threshold, loadgate_model::Threshold::Baseline { .. }) == relative
+                })
+                .count()
+        };
+        let Some(design) = s
+            .cells
+            .iter()
+            .map(|c| Design {
+                absolute: count(c, false),
+                relative: count(c, true),
+                looks: looks.clone(),
+                sequential,
+                own_repeat: s.repeat.is_some(),
+            })
+            .max_by_key(|d| d.absolute + d.relative)
+        else {
+            continue;
+        };
+        let Some(found_one) = undecidable(&design, ab) else { continue };
+        let (message, help, key) = found_one;
+        // Where: the scenario's own `repeat`, else the gating block's key the message is about, else the block,
+        // else `candidate`.
+        let own = s.repeat.and_then(|_| {
+            let (node, p) = scenarios_node.as_ref()?;
+            let body = node.get(&s.name)?;
+            let n = body.get("repeat")?;
+            Some((p.key(&s.name).key("repeat"), n.span))
+        });
+        let (path, span) = own
+            .or_else(|| {
+                let (node, p) = gating.as_ref()?;
+                node.get(key).map(|n| (p.key(key), n.span)).or(Some((p.clone(), node.span)))
+            })
+            .or_else(|| candidate.as_ref().map(|(n, p)| (p.clone(), n.span)))
+            .unwrap_or((Path::root(), None));
+        match found.iter_mut().find(|f| f.message == message && f.path == path) {
+            Some(entry) => entry.names.push(s.name.clone()),
+            None => found.push(Found { message, help, path, span, names: vec![s.name.clone()] }),
+        }
+    }
+    for Found { message, help, path, span, names } in found {
+        let who = if names.len() == 1 {
+            format!("scenario `{}`", names[0])
+        } else {
+            format!("scenarios {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))
+        };
+        cx.error(Diagnostic::warning(&path, span, format!("{who}: {message}")).help(help));
+    }
+}
+
+/// One warning about undecidable checks: its message and fix, where it points, and the scenarios it names.
+struct Found {
+    message: String,
+    help: String,
+    path: Path,
+    span: Option<crate::node::Span>,
+    names: Vec<String>,
+}
+
+/// What a design cannot decide: the message, its fix, and the `gating` key it is about (`repeat` or
+/// `max_repeat`); `None` when its last look can PASS and FAIL a check and its first look can decide one.
+fn undecidable(d: &Design, ab: bool) -> Option<(String, String, &'static str)> {
+    let &(last, last_confidence) = d.looks.last()?;
+    let (pass, fail, family) = needs(d, last, last_confidence, ab)?;
+    let rounds = |n: u32| if n == 1 { "1 round".to_owned() } else { format!("{n} rounds") };
+    let seq = d.sequential && d.looks.len() > 1;
+    let c = percent(last_confidence);
+    let (subject, interval, holm, key) = if seq {
+        let judged = format!("it is judged at {c} (half the error budget is kept for it)");
+        (
+            format!("sequential mode's last look, after {}, ", rounds(last)),
+            format!("{judged}, where an exact interval needs"),
+            format!("{judged}, and Holm's correction shares its false-FAIL budget"),
+            "max_repeat",
+        )
+    } else {
+        (
+            format!("{} ", rounds(last)),
+            format!("an exact interval at {c} confidence needs"),
+            format!("Holm's correction shares the false-FAIL budget of {c} confidence"),
+            "repeat",
+        )
+    };
+    let raise = |need: u32| match (seq, d.own_repeat) {
+        (true, _) => format!("raise `gating.max_repeat` to {need} or more"),
+        (false, true) => format!("set this scenario's `repeat: {need}` or more"),
+        (false, false) => format!("set `gating.repeat: {need}` or more"),
+    };
+    if last < pass {
+        let checks = if family == 1 { "its check".to_owned() } else { format!("any of its {family} checks") };
+        return Some((
+            format!(
+                "{subject}cannot decide {checks}: {interval} {}, so every verdict over the \
+                 repetitions will be INCONCLUSIVE (exit 5), however clear the data",
+                rounds(pass)
+            ),
+            if fail > pass {
+                format!("{} ({} to be able to FAIL one of {family} checks)", raise(pass), fail)
+            } else {
+                raise(pass)
+            },
+            key,
+        ));
+    }
+    if last < fail {
+        let alpha = (1.0 - last_confidence) / 2.0 / family as f64;
+        return Some((
+            format!(
+                "{subject}can PASS its {family} checks but never FAIL one: {holm} over the {family} checks, so a FAIL is judged at a one-sided {} and needs {}; a \
+                 check that misses its limit in every round ends INCONCLUSIVE (exit 5)",
+                percent(alpha),
+                rounds(fail)
+            ),
+            format!("{}, or gate on fewer latency and throughput SLOs", raise(fail)),
+            key,
+        ));
+    }
+    if seq {
+        let &(first, first_confidence) = d.looks.first()?;
+        let (pass, _, _) = needs(d, first, first_confidence, ab)?;
+        let blind: Vec<String> = d.looks.iter().filter(|(n, _)| *n < pass).map(|(n, _)| n.to_string()).collect();
+        if !blind.is_empty() {
+            return Some((
+                format!(
+                    "sequential mode's look{} after {} rounds can decide no check: an early look is judged at {} \
+                     (its share of the error budget), where an exact interval needs {}; such a look spends budget \
+                     and decides nothing",
+                    if blind.len() == 1 { "" } else { "s" },
+                    blind.join(", "),
+                    percent(first_confidence),
+                    rounds(pass)
+                ),
+                format!("start at `gating.repeat: {pass}` or more"),
+                "repeat",
+            ));
+        }
+    }
+    None
 }

@@ -20,6 +20,7 @@ use crate::read::{list, Cx};
 use crate::suggest::did_you_mean;
 use crate::template::Templates;
 use crate::units::Duration;
+use loadgate_model::secrets::Redactor;
 
 use hardware::read_hardware;
 use request::{read_defaults, Defaults};
@@ -150,7 +151,31 @@ impl LoadOptions {
     }
 }
 
-pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> Option<Spec> {
+/// The values given with `--secret`: secret whatever the spec says, even when it names no variable.
+pub(crate) fn command_line_secrets(opts: &LoadOptions) -> Redactor {
+    let values = opts.sets.iter().filter(|(k, _)| opts.secret_vars.contains(k)).map(|(_, v)| v.clone());
+    Redactor::new(values, opts.secret_vars.iter().cloned())
+}
+
+/// The names under the spec's `secrets.vars`, as written (read before the spec is valid, for hiding their values in
+/// its errors).
+fn written_secret_vars(root: &Node) -> Vec<String> {
+    match root.get("secrets").and_then(|s| s.get("vars")).map(|v| &v.kind) {
+        Some(NodeKind::Seq(items)) => items
+            .iter()
+            .filter_map(|i| match &i.kind {
+                NodeKind::Str(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Reads a spec, and gives with it every secret value met on the way: the spec's own redactor when it is valid,
+/// else what its errors must not show (`--secret` values, secret variables' values, whatever a template read from
+/// the environment).
+pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics) -> (Option<Spec>, Redactor) {
     let path = Path::root();
     if matches!(root.kind, NodeKind::Null) {
         diags.push(
@@ -158,7 +183,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
                 .expected("a mapping with `version`, `name`, `target` and `scenarios`")
                 .help("start from `loadgate run --url http://127.0.0.1:8080/ -c 64 -d 10s --print-spec`, or see specs/quickstart.yaml"),
         );
-        return None;
+        return (None, command_line_secrets(opts));
     }
     // Variables come first: everything else may be templated with them.
     let (vars, var_values, env_read_by_vars) = read_vars(root, opts, diags);
@@ -169,7 +194,29 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         read: Default::default(),
     };
     let templates = Templates::new(var_values, opts.env.clone(), data);
-    let mut cx = Cx { diags, templates: &templates, bindings: &[], dynamic: false };
+    let spec = read_sections(root, opts, diags, vars.clone(), &templates, &env_read_by_vars);
+    if let Some(spec) = spec {
+        let secrets = spec.secrets.clone();
+        return (Some(spec), secrets);
+    }
+    let names: Vec<String> = written_secret_vars(root).into_iter().chain(opts.secret_vars.iter().cloned()).collect();
+    let mut values: Vec<String> = names.iter().filter_map(|n| vars.get(n).map(|v| v.value.clone())).collect();
+    values.extend(command_line_secrets(opts).values().iter().cloned());
+    values.extend(templates.env_values_read());
+    values.extend(env_read_by_vars);
+    (None, Redactor::new(values, names))
+}
+
+fn read_sections(
+    root: &Node,
+    opts: &LoadOptions,
+    diags: &mut Diagnostics,
+    vars: BTreeMap<String, Var>,
+    templates: &Templates,
+    env_read_by_vars: &[String],
+) -> Option<Spec> {
+    let path = Path::root();
+    let mut cx = Cx { diags, templates, bindings: &[], dynamic: false };
     let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
 
     if let Some((node, p)) = cx.required(&top, "version", "the spec") {
@@ -304,6 +351,15 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         return None;
     }
     warn_about_idle_streams(&mut cx, &target, candidate.as_ref(), &scenarios, top.get("scenarios"));
+    gating::warn_about_undecidable_checks(
+        &mut cx,
+        &gating,
+        candidate.is_some(),
+        &scenarios,
+        top.get("gating"),
+        top.get("candidate"),
+        top.get("scenarios"),
+    );
     let mut spec = Spec {
         name,
         description,
@@ -322,7 +378,7 @@ pub(crate) fn read_spec(root: &Node, opts: &LoadOptions, diags: &mut Diagnostics
         &spec,
         &secret_names,
         &opts.secret_vars,
-        templates.env_values_read().into_iter().chain(env_read_by_vars),
+        templates.env_values_read().into_iter().chain(env_read_by_vars.iter().cloned()),
     );
     Some(spec)
 }

@@ -112,9 +112,15 @@ pub(super) fn read_vars(
             *var = Var { value: value.clone(), source: VarSource::CommandLine };
             values.insert(name.clone(), to_value(&crate::loader::parse_scalar(value)));
         } else {
+            // A `--secret` value is never shown, and the flag is named as it was given.
+            let (flag, shown) = if opts.secret_vars.contains(name) {
+                ("--secret", loadgate_model::secrets::REDACTED)
+            } else {
+                ("--set", value.as_str())
+            };
             let names: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
             let help = match did_you_mean(name, names.iter().copied()) {
-                Some(s) => format!("did you mean `--set {s}={value}`?"),
+                Some(s) => format!("did you mean `{flag} {s}={shown}`?"),
                 None if names.is_empty() => "the spec declares no variables; add them under `vars:`".to_owned(),
                 None => format!("the spec declares: {}", names.join(", ")),
             };
@@ -122,7 +128,7 @@ pub(super) fn read_vars(
                 Diagnostic::error(
                     &p,
                     vars_span.or(Some(Span { line: 1, col: 1 })),
-                    format!("`--set {name}={value}` names no variable of this spec"),
+                    format!("`{flag} {name}={shown}` names no variable of this spec"),
                 )
                 .expected(format!(
                     "one of the variables under `vars:` ({})",
