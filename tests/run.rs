@@ -1457,3 +1457,41 @@ fn on_inconclusive_fail_is_a_junit_failure_and_pass_an_honest_headline() {
     assert!(!md.contains("All 1 gated") && !md.contains("All 0"), "{md}");
     assert!(md.contains("1 of 1 gated SLO was INCONCLUSIVE, counted as passing by --on-inconclusive pass."), "{md}");
 }
+
+/// `--pipeline-reads batch` reads each pipelined batch whole: the run says so in its load line and results.json,
+/// `--print-spec` carries it, and it needs `--pipeline` and a closed load.
+#[test]
+fn pipeline_reads_batch_from_the_command_line() {
+    use std::io::BufRead as _;
+    let mut server = command(&["serve", "--kind", "plaintext"]).stdout(Stdio::piped()).spawn().expect("serve");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = format!("{}/plaintext", line.trim().rsplit(' ').next().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let flags = ["-c", "4", "-n", "2000", "--pipeline", "16", "--pipeline-reads", "batch"];
+    let printed = run(&[&["run", "--url", url.as_str()][..], &flags[..], &["--print-spec"]].concat());
+    assert!(text(&printed.stdout).contains("pipeline_reads: \"batch\""), "{}", text(&printed.stdout));
+    let out =
+        run(&[&["run", "--url", url.as_str()][..], &flags[..], &["--out", out_dir.to_str().unwrap(), "-v"]].concat());
+    let _ = server.kill();
+    let _ = server.wait();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("adhoc/results.json")).unwrap()).unwrap();
+    let s = &r["scenarios"][0];
+    assert_eq!(s["requests"]["completed"], 2000, "{s:#}");
+    assert_eq!(s["load"]["pipeline"], 16);
+    assert_eq!(s["load"]["pipeline_reads"], "batch", "{:#}", s["load"]);
+    let md = std::fs::read_to_string(out_dir.join("adhoc/report.md")).unwrap();
+    assert!(md.contains("pipeline 16 (batches read whole)"), "{md}");
+
+    let out = run(&["run", "--url", "http://127.0.0.1:9/", "--pipeline-reads", "batch", "--print-spec"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--pipeline"), "{}", text(&out.stderr));
+    let out =
+        run(&["run", "--url", "http://127.0.0.1:9/", "-R", "100", "--pipeline", "4", "--pipeline-reads", "batch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--pipeline-reads"), "{}", text(&out.stderr));
+}

@@ -348,6 +348,11 @@ pub struct FlagArgs {
     /// HTTP/1.1 pipelining depth.
     #[arg(long, value_name = "N")]
     pub pipeline: Option<u32>,
+    /// When a pipelined batch's responses are read: `each` as it arrives (default; each completes at its own
+    /// arrival) or `batch`, the whole batch in one read when it can all be there (a third of the generator's CPU;
+    /// its responses complete when its last bytes arrived, as wrk records a pipelined batch).
+    #[arg(long, value_name = "READS", value_parser = ["each", "batch"], requires = "pipeline")]
+    pub pipeline_reads: Option<String>,
     /// A new connection per request (ab without `-k`).
     #[arg(long)]
     pub no_keepalive: bool,
@@ -390,6 +395,7 @@ impl FlagArgs {
         note(self.method.is_some(), "-m");
         note(self.body.is_some(), "--body");
         note(self.pipeline.is_some(), "--pipeline");
+        note(self.pipeline_reads.is_some(), "--pipeline-reads");
         note(self.no_keepalive, "--no-keepalive");
         note(self.insecure, "-k");
         note(self.http2, "--http2");
@@ -414,6 +420,7 @@ impl FlagArgs {
             method: self.method.clone(),
             body: self.body.clone(),
             pipeline: self.pipeline,
+            pipeline_reads: self.pipeline_reads.clone(),
             no_keepalive: self.no_keepalive,
             slos: self.slos.clone(),
             insecure: self.insecure,

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p loadgate-engine --example drive -- http://127.0.0.1:8080/ \
 //!     [-t THREADS] [--cpus 1,2] [-c CONNECTIONS] [-d 10s | -n REQUESTS] [-R RATE] [--pipeline 16]
-//!     [--window] [--no-keepalive] [--http2] [--streams N] [--timeout 8s] [--json]
+//!     [--window] [--batch-reads] [--no-keepalive] [--http2] [--streams N] [--timeout 8s] [--json]
 //! ```
 //!
 //! Prints a short summary; with `--json`, the whole `ScenarioResult` instead.
@@ -26,6 +26,7 @@ struct Args {
     rate: Option<Rate>,
     pipeline: u32,
     window: bool,
+    batch_reads: bool,
     keep_alive: bool,
     /// HTTP/2 with prior knowledge (h2c) and its streams per connection.
     http2: bool,
@@ -44,6 +45,7 @@ fn parse() -> Result<Args, String> {
         rate: None,
         pipeline: 1,
         window: false,
+        batch_reads: false,
         keep_alive: true,
         http2: false,
         streams: 1,
@@ -67,6 +69,7 @@ fn parse() -> Result<Args, String> {
             "-R" => a.rate = Some(Rate::from_per_sec(value()?.parse().map_err(|e| format!("-R: {e}"))?)),
             "--pipeline" => a.pipeline = value()?.parse().map_err(|e| format!("--pipeline: {e}"))?,
             "--window" => a.window = true,
+            "--batch-reads" => a.batch_reads = true,
             "--no-keepalive" => a.keep_alive = false,
             "--http2" => a.http2 = true,
             "--streams" => a.streams = value()?.parse().map_err(|e| format!("--streams: {e}"))?,
@@ -77,7 +80,7 @@ fn parse() -> Result<Args, String> {
         }
     }
     if a.url.is_empty() {
-        return Err("usage: drive URL [-t N] [--cpus 1,2] [-c N] [-d 10s | -n N] [-R RATE] [--pipeline N] [--window] [--no-keepalive] [--timeout 8s] [--json]".into());
+        return Err("usage: drive URL [-t N] [--cpus 1,2] [-c N] [-d 10s | -n N] [-R RATE] [--pipeline N] [--window] [--batch-reads] [--no-keepalive] [--timeout 8s] [--json]".into());
     }
     if !a.cpus.is_empty() {
         a.threads = a.cpus.len();
@@ -131,6 +134,11 @@ fn main() -> ExitCode {
                 connections: args.connections,
                 pipeline: args.pipeline,
                 pipeline_mode: if args.window { PipelineMode::Window } else { PipelineMode::Batch },
+                pipeline_reads: if args.batch_reads {
+                    loadgate_plan::PipelineReads::Batch
+                } else {
+                    loadgate_plan::PipelineReads::Each
+                },
                 keep_alive: args.keep_alive,
                 streams: args.streams,
                 connect_rate: loadgate_plan::ConnectRate::Auto,

@@ -157,6 +157,20 @@ impl Rt {
         self.readiness.get(task as usize).map_or(0, Cell::get)
     }
 
+    /// Treat the task's socket as readable once, whatever epoll said (a read that is owed: its data is held back
+    /// by a low-water mark that may never be reached).
+    pub(crate) fn mark_readable(&self, task: TaskId) {
+        if let Some(r) = self.readiness.get(task as usize) {
+            r.set(r.get() | READABLE);
+        }
+    }
+
+    /// [`Rt::mark_readable`], and runs the task.
+    pub(crate) fn force_readable(&self, task: TaskId) {
+        self.mark_readable(task);
+        waker(task).wake();
+    }
+
     /// A read or write found the socket drained: wait for epoll's next edge.
     pub(crate) fn clear(&self, task: TaskId, bits: u8) {
         if let Some(r) = self.readiness.get(task as usize) {

@@ -66,6 +66,17 @@ pub(crate) trait Stream {
     fn take_tls_failure(&mut self) -> Option<crate::tls::TlsFailure> {
         None
     }
+    /// Whether [`Stream::set_read_low_water`] holds readiness back (plain TCP with receive timestamps: a read it
+    /// delays still knows when its bytes arrived).
+    #[inline(always)]
+    fn holds_reads(&self) -> bool {
+        false
+    }
+    /// Report the stream readable only once `bytes` are waiting (`SO_RCVLOWAT`; 1 is the kernel's default), or at
+    /// the end of the stream or an error. Nothing where [`Stream::holds_reads`] is false.
+    fn set_read_low_water(&mut self, _bytes: usize) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Why a connect failed.
@@ -172,6 +183,30 @@ fn would_block(e: &io::Error) -> bool {
 }
 
 impl Stream for TcpConn {
+    #[inline(always)]
+    fn holds_reads(&self) -> bool {
+        self.stamps.is_some()
+    }
+
+    fn set_read_low_water(&mut self, bytes: usize) -> io::Result<()> {
+        let value = libc::c_int::try_from(bytes.max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: the option value is a live c_int of the size passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     fn try_write(&mut self, rt: &Rt, buf: &[u8]) -> io::Result<Option<usize>> {
         if rt.readiness(self.task) & WRITABLE == 0 {
             return Ok(None);
@@ -388,6 +423,68 @@ mod tests {
         assert!(read.arrived.is_none());
         rt.set_defer_io(true);
         assert!(!rt.defers_io());
+    }
+
+    /// A server that writes `parts` (each its own segment, `gap` apart) once the client sends a byte, and keeps
+    /// the connection open until the client is done.
+    fn spaced_writer(parts: Vec<Vec<u8>>, gap: Duration) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut go = [0u8; 1];
+            std::io::Read::read_exact(&mut s, &mut go).unwrap();
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    std::thread::sleep(gap);
+                }
+                s.write_all(p).unwrap();
+            }
+            let mut buf = [0u8; 1];
+            let _ = std::io::Read::read(&mut s, &mut buf);
+        });
+        (addr, server)
+    }
+
+    /// With a low-water mark of 30 bytes, 10 bytes leave the socket unreadable to epoll; 30 make it readable, and
+    /// the one read then takes all 30 with the arrival of the last of them.
+    #[test]
+    fn a_low_water_mark_holds_readiness_back_until_it_is_reached() {
+        let gap = Duration::from_millis(100);
+        let (addr, server) = spaced_writer(vec![b"0123456789".to_vec(), [b'x'; 20].to_vec()], gap);
+        let rt = Rt::new(1).unwrap();
+        let seen = std::rc::Rc::new(std::cell::Cell::new(None));
+        let out = seen.clone();
+        let rt_ref = &rt;
+        rt.run(vec![Box::pin(async move {
+            let mut conn = connect(rt_ref, addr, Duration::from_secs(10)).await.unwrap();
+            if !conn.holds_reads() {
+                return;
+            }
+            conn.set_read_low_water(30).unwrap();
+            let sent = poll_fn(|_| match conn.try_write(rt_ref, b"g") {
+                Ok(Some(1)) => Poll::Ready(Instant::now()),
+                Ok(_) => Poll::Pending,
+                Err(e) => panic!("{e}"),
+            })
+            .await;
+            // Wait for epoll to say the socket is readable, then read it.
+            let task = rt_ref.current();
+            poll_fn(|_| if rt_ref.readiness(task) & READABLE != 0 { Poll::Ready(()) } else { Poll::Pending }).await;
+            let mut buf = [0u8; 64];
+            let read = conn.try_read(rt_ref, &mut buf).unwrap().unwrap();
+            out.set(Some((read, sent)));
+        })]);
+        server.join().unwrap();
+        let Some((read, sent)) = seen.get() else {
+            eprintln!("skipped: this kernel gives no receive timestamps");
+            return;
+        };
+        assert_eq!(read.len, 30, "readable only once the mark was reached");
+        // The second write came 100 ms or more after the first, which came after the client's byte.
+        let arrived = read.arrived.expect("stamped");
+        assert!(arrived.duration_since(sent) >= gap - Duration::from_millis(1), "{:?}", arrived.duration_since(sent));
     }
 
     #[test]

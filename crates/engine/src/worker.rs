@@ -59,13 +59,16 @@ use loadgate_plan::ConnectRate;
 use crate::codec::{Completed, Eof, ResponseParser};
 use crate::opening::{self, Opened, OpeningCounts};
 use crate::request::{Built, RequestBytes};
-use crate::rt::{Rt, Task};
+use crate::rt::{self, Rt, Task};
 use crate::schedule::WorkerSchedule;
 use crate::tls::{self, TlsClient, TlsConn, TlsFailure, WorkerTls};
 use crate::transport::{self, ConnectError, Stream, TcpConn};
 use crate::{EngineError, StopSignal};
 
+mod batch;
 mod http2;
+
+use batch::Batching;
 pub(crate) use http2::H2Counters;
 
 /// How long past an open load's deadline its last requests (due before the deadline) may still be handed out.
@@ -102,6 +105,8 @@ pub(crate) struct WorkerConfig {
     pub pipeline: usize,
     /// Window mode: add a request as each completes; batch mode: only when all completed.
     pub window: bool,
+    /// `pipeline_reads: batch`: a batch is read whole when all of it can have arrived (`worker/batch.rs`).
+    pub batch_reads: bool,
     /// `false`: one request per connection.
     pub keep_alive: bool,
     /// HTTP/2 over plain TCP (h2c with prior knowledge); over TLS, HTTP/2 is what ALPN chose (`http2` forces it).
@@ -201,6 +206,8 @@ pub(crate) struct WorkerFinal {
     pub spin_seconds: Option<f64>,
     /// Per mix entry, in the mix's order (empty without a mix).
     pub by_entry: Vec<EntryStats>,
+    /// A connection read a pipelined batch whole (`pipeline_reads: batch` took effect).
+    pub batches_read_whole: bool,
 }
 
 /// The measurements of one mix entry on one worker.
@@ -369,6 +376,13 @@ struct Ctx {
     tls: Option<WorkerTls>,
     /// Per slot: the connection opened before the start, taken by the slot's first connect.
     pre_opened: RefCell<Vec<Option<TcpConn>>>,
+    /// Connections read their batches whole (`pipeline_reads: batch`, `worker/batch.rs`): a closed keep-alive
+    /// HTTP/1.1 load pipelined in batches.
+    batching: bool,
+    /// Per slot: when its batch, held back by a low-water mark, is read by force (`None`: no such batch).
+    stall_at: Box<[Cell<Option<Instant>>]>,
+    /// A connection held its reads back for a whole batch.
+    held: Cell<bool>,
 }
 
 struct Stats {
@@ -557,9 +571,19 @@ impl Ctx {
         let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
         let slots = cfg.slots;
         let tls = cfg.tls.as_ref().map(TlsClient::for_worker);
+        let batching = cfg.batch_reads
+            && open.is_none()
+            && cfg.keep_alive
+            && cfg.pipeline > 1
+            && !cfg.window
+            && cfg.session.is_empty()
+            && !cfg.http2;
         Ctx {
             tls,
             pre_opened: RefCell::new(pre_opened),
+            batching,
+            stall_at: (0..slots).map(|_| Cell::new(None)).collect(),
+            held: Cell::new(false),
             rt,
             deadline,
             start,
@@ -589,6 +613,20 @@ impl Ctx {
         for (_, waker) in idle {
             waker.wake();
         }
+    }
+
+    /// Reads by force the batches held back by a low-water mark past their time (`None`: every one): their
+    /// slots find their sockets readable. Whether any was.
+    fn force_stalled(&self, now: Option<Instant>) -> bool {
+        let mut any = false;
+        for (i, at) in self.stall_at.iter().enumerate() {
+            if at.get().is_some_and(|t| now.is_none_or(|now| now >= t)) {
+                at.set(None);
+                self.rt.force_readable(1 + i as rt::TaskId);
+                any = true;
+            }
+        }
+        any
     }
 
     /// Takes up to `room` requests for a slot, calling `push(intended)` for each.
@@ -811,6 +849,7 @@ impl Ctx {
             system_seconds: 0.0,
             spin_seconds: self.cfg.precise.then(|| self.rt.spun().as_secs_f64()),
             by_entry: std::mem::take(&mut stats.by_entry),
+            batches_read_whole: self.held.get(),
         }
     }
 }
@@ -886,7 +925,14 @@ async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
             }
         }
         if ctx.stopping.get() && ctx.stop_at.get().is_some_and(|at| now >= at + drain) {
+            // What arrived of batches held back by a low-water mark is read before the worker ends.
+            if ctx.batching && ctx.force_stalled(None) {
+                yield_now().await;
+            }
             break;
+        }
+        if ctx.batching {
+            ctx.force_stalled(Some(now));
         }
         let mut defer = false;
         if !ctx.stopping.get() {
@@ -1122,6 +1168,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 };
                 let refused = io.peer_closed && !io.answered;
                 io.reset();
+                ctx.stall_at[id].set(None);
                 let mut s = ctx.stats.borrow_mut();
                 s.conns_open -= 1;
                 if refused {
@@ -1231,6 +1278,8 @@ struct SlotIo {
     answered: bool,
     /// The server closed or reset the current connection (EOF, a failed read or write).
     peer_closed: bool,
+    /// Batched reads of the current connection (pipelined batches only).
+    batch: Batching,
 }
 
 impl SlotIo {
@@ -1248,6 +1297,7 @@ impl SlotIo {
             armed: false,
             answered: false,
             peer_closed: false,
+            batch: Batching::new(),
         }
     }
 
@@ -1264,6 +1314,7 @@ impl SlotIo {
         self.out.clear();
         self.out_pos = 0;
         self.parser.reset();
+        self.batch.reset();
     }
 
     /// The stream broke: every request in flight fails with `kind`, and a TLS failure is counted by its class.
@@ -1303,6 +1354,8 @@ impl SlotIo {
         let cfg = &ctx.cfg;
         let req_len = cfg.request.as_ref().map_or(0, |r| r.len());
         let mut now = Instant::now();
+        // A batched connection's read owed before a timeout is called (once per call).
+        let mut forced = false;
         loop {
             let mut progress = false;
             // 1. Take new requests.
@@ -1334,6 +1387,9 @@ impl SlotIo {
                     };
                     match acquired {
                         Acquired::Got(n) => {
+                            if ctx.batching {
+                                self.batch.sent(now);
+                            }
                             self.unwritten += n * req_len;
                             let mut s = ctx.stats.borrow_mut();
                             s.c.sent += n as u64;
@@ -1407,29 +1463,16 @@ impl SlotIo {
                     // The bytes' arrival (the kernel's timestamp), never later than now.
                     let arrived = read.arrived.map_or(now, |t| t.min(now));
                     stats.c.bytes_read += n as u64;
-                    let data = &scratch[..n];
-                    let mut off = 0;
-                    while off < n {
-                        let head = ctx.is_head(self.in_flight.front().map(|f| f.entry));
-                        match self.parser.feed(&data[off..], head) {
-                            Err(_) => {
-                                self.fail_all(&mut stats, Failure::Protocol);
-                                return Poll::Ready(End::Reconnect { server_closed: false });
-                            }
-                            Ok((used, done)) => {
-                                off += used;
-                                if let Some(done) = done {
-                                    if let Some(end) = self.complete(ctx, &mut stats, quota, done, arrived) {
-                                        return Poll::Ready(end);
-                                    }
-                                }
-                            }
-                        }
+                    if let Some(end) = self.consume(ctx, &mut stats, quota, &scratch[..n], arrived) {
+                        return Poll::Ready(end);
                     }
                     progress = true;
                 }
             }
             drop(scratch);
+            if ctx.batching {
+                self.tend_batch(ctx, stream, now);
+            }
 
             // 4. The lazy per-connection timeout.
             if !self.in_flight.is_empty() && !self.armed {
@@ -1445,8 +1488,15 @@ impl SlotIo {
                 if let Some(&InFlight { sent, .. }) = self.in_flight.front() {
                     now = Instant::now();
                     if now >= sent + cfg.timeout {
-                        self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Timeout);
-                        return Poll::Ready(End::Reconnect { server_closed: false });
+                        if self.batch.holding() && !forced {
+                            // What arrived of a batch held back by its low-water mark is read before the rest
+                            // times out.
+                            forced = true;
+                            ctx.rt.mark_readable(ctx.rt.current());
+                        } else {
+                            self.fail_all(&mut ctx.stats.borrow_mut(), Failure::Timeout);
+                            return Poll::Ready(End::Reconnect { server_closed: false });
+                        }
                     }
                     progress = true;
                 }
@@ -1454,6 +1504,71 @@ impl SlotIo {
             if !progress {
                 return Poll::Pending;
             }
+        }
+    }
+
+    /// Parses the bytes of one read (or one message of a split read), which arrived at `arrived`, completing the
+    /// responses they end; returns how the connection ends if it does.
+    #[inline]
+    fn consume(
+        &mut self,
+        ctx: &Ctx,
+        stats: &mut Stats,
+        quota: &mut Option<u64>,
+        data: &[u8],
+        arrived: Instant,
+    ) -> Option<End> {
+        let n = data.len();
+        let mut off = 0;
+        while off < n {
+            let head = ctx.is_head(self.in_flight.front().map(|f| f.entry));
+            match self.parser.feed(&data[off..], head) {
+                Err(_) => {
+                    self.fail_all(stats, Failure::Protocol);
+                    return Some(End::Reconnect { server_closed: false });
+                }
+                Ok((used, done)) => {
+                    off += used;
+                    if ctx.batching {
+                        self.batch.bytes(used);
+                    }
+                    if let Some(done) = done {
+                        if ctx.batching {
+                            self.batch.response();
+                        }
+                        if let Some(end) = self.complete(ctx, stats, quota, done, arrived) {
+                            return Some(end);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// After a read: the socket's low-water mark follows the responses still outstanding, and a batch it holds back
+    /// gets a time to be read by force.
+    fn tend_batch<S: Stream>(&mut self, ctx: &Ctx, stream: &mut S, now: Instant) {
+        let stall = &ctx.stall_at[self.id];
+        if self.in_flight.is_empty() {
+            self.batch.done(now);
+            stall.set(None);
+        }
+        if !stream.holds_reads() {
+            return;
+        }
+        if let Some(bytes) = self.batch.low_water_for(self.in_flight.len()) {
+            if stream.set_read_low_water(bytes).is_ok() {
+                self.batch.set_low_water(bytes);
+                if bytes > 1 {
+                    ctx.held.set(true);
+                }
+            } else {
+                self.batch.refused();
+            }
+        }
+        if self.batch.holding() && !self.in_flight.is_empty() && stall.get().is_none() {
+            stall.set(Some(now + self.batch.stall_bound()));
         }
     }
 

@@ -419,3 +419,119 @@ fn precise_pacing_sends_every_request_and_reports_its_polling() {
     let r = PhaseBuilder::open(2000, 8).duration(Duration::from_millis(300)).run(&server.target());
     assert!(r.workers[0].spin_seconds.is_none(), "{}", describe(&r));
 }
+
+/// `pipeline_reads: batch` reads each batch whole and counts exactly as reading each response does: a timed run,
+/// a request count whose last batch is short, several workers.
+#[test]
+fn batch_reads_count_every_request_once() {
+    let cases = [
+        PhaseBuilder::closed(3).pipeline(8, PipelineMode::Batch).batch_reads(),
+        PhaseBuilder::closed(3).workers(2).requests(1001).pipeline(16, PipelineMode::Batch).batch_reads(),
+        PhaseBuilder::closed(1).requests(5).pipeline(4, PipelineMode::Batch).batch_reads(),
+    ];
+    for case in cases {
+        let server = hello_server();
+        let r = case.run(&server.target());
+        assert_counts_match(&r, &server);
+        if let StopCondition::Requests { requests } = case.stop {
+            assert_eq!(r.requests.completed, requests, "{}", describe(&r));
+        }
+        assert_eq!(r.load.pipeline_reads.as_deref(), Some("batch"), "{}", describe(&r));
+    }
+    // Reading each response as it comes is the default, and says nothing.
+    let server = hello_server();
+    let r = PhaseBuilder::closed(2).pipeline(8, PipelineMode::Batch).run(&server.target());
+    assert_counts_match(&r, &server);
+    assert_eq!(r.load.pipeline_reads, None);
+}
+
+/// Responses of changing length: some longer (the mark is reached before the batch is in: read in parts), and now
+/// and then one shorter than any before (the mark is never reached: the batch is read by force). Nothing is
+/// lost, nothing times out.
+#[test]
+fn batch_reads_take_responses_of_any_length() {
+    let server = serve(|r| {
+        let body: Vec<u8> = match r.seq % 23 {
+            22 => Vec::new(),
+            n if n % 3 == 0 => vec![b'x'; 40 + n as usize],
+            _ => HELLO.to_vec(),
+        };
+        Reply::Bytes(ok_body(&body))
+    });
+    let r = PhaseBuilder::closed(2)
+        .requests(600)
+        .pipeline(8, PipelineMode::Batch)
+        .batch_reads()
+        .timeout(Duration::from_secs(30))
+        .run(&server.target());
+    let info = describe(&r);
+    assert_eq!(r.requests.completed, 600, "{info}");
+    assert_eq!(r.requests.completed, server.answered(), "{info}");
+    assert_eq!(r.errors.total(), 0, "{info}");
+}
+
+/// A server that closes after some responses (`Connection: close`, as nginx's `keepalive_requests`): the batch's
+/// unanswered requests go again on a new connection, and the new connection learns its lengths again.
+#[test]
+fn batch_reads_survive_a_server_that_closes_mid_batch() {
+    let server = serve(|r| {
+        if r.seq % 37 == 36 {
+            Reply::BytesThenClose(
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 13\r\n\r\nHello, World!".to_vec(),
+            )
+        } else {
+            Reply::Bytes(ok_body(HELLO))
+        }
+    });
+    let r = PhaseBuilder::closed(2).requests(500).pipeline(8, PipelineMode::Batch).batch_reads().run(&server.target());
+    let info = describe(&r);
+    assert_eq!(r.requests.completed, 500, "{info}");
+    assert_eq!(r.requests.completed, server.answered(), "{info}");
+    assert_eq!(r.errors.total(), 0, "{info}");
+    assert!(r.connections.reconnects > 0, "{info}");
+}
+
+/// A server that answers part of a batch and then hangs: the answered responses complete (they are read by force
+/// although the batch never reaches its mark), only the rest time out.
+#[test]
+fn batch_reads_complete_what_arrived_before_the_rest_times_out() {
+    let server = serve(|r| if r.seq < 6 { Reply::Bytes(ok_body(HELLO)) } else { Reply::Hang });
+    let r = PhaseBuilder::closed(1)
+        .requests(8)
+        .pipeline(4, PipelineMode::Batch)
+        .batch_reads()
+        .timeout(Duration::from_millis(500))
+        .run(&server.target());
+    let info = describe(&r);
+    assert_eq!(r.requests.completed, 6, "{info}");
+    assert_eq!(r.errors.timeout, 2, "{info}");
+}
+
+/// What each read policy means for latency, against a server that takes 30 ms or more before each response of a
+/// batch of 4: read as they come, a batch's responses complete 30 ms or more apart; read whole, a batch completes
+/// when its last response is in, 4 x 30 ms or more after it went out (the first batch of a connection is read as it
+/// comes: it shows the response length).
+#[test]
+fn reading_each_response_or_the_batch_whole_is_what_latency_measures() {
+    let gap = Duration::from_millis(30);
+    let slow = move || {
+        serve(move |_| {
+            std::thread::sleep(gap);
+            Reply::Bytes(ok_body(HELLO))
+        })
+    };
+    let server = slow();
+    let r = PhaseBuilder::closed(1).requests(20).pipeline(4, PipelineMode::Batch).run(&server.target());
+    let h = &r.histograms.latency;
+    assert_eq!(h.len(), 20, "{}", describe(&r));
+    // Within a batch the responses are 30 ms or more apart: the fastest is 90 ms or more below the slowest.
+    assert!(h.max() >= h.min() + 90_000 - 1_000, "min {} max {}", h.min(), h.max());
+
+    let server = slow();
+    let r = PhaseBuilder::closed(1).requests(20).pipeline(4, PipelineMode::Batch).batch_reads().run(&server.target());
+    let h = &r.histograms.latency;
+    assert_eq!(h.len(), 20, "{}", describe(&r));
+    let whole: u64 = h.iter_recorded().filter(|v| v.value_iterated_to() >= 119_000).map(|v| v.count_at_value()).sum();
+    // The 16 responses of the 4 batches read whole, and the first batch's last one.
+    assert!(whole >= 17, "{whole} of 20 completed with their batch:\n{}", describe(&r));
+}

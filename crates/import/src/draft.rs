@@ -36,8 +36,19 @@ pub(crate) enum Stop {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Load {
-    Closed { connections: Val<u64>, stop: Stop, pipeline: u32, keep_alive: bool },
-    Open { rate_millis: u64, duration: Val<Dur>, connections: Val<u64> },
+    /// `batch_reads`: `pipeline_reads: batch` (a pipelined batch's responses complete together, as wrk records them).
+    Closed {
+        connections: Val<u64>,
+        stop: Stop,
+        pipeline: u32,
+        keep_alive: bool,
+        batch_reads: bool,
+    },
+    Open {
+        rate_millis: u64,
+        duration: Val<Dur>,
+        connections: Val<u64>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -213,7 +224,7 @@ impl Draft {
 fn render_load(y: &mut String, load: &Load, tool: Tool, streams: u32) {
     let _ = writeln!(y, "    load:");
     match load {
-        Load::Closed { connections, stop, pipeline, keep_alive } => {
+        Load::Closed { connections, stop, pipeline, keep_alive, batch_reads } => {
             let _ = writeln!(y, "      closed:");
             let _ = writeln!(y, "        connections: {}{}", connections.v, default_comment(connections.default, tool));
             match stop {
@@ -226,6 +237,13 @@ fn render_load(y: &mut String, load: &Load, tool: Tool, streams: u32) {
             }
             if *pipeline > 1 {
                 let _ = writeln!(y, "        pipeline: {pipeline}");
+                if *batch_reads {
+                    let _ = writeln!(
+                        y,
+                        "        pipeline_reads: batch  # as {} records a pipelined batch: one latency, when its last response is in",
+                        tool.name()
+                    );
+                }
             }
             if !keep_alive {
                 let _ = writeln!(y, "        keep_alive: false");

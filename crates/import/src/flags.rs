@@ -31,6 +31,8 @@ pub struct FlagRun {
     pub body: Option<String>,
     /// `--pipeline N`.
     pub pipeline: Option<u32>,
+    /// `--pipeline-reads each|batch`: the load's `pipeline_reads`.
+    pub pipeline_reads: Option<String>,
     /// `--no-keepalive`: a new connection per request (ab without `-k`).
     pub no_keepalive: bool,
     /// `--slo EXPR`.
@@ -131,8 +133,11 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
             if let Some(s) = f.streams {
                 let _ = writeln!(y, "        streams: {s}");
             }
-            if f.requests.is_some() || f.pipeline.is_some() || f.no_keepalive {
-                return Err("-R (an open loop) cannot be combined with -n, --pipeline or --no-keepalive".into());
+            if f.requests.is_some() || f.pipeline.is_some() || f.pipeline_reads.is_some() || f.no_keepalive {
+                return Err(
+                    "-R (an open loop) cannot be combined with -n, --pipeline, --pipeline-reads or --no-keepalive"
+                        .into(),
+                );
             }
         }
         None => {
@@ -148,6 +153,9 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
             }
             if let Some(p) = f.pipeline {
                 let _ = writeln!(y, "        pipeline: {p}");
+            }
+            if let Some(r) = &f.pipeline_reads {
+                let _ = writeln!(y, "        pipeline_reads: {}", quote(r));
             }
             if f.no_keepalive {
                 let _ = writeln!(y, "        keep_alive: false");

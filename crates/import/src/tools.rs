@@ -306,7 +306,15 @@ fn wrk(program: Tool, args: &[String], command_line: &str) -> Result<Draft, Impo
                 expected: "the constant rate wrk2 requires, in requests per second (`-R 2000`)".into(),
             })
         }
-        None => Load::Closed { connections, stop: Stop::Duration(duration), pipeline, keep_alive: true },
+        // wrk records one latency per pipelined batch, when its last response is in: reading batches whole
+        // measures the same way.
+        None => Load::Closed {
+            connections,
+            stop: Stop::Duration(duration),
+            pipeline,
+            keep_alive: true,
+            batch_reads: pipeline > 1,
+        },
     };
     if target.https {
         notes.push(unchecked_certificate(tool));
@@ -411,7 +419,7 @@ fn ab(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         Some(t) => Stop::Duration(Val::given(t)),
         None => Stop::Requests(requests),
     };
-    let load = Load::Closed { connections, stop, pipeline: 1, keep_alive };
+    let load = Load::Closed { connections, stop, pipeline: 1, keep_alive, batch_reads: false };
     let https = target.https;
     let mut d = start(tool, target, command_line, load);
     d.timeout = Some(timeout.map(Val::given).unwrap_or(Val::default(Dur::from_secs(30))));
@@ -631,7 +639,7 @@ fn closed(connections: Val<u64>, dur: Option<Dur>, requests: Val<u64>, keep_aliv
         Some(z) => Stop::Duration(Val::given(z)),
         None => Stop::Requests(requests),
     };
-    Load::Closed { connections, stop, pipeline: 1, keep_alive }
+    Load::Closed { connections, stop, pipeline: 1, keep_alive, batch_reads: false }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -902,7 +910,7 @@ fn apib(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
         Stop::Duration(dur.map(Val::given).unwrap_or(Val::default(Dur::from_secs(60))))
     };
     let connections = if p.has("1") { Val::given(1) } else { connections };
-    let load = Load::Closed { connections, stop, pipeline: 1, keep_alive };
+    let load = Load::Closed { connections, stop, pipeline: 1, keep_alive, batch_reads: false };
     let mut d = start(tool, target, command_line, load);
     d.warmup = warmup.filter(|w| w.0 > 0 && !p.has("1"));
     d.threads = threads(tool, p, "t", values::integer)?.map(Val::given);
@@ -1145,7 +1153,7 @@ fn h2load(args: &[String], command_line: &str) -> Result<Draft, ImportError> {
                 Some(d) => Stop::Duration(Val::given(d)),
                 None => Stop::Requests(requests),
             };
-            Load::Closed { connections: clients, stop, pipeline, keep_alive: true }
+            Load::Closed { connections: clients, stop, pipeline, keep_alive: true, batch_reads: false }
         }
     };
     let mut d = start(tool, target, command_line, load);

@@ -150,6 +150,31 @@ pub enum PipelineMode {
     Window,
 }
 
+/// When the responses of a pipelined batch are read (`pipeline_reads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineReads {
+    /// Each response as soon as it arrives: each completes at the arrival of its own last bytes.
+    #[default]
+    Each,
+    /// A batch at once, when all of it can have arrived: one wake-up and one read per batch, and its responses
+    /// complete when its last bytes arrived (as wrk records a pipelined batch).
+    Batch,
+}
+
+impl PipelineReads {
+    pub fn is_each(&self) -> bool {
+        *self == PipelineReads::Each
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            PipelineReads::Each => "each",
+            PipelineReads::Batch => "batch",
+        }
+    }
+}
+
 /// Which HTTP version the engine speaks to the target (`target.protocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

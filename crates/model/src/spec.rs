@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::units::{ByteSize, CpuList, Duration, Percent, Rate};
-use crate::{BuiltinKind, ConnectRate, OnMismatch, PipelineMode, SaturationPolicy, Slo};
+use crate::{BuiltinKind, ConnectRate, OnMismatch, PipelineMode, PipelineReads, SaturationPolicy, Slo};
 
 fn is_one(n: &u32) -> bool {
     *n == 1
@@ -249,6 +249,7 @@ pub enum Load {
         stop: Stop,
         pipeline: u32,
         pipeline_mode: PipelineMode,
+        pipeline_reads: PipelineReads,
         keep_alive: bool,
         connect_rate: ConnectRate,
     },

@@ -238,21 +238,24 @@ fn tls_plan(t: &loadgate_model::spec::TlsOptions) -> TlsPlan {
 
 fn load_plan(load: &Load) -> LoadPlan {
     match load {
-        Load::Closed { connections, stop, pipeline, pipeline_mode, keep_alive, connect_rate } => LoadPlan {
-            arrival: Arrival::Closed,
-            stop: match stop {
-                Stop::Duration(d) => StopCondition::Duration { duration: *d },
-                Stop::Requests(r) => StopCondition::Requests { requests: *r },
-            },
-            connections: ConnectionPolicy {
-                connections: *connections,
-                pipeline: *pipeline,
-                pipeline_mode: *pipeline_mode,
-                keep_alive: *keep_alive,
-                streams: 1,
-                connect_rate: *connect_rate,
-            },
-        },
+        Load::Closed { connections, stop, pipeline, pipeline_mode, pipeline_reads, keep_alive, connect_rate } => {
+            LoadPlan {
+                arrival: Arrival::Closed,
+                stop: match stop {
+                    Stop::Duration(d) => StopCondition::Duration { duration: *d },
+                    Stop::Requests(r) => StopCondition::Requests { requests: *r },
+                },
+                connections: ConnectionPolicy {
+                    connections: *connections,
+                    pipeline: *pipeline,
+                    pipeline_mode: *pipeline_mode,
+                    pipeline_reads: *pipeline_reads,
+                    keep_alive: *keep_alive,
+                    streams: 1,
+                    connect_rate: *connect_rate,
+                },
+            }
+        }
         Load::Open { rate, duration, connections, connect_rate } => LoadPlan {
             arrival: Arrival::Constant { rate: *rate },
             stop: StopCondition::Duration { duration: *duration },
@@ -276,6 +279,7 @@ fn load_plan(load: &Load) -> LoadPlan {
                 connections: *max_connections,
                 pipeline: 1,
                 pipeline_mode: loadgate_model::PipelineMode::Batch,
+                pipeline_reads: loadgate_model::PipelineReads::Each,
                 keep_alive: false,
                 streams: 1,
                 connect_rate: ConnectRate::Auto,
@@ -289,6 +293,7 @@ fn open_connections(connections: u64, connect_rate: ConnectRate) -> ConnectionPo
         connections,
         pipeline: 1,
         pipeline_mode: loadgate_model::PipelineMode::Batch,
+        pipeline_reads: loadgate_model::PipelineReads::Each,
         keep_alive: true,
         streams: 1,
         connect_rate,

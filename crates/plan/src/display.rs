@@ -81,9 +81,10 @@ pub fn describe_load(load: &LoadPlan) -> String {
             if c.pipeline > 1 {
                 let _ = write!(
                     s,
-                    ", pipeline {} ({})",
+                    ", pipeline {} ({}{})",
                     c.pipeline,
-                    if c.pipeline_mode == loadgate_model::PipelineMode::Batch { "batch" } else { "window" }
+                    if c.pipeline_mode == loadgate_model::PipelineMode::Batch { "batch" } else { "window" },
+                    if c.pipeline_reads.is_each() { "" } else { ", batches read whole" }
                 );
             }
             if !c.keep_alive {

@@ -333,8 +333,8 @@ pub enum Arrival {
 /// server) read them from the plan and never depend on the spec reader.
 pub use loadgate_model::{
     AbortOnFail, BuiltinKind, CapacitySearch, Comparison, ConnectRate, DynamicRequest, Gating, Generator, Metric,
-    MetricKind, OnInconclusive, OnMismatch, Pacing, PipelineMode, RampStage, Restart, RoundOrder, SaturationPolicy,
-    Segment, Slo, SweepSlo, Threshold, UserStep,
+    MetricKind, OnInconclusive, OnMismatch, Pacing, PipelineMode, PipelineReads, RampStage, Restart, RoundOrder,
+    SaturationPolicy, Segment, Slo, SweepSlo, Threshold, UserStep,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -353,6 +353,9 @@ pub struct ConnectionPolicy {
     /// Requests in flight per connection (HTTP/1.1 pipelining); 1 means no pipelining.
     pub pipeline: u32,
     pub pipeline_mode: PipelineMode,
+    /// When a batch's responses are read: each as it arrives, or the batch at once (`pipeline_reads`).
+    #[serde(default, skip_serializing_if = "PipelineReads::is_each")]
+    pub pipeline_reads: PipelineReads,
     /// `false`: a new connection per request, as ab without `-k`.
     pub keep_alive: bool,
     /// HTTP/2: concurrent streams per connection (h2load's `-m`); 1 without HTTP/2.

@@ -13,7 +13,8 @@ pub(crate) fn load_line(s: &ScenarioResult) -> String {
     let planned = s.connections.planned;
     parts.push(format!("{} connection{}", format::count(planned), if planned == 1 { "" } else { "s" }));
     if s.load.pipeline > 1 {
-        parts.push(format!("pipeline {}", s.load.pipeline));
+        let whole = if s.load.pipeline_reads.as_deref() == Some("batch") { " (batches read whole)" } else { "" };
+        parts.push(format!("pipeline {}{whole}", s.load.pipeline));
     }
     if !s.load.keep_alive {
         parts.push("no keep-alive".to_owned());

@@ -164,6 +164,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             target_rate: shape.rates.map(|(t, _)| t),
             achieved_rate: shape.rates.map(|(_, a)| a),
             pipeline: shape.pipeline,
+            pipeline_reads: None,
             keep_alive: shape.users.is_none(),
             users_started: shape.users.map(|(started, _, _)| started),
             users_finished: shape.users.map(|(_, finished, _)| finished),

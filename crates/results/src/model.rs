@@ -608,6 +608,11 @@ pub struct LoadSummary {
     pub achieved_rate: Option<f64>,
     /// Requests pipelined per connection (1: no pipelining).
     pub pipeline: u32,
+    /// `batch` when pipelined batches were read whole (`pipeline_reads: batch` took effect: plain HTTP/1.1 with
+    /// receive timestamps): each response of such a batch completed when the batch's last bytes arrived, as wrk
+    /// records a pipelined batch. Absent when each response was read as it arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_reads: Option<String>,
     /// Whether connections were kept alive between requests.
     pub keep_alive: bool,
     /// Users started and finished (user injection).

@@ -15,8 +15,8 @@ mod template;
 /// The language's types live in `loadgate-model`; re-exported so that a reader of specs needs one crate.
 pub use loadgate_model::{diag, slo, suggest, units};
 pub use loadgate_model::{
-    BuiltinKind, ConnectRate, Gating, OnInconclusive, OnMismatch, Pacing, PipelineMode, Protocol, Restart, RoundOrder,
-    SaturationPolicy,
+    BuiltinKind, ConnectRate, Gating, OnInconclusive, OnMismatch, Pacing, PipelineMode, PipelineReads, Protocol,
+    Restart, RoundOrder, SaturationPolicy,
 };
 /// The validated spec's types.
 pub mod model {

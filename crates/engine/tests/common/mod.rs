@@ -288,6 +288,7 @@ pub struct PhaseBuilder {
     pub connections: u64,
     pub pipeline: u32,
     pub mode: PipelineMode,
+    pub reads: loadgate_plan::PipelineReads,
     pub keep_alive: bool,
     /// HTTP/2 streams per connection (1 without HTTP/2).
     pub streams: u32,
@@ -311,6 +312,7 @@ impl PhaseBuilder {
             connections,
             pipeline: 1,
             mode: PipelineMode::Batch,
+            reads: loadgate_plan::PipelineReads::Each,
             keep_alive: true,
             streams: 1,
             connect_rate: loadgate_plan::ConnectRate::Auto,
@@ -345,6 +347,12 @@ impl PhaseBuilder {
     pub fn pipeline(mut self, depth: u32, mode: PipelineMode) -> Self {
         self.pipeline = depth;
         self.mode = mode;
+        self
+    }
+
+    /// `pipeline_reads: batch`: each pipelined batch read whole.
+    pub fn batch_reads(mut self) -> Self {
+        self.reads = loadgate_plan::PipelineReads::Batch;
         self
     }
 
@@ -449,6 +457,7 @@ impl PhaseBuilder {
                     connections: self.connections,
                     pipeline: self.pipeline,
                     pipeline_mode: self.mode,
+                    pipeline_reads: self.reads,
                     keep_alive: self.keep_alive,
                     streams: self.streams,
                     connect_rate: self.connect_rate,

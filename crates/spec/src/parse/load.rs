@@ -5,7 +5,7 @@ use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx};
 use crate::units::{Duration, Percent, Rate};
-use crate::{ConnectRate, PipelineMode};
+use crate::{ConnectRate, PipelineMode, PipelineReads};
 
 use super::{
     enum_error, positive_duration, CAPACITY_KEYS, CLOSED_KEYS, DEFAULT_CAPACITY_CONFIRM, DEFAULT_CAPACITY_MAX_DURATION,
@@ -133,13 +133,42 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         },
         None => Some(PipelineMode::Batch),
     };
+    let pipeline_reads = match f.get("pipeline_reads") {
+        Some((n, p)) => super::read_choice(
+            cx,
+            n,
+            &p,
+            "`pipeline_reads`",
+            &[("each", PipelineReads::Each), ("batch", PipelineReads::Batch)],
+        ),
+        None => Some(PipelineReads::Each),
+    };
     let keep_alive = match f.get("keep_alive") {
         Some((n, p)) => cx.boolean(n, &p, "`keep_alive`"),
         None => Some(true),
     };
     let connect_rate = connect_rate(cx, &f);
-    let (conns, stop, pipeline, pipeline_mode, keep_alive) = (conns?, stop?, pipeline?, pipeline_mode?, keep_alive?);
+    let (conns, stop, pipeline, pipeline_mode, pipeline_reads, keep_alive) =
+        (conns?, stop?, pipeline?, pipeline_mode?, pipeline_reads?, keep_alive?);
     let connect_rate = connect_rate?;
+    if pipeline_reads == PipelineReads::Batch {
+        let at = (path.key("pipeline_reads"), f.key_span("pipeline_reads"));
+        if pipeline_mode == PipelineMode::Window {
+            cx.error(
+                Diagnostic::error(&at.0, at.1, "`pipeline_reads: batch` reads batches, and a window has none")
+                    .expected("`pipeline_mode: batch` (write N, wait for N) with `pipeline_reads: batch`")
+                    .found("`pipeline_mode: window`")
+                    .help("a window sends a request as each response arrives, so each is read as it comes: drop `pipeline_reads`, or use `pipeline_mode: batch`"),
+            );
+            return None;
+        }
+        if pipeline == 1 {
+            cx.error(
+                Diagnostic::warning(&at.0, at.1, "`pipeline_reads: batch` has no effect without pipelining")
+                    .help("set `pipeline: N` (N > 1) to write N requests at a time, or drop `pipeline_reads`"),
+            );
+        }
+    }
     if !keep_alive && pipeline > 1 {
         cx.error(
             Diagnostic::error(&path.key("pipeline"), f.key_span("pipeline"), "pipelining needs keep-alive")
@@ -160,7 +189,7 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
             );
         }
     }
-    Some(Load::Closed { connections: conns, stop, pipeline, pipeline_mode, keep_alive, connect_rate })
+    Some(Load::Closed { connections: conns, stop, pipeline, pipeline_mode, pipeline_reads, keep_alive, connect_rate })
 }
 
 fn read_open(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {

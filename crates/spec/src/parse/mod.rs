@@ -74,8 +74,17 @@ pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers",
 pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
 pub(crate) const SESSION_STEP_KEYS: &[&str] = &["name", "think", "method", "path", "query", "headers", "body"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity"];
-pub(crate) const CLOSED_KEYS: &[&str] =
-    &["connections", "duration", "requests", "pipeline", "pipeline_mode", "keep_alive", "connect_rate", "streams"];
+pub(crate) const CLOSED_KEYS: &[&str] = &[
+    "connections",
+    "duration",
+    "requests",
+    "pipeline",
+    "pipeline_mode",
+    "pipeline_reads",
+    "keep_alive",
+    "connect_rate",
+    "streams",
+];
 pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections", "connect_rate", "streams"];
 pub(crate) const CAPACITY_KEYS: &[&str] = &[
     "from",
@@ -351,6 +360,7 @@ fn read_sections(
         return None;
     }
     warn_about_idle_streams(&mut cx, &target, candidate.as_ref(), &scenarios, top.get("scenarios"));
+    warn_about_held_reads(&mut cx, &target, candidate.as_ref(), &scenarios, top.get("scenarios"));
     gating::warn_about_undecidable_checks(
         &mut cx,
         &gating,
@@ -428,6 +438,60 @@ fn warn_about_idle_streams(
         };
         cx.error(diag);
     }
+}
+
+/// `pipeline_reads: batch` reads plain HTTP/1.1 batches whole: over HTTPS or HTTP/2 each response is read as it
+/// arrives, and the scenario is told so (located at its `pipeline_reads`).
+fn warn_about_held_reads(
+    cx: &mut Cx<'_>,
+    target: &Target,
+    candidate: Option<&Target>,
+    scenarios: &[Scenario],
+    node: Option<(&Node, Path)>,
+) {
+    let plain = |t: &Target| match t {
+        Target::Url { base_url } | Target::Command { base_url, .. } => {
+            base_url.tls.is_none() && base_url.protocol == loadgate_model::Protocol::Http1
+        }
+        Target::Builtin { server } => server.tls.is_none() && server.protocol == loadgate_model::Protocol::Http1,
+    };
+    if plain(target) && candidate.is_none_or(plain) {
+        return;
+    }
+    for s in scenarios {
+        let held = |c: &&loadgate_model::Cell| {
+            matches!(c.load, Load::Closed { pipeline_reads: loadgate_model::PipelineReads::Batch, pipeline: 2.., .. })
+        };
+        if !s.cells.iter().any(|c| held(&c)) {
+            continue;
+        }
+        let (path, span) = match node {
+            Some((scenarios_node, ref p)) => {
+                let sp = p.key(&s.name);
+                match scenarios_node.get(&s.name).and_then(|b| b.get("load")) {
+                    Some(load) => key_node(load, sp.key("load"), "pipeline_reads"),
+                    None => (sp, None),
+                }
+            }
+            None => (Path::root(), None),
+        };
+        cx.error(
+            Diagnostic::warning(&path, span, "`pipeline_reads: batch` has no effect over HTTPS or HTTP/2")
+                .help("batches are read whole over plain HTTP/1.1 (http://) only; elsewhere each response is read as it arrives, as with `pipeline_reads: each`"),
+        );
+    }
+}
+
+/// Where a scenario's `load` sets `key`: the key's value (`load.<model>.<key>`), else the `load` itself.
+fn key_node(load: &Node, path: Path, key: &str) -> (Path, Option<Span>) {
+    if let NodeKind::Map(models) = &load.kind {
+        for (model, body) in models {
+            if let Some(n) = body.get(key) {
+                return (path.key(&model.name).key(key), n.span);
+            }
+        }
+    }
+    (path, load.span)
 }
 
 /// Where a scenario's `load` sets `streams`: the key's value (`load.<model>.streams`), else the `load` itself.
