@@ -37,7 +37,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
-CASES=${*:-closed pipeline open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open}
+CASES=${*:-closed pipeline pipeline-each open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open}
 # The TLS cases (https*, h2) use nginx's `ssl` on PORT+1 (HTTP/1.1 and h2 by ALPN) with a self-signed certificate
 # made by openssl; h2c uses `http2` on PORT+2 (prior knowledge). TLS_PORT and H2C_PORT override them.
 TLS_PORT=${TLS_PORT:-$((PORT + 1))}
@@ -203,7 +203,13 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for c in $CASES; do
   case $c in
     closed) row "closed, 64 connections" wrk "wrk -t1 -c64 -d${DUR}s $URL" "$LG $URL -t 1 -c 64 -d ${DUR}s" ;;
-    pipeline) row "pipeline 16, 256 connections" "wrk+pipeline.lua" \
+    # wrk records one latency per pipelined batch, when its last response is in: loadgate measures the same way
+    # with `--pipeline-reads batch` (each batch read whole). `pipeline-each` reads each response as it arrives (the
+    # default), timing each on its own, against the same wrk run.
+    pipeline) row "pipeline 16, 256 connections, batches read whole" "wrk+pipeline.lua" \
+      "wrk -t1 -c256 -d${DUR}s -s $HERE/pipeline.lua $URL -- 16" \
+      "$LG $URL -t 1 -c 256 -d ${DUR}s --pipeline 16 --pipeline-reads batch" ;;
+    pipeline-each) row "pipeline 16, 256 connections, each response read as it arrives" "wrk+pipeline.lua" \
       "wrk -t1 -c256 -d${DUR}s -s $HERE/pipeline.lua $URL -- 16" "$LG $URL -t 1 -c 256 -d ${DUR}s --pipeline 16" ;;
     open)
       # 20,000 requests/s over 50 connections; h2load's --rps is per client (50 x 400).

@@ -30,7 +30,7 @@
 //! | ab/hey/oha/h2load `-n` | `requests` of a closed load |
 //! | wrk2 `-R`, oha `-q`, hey `-q` × `-c`, h2load `--rps` × `-c` | an `open` load at that total rate |
 //! | ab without `-k`, hey/oha `-disable-keepalive`, apib `-k 0` | `keep_alive: false` |
-//! | wrk `-s pipeline.lua -- N`, h2load `--h1 -m N` | `pipeline: N` |
+//! | wrk `-s pipeline.lua -- N`, h2load `--h1 -m N` | `pipeline: N` (wrk's with `pipeline_reads: batch`: wrk records one latency per batch) |
 //! | `-H 'K: V'`, `-T`, `-A`, `-C`, `-a`/`-A user:pass`, `--host`, h2load `-H ':authority: H'` | request `headers` |
 //! | `-m`, ab `-i`, ab `-p`/`-u`, h2load `-d` (POST), `-H ':method: M'` | request `method` |
 //! | hey/oha `-d` | request `body` |
