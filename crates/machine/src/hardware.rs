@@ -496,23 +496,19 @@ fn kernel() -> Option<String> {
     Some(format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.machine)))
 }
 
-fn detect_virt(arg: &str) -> Option<String> {
-    let out = Command::new("systemd-detect-virt").arg(arg).output().ok()?;
-    let s = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    (!s.is_empty()).then_some(s)
-}
-
-/// `none`, `kvm`, `docker`, `docker on kvm`, `vm (unknown hypervisor)`...
+/// `none`, `kvm`, `docker`, `docker on kvm`, `vm (unknown hypervisor)`...: the names systemd-detect-virt gives,
+/// found in-process (it is not installed everywhere, and it would cost two processes per run).
 fn virtualization(cpuinfo: &str) -> Option<String> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let container = container_of(&read, &|path| Path::new(path).exists());
     let flagged = cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
-    let sys_hv =
-        std::fs::read_to_string("/sys/hypervisor/type").ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-    let container = detect_virt("--container")
-        .filter(|s| s != "none")
-        .or_else(|| Path::new("/.dockerenv").exists().then(|| "docker".to_owned()));
-    let vm = detect_virt("--vm")
-        .filter(|s| s != "none")
-        .or(sys_hv)
+    let dmi: Vec<String> = ["sys_vendor", "product_name", "board_vendor", "bios_vendor", "product_version"]
+        .iter()
+        .filter_map(|f| read(&format!("/sys/class/dmi/id/{f}")))
+        .collect();
+    let vm = vm_of(cpuid_hypervisor().as_ref(), &dmi)
+        .map(str::to_owned)
+        .or_else(|| read("/sys/hypervisor/type").map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()))
         .or_else(|| flagged.then(|| "vm (unknown hypervisor)".to_owned()));
     Some(match (container, vm) {
         (Some(c), Some(v)) => format!("{c} on {v}"),
@@ -520,6 +516,105 @@ fn virtualization(cpuinfo: &str) -> Option<String> {
         (None, Some(v)) => v,
         (None, None) => "none".to_owned(),
     })
+}
+
+/// The hypervisor's 12-byte signature (CPUID leaf 0x4000_0000), when the CPU says it runs under one.
+#[cfg(target_arch = "x86_64")]
+fn cpuid_hypervisor() -> Option<[u8; 12]> {
+    use std::arch::x86_64::__cpuid;
+    // Leaf 1, ECX bit 31: running under a hypervisor.
+    if __cpuid(1).ecx & (1 << 31) == 0 {
+        return None;
+    }
+    let r = __cpuid(0x4000_0000);
+    let mut sig = [0u8; 12];
+    for (i, word) in [r.ebx, r.ecx, r.edx].into_iter().enumerate() {
+        sig[4 * i..4 * i + 4].copy_from_slice(&word.to_le_bytes());
+    }
+    Some(sig)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_hypervisor() -> Option<[u8; 12]> {
+    None
+}
+
+/// The hypervisor named by its CPUID signature, or by the firmware's DMI strings (vendor, product, board, BIOS),
+/// as systemd-detect-virt names them; a cloud's DMI name (amazon, google) is preferred to the KVM under it.
+fn vm_of(signature: Option<&[u8; 12]>, dmi: &[String]) -> Option<&'static str> {
+    const SIGNATURES: &[(&[u8], &str)] = &[
+        (b"KVMKVMKVM", "kvm"),
+        (b"Linux KVM Hv", "kvm"),
+        (b"XenVMMXenVMM", "xen"),
+        (b"TCGTCGTCGTCG", "qemu"),
+        (b"VMwareVMware", "vmware"),
+        (b"Microsoft Hv", "microsoft"),
+        (b"bhyve bhyve ", "bhyve"),
+        (b"QNXQVMBSQG", "qnx"),
+        (b"ACRNACRNACRN", "acrn"),
+        (b" lrpepyh  vr", "parallels"),
+        (b"SRESRESRESRE", "sre"),
+        (b"Apple VZ", "apple"),
+    ];
+    const DMI: &[(&str, &str)] = &[
+        ("Amazon EC2", "amazon"),
+        ("Google Compute Engine", "google"),
+        ("Google", "google"),
+        ("KVM", "kvm"),
+        ("OpenStack", "kvm"),
+        ("KubeVirt", "kvm"),
+        ("QEMU", "qemu"),
+        ("VMware", "vmware"),
+        ("VMW", "vmware"),
+        ("innotek GmbH", "oracle"),
+        ("VirtualBox", "oracle"),
+        ("Oracle Corporation", "oracle"),
+        ("Xen", "xen"),
+        ("Bochs", "bochs"),
+        ("Parallels", "parallels"),
+        ("BHYVE", "bhyve"),
+        ("Hyper-V", "microsoft"),
+        ("Apple Virtualization", "apple"),
+    ];
+    let from_dmi = dmi.iter().find_map(|field| {
+        let field = field.trim();
+        DMI.iter().find(|(prefix, _)| field.starts_with(prefix)).map(|(_, name)| *name)
+    });
+    let from_cpuid = signature.and_then(|sig| {
+        let sig = sig.split(|&b| b == 0).next().unwrap_or(sig);
+        SIGNATURES.iter().find(|(s, _)| *s == sig).map(|(_, name)| *name)
+    });
+    match (from_dmi, from_cpuid) {
+        (Some(cloud @ ("amazon" | "google")), _) => Some(cloud),
+        (_, Some(hv)) => Some(hv),
+        (dmi, None) => dmi,
+    }
+}
+
+/// The container this process runs in, as systemd-detect-virt `--container` names it: WSL, OpenVZ, what the
+/// container manager wrote (`/run/systemd/container`, `/run/host/container-manager`, PID 1's `container=`),
+/// Docker's `/.dockerenv`, Podman's `/run/.containerenv`. `read` and `exists` look at the file system.
+fn container_of(read: &dyn Fn(&str) -> Option<String>, exists: &dyn Fn(&str) -> bool) -> Option<String> {
+    if read("/proc/sys/kernel/osrelease").is_some_and(|r| r.contains("Microsoft") || r.contains("WSL")) {
+        return Some("wsl".to_owned());
+    }
+    if exists("/proc/vz") && !exists("/proc/bc") {
+        return Some("openvz".to_owned());
+    }
+    let named = |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    if let Some(name) = named(read("/run/host/container-manager")).or_else(|| named(read("/run/systemd/container"))) {
+        return Some(name);
+    }
+    let pid1 = read("/proc/1/environ").and_then(|env| {
+        env.split('\0').find_map(|kv| kv.strip_prefix("container=").map(str::to_owned)).filter(|v| !v.is_empty())
+    });
+    if pid1.is_some() {
+        return pid1;
+    }
+    if exists("/run/.containerenv") {
+        return Some("podman".to_owned());
+    }
+    exists("/.dockerenv").then(|| "docker".to_owned())
 }
 
 /// The commit and dirty state (tracked files changed) of the git work tree holding `dir`.
@@ -583,6 +678,48 @@ mod tests {
 
     fn cpus(s: &str) -> CpuList {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn hypervisors_are_named_as_systemd_detect_virt_names_them() {
+        let sig = |s: &[u8]| {
+            let mut a = [0u8; 12];
+            a[..s.len()].copy_from_slice(s);
+            a
+        };
+        let dmi = |fields: &[&str]| fields.iter().map(|f| format!("{f}\n")).collect::<Vec<_>>();
+        assert_eq!(vm_of(Some(&sig(b"KVMKVMKVM")), &[]), Some("kvm"));
+        assert_eq!(vm_of(Some(&sig(b"Microsoft Hv")), &[]), Some("microsoft"));
+        assert_eq!(vm_of(Some(&sig(b"VMwareVMware")), &dmi(&["VMware, Inc."])), Some("vmware"));
+        assert_eq!(vm_of(Some(&sig(b"KVMKVMKVM")), &dmi(&["Amazon EC2", "m7i.large"])), Some("amazon"));
+        assert_eq!(vm_of(Some(&sig(b"KVMKVMKVM")), &dmi(&["Google", "Google Compute Engine"])), Some("google"));
+        assert_eq!(vm_of(None, &dmi(&["innotek GmbH", "VirtualBox"])), Some("oracle"));
+        assert_eq!(vm_of(None, &dmi(&["QEMU", "Standard PC (Q35 + ICH9, 2009)"])), Some("qemu"));
+        assert_eq!(vm_of(Some(&sig(b"NoSuchHv")), &[]), None);
+        assert_eq!(vm_of(None, &dmi(&["Dell Inc.", "PowerEdge R650"])), None);
+    }
+
+    #[test]
+    fn containers_are_named_from_what_their_managers_leave() {
+        let look = |files: &'static [(&'static str, &'static str)]| {
+            let read = move |p: &str| files.iter().find(|(f, _)| *f == p).map(|(_, c)| (*c).to_owned());
+            let exists = move |p: &str| files.iter().any(|(f, _)| *f == p);
+            container_of(&read, &exists)
+        };
+        assert_eq!(look(&[("/.dockerenv", "")]), Some("docker".to_owned()));
+        assert_eq!(look(&[("/run/.containerenv", "")]), Some("podman".to_owned()));
+        assert_eq!(look(&[("/run/systemd/container", "lxc\n"), ("/.dockerenv", "")]), Some("lxc".to_owned()));
+        assert_eq!(
+            look(&[("/proc/1/environ", "PATH=/bin\0container=systemd-nspawn\0")]),
+            Some("systemd-nspawn".to_owned())
+        );
+        assert_eq!(
+            look(&[("/proc/sys/kernel/osrelease", "5.15.90.1-microsoft-standard-WSL2\n")]),
+            Some("wsl".to_owned())
+        );
+        assert_eq!(look(&[("/proc/vz", "")]), Some("openvz".to_owned()));
+        assert_eq!(look(&[("/proc/vz", ""), ("/proc/bc", "")]), None, "an OpenVZ host");
+        assert_eq!(look(&[("/proc/1/environ", "PATH=/bin\0")]), None);
     }
 
     #[test]
