@@ -1387,13 +1387,17 @@ impl SlotIo {
                     };
                     match acquired {
                         Acquired::Got(n) => {
-                            if ctx.batching {
-                                self.batch.sent(now);
-                            }
                             self.unwritten += n * req_len;
-                            let mut s = ctx.stats.borrow_mut();
-                            s.c.sent += n as u64;
-                            s.in_flight += n as u64;
+                            {
+                                let mut s = ctx.stats.borrow_mut();
+                                s.c.sent += n as u64;
+                                s.in_flight += n as u64;
+                            }
+                            if ctx.batching {
+                                // The batch's mark is set before it is written: no response arrives under the old.
+                                self.batch.sent(now);
+                                self.mark_batch(ctx, stream);
+                            }
                         }
                         Acquired::Wait => ctx.wait_for_work(self.id, cx),
                         Acquired::Done => {
@@ -1554,6 +1558,14 @@ impl SlotIo {
             self.batch.done(now);
             stall.set(None);
         }
+        self.mark_batch(ctx, stream);
+        if self.batch.holding() && !self.in_flight.is_empty() && stall.get().is_none() {
+            stall.set(Some(now + self.batch.stall_bound()));
+        }
+    }
+
+    /// Sets the socket's low-water mark to what the responses outstanding need, when that changed.
+    fn mark_batch<S: Stream>(&mut self, ctx: &Ctx, stream: &mut S) {
         if !stream.holds_reads() {
             return;
         }
@@ -1566,9 +1578,6 @@ impl SlotIo {
             } else {
                 self.batch.refused();
             }
-        }
-        if self.batch.holding() && !self.in_flight.is_empty() && stall.get().is_none() {
-            stall.set(Some(now + self.batch.stall_bound()));
         }
     }
 
