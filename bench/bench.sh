@@ -21,7 +21,7 @@
 # idle time in /proc/stat), which also counts the network's interrupt work done while no process ran there. LOCK=FILE takes
 # `flock FILE` around each pair only (other users of the machine can measure between pairs).
 # BASELINE=BINARY runs a second loadgate build (an engine change's "before") with the same arguments in every
-# pair, the two builds' order swapped every other pair, and adds its per-pair ratios (this loadgate / baseline)
+# pair, the three arms' order walking through all six orders, and adds its per-pair ratios (this loadgate / baseline)
 # to the spread table: a change to the engine is judged against its own before on the same machine, not only
 # against the peer.
 set -euo pipefail
@@ -69,8 +69,16 @@ run() {
   fi
   before=$(served)
   i0=$(idle_ticks); t0=$(date +%s%N)
-  /usr/bin/time -f "%U %S %M" -o "$work/time" taskset -c "$GEN_CPU" "$@" >"$work/out" 2>&1 || true
+  local rc=0
+  /usr/bin/time -f "%U %S %M" -o "$work/time" taskset -c "$GEN_CPU" "$@" >"$work/out" 2>&1 || rc=$?
   t1=$(date +%s%N); i1=$(idle_ticks)
+  # A command that could not run at all (loadgate's exit 2: invalid input, such as a flag an older BASELINE does
+  # not know; 126/127: not executable, not found) would leave a line of nonsense: stop instead.
+  if { [ "$rc" = 2 ] && { [ "$1" = "$LOADGATE" ] || [ "$1" = "$BASELINE" ]; }; } || [ "$rc" = 126 ] || [ "$rc" = 127 ]; then
+    echo "bench: '$*' exited with $rc:" >&2
+    grep -v '^Command exited' "$work/out" | head -20 >&2
+    exit 2
+  fi
   after=$(served)
   sleep 1
   read -r u s rss <"$work/time"
@@ -87,17 +95,24 @@ spread() {
     END { if (NR) printf "%.3f %.3f %.3f %.3f %.3f\n", q(0.5), a[1], a[NR], q(0.25), q(0.75) }'
 }
 
-# pair PEER "PEER CMD" "LOADGATE CMD" RUN_INDEX: one run of each, the peer first in even runs, under LOCK if set;
-# with BASELINE, the baseline build too, right after loadgate in even runs and right before it in odd ones.
+# pair PEER "PEER CMD" "LOADGATE CMD" RUN_INDEX: one run of each, under LOCK if set, in an order that changes from
+# pair to pair so that no arm always runs in the same place (the place in a sequence of runs moved a result by
+# several percent on a noisy VM): with two arms the peer goes first in even pairs; with BASELINE (three arms) the
+# pairs walk through all six orders, each arm taking each place twice in six pairs.
 pair() {
-  local peer=$1 peer_cmd=$2 lg_cmd=$3 i=$4
+  local peer=$1 peer_cmd=$2 lg_cmd=$3 i=$4 order arm
   if [ -n "$LOCK" ]; then exec 9>"$LOCK"; flock 9; fi
-  if [ "$peer" != "-" ] && [ $((i % 2)) = 0 ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
-  if [ -n "$BASELINE" ] && [ $((i % 2)) = 1 ]; then eval "run ${lg_cmd//"$LOADGATE"/"$BASELINE"}" >>"$work/base.txt"; fi
-  eval "run $lg_cmd" >>"$work/lg.txt"
-  cp "$work/out" "$work/last-loadgate.txt"
-  if [ -n "$BASELINE" ] && [ $((i % 2)) = 0 ]; then eval "run ${lg_cmd//"$LOADGATE"/"$BASELINE"}" >>"$work/base.txt"; fi
-  if [ "$peer" != "-" ] && [ $((i % 2)) = 1 ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi
+  if [ -n "$BASELINE" ]; then
+    local orders=("p l b" "b p l" "l b p" "b l p" "p b l" "l p b")
+    order=${orders[$((i % 6))]}
+  elif [ $((i % 2)) = 0 ]; then order="p l"; else order="l p"; fi
+  for arm in $order; do
+    case $arm in
+      p) if [ "$peer" != "-" ]; then eval "run $peer_cmd" >>"$work/peer.txt"; fi ;;
+      l) eval "run $lg_cmd" >>"$work/lg.txt"; cp "$work/out" "$work/last-loadgate.txt" ;;
+      b) eval "run ${lg_cmd//"$LOADGATE"/"$BASELINE"}" >>"$work/base.txt" ;;
+    esac
+  done
   if [ -n "$LOCK" ]; then flock -u 9; exec 9>&-; fi
 }
 

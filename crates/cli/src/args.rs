@@ -349,8 +349,8 @@ pub struct FlagArgs {
     #[arg(long, value_name = "N")]
     pub pipeline: Option<u32>,
     /// When a pipelined batch's responses are read: `each` as it arrives (default; each completes at its own
-    /// arrival) or `batch`, the whole batch in one read when it can all be there (a third of the generator's CPU;
-    /// its responses complete when its last bytes arrived, as wrk records a pipelined batch).
+    /// arrival) or `batch`, the whole batch in one read when it can all be there (a fifth to a quarter of the
+    /// generator's CPU; its responses complete when its last bytes arrived, as wrk records a pipelined batch).
     #[arg(long, value_name = "READS", value_parser = ["each", "batch"], requires = "pipeline")]
     pub pipeline_reads: Option<String>,
     /// A new connection per request (ab without `-k`).

@@ -558,6 +558,7 @@ fn assemble(
     let mut first_connect_error = None;
     let mut tls = TlsStats { insecure: target_tls.is_some_and(TlsClient::insecure), ..TlsStats::default() };
     let (mut users_started, mut users_finished, mut users_peak) = (0u64, 0u64, 0u64);
+    let (mut batches_held, mut batches_forced) = (0u64, 0u64);
     let mut h2 = H2Counters::default();
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
@@ -580,6 +581,8 @@ fn assemble(
         users_started += c.users_started;
         users_finished += c.users_finished;
         users_peak += f.peak_active;
+        batches_held += c.batches_held;
+        batches_forced += c.batches_forced;
         if first_connect_error.is_none() {
             first_connect_error.clone_from(&c.first_connect_error);
         }
@@ -699,6 +702,19 @@ fn assemble(
             ),
         });
     }
+    // A batch read by force waited 10-200 ms for a mark it could not reach: a measurable share of them held the
+    // load back (the target answered, the generator wrote the next batch late).
+    if batches_forced > 0 && batches_forced.saturating_mul(100) >= batches_held {
+        validity.warnings.push(Problem {
+            kind: "pipeline_batches_forced".into(),
+            message: format!(
+                "{batches_forced} of {batches_held} pipelined batches never reached their low-water mark (a response \
+                 shorter than any before) and were read after waiting 10-200 ms, so their connections wrote their \
+                 next batch late and the throughput is lower than the target's; `pipeline_reads: each` reads each \
+                 response as it arrives"
+            ),
+        });
+    }
     if address_unavailable > 0 {
         validity.warnings.push(Problem {
             kind: "ephemeral_ports_exhausted".into(),
@@ -770,6 +786,8 @@ fn assemble(
             achieved_rate,
             pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
             pipeline_reads: finals.iter().any(|f| f.batches_read_whole).then(|| "batch".to_owned()),
+            batches_held: (batches_held > 0).then_some(batches_held),
+            batches_forced: (batches_held > 0).then_some(batches_forced),
             keep_alive: load.connections.keep_alive && !users,
             users_started: users.then_some(users_started),
             users_finished: users.then_some(users_finished),

@@ -238,6 +238,11 @@ impl Rt {
         self.stamped.set(stamped);
     }
 
+    /// Whether this thread's latest read carried the kernel's receive timestamp.
+    pub(crate) fn reads_stamped(&self) -> bool {
+        self.stamped.get()
+    }
+
     /// Whether new sockets should ask for receive timestamps.
     pub(crate) fn wants_timestamps(&self) -> bool {
         self.want_stamps.get()

@@ -274,6 +274,10 @@ pub(crate) struct Counters {
     /// step done, a request failed, or the connection closed).
     pub users_started: u64,
     pub users_finished: u64,
+    /// `pipeline_reads: batch`: batches written with their reads held back for the whole batch, and those of them
+    /// that never reached their mark and were read by force.
+    pub batches_held: u64,
+    pub batches_forced: u64,
 }
 
 impl Counters {
@@ -383,6 +387,8 @@ struct Ctx {
     stall_at: Box<[Cell<Option<Instant>>]>,
     /// A connection held its reads back for a whole batch.
     held: Cell<bool>,
+    /// Per slot: its held batch was read by force (set by the pacer, taken by the slot).
+    forced: Box<[Cell<bool>]>,
 }
 
 struct Stats {
@@ -584,6 +590,7 @@ impl Ctx {
             batching,
             stall_at: (0..slots).map(|_| Cell::new(None)).collect(),
             held: Cell::new(false),
+            forced: (0..slots).map(|_| Cell::new(false)).collect(),
             rt,
             deadline,
             start,
@@ -622,6 +629,7 @@ impl Ctx {
         for (i, at) in self.stall_at.iter().enumerate() {
             if at.get().is_some_and(|t| now.is_none_or(|now| now >= t)) {
                 at.set(None);
+                self.forced[i].set(true);
                 self.rt.force_readable(1 + i as rt::TaskId);
                 any = true;
             }
@@ -1169,6 +1177,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 let refused = io.peer_closed && !io.answered;
                 io.reset();
                 ctx.stall_at[id].set(None);
+                ctx.forced[id].set(false);
                 let mut s = ctx.stats.borrow_mut();
                 s.conns_open -= 1;
                 if refused {
@@ -1397,6 +1406,9 @@ impl SlotIo {
                                 // The batch's mark is set before it is written: no response arrives under the old.
                                 self.batch.sent(now);
                                 self.mark_batch(ctx, stream);
+                                if self.batch.holding() {
+                                    ctx.stats.borrow_mut().c.batches_held += 1;
+                                }
                             }
                         }
                         Acquired::Wait => ctx.wait_for_work(self.id, cx),
@@ -1554,6 +1566,12 @@ impl SlotIo {
     /// gets a time to be read by force.
     fn tend_batch<S: Stream>(&mut self, ctx: &Ctx, stream: &mut S, now: Instant) {
         let stall = &ctx.stall_at[self.id];
+        // A read by force that completed the batch: the batch could never reach its mark. One that left responses
+        // outstanding met a slow server.
+        if ctx.forced[self.id].replace(false) && self.in_flight.is_empty() {
+            self.batch.forced();
+            ctx.stats.borrow_mut().c.batches_forced += 1;
+        }
         if self.in_flight.is_empty() {
             self.batch.done(now);
             stall.set(None);
@@ -1569,7 +1587,7 @@ impl SlotIo {
         if !stream.holds_reads() {
             return;
         }
-        if let Some(bytes) = self.batch.low_water_for(self.in_flight.len()) {
+        if let Some(bytes) = self.batch.low_water_for(self.in_flight.len(), ctx.rt.reads_stamped()) {
             if stream.set_read_low_water(bytes).is_ok() {
                 self.batch.set_low_water(bytes);
                 if bytes > 1 {

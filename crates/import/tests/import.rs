@@ -95,6 +95,11 @@ fn every_seed_command_line_imports_into_a_spec_that_validates_and_means_the_same
                 assert_eq!(cell.timeout, timeout, "{line}");
                 let depth = line.split(" -- ").nth(1).map(|d| d.trim().parse().unwrap()).unwrap_or(1);
                 assert_eq!(pipeline, depth, "{line}");
+                // wrk records one latency per pipelined batch: the import reads batches whole as it does.
+                if let Load::Closed { pipeline_reads, .. } = &cell.load {
+                    let whole = *pipeline_reads == loadgate_spec::PipelineReads::Batch;
+                    assert_eq!(whole, depth > 1, "{line}");
+                }
                 let expected_rate = flag(line, "-R").map(|r| units::Rate::from_per_sec(r.parse().unwrap()));
                 assert_eq!(rate, expected_rate, "{line}");
                 assert_eq!(imported.tool == Tool::Wrk2, expected_rate.is_some(), "{line}");
@@ -732,4 +737,17 @@ fn credentials_typed_on_the_command_line_are_not_quoted() {
         // base64("alice:PassWord99")
         assert!(i.yaml.contains("Basic YWxpY2U6UGFzc1dvcmQ5OQ=="), "{line}:\n{}", i.yaml);
     }
+}
+
+/// wrk's `pipeline.lua` over https imports without `pipeline_reads: batch`, which reads plain HTTP/1.1 only (the
+/// spec would validate with a warning that it has no effect).
+#[test]
+fn wrk_pipelining_over_https_reads_each_response() {
+    let line = "wrk -t2 -c64 -d10s -s pipeline.lua https://127.0.0.1:8443/ -- 16";
+    let imported = import(line).unwrap();
+    assert!(!imported.yaml.contains("pipeline_reads"), "{}", imported.yaml);
+    let spec = validate(line, &imported);
+    assert!(spec.warnings.iter().all(|w| !w.message.contains("pipeline_reads")), "{:?}", spec.warnings);
+    let http = import(&line.replace("https://127.0.0.1:8443", "http://127.0.0.1:8080")).unwrap();
+    assert!(http.yaml.contains("pipeline_reads: batch"), "{}", http.yaml);
 }

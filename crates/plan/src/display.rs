@@ -70,6 +70,12 @@ fn describe_server(t: &TargetPlan) -> String {
 
 /// One line describing a phase's load: `closed, 256 connections, pipeline 16 (batch), 15s`.
 pub fn describe_load(load: &LoadPlan) -> String {
+    describe_load_on(load, true)
+}
+
+/// [`describe_load`] against a target spoken to over plain HTTP/1.1 (`plain`) or not (HTTPS, HTTP/2), where
+/// `pipeline_reads: batch` has no effect.
+fn describe_load_on(load: &LoadPlan, plain: bool) -> String {
     let c = &load.connections;
     let stop = match load.stop {
         StopCondition::Duration { duration } => format!("for {duration}"),
@@ -84,7 +90,12 @@ pub fn describe_load(load: &LoadPlan) -> String {
                     ", pipeline {} ({}{})",
                     c.pipeline,
                     if c.pipeline_mode == loadgate_model::PipelineMode::Batch { "batch" } else { "window" },
-                    if c.pipeline_reads.is_each() { "" } else { ", batches read whole" }
+                    match (c.pipeline_reads.is_each(), plain) {
+                        (true, _) => "",
+                        (false, true) => ", batches read whole",
+                        (false, false) =>
+                            ", each response read as it arrives: batches are read whole over plain HTTP/1.1 only",
+                    }
                 );
             }
             if !c.keep_alive {
@@ -282,6 +293,8 @@ impl ExecutionPlan {
 
         let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);
         let _ = writeln!(out, "  {:>3}  {:<name_w$}  {:>8}  {:>8}  load", "#", "phase", "start", "length");
+        let plain_http1 = |t: &TargetPlan| t.tls().is_none() && t.protocol() != loadgate_model::Protocol::Http2;
+        let plain = plain_http1(&self.target) && self.candidate.as_ref().is_none_or(plain_http1);
         for p in &self.phases {
             let gate = if p.gate { "" } else { "  [not gated]" };
             let _ = writeln!(
@@ -293,7 +306,7 @@ impl ExecutionPlan {
                 opt_duration(p.duration),
                 match &p.capacity {
                     Some(c) => describe_capacity(c, &p.load),
-                    None => describe_load(&p.load),
+                    None => describe_load_on(&p.load, plain),
                 }
             );
             let mut req = format!("{} {}", p.request.method, p.request.path);

@@ -165,6 +165,8 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             achieved_rate: shape.rates.map(|(_, a)| a),
             pipeline: shape.pipeline,
             pipeline_reads: None,
+            batches_held: None,
+            batches_forced: None,
             keep_alive: shape.users.is_none(),
             users_started: shape.users.map(|(started, _, _)| started),
             users_finished: shape.users.map(|(_, finished, _)| finished),

@@ -82,6 +82,19 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
                 achieved_weighted.zip(weighted(part.load.achieved_rate, part.duration)).map(|(a, b)| a + b);
         }
         merged.load.users_started = merged.load.users_started.zip(part.load.users_started).map(|(a, b)| a + b);
+        // Batches read whole in any part: the merge says so, and counts the batches of all.
+        if merged.load.pipeline_reads.is_none() {
+            merged.load.pipeline_reads.clone_from(&part.load.pipeline_reads);
+        }
+        let add = |a: Option<u64>, b: Option<u64>| {
+            if a.is_none() && b.is_none() {
+                None
+            } else {
+                Some(a.unwrap_or(0) + b.unwrap_or(0))
+            }
+        };
+        merged.load.batches_held = add(merged.load.batches_held, part.load.batches_held);
+        merged.load.batches_forced = add(merged.load.batches_forced, part.load.batches_forced);
         merged.load.users_finished = merged.load.users_finished.zip(part.load.users_finished).map(|(a, b)| a + b);
         // Parts that ran one after the other peak at the highest of theirs; at once, at most at their sum.
         merged.load.users_peak_active =

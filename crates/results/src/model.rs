@@ -613,6 +613,14 @@ pub struct LoadSummary {
     /// records a pipelined batch. Absent when each response was read as it arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_reads: Option<String>,
+    /// `pipeline_reads: batch`: the batches written with their reads held back until the whole batch could be
+    /// there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches_held: Option<u64>,
+    /// Of those, the batches that never reached their mark (a response shorter than any before) and were read
+    /// after waiting (10-200 ms): their connections wrote their next batch that much later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches_forced: Option<u64>,
     /// Whether connections were kept alive between requests.
     pub keep_alive: bool,
     /// Users started and finished (user injection).

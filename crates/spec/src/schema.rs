@@ -461,9 +461,9 @@ pub struct ClosedDoc {
     /// `batch` (write N, wait for N, as wrk's pipeline.lua) or `window` (keep N in flight).
     pub pipeline_mode: Option<PipelineModeDoc>,
     /// When a batch's responses are read: `each` (default: as each arrives, each completes at its own arrival) or
-    /// `batch` (the batch at once when all of it can be there: one wake-up and one read per batch, about a third
-    /// of the generator's CPU, and its responses complete when its last bytes arrived, as wrk records a pipelined
-    /// batch). Plain HTTP/1.1 with `pipeline_mode: batch` only.
+    /// `batch` (the batch at once when all of it can be there: one wake-up and one read per batch, a fifth to a
+    /// quarter of the generator's CPU, and its responses complete when its last bytes arrived, as wrk records a
+    /// pipelined batch). Plain HTTP/1.1 with `pipeline_mode: batch` only.
     pub pipeline_reads: Option<PipelineReadsDoc>,
     /// `false` opens a new connection per request (ab without `-k`).
     pub keep_alive: Option<BoolDoc>,

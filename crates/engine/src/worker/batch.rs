@@ -13,14 +13,25 @@
 //! at the arrival of its last bytes: when the batch completed, which is what wrk records for a pipelined batch.
 //! Reading each response as it arrives (`pipeline_reads: each`, the default) is what gives each its own time.
 //!
-//! The first batch of a connection is read as it arrives (its responses give the shortest length). A batch that
-//! never reaches its mark (a response shorter than any before) is read by force after twice the last batch's
-//! time (at least [`STALL_MIN`]), and a batch is also read before its requests time out and when the drain ends.
+//! The mark is a lower bound, never a promise: responses of other lengths make the batch be read in parts (a
+//! longer one reaches the mark early; each part's responses complete at that part's arrival), a response read in
+//! part lowers the mark by what was read of it, and the first batch of a connection is read as it arrives (its
+//! responses give the shortest length). Marks are set only while reads carry the kernel's timestamp (the first
+//! reads of a run may not): a read held back without one would move its completion times. A batch that never
+//! reaches its mark (a response shorter than any before) is read by force after twice the last batch's time,
+//! between [`STALL_MIN`] and [`STALL_MAX`] (the pacer looks every 10 ms), and a batch is also read before its
+//! requests time out and when the drain ends. A read by force that completes its batch is a batch that missed
+//! its mark: those are counted (`load.batches_forced`), leave the time of the batches untouched, and a measurable
+//! share of them is a warning (their connections wrote their next batch late). One that leaves responses
+//! outstanding met a slow server: the batch goes on, read in parts.
 
 use std::time::{Duration, Instant};
 
 /// The shortest wait before a batch that has not reached its low-water mark is read by force.
 pub(super) const STALL_MIN: Duration = Duration::from_millis(10);
+/// The longest: a pause of the server does not make the next batch that misses its mark wait longer. (A batch
+/// that takes longer than this is read in parts as it comes, each part's responses at that part's arrival.)
+pub(super) const STALL_MAX: Duration = Duration::from_millis(200);
 
 /// One connection's batched-read state.
 #[derive(Debug)]
@@ -33,14 +44,16 @@ pub(super) struct Batching {
     low_water: usize,
     /// The socket refused a mark: reads as responses arrive for the rest of the connection.
     off: bool,
-    /// When the current batch went out, and how long the last one took.
+    /// When the current batch went out, and how long the last one that reached its mark took.
     sent_at: Option<Instant>,
     took: Duration,
+    /// The current batch was read by force (its time says nothing of the next batch's).
+    forced: bool,
 }
 
 impl Batching {
     pub(super) fn new() -> Self {
-        Batching { shortest: 0, bytes: 0, low_water: 1, off: false, sent_at: None, took: Duration::ZERO }
+        Batching { shortest: 0, bytes: 0, low_water: 1, off: false, sent_at: None, took: Duration::ZERO, forced: false }
     }
 
     /// A new connection: everything is learnt again.
@@ -74,10 +87,17 @@ impl Batching {
         }
     }
 
+    /// The read that completed the current batch was one by force: it never reached its mark.
+    pub(super) fn forced(&mut self) {
+        self.forced = true;
+    }
+
     /// Every response of the batch is in.
     pub(super) fn done(&mut self, now: Instant) {
         if let Some(at) = self.sent_at.take() {
-            self.took = now.saturating_duration_since(at);
+            if !std::mem::take(&mut self.forced) {
+                self.took = now.saturating_duration_since(at);
+            }
         }
     }
 
@@ -87,14 +107,17 @@ impl Batching {
     }
 
     /// The low-water mark the socket needs for `outstanding` responses, when it is not the one it has: what they
-    /// come to at the shortest length seen (kept between batches, which are usually alike), else the default.
-    pub(super) fn low_water_for(&self, outstanding: usize) -> Option<usize> {
-        let want = if self.off || self.shortest == 0 {
+    /// come to at the shortest length seen, less what was read of the one in progress (kept between batches,
+    /// which are usually alike); the default while reads carry no kernel timestamp (`stamped`).
+    pub(super) fn low_water_for(&self, outstanding: usize, stamped: bool) -> Option<usize> {
+        let want = if self.off || self.shortest == 0 || !stamped {
             1
         } else if outstanding == 0 {
             return None;
         } else {
-            outstanding.saturating_mul(self.shortest)
+            (outstanding - 1)
+                .saturating_mul(self.shortest)
+                .saturating_add(self.shortest.saturating_sub(self.bytes).max(1))
         };
         (want != self.low_water).then_some(want)
     }
@@ -106,7 +129,7 @@ impl Batching {
 
     /// How long after now a batch that has not reached its mark is read by force.
     pub(super) fn stall_bound(&self) -> Duration {
-        (self.took * 2).max(STALL_MIN)
+        (self.took * 2).clamp(STALL_MIN, STALL_MAX)
     }
 }
 
@@ -127,17 +150,17 @@ mod tests {
     fn the_mark_is_the_outstanding_responses_at_the_shortest_length() {
         let now = Instant::now();
         let mut b = Batching::new();
-        assert_eq!(b.low_water_for(16), None, "the default until a response is in");
+        assert_eq!(b.low_water_for(16, true), None, "the default until a response is in");
         batch(&mut b, &[150, 160, 150], now, Duration::from_millis(3));
-        assert_eq!(b.low_water_for(16), Some(2400));
+        assert_eq!(b.low_water_for(16, true), Some(2400));
         b.set_low_water(2400);
         assert!(b.holding());
-        assert_eq!(b.low_water_for(16), None, "set once for batches alike");
-        assert_eq!(b.low_water_for(0), None, "kept between batches");
-        assert_eq!(b.low_water_for(5), Some(750), "the rest of a batch read in part");
+        assert_eq!(b.low_water_for(16, true), None, "set once for batches alike");
+        assert_eq!(b.low_water_for(0, true), None, "kept between batches");
+        assert_eq!(b.low_water_for(5, true), Some(750), "the rest of a batch read in part");
         // A shorter response lowers it.
         batch(&mut b, &[100], now, Duration::from_millis(3));
-        assert_eq!(b.low_water_for(16), Some(1600));
+        assert_eq!(b.low_water_for(16, true), Some(1600));
         assert_eq!(b.stall_bound(), STALL_MIN);
     }
 
@@ -148,21 +171,46 @@ mod tests {
         batch(&mut b, &[150, 150], now, Duration::ZERO);
         b.set_low_water(300);
         b.refused();
-        assert_eq!(b.low_water_for(2), Some(1));
+        assert_eq!(b.low_water_for(2, true), Some(1));
         b.set_low_water(1);
         assert!(!b.holding());
-        assert_eq!(b.low_water_for(2), None);
+        assert_eq!(b.low_water_for(2, true), None);
         b.reset();
-        assert_eq!(b.low_water_for(2), None);
+        assert_eq!(b.low_water_for(2, true), None);
         batch(&mut b, &[150, 150], now, Duration::ZERO);
-        assert_eq!(b.low_water_for(2), Some(300));
+        assert_eq!(b.low_water_for(2, true), Some(300));
     }
 
     #[test]
-    fn a_slow_batch_waits_longer_before_it_is_read_by_force() {
+    fn a_slow_batch_waits_longer_before_it_is_read_by_force_up_to_a_bound() {
         let now = Instant::now();
         let mut b = Batching::new();
-        batch(&mut b, &[100; 4], now, Duration::from_millis(40));
-        assert_eq!(b.stall_bound(), Duration::from_millis(80));
+        batch(&mut b, &[100; 4], now, Duration::from_millis(20));
+        assert_eq!(b.stall_bound(), Duration::from_millis(40));
+        batch(&mut b, &[100; 4], now, Duration::from_millis(900));
+        assert_eq!(b.stall_bound(), STALL_MAX, "a pause of the server does not make the next wait longer");
+        // A batch read by force: its time is the wait, not the server's.
+        batch(&mut b, &[100; 4], now, Duration::from_millis(3));
+        assert_eq!(b.stall_bound(), STALL_MIN);
+        b.sent(now);
+        b.forced();
+        b.done(now + Duration::from_millis(150));
+        assert_eq!(b.stall_bound(), STALL_MIN, "a forced batch does not count");
+    }
+
+    #[test]
+    fn a_response_read_in_part_lowers_the_mark_and_unstamped_reads_are_never_held() {
+        let now = Instant::now();
+        let mut b = Batching::new();
+        batch(&mut b, &[78, 78], now, Duration::ZERO);
+        // 65 bytes (a head) of the first of 4 responses read: 13 more complete it, 3 x 78 the others.
+        b.bytes(65);
+        assert_eq!(b.low_water_for(4, true), Some(3 * 78 + 13));
+        // More read of it than the shortest response: one byte more may end it.
+        b.bytes(100);
+        assert_eq!(b.low_water_for(4, true), Some(3 * 78 + 1));
+        b.response();
+        b.set_low_water(300);
+        assert_eq!(b.low_water_for(4, false), Some(1), "a read without a timestamp is never held back");
     }
 }

@@ -23,6 +23,9 @@ use loadgate_results::ScenarioResult;
 pub enum Reply {
     /// Write these bytes and keep the connection.
     Bytes(Vec<u8>),
+    /// Write these pieces one write each (a head and a body apart, as some servers send them), and keep the
+    /// connection.
+    Pieces(Vec<Vec<u8>>),
     /// Write these bytes, then close the connection.
     BytesThenClose(Vec<u8>),
     /// Close without answering; the request is not counted.
@@ -183,6 +186,14 @@ fn serve_connection(
                             arrived,
                             answered: writing,
                         });
+                    }
+                    counts.answered.fetch_add(1, Ordering::SeqCst);
+                }
+                Reply::Pieces(pieces) => {
+                    for p in &pieces {
+                        if stream.write_all(p).is_err() {
+                            return;
+                        }
                     }
                     counts.answered.fetch_add(1, Ordering::SeqCst);
                 }

@@ -151,6 +151,8 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
     let (conns, stop, pipeline, pipeline_mode, pipeline_reads, keep_alive) =
         (conns?, stop?, pipeline?, pipeline_mode?, pipeline_reads?, keep_alive?);
     let connect_rate = connect_rate?;
+    // Every problem of the load is reported at once.
+    let mut refused = false;
     if pipeline_reads == PipelineReads::Batch {
         let at = (path.key("pipeline_reads"), f.key_span("pipeline_reads"));
         if pipeline_mode == PipelineMode::Window {
@@ -160,12 +162,15 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
                     .found("`pipeline_mode: window`")
                     .help("a window sends a request as each response arrives, so each is read as it comes: drop `pipeline_reads`, or use `pipeline_mode: batch`"),
             );
-            return None;
-        }
-        if pipeline == 1 {
+            refused = true;
+        } else if pipeline == 1 {
+            let help = if keep_alive {
+                "set `pipeline: N` (N > 1) to write N requests at a time, or drop `pipeline_reads`"
+            } else {
+                "pipelining needs keep-alive, and `keep_alive: false` sends one request per connection: drop `pipeline_reads`"
+            };
             cx.error(
-                Diagnostic::warning(&at.0, at.1, "`pipeline_reads: batch` has no effect without pipelining")
-                    .help("set `pipeline: N` (N > 1) to write N requests at a time, or drop `pipeline_reads`"),
+                Diagnostic::warning(&at.0, at.1, "`pipeline_reads: batch` has no effect without pipelining").help(help),
             );
         }
     }
@@ -175,6 +180,9 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
                 .expected("`pipeline: 1` when `keep_alive: false`")
                 .help("remove `keep_alive: false`, or set `pipeline: 1`"),
         );
+        refused = true;
+    }
+    if refused {
         return None;
     }
     if let Stop::Requests(r) = stop {

@@ -441,7 +441,8 @@ fn warn_about_idle_streams(
 }
 
 /// `pipeline_reads: batch` reads plain HTTP/1.1 batches whole: over HTTPS or HTTP/2 each response is read as it
-/// arrives, and the scenario is told so (located at its `pipeline_reads`).
+/// arrives, and the scenario is told so (located at its `pipeline_reads`). With a candidate, both sides must be
+/// alike: a batch read whole on one side only would compare a batch's latency with each response's.
 fn warn_about_held_reads(
     cx: &mut Cx<'_>,
     target: &Target,
@@ -449,15 +450,18 @@ fn warn_about_held_reads(
     scenarios: &[Scenario],
     node: Option<(&Node, Path)>,
 ) {
+    // Plain HTTP/1.1: no TLS, and not HTTP/2 (`auto` over http:// is HTTP/1.1).
     let plain = |t: &Target| match t {
         Target::Url { base_url } | Target::Command { base_url, .. } => {
-            base_url.tls.is_none() && base_url.protocol == loadgate_model::Protocol::Http1
+            base_url.tls.is_none() && base_url.protocol != loadgate_model::Protocol::Http2
         }
-        Target::Builtin { server } => server.tls.is_none() && server.protocol == loadgate_model::Protocol::Http1,
+        Target::Builtin { server } => server.tls.is_none() && server.protocol != loadgate_model::Protocol::Http2,
     };
     if plain(target) && candidate.is_none_or(plain) {
         return;
     }
+    // One side plain, the other not: A/B would compare different quantities.
+    let one_sided = candidate.is_some_and(|c| plain(c) != plain(target));
     for s in scenarios {
         let held = |c: &&loadgate_model::Cell| {
             matches!(c.load, Load::Closed { pipeline_reads: loadgate_model::PipelineReads::Batch, pipeline: 2.., .. })
@@ -475,10 +479,18 @@ fn warn_about_held_reads(
             }
             None => (Path::root(), None),
         };
-        cx.error(
+        let diag = if one_sided {
+            let (plain_side, other) =
+                if plain(target) { ("the target", "the candidate") } else { ("the candidate", "the target") };
+            Diagnostic::error(&path, span, "`pipeline_reads: batch` would read batches whole on one side of the A/B only")
+                .expected("plain HTTP/1.1 (http://) on both sides, or `pipeline_reads: each`")
+                .found(format!("{plain_side} over plain HTTP/1.1, {other} over HTTPS or HTTP/2"))
+                .help("a batch read whole measures the batch's latency, a response read as it arrives its own: the comparison would be of different things; use `pipeline_reads: each`, or the same scheme and protocol on both sides")
+        } else {
             Diagnostic::warning(&path, span, "`pipeline_reads: batch` has no effect over HTTPS or HTTP/2")
-                .help("batches are read whole over plain HTTP/1.1 (http://) only; elsewhere each response is read as it arrives, as with `pipeline_reads: each`"),
-        );
+                .help("batches are read whole over plain HTTP/1.1 (http://) only; elsewhere each response is read as it arrives, as with `pipeline_reads: each`")
+        };
+        cx.error(diag);
     }
 }
 
