@@ -113,6 +113,50 @@ fn two_local_shards_send_every_request_once_with_unique_seq_values() {
     assert!(!Path::new("-").exists(), "`--out -` writes no directory named `-`");
 }
 
+/// A run from flags (`run --url URL --shards 2`) has no spec file: its shards run the spec the flags made, from a
+/// private file removed with the run, named `(command line)` in the results as the run's own, and its credential
+/// header reaches no artifact.
+#[test]
+fn a_run_from_flags_runs_in_local_shards() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let url = format!("http://127.0.0.1:{}/flags", server.port);
+    let o = loadgate(&[
+        "run", "--url", &url, "-c", "4", "-n", "400", "--shards", "2", "-H", "Authorization: Bearer flag-token-77",
+        "--out", out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(server.paths().len(), 400, "every request sent once across the two shards");
+    let merged = json(&out.join("adhoc/results.json"));
+    assert_eq!(merged["scenarios"][0]["requests"]["completed"], 400);
+    assert_eq!(merged["shards"].as_array().map(Vec::len), Some(2));
+    assert_eq!(merged["spec"]["file"], "(command line)", "not the shards' temporary spec file");
+    assert!(merged["spec"].get("source").is_none_or(serde_json::Value::is_null), "a flag run embeds no spec");
+    for entry in walk(&out) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("flag-token-77"),
+            "{} holds the credential",
+            entry.display()
+        );
+    }
+    assert!(!text(&o.stderr).contains("flag-token-77"), "{}", describe(&o));
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// With repetitions, round r of the merge is both shards' round r: the statistics over repetitions are judged
 /// once, on the merged rounds (six samples, not twelve, and not one shard's six).
 #[test]

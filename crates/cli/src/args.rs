@@ -262,6 +262,10 @@ pub struct RunArgs {
     /// one): the spec's generator CPUs are folded onto it round-robin; the plan does not change.
     #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = cpu_list)]
     pub shard_cpus: Option<loadgate_model::units::CpuList>,
+    /// This shard's spec is the one a run from command-line flags made of them (`run --url URL --shards N`):
+    /// its results name it `(command line)`, as the run's own, and do not embed it.
+    #[arg(long, requires = "shard", hide = true)]
+    pub from_flags: bool,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]

@@ -72,6 +72,8 @@ struct Loaded {
     dir: Option<PathBuf>,
     /// The spec's text (`None` for a spec built from command-line flags, which `loadgate repro` cannot rebuild).
     text: Option<String>,
+    /// The spec a run from command-line flags made of them: what `--shards N` gives its shard processes to run.
+    flags_yaml: Option<String>,
 }
 
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
@@ -108,7 +110,7 @@ fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loade
                 }
                 let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
                 let dir = dir.and_then(|d| d.canonicalize().ok());
-                loaded.push(Loaded { spec, file, dir, text: Some(text) });
+                loaded.push(Loaded { spec, file, dir, text: Some(text), flags_yaml: None });
             }
             Err(e) => {
                 out.error(&e.render());
@@ -260,7 +262,7 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     for w in &spec.warnings {
         out.error(&spec.secrets.scrub(&w.render(&file, &yaml)));
     }
-    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None }])
+    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None, flags_yaml: Some(yaml) }])
 }
 
 /// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
@@ -279,6 +281,27 @@ impl ScratchDir {
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The spec of a run from flags in a directory only this user can read (its credential headers are in it),
+/// removed when dropped, once the shards that read it have ended.
+struct FlagsSpecFile(ScratchDir);
+
+impl FlagsSpecFile {
+    fn write(yaml: &str) -> std::io::Result<FlagsSpecFile> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        let dir = ScratchDir::new()?;
+        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700))?;
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(dir.0.join("command-line.yaml"))?;
+        file.write_all(yaml.as_bytes())?;
+        Ok(FlagsSpecFile(dir))
+    }
+
+    fn path(&self) -> String {
+        self.0 .0.join("command-line.yaml").display().to_string()
     }
 }
 
@@ -320,10 +343,11 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     })?;
     let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
     let mut exit = Exit::Pass;
-    for Loaded { spec, file, dir, text } in specs {
+    for Loaded { spec, file, dir, text, flags_yaml } in specs {
         if interrupt.is_interrupted() {
             break;
         }
+        let (file, text) = if args.from_flags { ("(command line)".to_owned(), None) } else { (file, text) };
         // What `loadgate repro` needs to rebuild this plan, kept in results.json.
         let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;
@@ -360,9 +384,17 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
             Some(ShardSync::Local(count)) => {
+                // A run from flags has no spec file: its shards run the spec the flags made, from a private file.
+                let flags_spec = match &flags_yaml {
+                    Some(yaml) => Some(FlagsSpecFile::write(yaml).map_err(|e| {
+                        fail(out, Exit::RunFailed)(format!("cannot write the flags' spec for the shards: {e}"))
+                    })?),
+                    None => None,
+                };
+                let spec_file = flags_spec.as_ref().map_or_else(|| request.spec_file.clone(), |f| f.path());
                 let local = loadgate_runner::shards::LocalShards {
                     exe: exe.clone(),
-                    args: local_shard_args(&request.spec_file, &args),
+                    args: local_shard_args(&spec_file, flags_spec.is_some(), &args),
                     count: *count,
                     run_id: args.shards.run_id.clone().unwrap_or_else(|| {
                         format!("{}-{}-{}", plan.hash, std::process::id(), loadgate_runner::run::now_rfc3339())
@@ -483,8 +515,11 @@ fn shard_sync(a: &ShardArgs) -> Result<Option<ShardSync>, String> {
 }
 
 /// What every local shard process gets of this command line: the spec and what changes its plan.
-fn local_shard_args(spec_file: &str, args: &RunArgs) -> Vec<String> {
+fn local_shard_args(spec_file: &str, from_flags: bool, args: &RunArgs) -> Vec<String> {
     let mut argv = vec![spec_file.to_owned(), "--quiet".to_owned(), "--annotations".to_owned(), "never".to_owned()];
+    if from_flags {
+        argv.push("--from-flags".to_owned());
+    }
     for (k, v) in &args.vars.sets {
         argv.extend(["--set".to_owned(), format!("{k}={v}")]);
     }
