@@ -123,8 +123,19 @@ fn a_run_from_flags_runs_in_local_shards() {
     let out = dir.path().join("out");
     let url = format!("http://127.0.0.1:{}/flags", server.port);
     let o = loadgate(&[
-        "run", "--url", &url, "-c", "4", "-n", "400", "--shards", "2", "-H", "Authorization: Bearer flag-token-77",
-        "--out", out.to_str().unwrap(),
+        "run",
+        "--url",
+        &url,
+        "-c",
+        "4",
+        "-n",
+        "400",
+        "--shards",
+        "2",
+        "-H",
+        "Authorization: Bearer flag-token-77",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert_eq!(server.paths().len(), 400, "every request sent once across the two shards");
@@ -135,11 +146,7 @@ fn a_run_from_flags_runs_in_local_shards() {
     assert!(merged["spec"].get("source").is_none_or(serde_json::Value::is_null), "a flag run embeds no spec");
     for entry in walk(&out) {
         let bytes = std::fs::read(&entry).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains("flag-token-77"),
-            "{} holds the credential",
-            entry.display()
-        );
+        assert!(!String::from_utf8_lossy(&bytes).contains("flag-token-77"), "{} holds the credential", entry.display());
     }
     assert!(!text(&o.stderr).contains("flag-token-77"), "{}", describe(&o));
 }

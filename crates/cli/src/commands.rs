@@ -294,8 +294,11 @@ impl FlagsSpecFile {
         use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
         let dir = ScratchDir::new()?;
         std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700))?;
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(dir.0.join("command-line.yaml"))?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.0.join("command-line.yaml"))?;
         file.write_all(yaml.as_bytes())?;
         Ok(FlagsSpecFile(dir))
     }
