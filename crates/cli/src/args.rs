@@ -263,7 +263,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = cpu_list)]
     pub shard_cpus: Option<loadgate_model::units::CpuList>,
     /// This shard's spec is the one a run from command-line flags made of them (`run --url URL --shards N`):
-    /// its results name it `(command line)`, as the run's own, and do not embed it.
+    /// its results name it `(command line)`, as the run's own, and embed it as that run does (not with a
+    /// credential header).
     #[arg(long, requires = "shard", hide = true)]
     pub from_flags: bool,
     #[command(flatten)]

@@ -70,7 +70,8 @@ struct Loaded {
     spec: Spec,
     file: String,
     dir: Option<PathBuf>,
-    /// The spec's text (`None` for a spec built from command-line flags, which `loadgate repro` cannot rebuild).
+    /// The spec's text, embedded in results.json for `loadgate repro` (`None` for a spec built from command-line
+    /// flags with a credential header: the artifact could only keep it scrubbed).
     text: Option<String>,
     /// The spec a run from command-line flags made of them: what `--shards N` gives its shard processes to run.
     flags_yaml: Option<String>,
@@ -262,7 +263,10 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     for w in &spec.warnings {
         out.error(&spec.secrets.scrub(&w.render(&file, &yaml)));
     }
-    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text: None, flags_yaml: Some(yaml) }])
+    // Embedded for `loadgate repro` unless it holds a credential: the artifact would keep it scrubbed, which
+    // rebuilds another plan (such a run is refused by `repro` with "run that command line again").
+    let text = (spec.secrets.scrub(&yaml) == yaml).then(|| yaml.clone());
+    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text, flags_yaml: Some(yaml) }])
 }
 
 /// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
@@ -350,7 +354,12 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         if interrupt.is_interrupted() {
             break;
         }
-        let (file, text) = if args.from_flags { ("(command line)".to_owned(), None) } else { (file, text) };
+        // A shard of a run from flags: named as the run's own, and embedded as it would be (not with a credential).
+        let (file, text) = if args.from_flags {
+            ("(command line)".to_owned(), text.filter(|t| spec.secrets.scrub(t) == *t))
+        } else {
+            (file, text)
+        };
         // What `loadgate repro` needs to rebuild this plan, kept in results.json.
         let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
         let mut spec = spec;

@@ -129,7 +129,8 @@ pub fn embed(text: &str, spec: &Spec, overrides: &RunOverrides) -> SpecSource {
 pub enum ReproError {
     #[error(
         "{file} holds no spec to rebuild (written by loadgate {version}): the run was made from command-line flags \
-         (run that command line again), or by a loadgate from before results.json embedded its spec"
+         with a credential header, which results.json keeps only scrubbed (run that command line again), or by a \
+         loadgate from before results.json embedded its spec"
     )]
     NoSource { file: String, version: String },
     #[error("the CI run's {} secret: give {} (the artifact keeps secret names, never their values)",
