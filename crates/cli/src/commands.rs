@@ -277,7 +277,8 @@ impl ScratchDir {
     fn new() -> std::io::Result<ScratchDir> {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos());
         let dir = std::env::temp_dir().join(format!("loadgate-{}-{}", std::process::id(), nanos.unwrap_or(0)));
-        std::fs::create_dir_all(&dir)?;
+        // Made here, only this user's (a directory that is already there, someone else's perhaps, is an error).
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
         Ok(ScratchDir(dir))
     }
 }
@@ -295,9 +296,8 @@ struct FlagsSpecFile(ScratchDir);
 impl FlagsSpecFile {
     fn write(yaml: &str) -> std::io::Result<FlagsSpecFile> {
         use std::io::Write as _;
-        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        use std::os::unix::fs::OpenOptionsExt as _;
         let dir = ScratchDir::new()?;
-        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700))?;
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
