@@ -138,33 +138,12 @@ fn results_without_an_embedded_spec_are_refused() {
     assert!(stderr.contains("holds no spec to rebuild"), "{stderr}");
 }
 
-/// An HTTP/1.1 server on a free loopback port that answers `ok` to every request, for runs from flags.
-fn ok_server() -> u16 {
-    use std::io::Write as _;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut writer = stream.try_clone().unwrap();
-                let mut reader = std::io::BufReader::new(stream);
-                while common::read_request(&mut reader).is_some() {
-                    if writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
 /// A run from flags (as a CI job may write `loadgate run --url URL -c 4 -n 300`) embeds the spec its flags made,
 /// and is reproduced from it; one with a credential header embeds nothing (results.json could keep it only
 /// scrubbed) and is refused with what to do.
 #[test]
 fn a_run_from_flags_is_reproduced_unless_it_carries_a_credential() {
-    let port = ok_server();
+    let (port, _) = common::recording_server();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}/flags");
     let ci = dir.path().join("ci");

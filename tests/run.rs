@@ -522,34 +522,6 @@ fn the_quickstart_leaves_report_html_and_its_plots_and_report_draws_them_again()
     );
 }
 
-/// A server on loopback that answers 200 to everything and records `METHOD target body` per request.
-fn recording_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut out = stream.try_clone().expect("clone");
-                let mut r = BufReader::new(stream);
-                while let Some((line, body)) = common::read_request(&mut r) {
-                    let mut parts = line.split_whitespace();
-                    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-                    log.lock().unwrap().push(format!("{method} {target} {}", String::from_utf8_lossy(&body)));
-                    if out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (port, seen)
-}
-
 #[test]
 fn a_seeded_put_mix_sends_the_same_keys_in_two_runs_and_gates_each_request() {
     let mix = |port: u16| {
@@ -572,7 +544,7 @@ scenarios:
     };
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let (port, seen) = recording_server();
+        let (port, seen) = common::recording_server();
         let (dir, path) = spec(&mix(port));
         let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
@@ -754,20 +726,6 @@ fn an_output_directory_under_a_file_is_invalid_input() {
     assert!(text(&out.stderr).contains("output directory"), "{}", text(&out.stderr));
 }
 
-/// Every file under `dir`, recursively.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 #[test]
 fn secrets_never_reach_an_artifact_or_a_printout() {
     const CANARIES: [&str; 4] = ["canaryENVtoken81", "canarySECRETvar72", "canaryHEADERx63", "canaryFLAG54"];
@@ -809,7 +767,7 @@ scenarios:
         assert!(!printed.contains(canary), "{canary} was printed:\n{printed}");
     }
     assert!(printed.contains("***"), "the printouts show where a secret was:\n{printed}");
-    let files = files_under(&out_dir);
+    let files = common::files_under(&out_dir);
     assert!(files.iter().any(|f| f.ends_with("results.json")), "{files:?}");
     for file in files {
         let content = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
@@ -1150,7 +1108,7 @@ fn a_server_that_closes_every_connection_at_once_shows_failed_connections() {
 
 #[test]
 fn pick_csv_sends_quoted_fields_whole() {
-    let (port, seen) = recording_server();
+    let (port, seen) = common::recording_server();
     let (dir, path) = spec(&format!(
         "version: 1\nname: e2e-csv\ntarget: {{ base_url: \"http://127.0.0.1:{port}\" }}\nscenarios:\n  main:\n    request: {{ method: POST, path: /u, body: \"{{{{ pick_csv('users.csv', 'city') }}}}\" }}\n    load: {{ closed: {{ connections: 1, requests: 60 }} }}\n"
     ));
@@ -1394,7 +1352,7 @@ scenarios:
     for form in [SECRET, encoded, html] {
         assert!(!printed.contains(form), "{form} was printed:\n{printed}");
     }
-    let files = files_under(&out_dir);
+    let files = common::files_under(&out_dir);
     assert!(files.iter().any(|f| f.to_string_lossy().ends_with(".stderr.log")), "{files:?}");
     for file in files {
         let content = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();

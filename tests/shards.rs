@@ -144,24 +144,11 @@ fn a_run_from_flags_runs_in_local_shards() {
     assert_eq!(merged["shards"].as_array().map(Vec::len), Some(2));
     assert_eq!(merged["spec"]["file"], "(command line)", "not the shards' temporary spec file");
     assert!(merged["spec"].get("source").is_none_or(serde_json::Value::is_null), "a flag run embeds no spec");
-    for entry in walk(&out) {
+    for entry in common::files_under(&out) {
         let bytes = std::fs::read(&entry).unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains("flag-token-77"), "{} holds the credential", entry.display());
     }
     assert!(!text(&o.stderr).contains("flag-token-77"), "{}", describe(&o));
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 /// With repetitions, round r of the merge is both shards' round r: the statistics over repetitions are judged

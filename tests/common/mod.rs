@@ -56,3 +56,45 @@ pub fn read_request(r: &mut impl std::io::BufRead) -> Option<(String, Vec<u8>)> 
     r.read_exact(&mut body).ok()?;
     Some((line, body))
 }
+
+/// A server on loopback that answers 200 to everything and records `METHOD target body` per request.
+pub fn recording_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone().expect("clone");
+                let mut r = BufReader::new(stream);
+                while let Some((line, body)) = read_request(&mut r) {
+                    let mut parts = line.split_whitespace();
+                    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+                    log.lock().unwrap().push(format!("{method} {target} {}", String::from_utf8_lossy(&body)));
+                    if out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// Every file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -68,7 +68,7 @@ use crate::{EngineError, StopSignal};
 mod batch;
 mod http2;
 
-use batch::Batching;
+use batch::{Batching, Stall};
 pub(crate) use http2::H2Counters;
 
 /// How long past an open load's deadline its last requests (due before the deadline) may still be handed out.
@@ -383,12 +383,10 @@ struct Ctx {
     /// Connections read their batches whole (`pipeline_reads: batch`, `worker/batch.rs`): a closed keep-alive
     /// HTTP/1.1 load pipelined in batches.
     batching: bool,
-    /// Per slot: when its batch, held back by a low-water mark, is read by force (`None`: no such batch).
-    stall_at: Box<[Cell<Option<Instant>>]>,
+    /// Per slot: when its batch, held back by a low-water mark, is read by force, or that it was.
+    stall: Box<[Cell<Stall>]>,
     /// A connection held its reads back for a whole batch.
     held: Cell<bool>,
-    /// Per slot: its held batch was read by force (set by the pacer, taken by the slot).
-    forced: Box<[Cell<bool>]>,
 }
 
 struct Stats {
@@ -588,9 +586,8 @@ impl Ctx {
             tls,
             pre_opened: RefCell::new(pre_opened),
             batching,
-            stall_at: (0..slots).map(|_| Cell::new(None)).collect(),
+            stall: (0..slots).map(|_| Cell::new(Stall::None)).collect(),
             held: Cell::new(false),
-            forced: (0..slots).map(|_| Cell::new(false)).collect(),
             rt,
             deadline,
             start,
@@ -626,10 +623,9 @@ impl Ctx {
     /// slots find their sockets readable. Whether any was.
     fn force_stalled(&self, now: Option<Instant>) -> bool {
         let mut any = false;
-        for (i, at) in self.stall_at.iter().enumerate() {
-            if at.get().is_some_and(|t| now.is_none_or(|now| now >= t)) {
-                at.set(None);
-                self.forced[i].set(true);
+        for (i, stall) in self.stall.iter().enumerate() {
+            if matches!(stall.get(), Stall::At(t) if now.is_none_or(|now| now >= t)) {
+                stall.set(Stall::Forced);
                 self.rt.force_readable(1 + i as rt::TaskId);
                 any = true;
             }
@@ -1176,8 +1172,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 };
                 let refused = io.peer_closed && !io.answered;
                 io.reset();
-                ctx.stall_at[id].set(None);
-                ctx.forced[id].set(false);
+                ctx.stall[id].set(Stall::None);
                 let mut s = ctx.stats.borrow_mut();
                 s.conns_open -= 1;
                 if refused {
@@ -1565,20 +1560,23 @@ impl SlotIo {
     /// After a read: the socket's low-water mark follows the responses still outstanding, and a batch it holds back
     /// gets a time to be read by force.
     fn tend_batch<S: Stream>(&mut self, ctx: &Ctx, stream: &mut S, now: Instant) {
-        let stall = &ctx.stall_at[self.id];
+        let stall = &ctx.stall[self.id];
         // A read by force that completed the batch: the batch could never reach its mark. One that left responses
         // outstanding met a slow server.
-        if ctx.forced[self.id].replace(false) && self.in_flight.is_empty() {
-            self.batch.forced();
-            ctx.stats.borrow_mut().c.batches_forced += 1;
+        if stall.get() == Stall::Forced {
+            stall.set(Stall::None);
+            if self.in_flight.is_empty() {
+                self.batch.forced();
+                ctx.stats.borrow_mut().c.batches_forced += 1;
+            }
         }
         if self.in_flight.is_empty() {
             self.batch.done(now);
-            stall.set(None);
+            stall.set(Stall::None);
         }
         self.mark_batch(ctx, stream);
-        if self.batch.holding() && !self.in_flight.is_empty() && stall.get().is_none() {
-            stall.set(Some(now + self.batch.stall_bound()));
+        if self.batch.holding() && !self.in_flight.is_empty() && stall.get() == Stall::None {
+            stall.set(Stall::At(now + self.batch.stall_bound()));
         }
     }
 

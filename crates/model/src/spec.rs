@@ -95,6 +95,26 @@ pub enum Target {
     Builtin { server: Builtin },
 }
 
+impl Target {
+    /// The HTTP version to speak (`target.protocol`).
+    pub fn protocol(&self) -> crate::Protocol {
+        match self {
+            Target::Url { base_url } | Target::Command { base_url, .. } => base_url.protocol,
+            Target::Builtin { server } => server.protocol,
+        }
+    }
+
+    /// Spoken to over plain HTTP/1.1: no TLS, and not HTTP/2 (`auto` over http:// is HTTP/1.1), where
+    /// `pipeline_reads: batch` reads batches whole.
+    pub fn plain_http1(&self) -> bool {
+        let tls = match self {
+            Target::Url { base_url } | Target::Command { base_url, .. } => &base_url.tls,
+            Target::Builtin { server } => &server.tls,
+        };
+        tls.is_none() && self.protocol() != crate::Protocol::Http2
+    }
+}
+
 /// An `http://host:port[/prefix]` or `https://...` URL, split for the engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BaseUrl {

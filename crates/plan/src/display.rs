@@ -293,8 +293,7 @@ impl ExecutionPlan {
 
         let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);
         let _ = writeln!(out, "  {:>3}  {:<name_w$}  {:>8}  {:>8}  load", "#", "phase", "start", "length");
-        let plain_http1 = |t: &TargetPlan| t.tls().is_none() && t.protocol() != loadgate_model::Protocol::Http2;
-        let plain = plain_http1(&self.target) && self.candidate.as_ref().is_none_or(plain_http1);
+        let plain = self.target.plain_http1() && self.candidate.as_ref().is_none_or(TargetPlan::plain_http1);
         for p in &self.phases {
             let gate = if p.gate { "" } else { "  [not gated]" };
             let _ = writeln!(

@@ -157,6 +157,12 @@ impl TargetPlan {
             }
         }
     }
+
+    /// Spoken to over plain HTTP/1.1: no TLS, and not HTTP/2 (`auto` over http:// is HTTP/1.1), where
+    /// `pipeline_reads: batch` reads batches whole.
+    pub fn plain_http1(&self) -> bool {
+        self.tls().is_none() && self.protocol() != Protocol::Http2
+    }
 }
 
 /// `target.tls` as the runner applies it. Files are named as the spec wrote them, relative to its directory.

@@ -86,13 +86,7 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         if merged.load.pipeline_reads.is_none() {
             merged.load.pipeline_reads.clone_from(&part.load.pipeline_reads);
         }
-        let add = |a: Option<u64>, b: Option<u64>| {
-            if a.is_none() && b.is_none() {
-                None
-            } else {
-                Some(a.unwrap_or(0) + b.unwrap_or(0))
-            }
-        };
+        let add = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a + b).or(a).or(b);
         merged.load.batches_held = add(merged.load.batches_held, part.load.batches_held);
         merged.load.batches_forced = add(merged.load.batches_forced, part.load.batches_forced);
         merged.load.users_finished = merged.load.users_finished.zip(part.load.users_finished).map(|(a, b)| a + b);

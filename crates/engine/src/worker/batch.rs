@@ -33,6 +33,17 @@ pub(super) const STALL_MIN: Duration = Duration::from_millis(10);
 /// that takes longer than this is read in parts as it comes, each part's responses at that part's arrival.)
 pub(super) const STALL_MAX: Duration = Duration::from_millis(200);
 
+/// Where a slot's batch held back by a low-water mark stands with the pacer, which reads it by force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stall {
+    /// No batch is held back.
+    None,
+    /// The batch is read by force at this time.
+    At(Instant),
+    /// The pacer read it by force; the slot has not looked yet.
+    Forced,
+}
+
 /// One connection's batched-read state.
 #[derive(Debug)]
 pub(super) struct Batching {

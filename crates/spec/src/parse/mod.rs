@@ -402,12 +402,8 @@ fn warn_about_idle_streams(
     scenarios: &[Scenario],
     node: Option<(&Node, Path)>,
 ) {
-    let protocol = |t: &Target| match t {
-        Target::Url { base_url } | Target::Command { base_url, .. } => base_url.protocol,
-        Target::Builtin { server } => server.protocol,
-    };
-    let http1 = protocol(target) == loadgate_model::Protocol::Http1
-        && candidate.is_none_or(|c| protocol(c) == loadgate_model::Protocol::Http1);
+    let http1 = target.protocol() == loadgate_model::Protocol::Http1
+        && candidate.is_none_or(|c| c.protocol() == loadgate_model::Protocol::Http1);
     for s in scenarios {
         let Some(cell) = s.cells.iter().find(|c| c.streams > 1) else { continue };
         let one_request = matches!(cell.load, Load::Closed { keep_alive: false, .. });
@@ -450,13 +446,7 @@ fn warn_about_held_reads(
     scenarios: &[Scenario],
     node: Option<(&Node, Path)>,
 ) {
-    // Plain HTTP/1.1: no TLS, and not HTTP/2 (`auto` over http:// is HTTP/1.1).
-    let plain = |t: &Target| match t {
-        Target::Url { base_url } | Target::Command { base_url, .. } => {
-            base_url.tls.is_none() && base_url.protocol != loadgate_model::Protocol::Http2
-        }
-        Target::Builtin { server } => server.tls.is_none() && server.protocol != loadgate_model::Protocol::Http2,
-    };
+    let plain = Target::plain_http1;
     if plain(target) && candidate.is_none_or(plain) {
         return;
     }
