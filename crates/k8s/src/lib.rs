@@ -6,6 +6,11 @@
 //! and merged by `loadgate merge`. A load pod never runs load twice: `backoffLimitPerIndex: 0`,
 //! `restartPolicy: Never` and a pod failure policy that fails the index on any failure or disruption.
 //!
+//! The pods are what a namespace under Pod Security's "restricted" profile admits: non-root as the image's user
+//! ([`RUN_AS_USER`]), no privilege escalation, every capability dropped, the runtime's seccomp profile, a
+//! read-only root filesystem with an `emptyDir` at [`SCRATCH_DIR`] for what a run writes, no service account
+//! token; the finished Job is removed after [`TTL_SECONDS_AFTER_FINISHED`].
+//!
 //! Every string the user controls (the image, variables, names) is written as a double-quoted YAML scalar
 //! (JSON's escaping, which YAML reads the same), so no input can add a key or a document; names are checked
 //! or derived as DNS labels.
@@ -21,6 +26,18 @@ pub const BARRIER_PORT: u16 = 7878;
 
 /// The most shards a Job may have here (Kubernetes allows 100,000 completions with `backoffLimitPerIndex`).
 pub const MAX_SHARDS: u32 = 10_000;
+
+/// The user and group the pods run as: the image's non-root user (`Containerfile`: `USER 65532:65532`, the
+/// `nonroot` of distroless images), so that Pod Security's "restricted" profile admits the pods.
+pub const RUN_AS_USER: u64 = 65532;
+
+/// The directory the pods may write (an `emptyDir`; the root filesystem is read-only): `--out -` works in a
+/// temporary directory there.
+pub const SCRATCH_DIR: &str = "/tmp";
+
+/// How long a finished Job and its pods (and so their logs) are kept before Kubernetes deletes them: a day, time
+/// enough to collect the logs and merge them (`kubectl delete` after the merge is still the tidy end).
+pub const TTL_SECONDS_AFTER_FINISHED: u64 = 86_400;
 
 /// The longest name a Job may have so that its pods' host names (`<job>-<index>`) stay DNS labels.
 pub const MAX_NAME_LEN: usize = 52;
@@ -291,7 +308,18 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
         "ports": [{ "name": "barrier", "containerPort": BARRIER_PORT, "protocol": "TCP" }],
         // Guaranteed QoS with whole CPUs: a static CPU manager gives the pod exclusive cores.
         "resources": { "requests": resources, "limits": resources },
-        "volumeMounts": [{ "name": "spec", "mountPath": "/spec", "readOnly": true }],
+        "volumeMounts": [
+            { "name": "spec", "mountPath": "/spec", "readOnly": true },
+            { "name": "scratch", "mountPath": SCRATCH_DIR },
+        ],
+        // Pod Security "restricted": no privilege, no capability, the runtime's seccomp profile, a read-only root
+        // filesystem (the pod writes only to its emptyDir).
+        "securityContext": {
+            "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true,
+            "runAsNonRoot": true,
+            "capabilities": { "drop": ["ALL"] },
+        },
     });
     if let Some(secret) = req.secret_from {
         container["envFrom"] = json!([{ "secretRef": { "name": secret } }]);
@@ -302,6 +330,8 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
         "parallelism": req.shards,
         // A load pod never runs load twice: no retry of an index, whatever failed.
         "backoffLimitPerIndex": 0,
+        // The finished Job and its pods' logs stay a day for `kubectl logs`, then Kubernetes removes them.
+        "ttlSecondsAfterFinished": TTL_SECONDS_AFTER_FINISHED,
         "podFailurePolicy": {
             "rules": [
                 { "action": "FailIndex", "onExitCodes": { "containerName": "loadgate", "operator": "NotIn", "values": [0] } },
@@ -313,8 +343,21 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
             "spec": {
                 "subdomain": name,
                 "restartPolicy": "Never",
+                // A load pod talks to its target and its barrier, never to the API server.
+                "automountServiceAccountToken": false,
+                "enableServiceLinks": false,
+                "securityContext": {
+                    "runAsNonRoot": true,
+                    "runAsUser": RUN_AS_USER,
+                    "runAsGroup": RUN_AS_USER,
+                    "fsGroup": RUN_AS_USER,
+                    "seccompProfile": { "type": "RuntimeDefault" },
+                },
                 "containers": [container],
-                "volumes": [{ "name": "spec", "configMap": { "name": name, "items": items } }],
+                "volumes": [
+                    { "name": "spec", "configMap": { "name": name, "items": items } },
+                    { "name": "scratch", "emptyDir": { "sizeLimit": "256Mi" } },
+                ],
             },
         },
     });

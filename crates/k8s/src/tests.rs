@@ -58,6 +58,23 @@ fn renders_the_config_map_the_headless_service_and_the_indexed_job() {
     let c = &pod["containers"][0];
     assert_eq!(c["resources"]["requests"], c["resources"]["limits"]);
     assert_eq!(c["resources"]["limits"]["cpu"].as_str(), Some("4"), "the spec pins 4 CPUs");
+    // Pod Security "restricted": what its admission checks, field by field.
+    assert_eq!(pod["automountServiceAccountToken"].as_bool(), Some(false));
+    assert_eq!(pod["securityContext"]["runAsNonRoot"].as_bool(), Some(true));
+    assert_eq!(pod["securityContext"]["runAsUser"].as_u64(), Some(RUN_AS_USER));
+    assert_eq!(pod["securityContext"]["runAsGroup"].as_u64(), Some(RUN_AS_USER));
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"].as_str(), Some("RuntimeDefault"));
+    let security = &c["securityContext"];
+    assert_eq!(security["allowPrivilegeEscalation"].as_bool(), Some(false));
+    assert_eq!(security["readOnlyRootFilesystem"].as_bool(), Some(true));
+    assert_eq!(security["capabilities"]["drop"][0].as_str(), Some("ALL"));
+    assert!(security["capabilities"]["add"].is_null(), "no capability is added");
+    // The read-only root: a run writes only to the emptyDir mounted at SCRATCH_DIR.
+    let mounts = c["volumeMounts"].as_sequence().unwrap();
+    let scratch = mounts.iter().find(|m| m["mountPath"].as_str() == Some(SCRATCH_DIR)).expect("a scratch mount");
+    let volume = pod["volumes"].as_sequence().unwrap().iter().find(|v| v["name"] == scratch["name"]).unwrap();
+    assert!(volume["emptyDir"].is_mapping(), "{volume:?}");
+    assert_eq!(job["ttlSecondsAfterFinished"].as_u64(), Some(TTL_SECONDS_AFTER_FINISHED));
     let args: Vec<&str> = c["args"].as_sequence().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert_eq!(
         args,
