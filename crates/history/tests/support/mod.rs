@@ -1,0 +1,3 @@
+//! Test support shared by the history tests.
+
+pub mod postgres;
