@@ -30,6 +30,9 @@ pub const TABLES: [&str; 5] = [VERSION_TABLE, "runs", "instances", "metrics", "r
 /// The longest line an import reads (a run record with its histograms is a few hundred kilobytes).
 pub const MAX_IMPORT_LINE: u64 = 64 * 1024 * 1024;
 
+/// The most repetitions a stored instance may claim (a damaged count must not allocate without bound).
+const MAX_REPETITIONS: usize = 100_000;
+
 /// Runs read per page by an export.
 const EXPORT_PAGE: i64 = 64;
 
@@ -770,7 +773,7 @@ impl Db<'_> {
                 };
                 let repetitions = int_at(row, 6)
                     .and_then(|v| usize::try_from(v).ok())
-                    .filter(|n| *n <= 1_000_000)
+                    .filter(|n| *n <= MAX_REPETITIONS)
                     .ok_or_else(|| format!("instance `{name}`: its repetition count is not a count"))?;
                 Ok((
                     ord,
