@@ -235,7 +235,7 @@ fn t_test(left: &[f64], right: &[f64]) -> TTest {
         let difference = mean_left - mean_right;
         if difference.abs() <= SAME_MEAN {
             1.0
-        } else if !(denominator > 0.0) {
+        } else if denominator.is_nan() || denominator <= 0.0 {
             0.0
         } else {
             student_t_two_sided_p(difference / denominator, df)
