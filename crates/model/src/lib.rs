@@ -6,6 +6,7 @@
 //! | [`units`] | durations, rates, byte sizes, CPU lists, percentages: parsed from what users write, shown back |
 //! | [`mod@spec`] | the validated [`Spec`]: every template rendered, every unit parsed, every matrix cell expanded |
 //! | [`slo`] | SLO expressions (`p99 < 100ms`): metric, comparison, threshold |
+//! | [`history`] | the `history:` section: drift and change-point SLOs judged against a store of earlier runs |
 //! | [`mod@sweep`] | sweep SLOs over a matrix scenario's cells (`knee >= 256`, `throughput_drop <= 10%`) |
 //! | [`generate`] | per-request values (`seq()`, `uuid()`, ...) compiled into literal text and generator slots |
 //! | [`diag`], [`location`] | located diagnostics (`file:line:col`, YAML path, expected/found, fix) |
@@ -14,6 +15,7 @@
 
 pub mod diag;
 pub mod generate;
+pub mod history;
 pub mod location;
 pub mod secrets;
 pub mod slo;
@@ -25,6 +27,7 @@ pub mod yaml;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};
+pub use history::{Detection, HistoryCheckKind, HistoryGate, HistoryLimit, HistoryReference};
 pub use slo::{AbortOnFail, Comparison, Metric, MetricKind, Slo, SloError, Threshold};
 pub use spec::*;
 pub use sweep::{AxisUnit, AxisValue, CellRef, CellThreshold, KneeWhich, SweepCheck, SweepSlo, SweepSpec};

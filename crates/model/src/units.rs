@@ -85,11 +85,12 @@ impl FromStr for Duration {
                 "s" | "sec" | "secs" | "second" | "seconds" => 1e9,
                 "m" | "min" | "mins" | "minute" | "minutes" => 60e9,
                 "h" | "hr" | "hour" | "hours" => 3600e9,
+                "d" | "day" | "days" => 86_400e9,
                 "" => return Err(UnitError::with_help(DURATION_EXPECTED, "every number needs a unit, as in `1m30s`")),
                 _ => {
                     return Err(UnitError::with_help(
                         DURATION_EXPECTED,
-                        format!("unknown unit `{unit}`; use ns, us, ms, s, m or h"),
+                        format!("unknown unit `{unit}`; use ns, us, ms, s, m, h or d"),
                     ))
                 }
             };

@@ -10,11 +10,15 @@
 //! - [`file_stem`]`(name)`: a scenario instance's name made safe as part of a file name, at most
 //!   [`MAX_STEM_BYTES`] long.
 //!
+//! - [`compare_figures`]`(comparison)` and [`compare_plot`] draw `loadgate compare`'s plots: per metric, the
+//!   sweep curves of every run (knees ringed) or grouped bars per instance.
+//!
 //! Every SVG reads in a light and a dark theme: see [`theme`]. Axes say their units; latencies are shown in
 //! us, ms or s, whichever suits the largest value plotted.
 
 mod capacity;
 mod checks;
+pub mod compare;
 mod spectrum;
 mod sweep;
 pub mod theme;
@@ -22,6 +26,7 @@ mod timeline;
 
 pub use capacity::capacity;
 pub use checks::checks;
+pub use compare::{compare_figures, compare_plot, CompareFigure, CompareShape};
 pub use spectrum::spectrum;
 pub use sweep::sweep;
 pub use timeline::timeline;

@@ -29,7 +29,7 @@ struct Embedded<'a> {
 
 /// The page's stylesheet: the plots' theme properties for both themes, forced by the switch or following the
 /// reader's preference.
-fn stylesheet() -> String {
+pub(crate) fn stylesheet() -> String {
     let (light, dark) = (theme::light_properties(), theme::dark_properties());
     format!(
         ":root{{color-scheme:light;{light}}}\n\
@@ -38,6 +38,13 @@ fn stylesheet() -> String {
          :root:has(#theme-dark:checked){{color-scheme:dark;{dark}}}\n{}",
         include_str!("../templates/report.css")
     )
+}
+
+/// An SVG document as a page embeds it inline: without its XML declaration.
+pub(crate) fn without_xml_declaration(svg: &str) -> &str {
+    svg.trim_start_matches(|c: char| c != '<')
+        .strip_prefix("<?xml")
+        .map_or(svg, |rest| rest.find("?>").map_or(svg, |end| rest[end + 2..].trim_start()))
 }
 
 /// Renders the HTML report of a run with its plots (`(figure, SVG)` pairs as drawn by `loadgate-plot`; a plot
@@ -56,10 +63,7 @@ pub fn html(results: &RunResults, plots: &[(Figure, String)]) -> Result<String, 
             file: &f.file,
             kind: f.kind.label(),
             subject: f.subject(),
-            svg: svg
-                .trim_start_matches(|c: char| c != '<')
-                .strip_prefix("<?xml")
-                .map_or(svg.as_str(), |rest| rest.find("?>").map_or(svg.as_str(), |end| rest[end + 2..].trim_start())),
+            svg: without_xml_declaration(svg),
         })
         .collect();
     let view = View::new(results);

@@ -22,12 +22,16 @@
 //!   the Markdown and the text summary;
 //! - [`hgrm()`] (re-exported from `loadgate-results`): the wrk2 percentile spectrum of a histogram, and
 //!   [`file_stem`] (from `loadgate-plot`) to name a file per scenario instance;
+//! - [`compare_text`], [`compare_markdown`] and [`compare_html`] render `loadgate compare`'s `Comparison`
+//!   (`loadgate_results::compare`): the runs, then per metric a row per instance with each run's value and each
+//!   change (seed 003's table);
 //! - [`html()`]`(results, plots) -> Result<String, ReportError>`: the self-contained `report.html` (inline CSS,
 //!   the SVGs inline, no script, nothing fetched), given the plots drawn by `loadgate-plot`; the Markdown links
 //!   the same SVG files ([`plots::plot_links`]) and carries each instance's per-second timeline as a table
 //!   ([`plots::timeline_tables`]).
 
 mod annotations;
+pub mod compare;
 pub mod html;
 pub mod junit;
 mod lines;
@@ -37,6 +41,7 @@ pub mod repro;
 pub mod text;
 
 pub use annotations::github_annotations;
+pub use compare::{compare_html, compare_markdown, compare_text, CompareView};
 pub use html::html;
 pub use junit::{junit, junit_many};
 pub use lines::capacity_step_line;

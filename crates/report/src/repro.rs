@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use loadgate_results::{format, stats, Machine, RunResults, ScenarioResult};
+use loadgate_results::{format, stats, RunResults, ScenarioResult};
 
 use crate::lines::scenario_verdict;
 
@@ -96,29 +96,7 @@ fn interval_line(
     let _ = writeln!(out, "    {label:<10} {} [{}, {}]{reached}; {place}", show(est.median), show(lo), show(hi));
 }
 
-/// The fingerprint fields that differ: `(label, CI run's, this run's)`. The host name and the git state are
-/// not a machine's nature and are left out.
-pub fn machine_differences(a: &Machine, b: &Machine) -> Vec<(&'static str, String, String)> {
-    fn show<T: ToString>(v: &Option<T>) -> String {
-        v.as_ref().map_or_else(|| "unknown".to_owned(), ToString::to_string)
-    }
-    let fields = [
-        ("CPU model", show(&a.cpu_model), show(&b.cpu_model)),
-        ("sockets", show(&a.sockets), show(&b.sockets)),
-        ("cores per socket", show(&a.cores_per_socket), show(&b.cores_per_socket)),
-        ("threads per core", show(&a.threads_per_core), show(&b.threads_per_core)),
-        ("logical CPUs", show(&a.logical_cpus), show(&b.logical_cpus)),
-        ("governor", show(&a.governor), show(&b.governor)),
-        (
-            "memory",
-            a.memory_bytes.map_or_else(|| "unknown".to_owned(), format::bytes),
-            b.memory_bytes.map_or_else(|| "unknown".to_owned(), format::bytes),
-        ),
-        ("kernel", show(&a.kernel), show(&b.kernel)),
-        ("virtualization", show(&a.virtualization), show(&b.virtualization)),
-    ];
-    fields.into_iter().filter(|(_, x, y)| x != y).collect()
-}
+pub use loadgate_results::compare::machine_differences;
 
 #[cfg(test)]
 mod tests {

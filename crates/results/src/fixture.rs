@@ -423,6 +423,7 @@ pub fn sample_run() -> RunResults {
         not_run: Vec::new(),
         shard: None,
         shards: Vec::new(),
+        history: Vec::new(),
     };
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);

@@ -54,7 +54,7 @@ pub fn judge(
         let values = |m: Metric, parts: &[ScenarioResult]| -> Vec<Option<f64>> {
             parts.iter().map(|p| crate::measure(m, p)).collect()
         };
-        let stored_values: Option<Vec<ScenarioResult>> = stored.map(stored_parts);
+        let stored_values: Option<Vec<ScenarioResult>> = stored.map(repetition_parts);
         // The rounds that numbered each side's values: the candidate's and a paired baseline's are `rounds`, a
         // stored baseline's are its own.
         let stored_rounds: Vec<u32> = match stored {
@@ -236,8 +236,9 @@ fn statistical(slo: &Slo) -> bool {
         )
 }
 
-/// A stored baseline's repetitions as results to measure, or the baseline itself when it has none.
-fn stored_parts(b: &ScenarioResult) -> Vec<ScenarioResult> {
+/// An instance's repetitions as results to measure (each with its own histograms, counts and rate), or the
+/// instance itself when it has none: what a check over repetitions (and `loadgate compare`) reads one value from.
+pub fn repetition_parts(b: &ScenarioResult) -> Vec<ScenarioResult> {
     if b.repetitions.is_empty() {
         return vec![b.clone()];
     }

@@ -33,13 +33,19 @@
 //! - [`stats`]: verdicts over repetitions (one number per repetition): the median's order-statistic interval,
 //!   Hodges-Lehmann ratios with exact Wilcoxon / Mann-Whitney intervals, Holm, and PASS / FAIL / INCONCLUSIVE
 //!   ([`stats::verdicts`]`(checks, confidence) -> Vec<Result<CheckVerdict, StatsError>>`);
+//! - [`compare::compare`]`(runs, options) -> Comparison`: several runs side by side, matched by scenario instance,
+//!   with each change against the first (or the previous) run and, over repetitions, its interval and a word;
+//! - [`history`]: a metric's series over a history store's runs with its change points ([`history::HistorySeries`]),
+//!   carried in [`RunResults::history`] by a run judged against its history;
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
 pub mod capacity;
+pub mod compare;
 pub mod fixture;
 pub mod format;
 pub mod gate;
 pub mod hgrm;
+pub mod history;
 pub mod json;
 pub mod knee;
 pub mod limit;

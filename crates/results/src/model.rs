@@ -66,6 +66,10 @@ pub struct RunResults {
     /// start, in slice order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardInfo>,
+    /// A run judged against its history (`history:` in the spec, `run --history STORE`): the series behind
+    /// each history verdict, this run last, with their change points. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<crate::history::HistorySeries>,
 }
 
 /// One shard of a run on several generators.

@@ -830,6 +830,7 @@ fn new_results(
         not_run: Vec::new(),
         shard: None,
         shards: Vec::new(),
+        history: Vec::new(),
     }
 }
 
