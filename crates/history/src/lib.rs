@@ -5,8 +5,14 @@
 //! - [`store`]: the SQLite and PostgreSQL stores: schema versions and migrations, concurrent writers, export and
 //!   import as JSON lines.
 //! - [`changepoint`]: E-divisive means with a two-sided t-test (as Apache Otava), pure and deterministic.
+//! - [`series`]: a metric of a scenario instance over the runs (`loadgate_results::history::HistorySeries`), its
+//!   change points marked as regressions or improvements in the metric's direction.
+//! - [`gate`]: the spec's `history:` checks (drift since a reference, the newest change point) judged into
+//!   verdicts, with the series behind each.
 
 pub mod changepoint;
 pub mod error;
+pub mod gate;
 pub mod record;
+pub mod series;
 pub mod store;

@@ -259,7 +259,7 @@ pub fn higher_is_better(metric: Metric) -> bool {
 }
 
 /// The name of a metric kind in `compare.json`.
-fn kind_name(kind: MetricKind) -> &'static str {
+pub fn kind_name(kind: MetricKind) -> &'static str {
     match kind {
         MetricKind::Latency => "latency",
         MetricKind::Rate => "rate",

@@ -924,6 +924,28 @@ pub fn time_key(text: &str) -> Option<String> {
     Some(format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{nanos:09}Z", rest / 3600, rest / 60 % 60, rest % 60))
 }
 
+/// The time key ([`time_key`]) of `seconds` before `text`: `since` for "the last 30 days" of a run. `None` when
+/// `text` is not a time.
+pub fn time_key_before(text: &str, seconds: u64) -> Option<String> {
+    let key = time_key(text)?;
+    let field = |from: usize, n: usize| key.get(from..from + n).and_then(|x| x.parse::<i64>().ok());
+    let (y, m, d) = (field(0, 4)?, field(5, 2)?, field(8, 2)?);
+    let (h, mi, se) = (field(11, 2)?, field(14, 2)?, field(17, 2)?);
+    let at = days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + se - i64::try_from(seconds).ok()?;
+    let (y, m, d) = civil_from_days(at.div_euclid(86_400));
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let rest = at.rem_euclid(86_400);
+    Some(format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        key.get(20..29)?
+    ))
+}
+
 /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -955,6 +977,10 @@ mod tests {
     fn times_sort_as_keys() {
         assert_eq!(time_key("2025-01-01T12:00:00Z").as_deref(), Some("2025-01-01T12:00:00.000000000Z"));
         assert_eq!(time_key("2025-01-01").as_deref(), Some("2025-01-01T00:00:00.000000000Z"));
+        assert_eq!(
+            time_key_before("2025-03-01T12:00:00.25Z", 86_400 * 30).as_deref(),
+            Some("2025-01-30T12:00:00.250000000Z")
+        );
         assert_eq!(time_key("2025-01-01T12:00:00.5Z").as_deref(), Some("2025-01-01T12:00:00.500000000Z"));
         assert_eq!(time_key("2025-01-01T01:30:00+02:00").as_deref(), Some("2024-12-31T23:30:00.000000000Z"));
         assert_eq!(
