@@ -164,7 +164,10 @@ fn mount(host: &Path, at: &str, read_only: bool) -> String {
 #[test]
 fn the_image_runs_loadgate_and_the_pods_loadgate_k8s_renders() {
     let Some(bin) = find_podman() else {
-        eprintln!(
+        // Straight to stderr, past the test harness's capture: a skip is said even when the test passes.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED: podman not found (set LOADGATE_PODMAN or put it on the PATH; `apt-get install podman runc`): \
              the container image was not built or run"
         );
@@ -279,7 +282,13 @@ fn run_the_rendered_pods(podman: &mut Podman, tag: &str, work: &Path) {
 
     // The server: the host's loadgate in a network namespace of its own (its loopback up), which the pods join.
     let mut server = Command::new("unshare")
-        .args(["--net", "--", "sh", "-c", "ip link set lo up && exec \"$0\" serve --kind plaintext"])
+        .args([
+            "--net",
+            "--",
+            "sh",
+            "-c",
+            "PATH=\"$PATH:/usr/sbin:/sbin\"; ip link set lo up && exec \"$0\" serve --kind plaintext",
+        ])
         .arg(env!("CARGO_BIN_EXE_loadgate"))
         .stdout(Stdio::piped())
         .spawn()
