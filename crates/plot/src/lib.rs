@@ -13,6 +13,9 @@
 //! - [`compare_figures`]`(comparison)` and [`compare_plot`] draw `loadgate compare`'s plots: per metric, the
 //!   sweep curves of every run (knees ringed) or grouped bars per instance.
 //!
+//! - [`trend`]`(series)`: a metric over the runs a history keeps, levels between change points, each change
+//!   point marked (regression or improvement) with its p-value.
+//!
 //! Every SVG reads in a light and a dark theme: see [`theme`]. Axes say their units; latencies are shown in
 //! us, ms or s, whichever suits the largest value plotted.
 
@@ -23,6 +26,7 @@ mod spectrum;
 mod sweep;
 pub mod theme;
 mod timeline;
+pub mod trend;
 
 pub use capacity::capacity;
 pub use checks::checks;
@@ -30,6 +34,7 @@ pub use compare::{compare_figures, compare_plot, CompareFigure, CompareShape};
 pub use spectrum::spectrum;
 pub use sweep::sweep;
 pub use timeline::timeline;
+pub use trend::{trend, trend_file};
 
 use loadgate_results::{RunResults, ScenarioResult, Sweep};
 

@@ -25,6 +25,8 @@
 //! - [`compare_text`], [`compare_markdown`] and [`compare_html`] render `loadgate compare`'s `Comparison`
 //!   (`loadgate_results::compare`): the runs, then per metric a row per instance with each run's value and each
 //!   change (seed 003's table);
+//! - [`history_text`], [`history_markdown`] and [`history_html`] render `loadgate history show`'s series with
+//!   their change points and a trend plot each;
 //! - [`html()`]`(results, plots) -> Result<String, ReportError>`: the self-contained `report.html` (inline CSS,
 //!   the SVGs inline, no script, nothing fetched), given the plots drawn by `loadgate-plot`; the Markdown links
 //!   the same SVG files ([`plots::plot_links`]) and carries each instance's per-second timeline as a table
@@ -32,6 +34,7 @@
 
 mod annotations;
 pub mod compare;
+pub mod history;
 pub mod html;
 pub mod junit;
 mod lines;
@@ -42,6 +45,7 @@ pub mod text;
 
 pub use annotations::github_annotations;
 pub use compare::{compare_html, compare_markdown, compare_text, CompareView};
+pub use history::{history_html, history_markdown, history_text};
 pub use html::html;
 pub use junit::{junit, junit_many};
 pub use lines::capacity_step_line;

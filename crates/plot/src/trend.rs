@@ -1,0 +1,211 @@
+//! The trend of one metric over the runs a history keeps: one point per run (oldest left), the level of each
+//! segment between change points as a dashed line, and each change point as a vertical line (red: a regression,
+//! green: an improvement, in the metric's direction) with its change and p-value; the run being judged is ringed.
+
+use loadgate_results::history::{p_text, HistorySeries};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::theme::{self, BG, BLUE, FG, FONT, GREEN, GRID, MUTED, ORANGE, RED, SLATE};
+use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
+
+const PLOT: &str = "the trend";
+const WIDTH: u32 = 900;
+
+/// The file a series' trend plot is written to: `trend-get-p99.svg`.
+pub fn trend_file(s: &HistorySeries) -> String {
+    format!("trend-{}-{}.svg", crate::file_stem(&s.instance), crate::file_stem(&s.metric))
+}
+
+/// Draws the trend of a series.
+pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
+    let n = s.points.len();
+    if n == 0 {
+        return Err(PlotError::Missing(format!("runs of {} {}", s.instance, s.metric)));
+    }
+    let max = s.points.iter().map(|p| p.value).fold(0.0, f64::max);
+    let (per_unit, y_desc) = match s.kind.as_str() {
+        "latency" => {
+            let unit = time_unit(max);
+            (unit.us, format!("{} latency ({})", s.metric, unit.name))
+        }
+        "rate" => (1.0, format!("{} (requests/s)", s.metric)),
+        "ratio" => (0.01, format!("{} (%)", s.metric)),
+        _ => (1.0, format!("{} (count)", s.metric)),
+    };
+    let values: Vec<(f64, f64)> = s.points.iter().enumerate().map(|(i, p)| (i as f64, p.value / per_unit)).collect();
+    let labels: Vec<String> = s.points.iter().map(|p| p.name()).collect();
+    let title = format!("Trend: {} {}", s.instance, s.metric);
+    let regressions = s.change_points.iter().filter(|c| c.regression).count();
+    let description = format!(
+        "{} of {} over {n} runs{}{}: {} change point{} ({regressions} regression{}, {} improvement{}); {} is better",
+        s.metric,
+        s.instance,
+        s.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}")),
+        s.machine.as_ref().map_or_else(String::new, |m| format!(", machine {m}")),
+        s.change_points.len(),
+        if s.change_points.len() == 1 { "" } else { "s" },
+        if regressions == 1 { "" } else { "s" },
+        s.change_points.len() - regressions,
+        if s.change_points.len() - regressions == 1 { "" } else { "s" },
+        if s.higher_is_better { "higher" } else { "lower" },
+    );
+    let step_px = f64::from(WIDTH - 180) / n as f64;
+    let label_every = if step_px < 60.0 { (60.0 / step_px).ceil() as usize } else { 1 };
+    let top = axis_top(max / per_unit);
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
+        root.fill(&BG).or_draw(PLOT)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(shorten(&title, 90), (FONT, 20).into_font().color(&FG))
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)
+            .or_draw(PLOT)?;
+        let x_label = |x: &f64| {
+            let i = x.round();
+            if (x - i).abs() > 1e-9 || i < 0.0 || i as usize >= n || (i as usize) % label_every != 0 {
+                return String::new();
+            }
+            shorten(&labels[i as usize], 10)
+        };
+        let y_label = |y: &f64| compact(*y);
+        chart
+            .configure_mesh()
+            .x_labels(n.min(200))
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&y_label)
+            .y_labels(8)
+            .max_light_lines(0)
+            .disable_x_mesh()
+            .x_desc("run (oldest left; label, commit or date)")
+            .y_desc(y_desc)
+            .axis_style(FG)
+            .bold_line_style(GRID)
+            .label_style((FONT, 14).into_font().color(&FG))
+            .axis_desc_style((FONT, 15).into_font().color(&FG))
+            .draw()
+            .or_draw(PLOT)?;
+
+        // The level of each segment.
+        let mut bounds: Vec<usize> = vec![0];
+        bounds.extend(s.change_points.iter().map(|c| c.index).filter(|&i| i > 0 && i < n));
+        bounds.push(n);
+        for pair in bounds.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if b <= a {
+                continue;
+            }
+            let mean = values[a..b].iter().map(|p| p.1).sum::<f64>() / (b - a) as f64;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(a as f64 - 0.4, mean), (b as f64 - 0.6, mean)],
+                    6,
+                    4,
+                    SLATE.stroke_width(2),
+                ))
+                .or_draw(PLOT)?;
+        }
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .or_draw(PLOT)?
+            .label("level between change points")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], SLATE.stroke_width(2)));
+
+        chart
+            .draw_series(LineSeries::new(values.iter().copied(), BLUE.stroke_width(2)))
+            .or_draw(PLOT)?
+            .label(format!("{} per run", s.metric))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE.stroke_width(3)));
+        chart.draw_series(values.iter().map(|p| Circle::new(*p, 3, BLUE.filled()))).or_draw(PLOT)?;
+
+        for (k, c) in s.change_points.iter().enumerate() {
+            let colour = if c.regression { RED } else { GREEN };
+            let x = c.index as f64 - 0.5;
+            chart
+                .draw_series(DashedLineSeries::new([(x, 0.0), (x, top)], 5, 4, colour.stroke_width(2)))
+                .or_draw(PLOT)?;
+            let note = format!(
+                "{:+.1}% p={} {}",
+                c.relative_change * 100.0,
+                p_text(c.p_value),
+                if c.regression { "regression" } else { "improvement" }
+            );
+            let (dx, anchor) = if c.index > n / 2 { (-6, HPos::Right) } else { (6, HPos::Left) };
+            let style = (FONT, 13).into_font().color(&colour).pos(Pos::new(anchor, VPos::Top));
+            // Successive notes step down so neighbouring change points stay readable.
+            let dy = 6 + 16 * (k % 4) as i32;
+            chart
+                .draw_series(std::iter::once(EmptyElement::at((x, top)) + Text::new(note, (dx, dy), style)))
+                .or_draw(PLOT)?;
+        }
+        if let Some((i, p)) = s.points.iter().enumerate().rev().find(|(_, p)| p.current) {
+            chart
+                .draw_series(std::iter::once(Circle::new((i as f64, p.value / per_unit), 9, ORANGE.stroke_width(2))))
+                .or_draw(PLOT)?
+                .label("this run")
+                .legend(|(x, y)| Circle::new((x + 10, y), 5, ORANGE.stroke_width(2)));
+        }
+        if s.change_points.is_empty() {
+            root.draw(&Text::new("no change point".to_owned(), (86, 44), (FONT, 14).into_font().color(&MUTED)))
+                .or_draw(PLOT)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::LowerLeft, PLOT)?;
+        root.present().or_draw(PLOT)?;
+    }
+    Ok(theme::finish(&svg, &title, &description, "trend"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgate_results::history::{HistoryChangePoint, HistoryPoint};
+
+    fn series() -> HistorySeries {
+        HistorySeries {
+            spec: "api".into(),
+            instance: "get".into(),
+            metric: "p99".into(),
+            kind: "latency".into(),
+            higher_is_better: false,
+            branch: Some("main".into()),
+            machine: None,
+            points: (0..30)
+                .map(|i| HistoryPoint {
+                    run_id: format!("r{i}"),
+                    started_at: format!("2026-10-{:02}T00:00:00Z", i + 1),
+                    commit: Some(format!("{i:07x}")),
+                    label: None,
+                    value: if i < 20 { 1000.0 } else { 1050.0 },
+                    current: i == 29,
+                })
+                .collect(),
+            change_points: vec![HistoryChangePoint {
+                index: 20,
+                commit: Some("0000014".into()),
+                started_at: "2026-10-21T00:00:00Z".into(),
+                mean_before: 1000.0,
+                mean_after: 1050.0,
+                relative_change: 0.05,
+                p_value: 0.00001,
+                regression: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_trend_marks_its_change_point_and_the_current_run() {
+        let svg = trend(&series()).expect("draws");
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.iter().any(|t| t.contains("+5.0% p=") && t.contains("regression")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("this run")));
+        assert!(texts.iter().any(|t| t.contains("p99 latency (ms)")), "axis says its unit");
+        let desc = doc.descendants().find(|n| n.has_tag_name("desc")).and_then(|n| n.text()).unwrap_or("");
+        assert!(desc.contains("1 change point (1 regression"), "{desc}");
+        assert_eq!(trend_file(&series()), "trend-get-p99.svg");
+    }
+}

@@ -1,0 +1,286 @@
+//! `loadgate history show`'s renderings of series ([`HistorySeries`]): the terminal ([`history_text`]), Markdown
+//! ([`history_markdown`], also what a run's job summary appends) and the self-contained HTML page
+//! ([`history_html`]) with a trend plot per series. All read one [`SeriesView`] per series.
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use loadgate_model::Metric;
+use loadgate_results::history::{p_text, HistorySeries};
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use crate::ReportError;
+
+const TEMPLATE: &str = include_str!("../templates/history.html.j2");
+
+/// How many of the newest runs the tables list.
+pub const RECENT_RUNS: usize = 12;
+
+/// One series as text.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesView {
+    /// `api / get / p99`.
+    pub title: String,
+    /// `30 runs on main (machine 3f2a...), 2026-10-01 to 2026-10-30; lower is better`.
+    pub subtitle: String,
+    /// The newest value, formatted.
+    pub latest: String,
+    /// One line per change point, oldest first: `p99 +6.1% at 1a2b3c4 (2026-11-20), p = 0.0001: regression`.
+    pub change_points: Vec<ChangeRow>,
+    /// The newest [`RECENT_RUNS`] runs, newest first.
+    pub recent: Vec<RunRow>,
+    /// The file of its trend plot.
+    pub plot_file: String,
+}
+
+/// A change point as the tables show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeRow {
+    pub at: String,
+    pub date: String,
+    pub before: String,
+    pub after: String,
+    pub change: String,
+    pub p_value: String,
+    /// `regression` or `improvement`.
+    pub kind: &'static str,
+}
+
+/// A run as the tables show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRow {
+    pub run: String,
+    pub date: String,
+    pub value: String,
+    /// `change point` on the first run of a new level.
+    pub mark: String,
+}
+
+fn format_value(s: &HistorySeries, v: f64) -> String {
+    Metric::from_str(&s.metric)
+        .map(|m| loadgate_results::verdict::format_value(m.kind(), v))
+        .unwrap_or_else(|()| loadgate_results::format::number(v))
+}
+
+impl SeriesView {
+    /// Prepares the text of a series.
+    pub fn new(s: &HistorySeries) -> SeriesView {
+        let n = s.points.len();
+        let date = |t: &str| t.chars().take(10).collect::<String>();
+        let span = match (s.points.first(), s.points.last()) {
+            (Some(a), Some(b)) => format!(", {} to {}", date(&a.started_at), date(&b.started_at)),
+            _ => String::new(),
+        };
+        let subtitle = format!(
+            "{n} run{}{}{}{span}; {} is better",
+            if n == 1 { "" } else { "s" },
+            s.branch.as_ref().map_or_else(|| " on every branch".to_owned(), |b| format!(" on {b}")),
+            s.machine.as_ref().map_or_else(String::new, |m| format!(" (machine {m})")),
+            if s.higher_is_better { "higher" } else { "lower" }
+        );
+        let change_points = s
+            .change_points
+            .iter()
+            .map(|c| ChangeRow {
+                at: s.points.get(c.index).map_or_else(|| format!("run {}", c.index + 1), |p| p.name()),
+                date: date(&c.started_at),
+                before: format_value(s, c.mean_before),
+                after: format_value(s, c.mean_after),
+                change: format!("{:+.1}%", c.relative_change * 100.0),
+                p_value: p_text(c.p_value),
+                kind: if c.regression { "regression" } else { "improvement" },
+            })
+            .collect();
+        let recent = s
+            .points
+            .iter()
+            .enumerate()
+            .rev()
+            .take(RECENT_RUNS)
+            .map(|(i, p)| RunRow {
+                run: p.name(),
+                date: p.started_at.clone(),
+                value: format_value(s, p.value),
+                mark: match (s.change_points.iter().find(|c| c.index == i), p.current) {
+                    (Some(c), _) => {
+                        format!("change point ({})", if c.regression { "regression" } else { "improvement" })
+                    }
+                    (None, true) => "this run".to_owned(),
+                    (None, false) => String::new(),
+                },
+            })
+            .collect();
+        SeriesView {
+            title: format!("{} / {} / {}", s.spec, s.instance, s.metric),
+            subtitle,
+            latest: s.points.last().map_or_else(|| "n/a".to_owned(), |p| format_value(s, p.value)),
+            change_points,
+            recent,
+            plot_file: loadgate_plot::trend_file(s),
+        }
+    }
+}
+
+/// The terminal: per series its span, its change points and its newest runs.
+pub fn history_text(series: &[HistorySeries]) -> String {
+    let mut out = String::new();
+    if series.is_empty() {
+        out.push_str("no runs in the history match\n");
+        return out;
+    }
+    for s in series {
+        let v = SeriesView::new(s);
+        let _ = writeln!(out, "{}\n  {}; latest {}", v.title, v.subtitle, v.latest);
+        if v.change_points.is_empty() {
+            let _ = writeln!(out, "  no change point");
+        }
+        for c in &v.change_points {
+            let _ = writeln!(
+                out,
+                "  change point at {} ({}): {} -> {} ({}), p = {}: {}",
+                c.at, c.date, c.before, c.after, c.change, c.p_value, c.kind
+            );
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+fn md(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('|', "\\|").replace('\n', " ").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// The Markdown: per series its span, a table of its change points and its newest runs, and a link to its
+/// trend plot (`plots` says whether the SVG files are written beside it).
+pub fn history_markdown(series: &[HistorySeries], plots: bool) -> String {
+    let mut out = String::from("# History\n\n");
+    if series.is_empty() {
+        out.push_str("No runs in the history match.\n");
+        return out;
+    }
+    for s in series {
+        let v = SeriesView::new(s);
+        let _ = writeln!(out, "## {}\n\n{}; latest **{}**.\n", md(&v.title), md(&v.subtitle), md(&v.latest));
+        if plots {
+            let _ = writeln!(out, "![trend of {}]({})\n", md(&v.title), v.plot_file);
+        }
+        if v.change_points.is_empty() {
+            out.push_str("No change point.\n\n");
+        } else {
+            out.push_str("| Change point at | Date | Before | After | Change | p | |\n| :-- | :-- | --: | --: | --: | --: | :-- |\n");
+            for c in &v.change_points {
+                let kind = if c.kind == "regression" { "**regression**" } else { "improvement" };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {kind} |",
+                    md(&c.at),
+                    c.date,
+                    md(&c.before),
+                    md(&c.after),
+                    c.change,
+                    md(&c.p_value)
+                );
+            }
+            out.push('\n');
+        }
+        out.push_str("| Run | Started | Value | |\n| :-- | :-- | --: | :-- |\n");
+        for r in &v.recent {
+            let _ = writeln!(out, "| {} | {} | {} | {} |", md(&r.run), md(&r.date), md(&r.value), md(&r.mark));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The self-contained HTML page with a trend plot per series (`plots`: the SVGs in the order of `series`;
+/// a series whose plot could not be drawn has an empty string).
+pub fn history_html(series: &[HistorySeries], plots: &[String]) -> Result<String, ReportError> {
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_template("history.html", TEMPLATE).map_err(|e| ReportError::Html(e.to_string()))?;
+    let tmpl = env.get_template("history.html").map_err(|e| ReportError::Html(e.to_string()))?;
+    #[derive(Serialize)]
+    struct Item<'a> {
+        view: SeriesView,
+        svg: &'a str,
+    }
+    let items: Vec<Item<'_>> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Item {
+            view: SeriesView::new(s),
+            svg: plots.get(i).map_or("", |svg| crate::html::without_xml_declaration(svg)),
+        })
+        .collect();
+    let ctx = minijinja::context! {
+        items => Value::from_serialize(&items),
+        css => Value::from_safe_string(crate::html::stylesheet()),
+        version => env!("CARGO_PKG_VERSION"),
+    };
+    tmpl.render(ctx).map_err(|e| ReportError::Html(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgate_results::history::{HistoryChangePoint, HistoryPoint};
+
+    pub(crate) fn series() -> HistorySeries {
+        HistorySeries {
+            spec: "api".into(),
+            instance: "get".into(),
+            metric: "p99".into(),
+            kind: "latency".into(),
+            higher_is_better: false,
+            branch: Some("main".into()),
+            machine: None,
+            points: (0..30)
+                .map(|i| HistoryPoint {
+                    run_id: format!("r{i}"),
+                    started_at: format!("2026-10-{:02}T00:00:00Z", i + 1),
+                    commit: Some(format!("{:07x}", 0xabc000 + i)),
+                    label: None,
+                    value: if i < 20 { 1000.0 } else { 1050.0 },
+                    current: i == 29,
+                })
+                .collect(),
+            change_points: vec![HistoryChangePoint {
+                index: 20,
+                commit: Some("0abc014".into()),
+                started_at: "2026-10-21T00:00:00Z".into(),
+                mean_before: 1000.0,
+                mean_after: 1050.0,
+                relative_change: 0.05,
+                p_value: 0.00001,
+                regression: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn markdown_lists_change_points_and_the_newest_runs() {
+        insta::assert_snapshot!(history_markdown(&[series()], true));
+    }
+
+    #[test]
+    fn the_terminal_names_each_change_point() {
+        insta::assert_snapshot!(history_text(&[series()]));
+    }
+
+    #[test]
+    fn the_html_page_is_well_formed_and_embeds_the_trend() {
+        let s = series();
+        let svg = loadgate_plot::trend(&s).expect("draws");
+        let html = history_html(&[s], &[svg]).expect("renders");
+        let doc = roxmltree::Document::parse_with_options(
+            html.trim_start_matches("<!DOCTYPE html>"),
+            roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() },
+        )
+        .expect("well-formed");
+        assert_eq!(doc.descendants().filter(|n| n.has_tag_name("svg")).count(), 1);
+        assert!(html.contains("regression"));
+    }
+}
