@@ -103,6 +103,7 @@ pub struct ChangePoint {
     pub stddev_after: f64,
     /// `mean_after / mean_before - 1` (signed); 0.0 when `mean_before` is 0 (as Otava), where a change is
     /// still reported (it counts as larger than any `min_magnitude`): read `mean_before` and `mean_after`.
+    /// ±`f64::MAX` when the ratio overflows (a mean near 1e308 after one near 1e-308).
     pub relative_change: f64,
     /// Two-sided Student t-test p-value between the two segments.
     pub p_value: f64,
@@ -144,6 +145,8 @@ struct Scaled {
     z: Vec<f64>,
     center: f64,
     scale: f64,
+    lo: f64,
+    hi: f64,
 }
 
 impl Scaled {
@@ -158,19 +161,29 @@ impl Scaled {
         let range = hi - lo;
         let scale = if range.is_finite() { range } else { hi / 2.0 - lo / 2.0 };
         let z = series.iter().map(|&x| (x - center) / scale).collect();
-        Some(Scaled { z, center, scale })
+        Some(Scaled { z, center, scale, lo, hi })
+    }
+
+    /// A scaled mean in the original units (within the series' range: rounding near ±1.8e308 cannot overflow).
+    fn mean(&self, z: f64) -> f64 {
+        (self.center + self.scale * z).clamp(self.lo, self.hi)
+    }
+
+    /// A scaled standard deviation in the original units.
+    fn sd(&self, z: f64) -> f64 {
+        (self.scale * z).min(f64::MAX)
     }
 
     fn change_point(&self, index: usize, t: &TTest) -> ChangePoint {
-        let mean_before = self.center + self.scale * t.mean_left;
-        let mean_after = self.center + self.scale * t.mean_right;
+        let mean_before = self.mean(t.mean_left);
+        let mean_after = self.mean(t.mean_right);
         ChangePoint {
             index,
             mean_before,
             mean_after,
-            stddev_before: self.scale * t.sd_left,
-            stddev_after: self.scale * t.sd_right,
-            relative_change: if mean_before == 0.0 { 0.0 } else { mean_after / mean_before - 1.0 },
+            stddev_before: self.sd(t.sd_left),
+            stddev_after: self.sd(t.sd_right),
+            relative_change: relative_change(mean_before, mean_after),
             p_value: t.p,
         }
     }
@@ -178,7 +191,16 @@ impl Scaled {
     /// `|mean_after / mean_before - 1|` of a test in the original units, infinite for a change away from a
     /// zero mean.
     fn magnitude(&self, t: &TTest) -> f64 {
-        magnitude(self.center + self.scale * t.mean_left, self.center + self.scale * t.mean_right)
+        magnitude(self.mean(t.mean_left), self.mean(t.mean_right))
+    }
+}
+
+/// `after / before - 1`; 0.0 when `before` is 0 (as Otava), ±`f64::MAX` when the ratio overflows.
+fn relative_change(before: f64, after: f64) -> f64 {
+    if before == 0.0 {
+        0.0
+    } else {
+        (after / before - 1.0).clamp(-f64::MAX, f64::MAX)
     }
 }
 
@@ -504,14 +526,14 @@ fn regularized_incomplete_beta(a: f64, b: f64, x: f64, y: f64) -> f64 {
     }
     let ln_front = a * x.ln() + b * y.ln() - ln_beta(a, b);
     if x < (a + 1.0) / (a + b + 2.0) {
-        ln_front.exp() / a * beta_continued_fraction(a, b, x, y)
+        ln_front.exp() / a * beta_continued_fraction(a, b, x)
     } else {
-        1.0 - ln_front.exp() / b * beta_continued_fraction(b, a, y, x)
+        1.0 - ln_front.exp() / b * beta_continued_fraction(b, a, y)
     }
 }
 
 /// The continued fraction of I_x(a, b) (Numerical Recipes' `betacf`, modified Lentz).
-fn beta_continued_fraction(a: f64, b: f64, x: f64, _y: f64) -> f64 {
+fn beta_continued_fraction(a: f64, b: f64, x: f64) -> f64 {
     const TINY: f64 = 1e-300;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
@@ -882,11 +904,58 @@ mod tests {
         assert!(fp <= 0.06, "false positives in 100 points at the defaults: {fp}");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, ..Default::default() })]
+
+        /// Any series and options: an answer or an error, never a panic; points sorted, apart by at least
+        /// `min_segment`, with p-values below `max_pvalue` and finite statistics.
+        #[test]
+        fn never_panics(
+            series in proptest::collection::vec(
+                proptest::prop_oneof![
+                    8 => -1e3f64..1e3,
+                    1 => proptest::num::f64::ANY,
+                    1 => proptest::sample::select(vec![0.0, 1.0, -1.0, f64::MAX, f64::MIN, 5e-324]),
+                ],
+                0..150,
+            ),
+            window in 1usize..80,
+            max_pvalue in proptest::prop_oneof![0.0f64..1.2, proptest::num::f64::ANY],
+            min_magnitude in proptest::prop_oneof![0.0f64..0.5, proptest::num::f64::ANY],
+            min_segment in 0usize..6,
+        ) {
+            let options = Options { window, max_pvalue, min_magnitude, min_segment };
+            if let Ok(points) = detect(&series, &options) {
+                let mut previous = 0;
+                for p in &points {
+                    proptest::prop_assert!(p.index >= previous + min_segment, "{points:?}");
+                    proptest::prop_assert!(p.index + min_segment <= series.len(), "{points:?}");
+                    proptest::prop_assert!(p.p_value >= 0.0 && p.p_value < max_pvalue, "{points:?}");
+                    proptest::prop_assert!(p.mean_before.is_finite() && p.mean_after.is_finite(), "{points:?}");
+                    proptest::prop_assert!(p.stddev_before >= 0.0 && p.stddev_after >= 0.0, "{points:?}");
+                    proptest::prop_assert!(p.stddev_before.is_finite() && p.stddev_after.is_finite(), "{points:?}");
+                    proptest::prop_assert!(p.relative_change.is_finite(), "{points:?}");
+                    previous = p.index;
+                }
+            }
+        }
+    }
+
     /// The table in docs/change-points.md: `cargo test -p loadgate-history --lib changepoint -- --ignored
     /// --nocapture`.
     #[test]
     #[ignore = "prints the measured table of docs/change-points.md (about a minute)"]
     fn print_detection_table() {
+        // An oracle: the t-test at the true index of the step, as if the location were known.
+        for level in [0.001, 0.01] {
+            let passed = (0..1000u64)
+                .filter(|&seed| {
+                    let series = noisy(seed, 30, 3.0, 20, 5.0);
+                    t_test(&series[..20], &series[20..]).p < level
+                })
+                .count();
+            println!("oracle t-test at the step, 30 runs, p<{level}: {:.3}", passed as f64 / 1000.0);
+        }
         for (n, at) in [(30, 20), (100, 70)] {
             for max_pvalue in [0.001, 0.005, 0.01, 0.05] {
                 for min_segment in [1, 3, 5] {
