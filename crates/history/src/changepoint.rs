@@ -445,7 +445,7 @@ fn merge(scaled: &Scaled, weak: Vec<usize>, options: &Options) -> Vec<(usize, TT
 
 /// The two-sided p-value of Student's t distribution with `df` degrees of freedom at `t`:
 /// `P(|T| ≥ |t|) = I_{df/(df+t²)}(df/2, 1/2)`, the regularized incomplete beta function (continued fraction,
-/// Lentz's method), accurate to about 1e-12 against scipy's `2 * t.sf(|t|, df)`. 0 for an infinite `t`; NaN
+/// Lentz's method), within 1e-10 (relative) of scipy's `2 * t.sf(|t|, df)` (tested at df 0.5 to 10,000). 0 for an infinite `t`; NaN
 /// when `t` or `df` is NaN or `df` is not positive.
 pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
     if t.is_nan() || df.is_nan() || df <= 0.0 {
