@@ -1,0 +1,3 @@
+module loadgate.local/k8s-cluster/pause
+
+go 1.24.0
