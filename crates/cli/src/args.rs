@@ -64,6 +64,16 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Re-render junit.xml, report.md, report.html and the SVG plots from a saved results.json; runs nothing.
     Report(ReportArgs),
+    /// Put runs side by side: N results.json files (builds, commits, configurations) matched by scenario instance,
+    /// with the change of each against the first (and the previous), judged over repetitions.
+    ///
+    /// Prints a table per metric; `--out DIR` also writes compare.md (seed 003's table), compare.html (a plot per
+    /// metric: sweep curves with each run's knee, or grouped bars) and compare.json. Runs of different plans or
+    /// machines are compared with a warning naming the difference.
+    Compare(CompareArgs),
+    /// Keep a history of runs (a SQLite file or PostgreSQL), show each metric's series with its change points,
+    /// and judge a spec's `history:` checks (drift, change points) against it.
+    History(HistoryArgs),
     /// Merge the shard results of one run (files, or logs holding framed shard results) into one run: check
     /// that every shard is there once, add the histograms, gate, write the reports.
     ///
@@ -228,6 +238,12 @@ pub struct RunArgs {
     /// A results.json to compare against, for SLOs such as `p99 <= baseline * 1.10`.
     #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
     pub baseline: Option<PathBuf>,
+    /// Record the run in this history store (a SQLite file or a `postgres://` URL) and judge the spec's
+    /// `history:` checks against it. A run invalid as a measurement, failed or interrupted is not recorded.
+    #[arg(long, value_name = "STORE", env = "LOADGATE_HISTORY")]
+    pub history: Option<String>,
+    #[command(flatten)]
+    pub history_meta: RunMetaArgs,
     /// A minijinja template that replaces the built-in Markdown report.
     #[arg(long, value_name = "FILE")]
     pub template: Option<PathBuf>,
@@ -452,6 +468,12 @@ pub struct MergeArgs {
     /// against it, as `loadgate run --baseline` judges them.
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
+    /// Record the merged run in this history store and judge the spec's `history:` checks on it (as `run
+    /// --history`); the shards themselves are never recorded.
+    #[arg(long, value_name = "STORE", env = "LOADGATE_HISTORY")]
+    pub history: Option<String>,
+    #[command(flatten)]
+    pub history_meta: RunMetaArgs,
 }
 
 #[derive(Debug, Args)]
@@ -556,4 +578,211 @@ pub struct ServeArgs {
 /// A CPU list in taskset syntax (`0-3`, `1,3`).
 fn cpu_list(text: &str) -> Result<loadgate_model::units::CpuList, String> {
     text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgainstArg {
+    /// Every run against the first.
+    First,
+    /// Every run against the first and against the run before it.
+    Previous,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// Aligned tables for a terminal.
+    Text,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+    /// The self-contained HTML page (plots inline).
+    Html,
+    /// JSON (`compare.json`, or the series with their change points).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more results.json files, in order: the first is the reference of every change.
+    #[arg(value_name = "RESULTS", required = true, num_args = 2..)]
+    pub results: Vec<PathBuf>,
+    /// A label per run, in order (default: the run's short git commit, else its directory's name).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// The metrics to compare, as an SLO names them (`throughput`, `p50`, `p99.9`, `error_rate`, `capacity`,
+    /// ...); repeat or separate with commas. Default: throughput, p50, p99.
+    #[arg(long = "metric", value_name = "METRIC", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Which changes to show: each run against the first, or also against the run before it.
+    #[arg(long, value_enum, default_value_t = AgainstArg::First)]
+    pub against: AgainstArg,
+    /// The confidence of the intervals over repetitions (`95%` or `0.95`).
+    #[arg(long, value_name = "CONFIDENCE", default_value = "95%", value_parser = parse_fraction)]
+    pub confidence: f64,
+    /// A change whose whole interval lies within 1 +/- this is `no change` (`2%` or `0.02`).
+    #[arg(long, value_name = "FRACTION", default_value = "2%", value_parser = parse_fraction)]
+    pub noise: f64,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    pub format: TableFormat,
+    /// Also write compare.md, compare.html, compare.json and the plots (compare-*.svg) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Exit 1 when a change is judged slower or worse (over repetitions; single runs are never judged).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+/// Where the history is kept.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArg {
+    /// A SQLite file (created when missing) or a PostgreSQL URL (`postgres://user@host/db`; a password is read
+    /// from the URL or from PGPASSWORD, never printed).
+    #[arg(long, value_name = "STORE", env = "LOADGATE_HISTORY")]
+    pub store: String,
+}
+
+/// Change-point detection settings (the spec's `history.detection`, Apache Otava's names).
+#[derive(Debug, Args, Clone)]
+pub struct DetectionArgs {
+    /// The significance a change point needs.
+    #[arg(long, value_name = "P", default_value_t = 0.001)]
+    pub p_value: f64,
+    /// The smallest relative change that counts (`5%` or `0.05`).
+    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = parse_fraction)]
+    pub min_magnitude: f64,
+    /// The fewest runs on each side of a change point.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub min_segment: u32,
+    /// The sliding window of the first pass, in runs.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub window: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Record runs (results.json files) in the store; a run already there is left as it is.
+    Add(HistoryAddArgs),
+    /// The series of a spec's instances and metrics over the runs, with their change points.
+    Show(HistoryShowArgs),
+    /// Judge a spec's `history:` checks (drift, change points) on the newest run in the store; exit codes as
+    /// `loadgate run` (0 pass, 1 a check failed, 5 not enough history to tell).
+    Check(HistoryCheckArgs),
+    /// Write every run of the store as JSON lines (oldest first) on stdout or into a file.
+    Export(HistoryExportArgs),
+    /// Add the runs of a JSON-lines file (from `history export`) to the store, all or none.
+    Import(HistoryImportArgs),
+}
+
+/// What identifies a run besides its results.
+#[derive(Debug, Args, Clone)]
+pub struct RunMetaArgs {
+    /// The git branch the run measured (default: GITHUB_HEAD_REF, GITHUB_REF_NAME, CI_COMMIT_REF_NAME, or the
+    /// checked-out branch of the current directory).
+    #[arg(long, value_name = "BRANCH", env = "LOADGATE_BRANCH")]
+    pub branch: Option<String>,
+    /// A label for the run (`v1.4.0`, `nightly`): a history check's `reference: { label: ... }` finds it.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// The git commit measured (default: the one results.json recorded).
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryAddArgs {
+    /// results.json files written by `loadgate run` or `loadgate merge`.
+    #[arg(value_name = "RESULTS", required = true)]
+    pub results: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub meta: RunMetaArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryShowArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Only this spec's runs (its `name`).
+    #[arg(long, value_name = "NAME")]
+    pub spec: Option<String>,
+    /// Only these scenario instances (`plaintext[connections=256]`); repeat for more.
+    #[arg(long = "instance", value_name = "NAME")]
+    pub instances: Vec<String>,
+    /// The metrics, as an SLO names them; repeat or separate with commas. Default: throughput, p50, p99.
+    #[arg(long = "metric", value_name = "METRIC", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Only runs of this branch (default: every branch).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// Only runs on the machine with this fingerprint (as `history show` prints it).
+    #[arg(long, value_name = "FINGERPRINT")]
+    pub machine: Option<String>,
+    /// Only runs started at or after this time (RFC 3339, or a date `2026-11-01`).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only the newest N runs.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    #[command(flatten)]
+    pub detection: DetectionArgs,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    pub format: TableFormat,
+    /// Also write history.md, history.html, history.json and a trend plot per series (trend-*.svg) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryCheckArgs {
+    /// The spec whose `history:` section to judge.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// Where to write history.md, junit.xml and the trend plots of the checks (default: nothing is written).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryExportArgs {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// The file to write (default: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryImportArgs {
+    /// A JSON-lines file written by `history export` (`-`: stdin).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+/// `95%` or `0.95`: a fraction from 0 to 1.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a fraction: write `5%` or `0.05`"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not between 0% and 100%"))
+    }
 }

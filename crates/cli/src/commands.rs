@@ -48,6 +48,8 @@ pub fn main_impl() -> Exit {
         }
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
+        Command::Compare(a) => crate::memory::compare(&out, a),
+        Command::History(a) => crate::memory::history(&out, a, cli.color, cli.verbose),
         Command::Merge(a) => merge(&out, a, cli.color, cli.verbose),
         Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
         Command::K8s(a) => k8s(&out, a),
@@ -66,9 +68,9 @@ fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
 }
 
 /// A spec that validated: the spec, its file as named, and its directory.
-struct Loaded {
-    spec: Spec,
-    file: String,
+pub(crate) struct Loaded {
+    pub(crate) spec: Spec,
+    pub(crate) file: String,
     dir: Option<PathBuf>,
     /// The spec's text, embedded in results.json for `loadgate repro` (`None` for a spec built from command-line
     /// flags with a credential header: the artifact could only keep it scrubbed).
@@ -79,7 +81,7 @@ struct Loaded {
 
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
 /// errors. `Err` when one is invalid.
-fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loaded>, Vec<Loaded>> {
+pub(crate) fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loaded>, Vec<Loaded>> {
     let opts = vars.load_options();
     let mut loaded = Vec::new();
     let mut invalid = false;
@@ -392,6 +394,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
             source,
             pin_within_affinity: args.pin_within_affinity,
             shard_cpus: args.shard_cpus.clone(),
+            history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         };
         let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
         let ran = match &sync {
@@ -412,6 +415,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
                         format!("{}-{}-{}", plan.hash, std::process::id(), loadgate_runner::run::now_rfc3339())
                     }),
                     baseline: baseline.clone(),
+                    history: request.history.clone(),
                 };
                 loadgate_runner::shards::run_local(
                     &plan,
@@ -632,22 +636,22 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let views = Views { no_files: to_stdout, ..Views::default() };
     let mut renderer = Renderer::new(out, color, verbose, &secrets, views);
     // Sweep SLOs need the plan: rebuilt from the spec the shards embed, when they judged any.
-    let plan = if first.results.sweeps.iter().any(|s| !s.verdicts.is_empty()) {
+    let history = crate::memory::history_request(args.history.as_deref(), &args.history_meta);
+    let plan = if history.is_some() || first.results.sweeps.iter().any(|s| !s.verdicts.is_empty()) {
         let first = first.results.clone();
         rebuild_plan(&first)
     } else {
         None
     };
-    let outcome = loadgate_runner::shards::merge_and_report(
-        parts,
-        plan.as_ref(),
-        baseline.as_ref(),
-        &dir,
+    let options = loadgate_runner::shards::MergeOptions {
+        plan: plan.as_ref(),
+        baseline: baseline.as_ref(),
         template,
-        false,
-        &mut renderer,
-    )
-    .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+        interrupted: false,
+        history: history.as_ref(),
+    };
+    let outcome = loadgate_runner::shards::merge_and_report(parts, options, &dir, &mut renderer)
+        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
         out.info(&format!(
             "merged {} shard{} of run `{}`",
@@ -749,6 +753,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         shard: None,
         pin_within_affinity: args.pin_within_affinity,
         shard_cpus: None,
+        history: None,
     };
     let views = Views { latency: false, u_latency: false, no_files: false };
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);

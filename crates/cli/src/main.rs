@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod exit;
+mod memory;
 mod output;
 mod progress;
 mod render;

@@ -76,6 +76,11 @@ impl Observer for Renderer<'_> {
                 }
             }
             Event::Warning(w) => out.error(&format!("warning: {w}")),
+            Event::Recorded { store, run_id, new } => out.info(&format!(
+                "{} the history: {store} (run {})",
+                if *new { "recorded in" } else { "already in" },
+                run_id.chars().take(12).collect::<String>()
+            )),
             Event::TargetStarting { command } => out.info(&format!("starting the target: {command}")),
             Event::TargetFailed { error } => out.error(&format!("error: the target could not be started: {error}")),
             Event::TargetReady { kind, base_url, pid, waited } => {

@@ -67,6 +67,21 @@ pub fn judge(gate: &HistoryGate, past: &[RunRecord], current: &RunRecord) -> Vec
     out
 }
 
+/// The checks of `gate` on every gated instance of `current`, INCONCLUSIVE for `reason` (no store to judge
+/// against): never a pass.
+pub fn unjudged(gate: &HistoryGate, current: &RunRecord, reason: &str) -> Vec<Judged> {
+    let mut out = Vec::new();
+    for instance in current.instances.iter().filter(|i| i.gate) {
+        for (kind, limit) in gate.checks() {
+            let selection = Selection { branch: Some(gate.branch.clone()), ..Selection::default() };
+            let series = empty_series(current, &instance.name, limit.metric, &selection);
+            let verdict = inconclusive(gate, kind, limit, reason.to_owned(), &series);
+            out.push(Judged { instance: instance.name.clone(), verdict, series });
+        }
+    }
+    out
+}
+
 fn empty_series(current: &RunRecord, instance: &str, metric: Metric, selection: &Selection) -> HistorySeries {
     HistorySeries {
         spec: current.spec.clone(),

@@ -27,6 +27,8 @@ pub struct Spec {
     pub candidate: Option<Target>,
     /// Repetitions and statistical verdicts.
     pub gating: crate::Gating,
+    /// Checks judged against a history store of earlier runs (`history:`).
+    pub history: Option<crate::HistoryGate>,
     pub scenarios: Vec<Scenario>,
     /// Warnings found while validating (errors never reach a `Spec`).
     #[serde(skip)]

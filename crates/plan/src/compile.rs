@@ -127,6 +127,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             })
             .collect(),
         phases,
+        history: spec.history.clone(),
         hash: String::new(),
         shard: None,
     };

@@ -39,6 +39,9 @@ pub struct ExecutionPlan {
     /// by time; `None` when some phase stops after a request count instead. [`ExecutionPlan::wall_time`] counts
     /// repetitions and A/B sides.
     pub expected_duration: Option<Duration>,
+    /// The spec's `history:` checks, judged against a history store after the run (`run --history STORE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<loadgate_model::HistoryGate>,
     /// Hex SHA-256 (first 16 hex digits) of the plan's canonical JSON without this field. A shard's plan
     /// (`shard` set) keeps the hash of the whole plan it is a slice of: the identity its shards share.
     pub hash: String,

@@ -12,9 +12,9 @@ use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
 const PLOT: &str = "the trend";
 const WIDTH: u32 = 900;
 
-/// The file a series' trend plot is written to: `trend-get-p99.svg`.
+/// The file a series' trend plot is written to: `trend-api-get-p99.svg` (spec, instance, metric).
 pub fn trend_file(s: &HistorySeries) -> String {
-    format!("trend-{}-{}.svg", crate::file_stem(&s.instance), crate::file_stem(&s.metric))
+    format!("trend-{}-{}-{}.svg", crate::file_stem(&s.spec), crate::file_stem(&s.instance), crate::file_stem(&s.metric))
 }
 
 /// Draws the trend of a series.
@@ -206,6 +206,6 @@ mod tests {
         assert!(texts.iter().any(|t| t.contains("p99 latency (ms)")), "axis says its unit");
         let desc = doc.descendants().find(|n| n.has_tag_name("desc")).and_then(|n| n.text()).unwrap_or("");
         assert!(desc.contains("1 change point (1 regression"), "{desc}");
-        assert_eq!(trend_file(&series()), "trend-get-p99.svg");
+        assert_eq!(trend_file(&series()), "trend-api-get-p99.svg");
     }
 }

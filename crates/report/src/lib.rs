@@ -44,8 +44,8 @@ pub mod repro;
 pub mod text;
 
 pub use annotations::github_annotations;
-pub use compare::{compare_html, compare_markdown, compare_text, CompareView};
-pub use history::{history_html, history_markdown, history_text};
+pub use compare::{compare_files, compare_html, compare_markdown, compare_text, CompareView};
+pub use history::{history_files, history_html, history_markdown, history_text};
 pub use html::html;
 pub use junit::{junit, junit_many};
 pub use lines::capacity_step_line;

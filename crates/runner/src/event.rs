@@ -17,6 +17,8 @@ pub enum Event<'a> {
     Warning(String),
     /// loadgate is starting the target's command.
     TargetStarting { command: String },
+    /// The run was recorded in a history store (`--history`); `new` is false when it was there already.
+    Recorded { store: String, run_id: String, new: bool },
     /// The target could not be started or never became ready: the run cannot be carried out.
     TargetFailed { error: String },
     /// The target accepts requests; `waited` is the time from start to ready, for a command loadgate started.

@@ -11,6 +11,7 @@
 //! | reports rewritten atomically after every phase, the step summary | [`reports::ReportWriter`] |
 //! | interruption (Ctrl-C, SIGTERM, a library caller) | [`Interrupt`] |
 //! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
+//! | the spec's `history:` checks judged against a history store, the run recorded in it (`--history`) | [`memory`] |
 //!
 //! # Composing runs
 //!
@@ -42,6 +43,7 @@ pub mod capacity;
 mod error;
 mod event;
 pub mod interrupt;
+pub mod memory;
 pub mod reports;
 pub mod rounds;
 pub mod run;

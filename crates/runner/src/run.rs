@@ -56,6 +56,8 @@ pub struct RunRequest {
     /// This shard's part of the spec's generator CPUs (`run --shard-cpus`, given by `run --shards N` to each
     /// local shard): the spec's generator CPUs are folded onto it (see [`decide_pinning_on_part`]).
     pub shard_cpus: Option<loadgate_model::units::CpuList>,
+    /// Record the run in a history store and judge the plan's `history:` checks against it (see [`crate::memory`]).
+    pub history: Option<crate::memory::HistoryRequest>,
 }
 
 impl RunRequest {
@@ -77,6 +79,7 @@ impl RunRequest {
             source: None,
             pin_within_affinity: false,
             shard_cpus: None,
+            history: None,
         }
     }
 }
@@ -342,6 +345,13 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         results.finished_at = Some(now_rfc3339());
     }
     settle(&mut results, plan);
+    crate::memory::remember(
+        &mut results,
+        plan.history.as_ref(),
+        request.history.as_ref(),
+        request.source_dir.as_deref(),
+        observer,
+    );
     if let Some(shard) = &request.shard {
         let info = results.shard.get_or_insert_with(|| loadgate_results::ShardInfo {
             index: shard.slice.index,

@@ -232,13 +232,11 @@ fn barrier(
 /// the merged sweeps carry their knees but no sweep SLO verdicts, and a warning says so.
 pub fn merge_and_report(
     parts: Vec<ShardPart>,
-    plan: Option<&ExecutionPlan>,
-    baseline: Option<&loadgate_results::RunResults>,
+    options: MergeOptions<'_>,
     dir: &Path,
-    template: Option<String>,
-    interrupted: bool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
+    let MergeOptions { plan, baseline, template, interrupted, history } = options;
     let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
     let mut results =
         loadgate_results::merge_shards_against(parts, baseline).map_err(|e| RunError::Shards(e.to_string()))?;
@@ -263,6 +261,7 @@ pub fn merge_and_report(
         results.finished_at = None;
         results.outcome = loadgate_results::outcome(&results);
     }
+    crate::memory::remember(&mut results, plan.and_then(|p| p.history.as_ref()), history, None, observer);
     std::fs::create_dir_all(dir).map_err(|source| RunError::OutputDir { path: dir.to_path_buf(), source })?;
     let mut reports = ReportWriter::new(dir, template, Default::default());
     let mut failures = Vec::new();
@@ -272,6 +271,21 @@ pub fn merge_and_report(
     }
     observer.event(&Event::RunFinished { results: &results, dir });
     Ok(RunOutcome { dir: dir.to_path_buf(), results: Some(results), skipped: None, write_failures: failures })
+}
+
+/// How [`merge_and_report`] judges the merge.
+#[derive(Debug, Default)]
+pub struct MergeOptions<'a> {
+    /// The whole plan, when the caller has it (its sweep SLOs and `history:` checks are judged on the merge).
+    pub plan: Option<&'a ExecutionPlan>,
+    /// `--baseline`: relative SLOs are judged against it.
+    pub baseline: Option<&'a loadgate_results::RunResults>,
+    /// A minijinja template that replaces the built-in Markdown report.
+    pub template: Option<String>,
+    /// The run was stopped before its shards finished: it is incomplete.
+    pub interrupted: bool,
+    /// `--history STORE`: the merge is recorded, and the plan's `history:` checks judged against the store.
+    pub history: Option<&'a crate::memory::HistoryRequest>,
 }
 
 /// `loadgate run SPEC --shards N`: what to start.
@@ -285,6 +299,8 @@ pub struct LocalShards {
     pub run_id: String,
     /// `--baseline`: relative SLOs are judged against it on the merge.
     pub baseline: Option<loadgate_results::RunResults>,
+    /// `--history STORE`: the merge is recorded (the shards never are).
+    pub history: Option<crate::memory::HistoryRequest>,
 }
 
 /// Starts `count` shard processes of `exe` on this machine, each in its own process group stopped with
@@ -388,7 +404,14 @@ pub fn run_local(
         return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
     }
     // A shard that never reported is missing from the merge: `merge_shards` says so.
-    merge_and_report(parts, Some(plan), local.baseline.as_ref(), &dir, template, interrupt.is_interrupted(), observer)
+    let options = MergeOptions {
+        plan: Some(plan),
+        baseline: local.baseline.as_ref(),
+        template,
+        interrupted: interrupt.is_interrupted(),
+        history: local.history.as_ref(),
+    };
+    merge_and_report(parts, options, &dir, observer)
 }
 
 /// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).

@@ -32,6 +32,7 @@ pub struct SpecDoc {
     /// the same round. The same keys as `target`.
     pub candidate: Option<TargetDoc>,
     pub gating: Option<GatingDoc>,
+    pub history: Option<HistoryDoc>,
     pub defaults: Option<DefaultsDoc>,
     /// Scenarios by name, run in the order written.
     pub scenarios: BTreeMap<String, ScenarioDoc>,
@@ -92,6 +93,66 @@ pub struct GatingDoc {
     /// Rounds invalid as a measurement (the generator limited them) that are discarded, with their A/B pair,
     /// and run again per gated instance before it is called invalid: 0 to 100 (default 3).
     pub rerun_invalid: Option<CountOrZero>,
+}
+
+/// Checks judged against a history store of earlier runs (`run --history STORE`): the drift of a metric's level
+/// since a reference, and the newest change point after it (E-divisive means with a t-test, as Apache Otava).
+/// A series too short to tell makes the check INCONCLUSIVE, never a pass.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct HistoryDoc {
+    /// The branch whose runs the checks read (default `main`).
+    pub branch: Option<String>,
+    /// Where drift is measured from: `first` (the default), a duration (`30d`: the first run of the last 30
+    /// days), `{ commit: SHA }` or `{ label: NAME }` (a run added with `--label`).
+    pub reference: Option<ReferenceDoc>,
+    /// `same` (the default): only runs on a machine with this run's fingerprint; `any`: every machine.
+    pub machine: Option<HistoryMachineDoc>,
+    /// Metrics and how much worse their level may be than at the reference: `{ p99: 10%, throughput: 5% }`.
+    pub drift: Option<BTreeMap<String, String>>,
+    /// Metrics and how much worse the newest change point after the reference may have made them.
+    pub change_points: Option<BTreeMap<String, String>>,
+    pub detection: Option<DetectionDoc>,
+}
+
+/// A history check's reference run.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum ReferenceDoc {
+    /// `first`, or a duration such as `30d`.
+    Word(String),
+    Pinned(ReferencePinDoc),
+}
+
+/// A reference run by its commit or its label.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReferencePinDoc {
+    /// 4 to 64 hex digits of a git commit: the newest run of it.
+    pub commit: Option<String>,
+    /// A label given with `--label`: the newest run with it.
+    pub label: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum HistoryMachineDoc {
+    Same,
+    Any,
+}
+
+/// How change points are found (Apache Otava's settings).
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DetectionDoc {
+    /// The significance a change point needs (default 0.001).
+    pub p_value: Option<f64>,
+    /// The smallest relative change that counts (default 0%).
+    pub min_magnitude: Option<String>,
+    /// The fewest runs on each side of a change point (default 3).
+    pub min_segment: Option<Count>,
+    /// The sliding window of the first pass, in runs (default 50, at most 1000).
+    pub window: Option<Count>,
 }
 
 #[derive(JsonSchema)]
@@ -790,6 +851,9 @@ mod tests {
         assert_eq!(props(&schema, "DefaultsDoc"), sorted(DEFAULTS_KEYS));
         assert_eq!(props(&schema, "ScenarioDoc"), sorted(SCENARIO_KEYS));
         assert_eq!(props(&schema, "GatingDoc"), sorted(GATING_KEYS));
+        assert_eq!(props(&schema, "HistoryDoc"), sorted(HISTORY_KEYS));
+        assert_eq!(props(&schema, "ReferencePinDoc"), sorted(REFERENCE_KEYS));
+        assert_eq!(props(&schema, "DetectionDoc"), sorted(DETECTION_KEYS));
         assert_eq!(props(&schema, "RequestDoc"), sorted(REQUEST_KEYS));
         assert_eq!(props(&schema, "MixRequestDoc"), sorted(MIX_REQUEST_KEYS));
         assert_eq!(props(&schema, "SessionStepDoc"), sorted(SESSION_STEP_KEYS));

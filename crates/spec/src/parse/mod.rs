@@ -3,6 +3,7 @@
 
 mod gating;
 mod hardware;
+mod history;
 mod load;
 mod request;
 mod scenario;
@@ -40,9 +41,13 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "target",
     "candidate",
     "gating",
+    "history",
     "defaults",
     "scenarios",
 ];
+pub(crate) const HISTORY_KEYS: &[&str] = &["branch", "reference", "machine", "drift", "change_points", "detection"];
+pub(crate) const REFERENCE_KEYS: &[&str] = &["commit", "label"];
+pub(crate) const DETECTION_KEYS: &[&str] = &["p_value", "min_magnitude", "min_segment", "window"];
 pub(crate) const GATING_KEYS: &[&str] =
     &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
@@ -296,6 +301,10 @@ fn read_sections(
         Some((n, p)) => gating::read_gating(&mut cx, n, &p),
         None => Some(crate::Gating::default()),
     };
+    let history = match top.get("history") {
+        Some((n, p)) => history::read_history(&mut cx, n, &p).map(Some),
+        None => Some(None),
+    };
     let defaults = match top.get("defaults") {
         Some((n, p)) => read_defaults(&mut cx, n, &p),
         None => Some(Defaults::default()),
@@ -355,7 +364,7 @@ fn read_sections(
         }
     }
     let (name, hardware, target, secret_names) = (name?, hardware?, target?, secret_names?);
-    let (candidate, gating) = (candidate?, gating?);
+    let (candidate, gating, history) = (candidate?, gating?, history?);
     if cx.diags.has_errors() {
         return None;
     }
@@ -379,6 +388,7 @@ fn read_sections(
         target,
         candidate,
         gating,
+        history,
         scenarios,
         warnings: Vec::new(),
         secrets: Default::default(),

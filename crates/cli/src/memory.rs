@@ -1,0 +1,363 @@
+//! `loadgate compare` and `loadgate history`: parse the arguments, call the libraries (`loadgate_results::compare`,
+//! `loadgate_history`), print and write what they render.
+
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+use std::str::FromStr;
+
+use loadgate_history::gate;
+use loadgate_history::record::RunRecord;
+use loadgate_history::series::{self, Selection};
+use loadgate_history::store::{Added, Query, Store};
+use loadgate_model::{Detection, Metric};
+use loadgate_results::compare::{self, Against, CompareOptions};
+use loadgate_results::history::HistorySeries;
+use loadgate_results::{RunResults, StatisticalStatus};
+use loadgate_runner::memory::HistoryRequest;
+
+use crate::args::{
+    AgainstArg, ColorChoice, CompareArgs, DetectionArgs, HistoryArgs, HistoryCheckArgs, HistoryCommand,
+    HistoryShowArgs, RunMetaArgs, TableFormat,
+};
+use crate::exit::Exit;
+use crate::output::Output;
+
+/// The largest results.json read: the histograms of a few hundred instances, with room to spare.
+const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
+/// Prints `error: ...` and gives `exit`.
+fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
+    move |message| {
+        out.error(&format!("error: {message}"));
+        exit
+    }
+}
+
+/// What `--history STORE` and its `--branch`, `--label`, `--commit` ask of a run.
+pub fn history_request(store: Option<&str>, meta: &RunMetaArgs) -> Option<HistoryRequest> {
+    store.filter(|s| !s.trim().is_empty()).map(|store| HistoryRequest {
+        store: store.to_owned(),
+        branch: meta.branch.clone(),
+        label: meta.label.clone(),
+        commit: meta.commit.clone(),
+    })
+}
+
+/// Reads a results.json, bounded in size, with the file named in every error.
+fn read_results(path: &Path) -> Result<RunResults, String> {
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("cannot read {name}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{name} is not a file"));
+    }
+    if meta.len() > MAX_RESULTS_BYTES {
+        return Err(format!("{name} is {} bytes, more than the {MAX_RESULTS_BYTES} a results.json may be", meta.len()));
+    }
+    let mut text = String::new();
+    file.take(MAX_RESULTS_BYTES + 1).read_to_string(&mut text).map_err(|e| format!("cannot read {name}: {e}"))?;
+    loadgate_results::from_json(&text).map_err(|e| format!("{name}: {e}"))
+}
+
+/// Metric names as an SLO writes them, checked.
+fn metrics(names: &[String]) -> Result<Vec<Metric>, String> {
+    names
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .map(|n| {
+            Metric::from_str(n).map_err(|()| {
+                let hint = loadgate_model::suggest::did_you_mean(n, Metric::names().iter().copied())
+                    .map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"));
+                format!("`{n}` is not a metric{hint}: use one an SLO can name ({})", Metric::names().join(", "))
+            })
+        })
+        .collect()
+}
+
+/// Writes `files` into `dir` (created), each atomically.
+fn write_files(out: &Output, dir: &Path, files: &[(String, String)]) -> Result<(), Exit> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot create {}: {e}", dir.display())))?;
+    for (name, content) in files {
+        let path = dir.join(name);
+        loadgate_runner::reports::write_atomic(&path, content)
+            .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    out.info(&format!("wrote {} into {}", names.join(", "), dir.display()));
+    Ok(())
+}
+
+/// `loadgate compare RESULTS...`.
+pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
+    let mut runs = Vec::new();
+    for path in &args.results {
+        runs.push(read_results(path).map_err(fail(out, Exit::InvalidInput))?);
+    }
+    if args.labels.len() > runs.len() {
+        return Err(fail(out, Exit::InvalidInput)(format!(
+            "{} labels for {} runs: give at most one `--label` per results file",
+            args.labels.len(),
+            runs.len()
+        )));
+    }
+    let options = CompareOptions {
+        metrics: metrics(&args.metrics).map_err(fail(out, Exit::InvalidInput))?,
+        labels: args.labels.clone(),
+        files: args.results.iter().map(|p| p.display().to_string()).collect(),
+        against: match args.against {
+            AgainstArg::First => Against::First,
+            AgainstArg::Previous => Against::Previous,
+        },
+        confidence: args.confidence,
+        noise: args.noise,
+    };
+    let c = compare::compare(&runs, &options).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    for w in &c.warnings {
+        out.error(&format!("warning: {w}"));
+    }
+    match args.format {
+        TableFormat::Text => out.data(&loadgate_report::compare_text(&c)),
+        TableFormat::Markdown => out.data(&loadgate_report::compare_markdown(&c)),
+        TableFormat::Json => out.data(&serde_json::to_string_pretty(&c).unwrap_or_default()),
+        TableFormat::Html => {
+            let files = loadgate_report::compare_files(&c).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+            let html = files.iter().find(|(n, _)| n == "compare.html").map_or("", |(_, h)| h.as_str());
+            out.data(html);
+        }
+    }
+    if let Some(dir) = &args.out {
+        let files = loadgate_report::compare_files(&c).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+        write_files(out, dir, &files)?;
+    }
+    let mut regressions: Vec<String> = Vec::new();
+    for cell in &c.cells {
+        for m in &cell.metrics {
+            for ch in m.changes.iter().flatten().filter(|ch| ch.word.is_some_and(|w| w.is_regression())) {
+                regressions.push(format!(
+                    "{} {}: {} vs {}",
+                    cell.name, m.metric, c.runs[ch.run].label, c.runs[ch.reference].label
+                ));
+            }
+        }
+    }
+    if args.fail_on_regression && !regressions.is_empty() {
+        out.error(&format!("error: {} regression(s): {}", regressions.len(), regressions.join("; ")));
+        return Ok(Exit::SloFailed);
+    }
+    Ok(Exit::Pass)
+}
+
+/// `loadgate history ...`.
+pub fn history(out: &Output, args: HistoryArgs, _color: ColorChoice, _verbose: u8) -> Result<Exit, Exit> {
+    match args.command {
+        HistoryCommand::Add(a) => {
+            let request = history_request(Some(&a.store.store), &a.meta).unwrap_or_default();
+            let mut store = open(out, &a.store.store)?;
+            let mut records = Vec::new();
+            for path in &a.results {
+                let results = read_results(path).map_err(fail(out, Exit::InvalidInput))?;
+                match loadgate_runner::memory::recordable(&results) {
+                    Ok(()) => records.push((path, loadgate_runner::memory::record_of(&results, &request, None))),
+                    Err(reason) => out.error(&format!("warning: {} not added: {reason}", path.display())),
+                }
+            }
+            for (path, record) in records {
+                let added = store.add(&record).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+                let what = match added {
+                    Added::New { .. } => "added",
+                    Added::AlreadyThere { .. } => "already there",
+                };
+                out.info(&format!(
+                    "{}: {what} (spec {}, {} instance{}, branch {}, commit {})",
+                    path.display(),
+                    record.spec,
+                    record.instances.len(),
+                    if record.instances.len() == 1 { "" } else { "s" },
+                    record.branch.as_deref().unwrap_or("unknown"),
+                    record.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect())
+                ));
+            }
+            Ok(Exit::Pass)
+        }
+        HistoryCommand::Show(a) => show(out, a),
+        HistoryCommand::Check(a) => check(out, a),
+        HistoryCommand::Export(a) => {
+            let mut store = open(out, &a.store.store)?;
+            let written = match &a.out {
+                Some(path) => {
+                    let tmp = path.with_extension("jsonl.tmp");
+                    let file = std::fs::File::create(&tmp)
+                        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", tmp.display())))?;
+                    let mut w = std::io::BufWriter::new(file);
+                    let n = store.export(&mut w).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+                    w.flush()
+                        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", tmp.display())))?;
+                    std::fs::rename(&tmp, path)
+                        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", path.display())))?;
+                    n
+                }
+                None => {
+                    let stdout = std::io::stdout();
+                    let mut w = std::io::BufWriter::new(stdout.lock());
+                    let n = store.export(&mut w).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+                    let _ = w.flush();
+                    n
+                }
+            };
+            out.error(&format!("exported {written} run{}", if written == 1 { "" } else { "s" }));
+            Ok(Exit::Pass)
+        }
+        HistoryCommand::Import(a) => {
+            let mut store = open(out, &a.store.store)?;
+            let mut reader: Box<dyn BufRead> = if a.file.as_os_str() == "-" {
+                Box::new(std::io::BufReader::new(std::io::stdin()))
+            } else {
+                let f = std::fs::File::open(&a.file)
+                    .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {}: {e}", a.file.display())))?;
+                Box::new(std::io::BufReader::new(f))
+            };
+            let imported = store
+                .import(&mut reader)
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("{}: {e}", a.file.display())))?;
+            out.info(&format!(
+                "imported {} run{} ({} already there) into {}",
+                imported.added,
+                if imported.added == 1 { "" } else { "s" },
+                imported.already_there,
+                store.describe()
+            ));
+            Ok(Exit::Pass)
+        }
+    }
+}
+
+fn open(out: &Output, location: &str) -> Result<Store, Exit> {
+    Store::open(location).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))
+}
+
+fn detection(d: &DetectionArgs) -> Result<Detection, String> {
+    let detection =
+        Detection { p_value: d.p_value, min_magnitude: d.min_magnitude, min_segment: d.min_segment, window: d.window };
+    series::options(&detection).validate().map_err(|e| e.to_string())?;
+    Ok(detection)
+}
+
+/// `loadgate history show`.
+fn show(out: &Output, a: HistoryShowArgs) -> Result<Exit, Exit> {
+    let detection = detection(&a.detection).map_err(fail(out, Exit::InvalidInput))?;
+    let names: Vec<String> =
+        metrics(&a.metrics).map_err(fail(out, Exit::InvalidInput))?.iter().map(ToString::to_string).collect();
+    let mut store = open(out, &a.store.store)?;
+    let query = Query {
+        spec: a.spec.clone(),
+        branch: a.branch.clone(),
+        machine: a.machine.clone(),
+        since: a.since.clone(),
+        limit: a.last,
+    };
+    let records = store.runs(&query).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let selection = Selection {
+        spec: a.spec.clone(),
+        instances: a.instances.clone(),
+        metrics: names,
+        gated_only: a.instances.is_empty(),
+        branch: a.branch.clone(),
+        machine: a.machine.clone(),
+    };
+    let mut all = series::series(&records, &selection);
+    let options = series::options(&detection);
+    for s in &mut all {
+        series::analyse(s, &options)
+            .map_err(|e| fail(out, Exit::InvalidInput)(format!("{} {}: {e}", s.instance, s.metric)))?;
+    }
+    print_series(out, &all, a.format)?;
+    if let Some(dir) = &a.out {
+        let files = loadgate_report::history_files(&all).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+        write_files(out, dir, &files)?;
+    }
+    Ok(Exit::Pass)
+}
+
+fn print_series(out: &Output, all: &[HistorySeries], format: TableFormat) -> Result<(), Exit> {
+    match format {
+        TableFormat::Text => out.data(&loadgate_report::history_text(all)),
+        TableFormat::Markdown => out.data(&loadgate_report::history_markdown(all, false)),
+        TableFormat::Json => out.data(&serde_json::to_string_pretty(all).unwrap_or_default()),
+        TableFormat::Html => {
+            let plots: Vec<String> = all.iter().map(|s| loadgate_report::history::trend_svg(s)).collect();
+            out.data(
+                &loadgate_report::history_html(all, &plots).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `loadgate history check SPEC`: the spec's `history:` checks on the newest run of the spec in the store.
+fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
+    let loaded =
+        crate::commands::load_all(out, std::slice::from_ref(&a.spec), &a.vars).map_err(|_| Exit::InvalidInput)?;
+    let Some(loaded) = loaded.into_iter().next() else { return Err(Exit::InvalidInput) };
+    let Some(checks) = &loaded.spec.history else {
+        return Err(fail(out, Exit::InvalidInput)(format!(
+            "{} has no `history:` section: nothing to check (add `history: {{ drift: {{ p99: 10% }} }}`)",
+            loaded.file
+        )));
+    };
+    let mut store = open(out, &a.store.store)?;
+    let newest = Query {
+        spec: Some(loaded.spec.name.clone()),
+        branch: Some(checks.branch.clone()),
+        machine: None,
+        since: None,
+        limit: Some(1),
+    };
+    let current: RunRecord =
+        store.runs(&newest).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?.pop().ok_or_else(|| {
+            fail(out, Exit::Inconclusive)(format!(
+                "the history has no run of `{}` on {}: nothing to judge",
+                loaded.spec.name, checks.branch
+            ))
+        })?;
+    let past = store
+        .runs(&Query {
+            spec: Some(current.spec.clone()),
+            branch: Some(checks.branch.clone()),
+            machine: checks.same_machine.then(|| current.machine.clone()),
+            since: None,
+            limit: None,
+        })
+        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let judged = gate::judge(checks, &past, &current);
+    let mut exit = Exit::Pass;
+    out.data(&format!(
+        "history checks of {} on {} ({} runs, newest {} at {})",
+        loaded.spec.name,
+        checks.branch,
+        past.len(),
+        current.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect()),
+        current.started_at
+    ));
+    for j in &judged {
+        let v = &j.verdict;
+        let inconclusive = v.statistics.as_ref().is_some_and(|s| s.status == StatisticalStatus::Inconclusive);
+        let word = if v.passed {
+            "pass"
+        } else if inconclusive {
+            exit = exit.worst(Exit::Inconclusive);
+            "INCONCLUSIVE"
+        } else {
+            exit = exit.worst(Exit::SloFailed);
+            "FAIL"
+        };
+        out.data(&format!("  {word:<12} {}: {} ({})", j.instance, v.slo, v.explain()));
+    }
+    if let Some(dir) = &a.out {
+        let all: Vec<HistorySeries> = judged.iter().map(|j| j.series.clone()).collect();
+        let files = loadgate_report::history_files(&all).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+        write_files(out, dir, &files)?;
+    }
+    Ok(exit)
+}

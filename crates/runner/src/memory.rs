@@ -1,0 +1,190 @@
+//! A run's memory: after the run, the spec's `history:` checks are judged against the history store
+//! (`run --history STORE`) and the run is recorded in it. The checks themselves are pure
+//! (`loadgate_history::gate`); this module opens the store, reads the series, puts the verdicts into the
+//! instances' verdicts (so every report, JUnit, the annotations and the exit code see them like any SLO) and
+//! the series behind them into `results.history`, then adds the run.
+//!
+//! Only a run that measured what it meant to is recorded: complete, not a shard's slice, and passed, failed
+//! an SLO or inconclusive (never invalid as a measurement, failed or interrupted): a history of broken runs
+//! would move its own change points.
+
+use std::path::Path;
+use std::process::Command;
+
+use loadgate_history::gate::{self, Judged};
+use loadgate_history::record::{RecordMeta, RunRecord};
+use loadgate_history::store::{Added, Query, Store};
+use loadgate_model::HistoryGate;
+use loadgate_results::{Outcome, OutcomeStatus, RunResults};
+
+use crate::{Event, Observer};
+
+/// Where a run is recorded, and what identifies it besides its results.
+#[derive(Debug, Clone, Default)]
+pub struct HistoryRequest {
+    /// A SQLite file or a `postgres://` URL.
+    pub store: String,
+    /// The branch the run measured; `None`: detected ([`detect_branch`]).
+    pub branch: Option<String>,
+    pub label: Option<String>,
+    /// The commit measured, overriding the one results.json records.
+    pub commit: Option<String>,
+}
+
+/// What [`judge_and_record`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Memory {
+    /// Nothing to do: no store and no checks.
+    Nothing,
+    /// The run was recorded (or was there already) under this id.
+    Recorded { store: String, run_id: String, new: bool },
+    /// The run was judged but not recorded, and why.
+    NotRecorded { reason: String },
+}
+
+/// The branch a run measured: CI's variables (GitHub's `GITHUB_HEAD_REF` for a pull request, else
+/// `GITHUB_REF_NAME`; GitLab's `CI_COMMIT_REF_NAME`), else the branch checked out in `dir`.
+pub fn detect_branch(dir: Option<&Path>) -> Option<String> {
+    for var in ["GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME"] {
+        if let Ok(v) = std::env::var(var) {
+            if !v.trim().is_empty() {
+                return Some(v.trim().to_owned());
+            }
+        }
+    }
+    let dir = dir.unwrap_or(Path::new("."));
+    let out = Command::new("git").arg("-C").arg(dir).args(["rev-parse", "--abbrev-ref", "HEAD"]).output().ok()?;
+    let name = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !name.is_empty() && name != "HEAD").then_some(name)
+}
+
+/// The record of a run as `request` describes it.
+pub fn record_of(results: &RunResults, request: &HistoryRequest, dir: Option<&Path>) -> RunRecord {
+    let meta = RecordMeta {
+        branch: request.branch.clone().or_else(|| detect_branch(dir)),
+        label: request.label.clone(),
+        commit: request.commit.clone(),
+    };
+    RunRecord::from_results(results, &meta)
+}
+
+/// Whether a run is worth keeping in a history: complete, whole, and a valid measurement.
+pub fn recordable(results: &RunResults) -> Result<(), String> {
+    if results.shard.is_some() {
+        return Err("a shard's slice is not a run: record the merge (`loadgate merge --history STORE`)".to_owned());
+    }
+    if results.finished_at.is_none() {
+        return Err("the run did not finish".to_owned());
+    }
+    match results.outcome.status {
+        OutcomeStatus::Passed | OutcomeStatus::SloFailed | OutcomeStatus::Inconclusive => Ok(()),
+        other => Err(format!("the run is {}: it measured nothing a history should keep", other.label())),
+    }
+}
+
+/// Judges `checks` against the store's series (with this run appended) and puts the verdicts and series into
+/// `results`; then records the run. A store that cannot be read or written fails the run (exit 3) with the
+/// reason: its measurements and reports are kept.
+pub fn judge_and_record(
+    results: &mut RunResults,
+    checks: Option<&HistoryGate>,
+    request: Option<&HistoryRequest>,
+    dir: Option<&Path>,
+) -> Memory {
+    // A shard's slice is judged and recorded on the merge, never on its own.
+    if results.shard.is_some() {
+        return Memory::Nothing;
+    }
+    let Some(request) = request else {
+        if let Some(g) = checks {
+            let current = RunRecord::from_results(results, &RecordMeta::default());
+            apply(
+                results,
+                gate::unjudged(g, &current, "no history store: run with --history STORE (or LOADGATE_HISTORY)"),
+            );
+        }
+        return Memory::Nothing;
+    };
+    let current = record_of(results, request, dir);
+    let mut store = match Store::open(&request.store) {
+        Ok(s) => s,
+        Err(e) => return fail(results, format!("the history store: {e}")),
+    };
+    if let Some(g) = checks {
+        let query = Query {
+            spec: Some(current.spec.clone()),
+            branch: Some(g.branch.clone()),
+            machine: g.same_machine.then(|| current.machine.clone()),
+            since: None,
+            limit: None,
+        };
+        match store.runs(&query) {
+            Ok(past) => apply(results, gate::judge(g, &past, &current)),
+            Err(e) => return fail(results, format!("the history store {}: {e}", store.describe())),
+        }
+    }
+    if let Err(reason) = recordable(results) {
+        return Memory::NotRecorded { reason };
+    }
+    // The record keeps the outcome the history checks made.
+    let mut current = current;
+    current.outcome = status_name(results.outcome.status);
+    match store.add(&current) {
+        Ok(added) => Memory::Recorded {
+            store: store.describe(),
+            run_id: current.run_id,
+            new: matches!(added, Added::New { .. }),
+        },
+        Err(e) => {
+            fail(results, format!("the run could not be recorded in the history store {}: {e}", store.describe()))
+        }
+    }
+}
+
+/// [`judge_and_record`], telling the observer what became of the record.
+pub fn remember(
+    results: &mut RunResults,
+    checks: Option<&HistoryGate>,
+    request: Option<&HistoryRequest>,
+    dir: Option<&Path>,
+    observer: &mut dyn Observer,
+) {
+    match judge_and_record(results, checks, request, dir) {
+        Memory::Nothing => {}
+        Memory::Recorded { store, run_id, new } => observer.event(&Event::Recorded { store, run_id, new }),
+        Memory::NotRecorded { reason } => {
+            observer.event(&Event::Warning(format!("the run was not recorded in the history: {reason}")));
+        }
+    }
+}
+
+fn status_name(s: OutcomeStatus) -> String {
+    serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| s.label().to_owned())
+}
+
+/// Puts judged history checks into the results: each verdict after its instance's SLOs, each series (once)
+/// into `results.history`, then the outcome again.
+pub fn apply(results: &mut RunResults, judged: Vec<Judged>) {
+    for j in judged {
+        if let Some(s) = results.scenarios.iter_mut().find(|s| s.name == j.instance) {
+            s.verdicts.push(j.verdict);
+        }
+        if !j.series.points.is_empty()
+            && !results.history.iter().any(|h| h.instance == j.series.instance && h.metric == j.series.metric)
+        {
+            results.history.push(j.series);
+        }
+    }
+    results.outcome = loadgate_results::outcome(results);
+}
+
+fn fail(results: &mut RunResults, reason: String) -> Memory {
+    let mut reasons = Vec::new();
+    if results.outcome.status == OutcomeStatus::RunFailed {
+        reasons.extend(results.outcome.reasons.iter().cloned());
+    }
+    reasons.push(reason.clone());
+    results.outcome = Outcome::run_failed(reasons);
+    results.outcome = loadgate_results::outcome(results);
+    Memory::NotRecorded { reason }
+}
