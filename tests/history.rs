@@ -1,0 +1,310 @@
+//! `loadgate history` and `run --history` through the real binary, the same suite on a SQLite file and on a real
+//! PostgreSQL server (Debian's, started on a free port in a temporary directory, stopped at the end).
+//!
+//! The series: 30 recorded runs of one spec (a real run's results.json, its throughput set per run) whose
+//! run-to-run noise is 3% and which lose 5% of their throughput at run 20. The change point is found at 20 +/- 2
+//! and the drift check fails; 30 runs of the same noise alone have no change point and pass. The same series
+//! go through Apache Otava when `LOADGATE_OTAVA_PYTHON` names a Python with `apache-otava` (as `.ci/run` sets
+//! it).
+
+mod common;
+
+#[path = "../crates/history/tests/support/postgres.rs"]
+mod postgres;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::{command, loadgate, root, text};
+use serde_json::Value;
+
+/// A small deterministic generator (splitmix64, Box-Muller): the same noise on every machine.
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn gaussian(&mut self) -> f64 {
+        let u1 = ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        let u2 = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// 30 throughputs around 10,000/s with 3% noise, 5% lower from run 20 on when `step`.
+fn series(seed: u64, step: bool) -> Vec<f64> {
+    let mut noise = Noise(seed);
+    (0..30).map(|i| 10_000.0 * (1.0 + 0.03 * noise.gaussian()) * if step && i >= 20 { 0.95 } else { 1.0 }).collect()
+}
+
+const SPEC: &str = "version: 1\nname: memory\ntarget: { builtin: plaintext }\n\
+history:\n  drift: { throughput: 3% }\n  change_points: { throughput: 3% }\n\
+scenarios:\n  get:\n    request: { path: / }\n    load: { closed: { connections: 2, duration: 200ms } }\n    slo: [error_rate < 1%]\n";
+
+/// The spec and one real run of it (the template of the recorded runs).
+fn real_run(dir: &Path) -> (PathBuf, Value) {
+    let spec = dir.join("memory.yaml");
+    std::fs::write(&spec, SPEC).expect("write the spec");
+    let out = dir.join("template");
+    let done = loadgate(&["run", spec.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8"), "-q"]);
+    assert_eq!(done.status.code(), Some(5), "no store: the history checks cannot tell: {}", text(&done.stderr));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("memory/results.json")).expect("results"))
+            .expect("json");
+    let reasons = results["outcome"]["reasons"].to_string();
+    assert!(reasons.contains("no history store"), "{reasons}");
+    (spec, results)
+}
+
+/// Writes one results.json per value: the template's run, started an hour after the one before, of its own
+/// commit, with that throughput.
+fn write_runs(dir: &Path, template: &Value, values: &[f64], tag: &str) -> Vec<PathBuf> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut r = template.clone();
+            // Each tag's runs start at their own minute: two series are different runs.
+            let minute = tag.bytes().map(u32::from).sum::<u32>() % 60;
+            r["started_at"] = Value::from(format!("2026-10-{:02}T{:02}:{minute:02}:00Z", 1 + i / 24, i % 24));
+            r["machine"]["git_commit"] = Value::from(format!("{tag}{i:038x}"));
+            r["scenarios"][0]["throughput"] = Value::from(*v);
+            // The runs passed: they are what a history keeps.
+            r["outcome"] = serde_json::json!({"status": "passed", "exit_code": 0, "reasons": []});
+            r["scenarios"][0]["verdicts"] = Value::Array(Vec::new());
+            let path = dir.join(format!("{tag}-{i:02}.json"));
+            std::fs::write(&path, serde_json::to_string(&r).expect("json")).expect("write");
+            path
+        })
+        .collect()
+}
+
+fn history(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["history"];
+    all.extend_from_slice(args);
+    loadgate(&all)
+}
+
+fn add(store: &str, files: &[PathBuf]) {
+    let mut args = vec!["add", "--store", store, "--branch", "main"];
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    args.extend(names.iter().map(String::as_str));
+    let done = history(&args);
+    assert_eq!(done.status.code(), Some(0), "history add: {}", text(&done.stderr));
+}
+
+/// The change points of the throughput series, as `history show --format json` gives them.
+fn change_points(store: &str) -> (Vec<f64>, Vec<Value>) {
+    let done = history(&["show", "--store", store, "--spec", "memory", "--metric", "throughput", "--format", "json"]);
+    assert_eq!(done.status.code(), Some(0), "history show: {}", text(&done.stderr));
+    let all: Value = serde_json::from_str(&text(&done.stdout)).expect("json");
+    let s = &all[0];
+    assert_eq!(s["instance"], "get");
+    let values = s["points"].as_array().expect("points").iter().map(|p| p["value"].as_f64().expect("value")).collect();
+    (values, s["change_points"].as_array().expect("change points").clone())
+}
+
+/// The whole suite on one store.
+fn suite(store: &str, noise_store: &str, big_store: &str, dir: &Path) {
+    let (spec, template) = real_run(dir);
+    let spec = spec.to_str().expect("utf-8");
+
+    // A step of -5% at run 20 under 3% noise.
+    let stepped = series(7, true);
+    add(store, &write_runs(dir, &template, &stepped, "a"));
+    let (values, points) = change_points(store);
+    assert_eq!(values, stepped, "the store gives back the recorded values, oldest first");
+    assert_eq!(points.len(), 1, "one change point: {points:?}");
+    let at = points[0]["index"].as_u64().expect("index");
+    assert!((18..=22).contains(&at), "found at run {at}, the step is at 20");
+    assert_eq!(points[0]["regression"], true, "less throughput is a regression");
+    let p = points[0]["p_value"].as_f64().expect("p");
+    assert!(p < 0.001, "significant: p = {p}");
+    otava_agrees(&stepped, at);
+
+    // The drift and change-point checks on the newest run: worse by about 5%, more than 3%: FAIL, exit 1.
+    let done = history(&["check", spec, "--store", store]);
+    let out = text(&done.stdout);
+    assert_eq!(done.status.code(), Some(1), "{out}{}", text(&done.stderr));
+    assert!(out.contains("FAIL") && out.contains("drift(throughput)"), "{out}");
+    assert!(out.contains("change_point(throughput)") && out.contains("regression"), "{out}");
+
+    // 30 runs of the noise alone: no change point, the checks pass.
+    let quiet = series(11, false);
+    add(noise_store, &write_runs(dir, &template, &quiet, "b"));
+    let (_, points) = change_points(noise_store);
+    assert!(points.is_empty(), "no change point in pure noise: {points:?}");
+    let done = history(&["check", spec, "--store", noise_store]);
+    assert_eq!(done.status.code(), Some(0), "{}{}", text(&done.stdout), text(&done.stderr));
+
+    // Export and import: the runs move to another store unchanged.
+    let exported = dir.join("runs.jsonl");
+    let done = history(&["export", "--store", store, "--out", exported.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    let lines = std::fs::read_to_string(&exported).expect("export").lines().count();
+    assert_eq!(lines, 30, "the 30 recorded runs");
+    let moved = dir.join("moved.db");
+    let done = history(&["import", exported.to_str().expect("utf-8"), "--store", moved.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    let again = dir.join("again.jsonl");
+    let done = history(&["export", "--store", moved.to_str().expect("utf-8"), "--out", again.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(0));
+    assert_eq!(std::fs::read(&exported).expect("a"), std::fs::read(&again).expect("b"), "round trip");
+
+    // A real run judged against a history that lost half its throughput at run 20 (values around this machine's
+    // own): its drift check fails like any SLO (exit 1, a JUnit failure, the Markdown, the series in
+    // results.json), and the run is recorded. (A real run is not judged against the pure noise here: this
+    // machine's own throughput, far from the synthetic values and noisier, would be an outlier there.)
+    let t0 = template["scenarios"][0]["throughput"].as_f64().expect("throughput");
+    let halved: Vec<f64> =
+        series(13, false).iter().enumerate().map(|(i, v)| v / 10_000.0 * t0 * if i < 20 { 2.0 } else { 1.0 }).collect();
+    add(big_store, &write_runs(dir, &template, &halved, "e"));
+    let run_out = dir.join("judged");
+    let done =
+        loadgate(&["run", spec, "--history", big_store, "--branch", "main", "--out", run_out.to_str().expect("utf-8")]);
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_out.join("memory/results.json")).expect("results"))
+            .expect("json");
+    let verdicts = results["scenarios"][0]["verdicts"].as_array().expect("verdicts");
+    let drift = verdicts.iter().find(|v| v["metric"] == "drift(throughput)").expect("a drift verdict");
+    assert_eq!(drift["passed"], false, "{drift}");
+    assert_eq!(done.status.code(), Some(1), "{}", text(&done.stderr));
+    assert_eq!(results["history"][0]["points"].as_array().map(Vec::len), Some(31), "the series with this run last");
+    assert_eq!(results["history"][0]["points"][30]["current"], true);
+    let junit = std::fs::read_to_string(run_out.join("memory/junit.xml")).expect("junit");
+    assert!(junit.contains("drift(throughput)") && junit.contains("<failure"), "{junit}");
+    let md = std::fs::read_to_string(run_out.join("memory/report.md")).expect("report.md");
+    assert!(md.contains("drift(throughput)"), "the Markdown reports the check");
+    assert!(text(&done.stdout).contains("recorded in the history"), "{}", text(&done.stdout));
+    let done = history(&["export", "--store", big_store]);
+    assert_eq!(text(&done.stdout).lines().count(), 31, "the judged run was recorded");
+
+    // The trend in Markdown and HTML, with its plot.
+    let shown = dir.join("shown");
+    let done = history(&["show", "--store", store, "--metric", "throughput", "--out", shown.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    let md = std::fs::read_to_string(shown.join("history.md")).expect("history.md");
+    assert!(md.contains("**regression**") && md.contains("trend-memory-get-throughput.svg"), "{md}");
+    let svg = std::fs::read_to_string(shown.join("trend-memory-get-throughput.svg")).expect("the trend plot");
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    assert!(doc.descendants().filter_map(|n| n.text()).any(|t| t.contains("regression")), "the change point is marked");
+}
+
+/// The same series through Apache Otava at the same settings (window 50, p 0.001): the same change point.
+fn otava_agrees(series: &[f64], at: u64) {
+    let Some(python) = std::env::var_os("LOADGATE_OTAVA_PYTHON").filter(|p| !p.is_empty()) else {
+        eprintln!("SKIPPED: LOADGATE_OTAVA_PYTHON is not set: the series was not checked against Apache Otava");
+        return;
+    };
+    let script = root().join("crates/history/tests/otava_compare.py");
+    let input = serde_json::json!({"cases": [{"name": "step", "series": series, "window": 50, "max_pvalue": 0.001, "min_magnitude": 0.0}]});
+    let mut child = std::process::Command::new(python)
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run python");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.to_string().as_bytes()).expect("write");
+    }
+    let done = child.wait_with_output().expect("python");
+    assert!(done.status.success(), "otava: {}", text(&done.stderr));
+    let out: Value = serde_json::from_slice(&done.stdout).expect("json");
+    let theirs: Vec<u64> = out["cases"][0]["otava"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["index"].as_u64().expect("index"))
+        .collect();
+    assert_eq!(theirs, vec![at], "Apache Otava finds the same change point");
+}
+
+#[test]
+fn a_sqlite_history_finds_the_step_fails_the_drift_and_passes_pure_noise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("history.db");
+    let noise = dir.path().join("noise.db");
+    let big = dir.path().join("big.db");
+    suite(store.to_str().expect("utf-8"), noise.to_str().expect("utf-8"), big.to_str().expect("utf-8"), dir.path());
+}
+
+#[test]
+fn a_postgresql_history_does_the_same() {
+    let server = match postgres::PgServer::start() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let store = server.create_database("history").expect("database");
+    let noise = server.create_database("noise").expect("database");
+    let big = server.create_database("big").expect("database");
+    let dir = tempfile::tempdir().expect("tempdir");
+    suite(&store, &noise, &big, dir.path());
+}
+
+/// Two `history add` at once (parallel CI jobs) lose nothing, on both stores.
+#[test]
+fn concurrent_adds_lose_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_, template) = real_run(dir.path());
+    let a = write_runs(dir.path(), &template, &series(3, false), "c");
+    let b = write_runs(dir.path(), &template, &series(5, false), "d");
+    let server = postgres::PgServer::start().map_err(|why| eprintln!("SKIPPED (PostgreSQL): {why}")).ok();
+    let mut stores = vec![dir.path().join("concurrent.db").display().to_string()];
+    if let Some(s) = &server {
+        stores.push(s.create_database("concurrent").expect("database"));
+    }
+    for store in &stores {
+        let spawn = |files: &[PathBuf]| {
+            let mut cmd = command(&["history", "add", "--store", store, "--branch", "main"]);
+            cmd.args(files);
+            cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn")
+        };
+        let (one, two) = (spawn(&a), spawn(&b));
+        for child in [one, two] {
+            let done = child.wait_with_output().expect("wait");
+            assert!(done.status.success(), "{}", text(&done.stderr));
+        }
+        let exported = history(&["export", "--store", store]);
+        assert_eq!(text(&exported.stdout).lines().count(), 60, "{store}: both writers' 30 runs");
+    }
+}
+
+#[test]
+fn hostile_stores_and_files_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, b"this is not a database, it is a text file of some length ..................")
+        .expect("write");
+    let done = history(&["show", "--store", garbage.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(3), "{}", text(&done.stderr));
+    assert!(text(&done.stderr).contains("garbage.db"), "{}", text(&done.stderr));
+    // A bad line in an import names its line and imports nothing.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"not\": \"a record\"}\n").expect("write");
+    let store = dir.path().join("s.db");
+    let done = history(&["import", bad.to_str().expect("utf-8"), "--store", store.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(2), "{}", text(&done.stderr));
+    assert!(text(&done.stderr).contains("line 1"), "{}", text(&done.stderr));
+    // A password in a PostgreSQL URL is never printed, whatever fails.
+    let done = history(&["show", "--store", "postgres://me:hunter2@127.0.0.1:1/db"]);
+    assert_eq!(done.status.code(), Some(3));
+    assert!(!text(&done.stderr).contains("hunter2"), "{}", text(&done.stderr));
+    // A spec whose history section is wrong is refused by validate, located.
+    let spec = dir.path().join("bad.yaml");
+    std::fs::write(&spec, "version: 1\nname: x\ntarget: { builtin: plaintext }\nhistory:\n  drift: { p99x: 10% }\nscenarios:\n  a:\n    request: { path: / }\n    load: { closed: { connections: 1, duration: 1s } }\n").expect("write");
+    let done = loadgate(&["validate", spec.to_str().expect("utf-8")]);
+    assert_eq!(done.status.code(), Some(2));
+    assert!(text(&done.stderr).contains("bad.yaml:5:"), "{}", text(&done.stderr));
+}
