@@ -67,15 +67,17 @@ pub fn judge(gate: &HistoryGate, past: &[RunRecord], current: &RunRecord) -> Vec
     out
 }
 
-/// The checks of `gate` on every gated instance of `current`, INCONCLUSIVE for `reason` (no store to judge
-/// against): never a pass.
+/// The checks of `gate` on every gated instance of `current` when there is no store to judge them against:
+/// not evaluated, as an SLO relative to a baseline is without `--baseline` (they pass, and their note says why).
 pub fn unjudged(gate: &HistoryGate, current: &RunRecord, reason: &str) -> Vec<Judged> {
     let mut out = Vec::new();
     for instance in current.instances.iter().filter(|i| i.gate) {
         for (kind, limit) in gate.checks() {
             let selection = Selection { branch: Some(gate.branch.clone()), ..Selection::default() };
             let series = empty_series(current, &instance.name, limit.metric, &selection);
-            let verdict = inconclusive(gate, kind, limit, reason.to_owned(), &series);
+            let mut verdict = verdict(gate, kind, limit);
+            verdict.passed = true;
+            verdict.note = Some(format!("not evaluated: {reason}"));
             out.push(Judged { instance: instance.name.clone(), verdict, series });
         }
     }

@@ -10,7 +10,8 @@
 //!
 //! Both read the series of this spec's instance and metric on `branch` (and, by default, this machine), with
 //! this run appended, and find change points as `detection` says (E-divisive means with a t-test, as Apache
-//! Otava). Too short a series cannot tell: the check is INCONCLUSIVE, never a pass.
+//! Otava). Too short a series cannot tell: the check is INCONCLUSIVE, never a pass. Without a store the checks
+//! are not evaluated, as a `baseline * k` SLO is without `--baseline`.
 
 use serde::{Deserialize, Serialize};
 

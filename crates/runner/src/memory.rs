@@ -100,7 +100,7 @@ pub fn judge_and_record(
             let current = RunRecord::from_results(results, &RecordMeta::default());
             apply(
                 results,
-                gate::unjudged(g, &current, "no history store: run with --history STORE (or LOADGATE_HISTORY)"),
+                gate::unjudged(g, &current, "no history store (run with --history STORE or LOADGATE_HISTORY)"),
             );
         }
         return Memory::Nothing;
