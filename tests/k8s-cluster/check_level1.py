@@ -37,10 +37,21 @@ def subset(want, got, path):
         problems.append(f"{path}: rendered {want!r}, stored {got!r}")
 
 
+def load_items(path):
+    """The objects of a `kubectl ... -o json` output: a List's items, or JSON documents one after another."""
+    text, docs, at = open(path).read(), [], 0
+    decoder = json.JSONDecoder()
+    while text[at:].strip():
+        doc, end = decoder.raw_decode(text[at:].lstrip())
+        at = len(text) - len(text[at:].lstrip()) + end
+        docs.extend(doc["items"] if "items" in doc else [doc])
+    return docs
+
+
 def main():
-    rendered = json.load(open(sys.argv[1]))["items"]
-    stored = json.load(open(sys.argv[2]))["items"]
-    pods = json.load(open(sys.argv[3]))["items"]
+    rendered = load_items(sys.argv[1])
+    stored = load_items(sys.argv[2])
+    pods = load_items(sys.argv[3])
     n = int(sys.argv[4])
     by_kind = {o["kind"]: o for o in stored}
     checked = []
@@ -86,12 +97,10 @@ def main():
         env = {e["name"]: e for e in c.get("env", [])}
         for e in container.get("env", []):
             subset(e, env.get(e["name"]), f"{where}.env[{e['name']}]")
-        want_index = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
-        if "JOB_COMPLETION_INDEX" not in env:
-            problems.append(f"{where}: no JOB_COMPLETION_INDEX (the shard's slice)")
-        else:
-            subset(want_index["fieldRef"], env["JOB_COMPLETION_INDEX"].get("valueFrom", {}).get("fieldRef"),
-                   f"{where}.env[JOB_COMPLETION_INDEX]")
+        # The Job controller's own env var: the index from the pod's label (1.28+) or annotation.
+        index_from = env.get("JOB_COMPLETION_INDEX", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        if index_from not in (f"metadata.{m}['batch.kubernetes.io/job-completion-index']" for m in ("labels", "annotations")):
+            problems.append(f"{where}: JOB_COMPLETION_INDEX (the shard's slice) from {index_from!r}")
         qos = p.get("status", {}).get("qosClass")
         if qos != "Guaranteed":
             problems.append(f"{where}: QoS class {qos!r}, the renderer means Guaranteed (requests = limits)")
