@@ -83,10 +83,18 @@ fn status_word(status: StatisticalStatus) -> &'static str {
     }
 }
 
+/// Whether a verdict's statistics are a history check's (a series, plotted as its trend, not an interval).
+pub(crate) fn is_history(st: &VerdictStatistics) -> bool {
+    st.method.starts_with("history")
+}
+
 /// Draws the checks of one scenario instance judged over repetitions.
 pub fn checks(s: &ScenarioResult) -> Result<String, PlotError> {
-    let rows: Vec<(&Verdict, &VerdictStatistics)> =
-        s.verdicts.iter().filter_map(|v| v.statistics.as_ref().map(|st| (v, st))).collect();
+    let rows: Vec<(&Verdict, &VerdictStatistics)> = s
+        .verdicts
+        .iter()
+        .filter_map(|v| v.statistics.as_ref().filter(|st| !is_history(st)).map(|st| (v, st)))
+        .collect();
     if rows.is_empty() {
         return Err(PlotError::Missing(format!("checks over repetitions for `{}`", s.name)));
     }

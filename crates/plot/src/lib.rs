@@ -100,6 +100,9 @@ pub enum FigureKind {
     Sweep { scenario: String },
     /// The steps of one instance's capacity search: p99 and achieved rate against the rate asked.
     Capacity { instance: String },
+    /// A metric of one instance over the runs of its history, with this run last (a run judged against its
+    /// history: `results.history`).
+    Trend { instance: String, metric: String },
 }
 
 impl FigureKind {
@@ -111,6 +114,7 @@ impl FigureKind {
             FigureKind::Checks { .. } => "checks",
             FigureKind::Sweep { .. } => "sweep",
             FigureKind::Capacity { .. } => "capacity",
+            FigureKind::Trend { .. } => "trend",
         }
     }
 }
@@ -130,9 +134,10 @@ impl Figure {
     pub fn subject(&self) -> Option<&str> {
         match &self.kind {
             FigureKind::Timeline => None,
-            FigureKind::Spectrum { instance } | FigureKind::Checks { instance } | FigureKind::Capacity { instance } => {
-                Some(instance)
-            }
+            FigureKind::Spectrum { instance }
+            | FigureKind::Checks { instance }
+            | FigureKind::Capacity { instance }
+            | FigureKind::Trend { instance, .. } => Some(instance),
             FigureKind::Sweep { scenario } => Some(scenario),
         }
     }
@@ -147,9 +152,10 @@ pub(crate) fn run_sweeps(r: &RunResults) -> Vec<Sweep> {
     }
 }
 
-/// Whether an instance has checks judged over repetitions or against an A/B baseline.
+/// Whether an instance has checks judged over repetitions or against an A/B baseline (a history check's
+/// statistics are the series', plotted as its trend).
 fn has_checks(s: &ScenarioResult) -> bool {
-    s.verdicts.iter().any(|v| v.statistics.is_some())
+    s.verdicts.iter().any(|v| v.statistics.as_ref().is_some_and(|st| !checks::is_history(st)))
 }
 
 /// The plots a run has, in the order a report shows them, with unique file names.
@@ -193,6 +199,13 @@ pub fn figures(r: &RunResults) -> Vec<Figure> {
             kind: FigureKind::Sweep { scenario: sw.scenario },
         });
     }
+    for h in &r.history {
+        out.push(Figure {
+            kind: FigureKind::Trend { instance: h.instance.clone(), metric: h.metric.clone() },
+            file: trend_file(h),
+            title: format!("Trend: {} {}", h.instance, h.metric),
+        });
+    }
     // Instance names that differ only in punctuation share a stem: number the later ones.
     let mut seen: Vec<String> = Vec::new();
     for f in &mut out {
@@ -219,6 +232,14 @@ pub fn render(r: &RunResults, figure: &Figure) -> Result<String, PlotError> {
         FigureKind::Spectrum { instance: name } => spectrum(instance(name)?),
         FigureKind::Checks { instance: name } => checks(instance(name)?),
         FigureKind::Capacity { instance: name } => capacity(instance(name)?),
+        FigureKind::Trend { instance: name, metric } => {
+            let series = r
+                .history
+                .iter()
+                .find(|h| &h.instance == name && &h.metric == metric)
+                .ok_or_else(|| PlotError::Missing(format!("history of `{name}` {metric}")))?;
+            trend(series)
+        }
         FigureKind::Sweep { scenario } => {
             let sweeps = run_sweeps(r);
             let sw = sweeps

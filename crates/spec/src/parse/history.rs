@@ -84,8 +84,19 @@ pub(super) fn read_history(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<
 fn read_reference(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<HistoryReference> {
     match &node.kind {
         NodeKind::Str(s) if s.trim() == "first" => Some(HistoryReference::First),
-        NodeKind::Str(_) => {
-            let d = cx.unit::<Duration>(node, path, "`history.reference`")?;
+        NodeKind::Str(text) => {
+            let d = match text.parse::<Duration>() {
+                Ok(d) => d,
+                Err(e) => {
+                    cx.error(
+                        Diagnostic::error(path, node.span, "`history.reference` is not a reference")
+                            .expected("`first`, a duration such as `30d`, `{ commit: SHA }` or `{ label: NAME }`")
+                            .found(node.describe())
+                            .help_opt(e.help),
+                    );
+                    return None;
+                }
+            };
             let seconds = d.0.as_secs();
             if seconds == 0 {
                 cx.error(
@@ -161,14 +172,7 @@ fn read_limits(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str) -> Option<
             continue;
         };
         match cx.unit::<Percent>(value, &p, &format!("the limit of `{}`", key.name)) {
-            Some(l) if l.0 >= 0.0 && l.0 < 10.0 => out.push(HistoryLimit { metric, worse_by: l.0 }),
-            Some(l) => {
-                cx.error(
-                    Diagnostic::error(&p, value.span, format!("a limit of {l} cannot be reached"))
-                        .expected("a percentage from 0% up to 1000%: how much worse the metric may get"),
-                );
-                ok = false;
-            }
+            Some(l) => out.push(HistoryLimit { metric, worse_by: l.0 }),
             None => ok = false,
         }
     }
