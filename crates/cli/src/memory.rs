@@ -286,7 +286,7 @@ fn print_series(out: &Output, all: &[HistorySeries], format: TableFormat) -> Res
         TableFormat::Markdown => out.data(&loadgate_report::history_markdown(all, false)),
         TableFormat::Json => out.data(&serde_json::to_string_pretty(all).unwrap_or_default()),
         TableFormat::Html => {
-            let plots: Vec<String> = all.iter().map(|s| loadgate_report::history::trend_svg(s)).collect();
+            let plots: Vec<String> = all.iter().map(loadgate_report::history::trend_svg).collect();
             out.data(
                 &loadgate_report::history_html(all, &plots).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?,
             );

@@ -201,7 +201,7 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
             .or_draw(PLOT)?;
         match &figure.shape {
             CompareShape::Sweep { scenario } => {
-                for run in 0..runs {
+                for (run, run_name) in run_names.iter().enumerate() {
                     let colour = run_colour(run);
                     // A cell the run lacks breaks its line.
                     let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
@@ -215,7 +215,7 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
                     chart
                         .draw_series(points.iter().map(|p| Circle::new(*p, 4, colour.filled())))
                         .or_draw(PLOT)?
-                        .label(run_names[run].clone())
+                        .label(run_name.clone())
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)));
                     for segment in segments.iter().filter(|s| s.len() >= 2) {
                         chart
@@ -242,7 +242,7 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
             }
             CompareShape::Bars => {
                 let width = 0.8 / runs as f64;
-                for run in 0..runs {
+                for (run, run_name) in run_names.iter().enumerate() {
                     let colour = run_colour(run);
                     let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
                         .filter_map(|cell| {
@@ -254,7 +254,7 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
                     chart
                         .draw_series(bars)
                         .or_draw(PLOT)?
-                        .label(run_names[run].clone())
+                        .label(run_name.clone())
                         .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled()));
                 }
             }

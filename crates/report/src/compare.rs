@@ -351,6 +351,23 @@ pub fn compare_html(c: &Comparison, plots: &[(loadgate_plot::CompareFigure, Stri
     tmpl.render(ctx).map_err(|e| ReportError::Html(e.to_string()))
 }
 
+/// Every file `loadgate compare --out DIR` writes, as `(file name, content)`: `compare.md`, `compare.html`,
+/// `compare.json` and one SVG per plot. A plot that cannot be drawn is left out of the page and the files.
+pub fn compare_files(c: &Comparison) -> Result<Vec<(String, String)>, ReportError> {
+    let plots: Vec<(loadgate_plot::CompareFigure, String)> = loadgate_plot::compare_figures(c)
+        .into_iter()
+        .filter_map(|f| loadgate_plot::compare_plot(c, &f).ok().map(|svg| (f, svg)))
+        .collect();
+    let json = serde_json::to_string_pretty(c).map_err(|e| ReportError::Html(format!("compare.json: {e}")))?;
+    let mut files = vec![
+        ("compare.md".to_owned(), compare_markdown(c)),
+        ("compare.html".to_owned(), compare_html(c, &plots)?),
+        ("compare.json".to_owned(), json + "\n"),
+    ];
+    files.extend(plots.into_iter().map(|(f, svg)| (f.file, svg)));
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,21 +429,4 @@ mod tests {
         assert!(html.contains("perf-pass-1 vs baseline"));
         assert!(html.contains("+7.67%"));
     }
-}
-
-/// Every file `loadgate compare --out DIR` writes, as `(file name, content)`: `compare.md`, `compare.html`,
-/// `compare.json` and one SVG per plot. A plot that cannot be drawn is left out of the page and the files.
-pub fn compare_files(c: &Comparison) -> Result<Vec<(String, String)>, ReportError> {
-    let plots: Vec<(loadgate_plot::CompareFigure, String)> = loadgate_plot::compare_figures(c)
-        .into_iter()
-        .filter_map(|f| loadgate_plot::compare_plot(c, &f).ok().map(|svg| (f, svg)))
-        .collect();
-    let json = serde_json::to_string_pretty(c).map_err(|e| ReportError::Html(format!("compare.json: {e}")))?;
-    let mut files = vec![
-        ("compare.md".to_owned(), compare_markdown(c)),
-        ("compare.html".to_owned(), compare_html(c, &plots)?),
-        ("compare.json".to_owned(), json + "\n"),
-    ];
-    files.extend(plots.into_iter().map(|(f, svg)| (f.file, svg)));
-    Ok(files)
 }

@@ -223,6 +223,32 @@ pub fn history_html(series: &[HistorySeries], plots: &[String]) -> Result<String
     tmpl.render(ctx).map_err(|e| ReportError::Html(e.to_string()))
 }
 
+/// The trend plot of a series, or an empty string when it cannot be drawn.
+pub fn trend_svg(s: &HistorySeries) -> String {
+    loadgate_plot::trend(s).unwrap_or_default()
+}
+
+/// Every file `loadgate history show --out DIR` writes, as `(file name, content)`: `history.md`,
+/// `history.html`, `history.json` (the series with their change points) and a trend plot per series.
+pub fn history_files(series: &[HistorySeries]) -> Result<Vec<(String, String)>, ReportError> {
+    let plots: Vec<String> = series.iter().map(trend_svg).collect();
+    let json = serde_json::to_string_pretty(series).map_err(|e| ReportError::Html(format!("history.json: {e}")))?;
+    let mut files = vec![
+        ("history.md".to_owned(), history_markdown(series, true)),
+        ("history.html".to_owned(), history_html(series, &plots)?),
+        ("history.json".to_owned(), json + "\n"),
+    ];
+    let mut seen: Vec<String> = Vec::new();
+    for (s, svg) in series.iter().zip(plots) {
+        let file = loadgate_plot::trend_file(s);
+        if !svg.is_empty() && !seen.contains(&file) {
+            seen.push(file.clone());
+            files.push((file, svg));
+        }
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,30 +309,4 @@ mod tests {
         assert_eq!(doc.descendants().filter(|n| n.has_tag_name("svg")).count(), 1);
         assert!(html.contains("regression"));
     }
-}
-
-/// The trend plot of a series, or an empty string when it cannot be drawn.
-pub fn trend_svg(s: &HistorySeries) -> String {
-    loadgate_plot::trend(s).unwrap_or_default()
-}
-
-/// Every file `loadgate history show --out DIR` writes, as `(file name, content)`: `history.md`,
-/// `history.html`, `history.json` (the series with their change points) and a trend plot per series.
-pub fn history_files(series: &[HistorySeries]) -> Result<Vec<(String, String)>, ReportError> {
-    let plots: Vec<String> = series.iter().map(trend_svg).collect();
-    let json = serde_json::to_string_pretty(series).map_err(|e| ReportError::Html(format!("history.json: {e}")))?;
-    let mut files = vec![
-        ("history.md".to_owned(), history_markdown(series, true)),
-        ("history.html".to_owned(), history_html(series, &plots)?),
-        ("history.json".to_owned(), json + "\n"),
-    ];
-    let mut seen: Vec<String> = Vec::new();
-    for (s, svg) in series.iter().zip(plots) {
-        let file = loadgate_plot::trend_file(s);
-        if !svg.is_empty() && !seen.contains(&file) {
-            seen.push(file.clone());
-            files.push((file, svg));
-        }
-    }
-    Ok(files)
 }
