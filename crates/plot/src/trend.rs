@@ -2,7 +2,7 @@
 //! segment between change points as a dashed line, and each change point as a vertical line (red: a regression,
 //! green: an improvement, in the metric's direction) with its change and p-value; the run being judged is ringed.
 
-use loadgate_results::history::{p_text, HistorySeries};
+use loadgate_results::history::{p_clause, HistorySeries};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -129,9 +129,9 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
                 .draw_series(DashedLineSeries::new([(x, 0.0), (x, top)], 5, 4, colour.stroke_width(2)))
                 .or_draw(PLOT)?;
             let note = format!(
-                "{:+.1}% p={} {}",
+                "{:+.1}% {} {}",
                 c.relative_change * 100.0,
-                p_text(c.p_value),
+                p_clause(c.p_value),
                 if c.regression { "regression" } else { "improvement" }
             );
             let (dx, anchor) = if c.index > n / 2 { (-6, HPos::Right) } else { (6, HPos::Left) };
@@ -201,7 +201,7 @@ mod tests {
         let svg = trend(&series()).expect("draws");
         let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
         let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
-        assert!(texts.iter().any(|t| t.contains("+5.0% p=") && t.contains("regression")), "{texts:?}");
+        assert!(texts.iter().any(|t| t.contains("+5.0% p = ") && t.contains("regression")), "{texts:?}");
         assert!(texts.iter().any(|t| t.contains("this run")));
         assert!(texts.iter().any(|t| t.contains("p99 latency (ms)")), "axis says its unit");
         let desc = doc.descendants().find(|n| n.has_tag_name("desc")).and_then(|n| n.text()).unwrap_or("");

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use loadgate_model::Metric;
-use loadgate_results::history::{p_text, HistorySeries};
+use loadgate_results::history::{p_clause, p_text, HistorySeries};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
@@ -42,7 +42,10 @@ pub struct ChangeRow {
     pub before: String,
     pub after: String,
     pub change: String,
+    /// `0.0004`, `< 1e-12`.
     pub p_value: String,
+    /// `p = 0.0004`, `p < 1e-12`.
+    pub p: String,
     /// `regression` or `improvement`.
     pub kind: &'static str,
 }
@@ -89,6 +92,7 @@ impl SeriesView {
                 after: format_value(s, c.mean_after),
                 change: format!("{:+.1}%", c.relative_change * 100.0),
                 p_value: p_text(c.p_value),
+                p: p_clause(c.p_value),
                 kind: if c.regression { "regression" } else { "improvement" },
             })
             .collect();
@@ -138,8 +142,8 @@ pub fn history_text(series: &[HistorySeries]) -> String {
         for c in &v.change_points {
             let _ = writeln!(
                 out,
-                "  change point at {} ({}): {} -> {} ({}), p = {}: {}",
-                c.at, c.date, c.before, c.after, c.change, c.p_value, c.kind
+                "  change point at {} ({}): {} -> {} ({}), {}: {}",
+                c.at, c.date, c.before, c.after, c.change, c.p, c.kind
             );
         }
         let _ = writeln!(out);

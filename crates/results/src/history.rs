@@ -92,12 +92,21 @@ impl HistoryChangePoint {
     pub fn describe(&self, metric: &str, points: &[HistoryPoint]) -> String {
         let at = points.get(self.index).map_or_else(|| format!("run {}", self.index + 1), HistoryPoint::name);
         format!(
-            "{metric} {:+.1}% at {at} ({}), p = {}: {}",
+            "{metric} {:+.1}% at {at} ({}), {}: {}",
             self.relative_change * 100.0,
             self.started_at.chars().take(10).collect::<String>(),
-            p_text(self.p_value),
+            p_clause(self.p_value),
             if self.regression { "regression" } else { "improvement" }
         )
+    }
+}
+
+/// A p-value in a sentence: `p = 0.0004`, `p < 1e-12`.
+pub fn p_clause(p: f64) -> String {
+    if p < 1e-12 {
+        "p < 1e-12".to_owned()
+    } else {
+        format!("p = {}", p_text(p))
     }
 }
 
