@@ -22,7 +22,7 @@
 # host's network (hostNetwork: true, dnsPolicy: ClusterFirstWithHostNet, no containerPort: the scheduler would take
 # it for a host port that two pods cannot share), so that the load goes to nginx on 127.0.0.1 only; the shards find
 # shard 1's barrier by the headless Service's DNS name as on any cluster. The Job runs, `kubectl logs -l
-# batch.kubernetes.io/job-name=NAME --tail=-1 --max-log-requests=N | loadgate merge -` is checked against nginx's
+# batch.kubernetes.io/job-name=NAME --tail=-1 --max-log-requests=N > LOG; loadgate merge LOG` is checked against nginx's
 # count, and the pods' timeline is printed. Then a second Job whose index 1 container is killed (SIGKILL) mid-run:
 # it must not be retried (one pod for that index, the Job Failed with failedIndexes "1") and the merge must exit 4
 # naming shard 2 missing.
@@ -97,6 +97,10 @@ KUBECTL="$K8S_BIN/kubectl"
 . "$HERE/nginx.sh" # $work, nginx_start, served; its EXIT trap is replaced by teardown below, which calls it last.
 pids=()
 cluster_up=0
+# Paths the kubelet and containerd use whatever their flags say (the device plugins' socket, runc's state, the
+# shims' sockets): removed at the end when this run made them.
+made_dirs=()
+for d in /var/lib/kubelet /run/containerd; do [ -e "$d" ] || made_dirs+=("$d"); done
 teardown() {
   local code=$?
   trap - EXIT INT TERM
@@ -122,7 +126,7 @@ teardown() {
   # containerd's shims outlive it: this run's are the ones started with its socket.
   local p
   for p in /proc/[0-9]*; do
-    if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-address $work/containerd/containerd.sock"; then
+    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "-address $work/containerd/containerd.sock"; then
       kill -9 "${p#/proc/}" 2>/dev/null
     fi
   done
@@ -131,6 +135,7 @@ teardown() {
     findmnt -rn -o TARGET | grep "^$work/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
   fi
   [ -f "$work/sysctl.saved" ] && sysctl -q -p "$work/sysctl.saved"
+  for d in "${made_dirs[@]}"; do rm -rf "$d"; done
   ip link del lg32br0 2>/dev/null
   # The cgroups the kubelet made (cgroupfs driver).
   for d in /sys/fs/cgroup/*/kubepods; do
@@ -147,6 +152,7 @@ start() { # NAME COMMAND...: in the background, its output in $work/NAME.log
   local name=$1; shift
   "$@" >"$work/$name.log" 2>&1 &
   pids+=($!)
+  disown "$!" # the teardown stops it; no job notice from bash
   say "started $name (pid $!)"
 }
 
@@ -294,6 +300,10 @@ state = "$work/containerd/state"
   path = "$work/containerd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "localhost/pause:k8s-local"
+  # The kubelet gives a sandbox oom_score_adj -998 and a Guaranteed pod's container -997, lower than this machine
+  # lets root set (runc: "nsexec: failed to update /proc/self/oom_score_adj: Permission denied"): containerd keeps
+  # them at its own.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "$snapshotter"
     default_runtime_name = "runc"
@@ -429,19 +439,24 @@ for _ in $(seq 100); do k get serviceaccount default -n lg-l2 >/dev/null 2>&1 &&
 
 run_job() { # NAME DURATION: renders, applies, prints the apply's output
   "$LOADGATE" k8s "$work/k8s-local.yaml" --shards "$SHARDS" --image localhost/loadgate:k8s-local --name "$1" \
-    --namespace lg-l2 --set "url=http://127.0.0.1:$NGINX_PORT" --set "dur=$2" >"$work/$1.yaml"
-  k create --dry-run=client -o json -f "$work/$1.yaml" >"$work/$1.rendered.json"
+    --namespace lg-l2 --set "url=http://127.0.0.1:$NGINX_PORT" --set "dur=$2" >"$work/job-$1.yaml"
+  k create --dry-run=client -o json -f "$work/job-$1.yaml" >"$work/$1.rendered.json"
   host_net "$work/$1.rendered.json" "$work/$1.json"
   k apply --server-side --field-manager loadgate -f "$work/$1.json" 2>&1 | sed 's/^/  /'
 }
-wait_job() { # NAME: until Complete or Failed; prints which
+wait_job() { # NAME: until Complete or Failed; sets $state (no subshell: a signal ends the wait at once)
   local s
   for _ in $(seq 1800); do
     s=$(k get job -n lg-l2 "$1" -o jsonpath='{range .status.conditions[?(@.status=="True")]}{.type} {end}')
-    case "$s" in *Complete*) echo Complete; return;; *Failed*) echo Failed; return;; esac
+    case "$s" in *Complete*) state=Complete; return;; *Failed*) state=Failed; return;; esac
+    # What the kubelet or the runtime refused ends the wait at once, said as it was said.
+    if k get events -n lg-l2 --field-selector type=Warning -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' \
+      | grep -E '^(FailedCreatePodSandBox|Failed|FailedMount|ErrImageNeverPull|InspectFailed):' | sort -u >"$work/refused"; then
+      state=Refused; return
+    fi
     sleep 0.5
   done
-  echo Timeout
+  state=Timeout
 }
 collect() { # NAME: the pods' logs as the docs say; each pod's lines besides the frames, with kubectl's timestamps
   k logs -n lg-l2 -l "batch.kubernetes.io/job-name=$1" --tail=-1 --max-log-requests="$SHARDS" >"$work/$1.log" \
@@ -449,21 +464,30 @@ collect() { # NAME: the pods' logs as the docs say; each pod's lines besides the
   local p
   for p in $(k get pods -n lg-l2 -l "batch.kubernetes.io/job-name=$1" -o name); do
     echo "  $p:"
-    k logs -n lg-l2 --timestamps "$p" | awk '/-----BEGIN LOADGATE/ {f = 1} !f {print "    " $0} /-----END LOADGATE/ {f = 0}' | head -40
+    k logs -n lg-l2 --timestamps "$p" | awk '/-----BEGIN LOADGATE/ {f = 1} !f {print "    " $0} /-----END LOADGATE/ {f = 0}' \
+      | grep -E 'running|barrier|open 1s/|requests in|Rate:|Status:|Errors:| error: ' || true
   done
 }
 
 say "Job k8s-local: $SHARDS pods, $RATE/s for ${DUR}s over $CONNS connections against nginx"
 before=$(served)
 run_job k8s-local "${DUR}s"
-state=$(wait_job k8s-local)
+wait_job k8s-local
 after=$(served)
 say "Job k8s-local: $state"
+if [ "$state" != Complete ]; then
+  [ -s "$work/refused" ] && sed 's/^/  refused: /' "$work/refused"
+  k get pods -n lg-l2 -o wide
+  k logs -n lg-l2 -l batch.kubernetes.io/job-name=k8s-local --prefix --tail=15 --max-log-requests="$SHARDS" 2>&1 \
+    | grep -v '^[^ ]* [A-Za-z0-9+/=]*$' | sed 's/^/  /'
+  tail -5 "$work/coredns.log" | sed 's/^/  coredns: /'
+  die "the Job did not complete ($state)"
+fi
 k get -n lg-l2 -o json pods -l batch.kubernetes.io/job-name=k8s-local >"$work/l2-pods.json"
 k get -n lg-l2 -o json job/k8s-local >"$work/l2-job.json"
 collect k8s-local
 code=0
-"$LOADGATE" merge - --out "$work/merged" <"$work/k8s-local.log" >"$work/merge.out" 2>&1 || code=$?
+"$LOADGATE" merge "$work/k8s-local.log" --out "$work/merged" >"$work/merge.out" 2>&1 || code=$?
 say "loadgate merge: exit $code"
 sed 's/^/  /' "$work/merge.out" | tail -25
 python3 "$ROOT/tests/k8s-cluster/timeline.py" "$work/l2-pods.json" "$work/l2-job.json" "$work/merged" \
@@ -485,13 +509,13 @@ victim=$(k get pod -n lg-l2 -l batch.kubernetes.io/job-name=k8s-local-kill,batch
 sleep "$DUR" # the barrier releases the shards within a second of the last one's start: mid-way through 2 x DUR
 say "kill -9 of index 1's container ${victim#containerd://}"
 "${CTR[@]}" tasks kill -s SIGKILL "${victim#containerd://}"
-state=$(wait_job k8s-local-kill)
+wait_job k8s-local-kill
 say "Job k8s-local-kill: $state"
 k get -n lg-l2 -o json pods -l batch.kubernetes.io/job-name=k8s-local-kill >"$work/kill-pods.json"
 k get -n lg-l2 -o json job/k8s-local-kill >"$work/kill-job.json"
 collect k8s-local-kill
 code=0
-"$LOADGATE" merge - --out "$work/merged-kill" <"$work/k8s-local-kill.log" >"$work/merge-kill.out" 2>&1 || code=$?
+"$LOADGATE" merge "$work/k8s-local-kill.log" --out "$work/merged-kill" >"$work/merge-kill.out" 2>&1 || code=$?
 say "loadgate merge of the killed run: exit $code"
 sed 's/^/  /' "$work/merge-kill.out" | grep -iE 'missing|invalid|shard' | head -10
 python3 - "$work/kill-pods.json" "$work/kill-job.json" "$code" "$work/merge-kill.out" "$SHARDS" <<'PY' || die "the killed pod's index was retried or the merge passed"
