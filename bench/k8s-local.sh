@@ -23,15 +23,16 @@
 # it for a host port that two pods cannot share), so that the load goes to nginx on 127.0.0.1 only; the shards find
 # shard 1's barrier by the headless Service's DNS name as on any cluster. The Job runs, `kubectl logs -l
 # batch.kubernetes.io/job-name=NAME --tail=-1 --max-log-requests=N > LOG; loadgate merge LOG` is checked against
-# nginx's count, and the pods' timeline is printed. Then a second Job whose index 1 container is killed (SIGKILL) mid-run:
-# it must not be retried (one pod for that index, the Job Failed with failedIndexes "1") and the merge must exit 4
-# naming shard 2 missing.
+# nginx's count, and the pods' timeline is printed. Then a second Job whose index 1 container is killed (SIGKILL)
+# mid-run: it must not be retried (one pod for that index, the Job Failed with failedIndexes "1") and the merge must
+# exit 4 naming shard 2 missing.
 #
 # The Go builds (go1.24+, a few hundred MB of modules from the Go module proxy) go to K8S_BIN (default
 # /tmp/loadgate-k8s-bin), niced (nice -n 19) and one package at a time (-p 1): about 29 minutes for the five
 # Kubernetes binaries and 3 for CoreDNS on a 2-core VM shared with Rust builds (docs/scale-out.md), skipped when the
 # binaries are there. This machine's root lacks CAP_SYS_RESOURCE, so containerd keeps the pods' oom_score_adj at its
-# own (restrict_oom_score_adj); the kubelet's sysctls are put back at the end. LOADGATE is the binary put in the image (default target/release/loadgate).
+# own (restrict_oom_score_adj); the kubelet's sysctls are put back at the end. LOADGATE is the binary put in the
+# image (default target/release/loadgate).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
