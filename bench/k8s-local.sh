@@ -402,6 +402,7 @@ cat >"$work/Corefile" <<EOF
 .:53 {
   bind $DNS_IP
   errors
+  log
   kubernetes cluster.local in-addr.arpa ip6.arpa {
     kubeconfig $KUBECONFIG
     pods insecure
@@ -489,6 +490,8 @@ fi
 k get -n lg-l2 -o json pods -l batch.kubernetes.io/job-name=k8s-local >"$work/l2-pods.json"
 k get -n lg-l2 -o json job/k8s-local >"$work/l2-job.json"
 collect k8s-local
+# The barrier's name as the pods asked the cluster's DNS for it (CoreDNS's query log).
+grep -E '"A IN k8s-local-0\.k8s-local\.' "$work/coredns.log" | head -4 | sed 's/^/  dns: /' || true
 code=0
 "$LOADGATE" merge "$work/k8s-local.log" --out "$work/merged" >"$work/merge.out" 2>&1 || code=$?
 say "loadgate merge: exit $code"
