@@ -1,5 +1,6 @@
-// CoreDNS with only the plugins (bind, errors, log, kubernetes) bench/k8s-local.sh needs (the cluster's DNS: the headless Service's pod records
-// that the shards' barrier name resolves through), as CoreDNS documents a build with fewer plugins.
+// CoreDNS with only the plugins bench/k8s-local.sh needs (bind, errors, log, kubernetes): the cluster's DNS, whose
+// records for the headless Service's pods the shards' barrier name resolves through. A build with fewer plugins, as
+// CoreDNS documents it.
 package main
 
 import (
