@@ -111,6 +111,19 @@ fn two_local_shards_send_every_request_once_with_unique_seq_values() {
     let printed: serde_json::Value = serde_json::from_slice(&o.stdout).expect("results.json on stdout");
     assert_eq!(printed["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
     assert!(!Path::new("-").exists(), "`--out -` writes no directory named `-`");
+    // `merge -` reads from standard input (`kubectl logs ... | loadgate merge -`), beside files.
+    let logs = std::fs::read_to_string(&files[0]).unwrap();
+    let mut child = common::command(&["merge", "-", &files[1], "--out", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), logs.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let piped: serde_json::Value = serde_json::from_slice(&o.stdout).expect("results.json on stdout");
+    assert_eq!(piped["scenarios"][0]["histograms"], merged["scenarios"][0]["histograms"]);
 }
 
 /// A run from flags (`run --url URL --shards 2`) has no spec file: its shards run the spec the flags made, from a

@@ -455,7 +455,8 @@ impl FlagArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard result files (`shard-1-of-4.json`), or any text holding `LOADGATE SHARD` frames (`kubectl logs`).
+    /// Shard result files (`shard-1-of-4.json`), or any text holding `LOADGATE SHARD` frames (`kubectl logs`);
+    /// `-` reads standard input (`kubectl logs -l ... | loadgate merge -`).
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
     /// Where the merged reports go: `<DIR>/<spec name>/`; `-` prints results.json on stdout and writes no files.

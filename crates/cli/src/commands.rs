@@ -593,9 +593,18 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let template = read_template(out, args.template.as_deref())?;
     let mut parts = Vec::new();
     for file in &args.files {
-        let name = file.display().to_string();
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {name}: {e}")))?;
+        // `-`: standard input (`kubectl logs -l ... | loadgate merge -`).
+        let (name, text) = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read standard input: {e}")))?;
+            ("standard input".to_owned(), text)
+        } else {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {name}: {e}")))?;
+            (name, text)
+        };
         let found = loadgate_results::shards::read_shards(&name, &text)
             .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
         parts.extend(found);
