@@ -191,9 +191,9 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     let urls: Vec<&String> = args.specs.iter().filter(|a| is_url(a)).collect();
     let url = match (&args.flags.url, urls.as_slice()) {
         (None, []) => None,
-        (Some(u), []) => Some(u.clone()),
+        (Some(u), []) if args.specs.is_empty() => Some(u.clone()),
         (None, [u]) if args.specs.len() == 1 => Some((*u).clone()),
-        (None, [_]) => {
+        (None, [_]) | (Some(_), []) => {
             return Err(fail(out, Exit::InvalidInput)(
                 "give either spec files or one URL, not both: a URL runs one scenario from the command-line flags"
                     .into(),
