@@ -13,6 +13,9 @@ use loadgate_target::launch::{self, LaunchSpec};
 
 use crate::event::{Event, Observer};
 
+/// How long the probe of a target given by URL waits for its handshake.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How a `builtin:` target is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BuiltinServer {
@@ -60,7 +63,22 @@ impl RunningTarget {
                 let (addr, host) = resolve(base_url)?;
                 let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 if !launch::tcp_reachable(addr, Duration::from_secs(5)) {
-                    return Err(format!("the target {base_url} does not accept connections at {addr}"));
+                    return Err(format!(
+                        "the target {base_url} cannot be reached: it does not accept connections at {addr}"
+                    ));
+                }
+                // Probed before the load as a started target is: a target the load cannot talk to (a certificate
+                // it refuses, another protocol) is a run that cannot be carried out, not a measurement.
+                let cannot = |why: String| format!("the target {base_url} cannot be talked to: {why}");
+                match &tls {
+                    Some(client) => {
+                        loadgate_target::tls_handshake(probe_tls(client), &[addr], plan.protocol(), PROBE_TIMEOUT)
+                            .map_err(cannot)?;
+                    }
+                    None if plan.protocol() == loadgate_model::Protocol::Http2 => {
+                        loadgate_target::speaks_h2c(&[addr], PROBE_TIMEOUT).map_err(cannot)?;
+                    }
+                    None => {}
                 }
                 if opts.cpus.is_some() {
                     observer.event(&Event::Warning(

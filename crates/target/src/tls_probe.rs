@@ -81,6 +81,52 @@ impl Failed {
     }
 }
 
+/// One TLS handshake with the first of `addrs` that accepts, as the load's connections make it (the load's
+/// client configuration, server name and ALPN under `protocol`), and nothing sent after it: whether the target
+/// can be talked to over TLS at all. Any failure is said in the load's words (a certificate refused, an alert, a
+/// server that answers the handshake with something that is not TLS).
+pub fn handshake(tls: ProbeTls, addrs: &[SocketAddr], protocol: Protocol, timeout: Duration) -> Result<(), String> {
+    let tls = tls.offering(protocol);
+    let mut last = "no address to connect to".to_owned();
+    for addr in addrs {
+        let mut tcp = match TcpStream::connect_timeout(addr, timeout) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                last = format!("TCP connect to {addr} failed: {e}");
+                continue;
+            }
+        };
+        let io = |e: std::io::Error| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(t) => match t {
+                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => format!(
+                    "{}: does it speak TLS? An `http://` URL names a plain-text server",
+                    (tls.explain)(t)
+                ),
+                _ => (tls.explain)(t),
+            },
+            None if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                format!("no TLS handshake with {addr} within {timeout:?}: does it speak TLS?")
+            }
+            None => format!("the TLS handshake with {addr} failed: {e} (does it speak TLS?)"),
+        };
+        tcp.set_read_timeout(Some(timeout)).map_err(io)?;
+        tcp.set_write_timeout(Some(timeout)).map_err(io)?;
+        let mut conn =
+            ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(|e| (tls.explain)(&e))?;
+        while conn.is_handshaking() {
+            match conn.complete_io(&mut tcp) {
+                Ok((0, 0)) if conn.is_handshaking() => {
+                    return Err(format!("{addr} closed the connection during the TLS handshake: does it speak TLS?"))
+                }
+                Ok(_) => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        return Ok(());
+    }
+    Err(last)
+}
+
 /// The most of a response read while looking for the end of its status line.
 const STATUS_LINE_MAX: usize = 8 * 1024;
 
