@@ -81,7 +81,8 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         format::bytes(s.bytes.read),
         format::bytes(s.bytes.written)
     );
-    let _ = writeln!(out, "  Requests/sec: {}", format::number(s.throughput));
+    // As wrk prints it (no thousands separator): scripts that read wrk's output read this line too.
+    let _ = writeln!(out, "  Requests/sec: {:.2}", s.throughput);
     if let Some(target) = s.load.target_rate {
         let achieved = s.load.achieved_rate.unwrap_or(0.0);
         let share = if target > 0.0 { format!(" ({:.2}%)", 100.0 * achieved / target) } else { String::new() };
