@@ -33,3 +33,44 @@ fn http2_over_http_to_a_server_without_h2c_is_named_before_the_load() {
     let seen = seen.lock().unwrap();
     assert!(seen.iter().all(|r| r.starts_with("PRI ") || r.starts_with("SM ")), "{seen:?}");
 }
+
+/// Writes `yaml` as `spec.yaml` in a fresh directory; returns the directory and the spec's path.
+fn spec_file(yaml: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, yaml).expect("write spec");
+    (dir, path)
+}
+
+#[test]
+fn an_ab_run_says_which_side_each_row_shows_and_the_job_summary_links_no_missing_svg() {
+    let (dir, path) = spec_file(
+        "version: 1\nname: ab-sides\ntarget: { builtin: plaintext }\ncandidate: { builtin: plaintext }\n\
+         gating: { repeat: 2, on_inconclusive: pass }\nscenarios:\n  api:\n    request: { path: / }\n    \
+         load: { closed: { connections: 2, requests: 200 } }\n    slo: [\"p99 <= baseline * 100\"]\n",
+    );
+    let out_dir = dir.path().join("out");
+    let summary = dir.path().join("step-summary.md");
+    let out = common::command(&["run", path.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .expect("run loadgate");
+    let stdout = text(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0 | 5)), "{stdout}{}", text(&out.stderr));
+    // Terminal: the instance's numbers are the candidate's, and the baseline has a row of its own.
+    assert!(stdout.contains("api (B candidate): closed load"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("api (A baseline) ")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("api (B candidate) ")), "{stdout}");
+    // Requests/sec as wrk prints it: no thousands separator for scripts that parse wrk's output.
+    let rps = stdout.lines().find_map(|l| l.trim().strip_prefix("Requests/sec: ")).expect("a Requests/sec line");
+    assert!(rps.parse::<f64>().is_ok(), "`{rps}` reads as a number");
+    // report.md links the plots beside it; the job summary, which has no files beside it, does not.
+    let report = std::fs::read_to_string(out_dir.join("ab-sides/report.md")).unwrap();
+    assert!(report.contains(".svg)"), "{report}");
+    assert!(report.contains("| api (B candidate) |"), "{report}");
+    let job = std::fs::read_to_string(&summary).unwrap();
+    assert!(job.contains("A (baseline)") && !job.contains(".svg"), "{job}");
+    // The spectrum's curves say which side they are.
+    let spectrum = std::fs::read_to_string(out_dir.join("ab-sides/spectrum-api.svg")).unwrap();
+    assert!(spectrum.contains("candidate (B) latency") && spectrum.contains("baseline (A) latency"), "{spectrum}");
+}

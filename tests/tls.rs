@@ -276,7 +276,10 @@ fn a_self_signed_ca_certificate_is_named_in_words_with_its_fix() {
     let output = loadgate(&["run", "-c", "1", "-d", "300ms", &url, "--out", out.to_str().unwrap()]);
     let err = text(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{err}");
-    assert!(err.contains("a self-signed certificate") && err.contains("pass `-k`") && err.contains("`tls.ca`"), "{err}");
+    assert!(
+        err.contains("a self-signed certificate") && err.contains("pass `-k`") && err.contains("`tls.ca`"),
+        "{err}"
+    );
     assert!(!err.contains("CaUsedAsEndEntity") && !err.contains("OtherError"), "{err}");
     assert_eq!(err.matches("pass `-k`").count(), 1, "the cause and the fix once on stderr: {err}");
     assert_eq!(server.requests(), 0);

@@ -126,8 +126,7 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
     let segs = segments(r);
     let end = segs.iter().map(|s| s.end.max(s.points.last().map_or(0.0, |p| p.0))).fold(1.0f64, f64::max);
     let all = || segs.iter().flat_map(|s| s.points.iter());
-    let max_p99 =
-        all().filter(|p| p.2.completed > 0).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
+    let max_p99 = all().filter(|p| p.2.completed > 0).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
     let unit = time_unit(max_p99);
     let open = all().any(|p| p.2.target_rate.is_some());
     let users = all().any(|p| p.2.users_active.is_some());

@@ -457,7 +457,8 @@ impl View {
             .scenarios
             .iter()
             .map(|s| ScenarioRow {
-                name: s.name.clone(),
+                // An A/B instance's numbers are the candidate's; the A/B table has both sides.
+                name: if s.ab_baseline.is_some() { format!("{} (B candidate)", s.name) } else { s.name.clone() },
                 load: load_line(s),
                 gate: s.gate,
                 requests: format::count(s.requests.completed),

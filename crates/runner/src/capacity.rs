@@ -88,14 +88,7 @@ pub struct Search {
 
 impl Search {
     pub fn new(params: SearchParams) -> Search {
-        Search {
-            params,
-            held: Vec::new(),
-            failed_at: None,
-            generator_limit: None,
-            confirmations: 0,
-            stopped: None,
-        }
+        Search { params, held: Vec::new(), failed_at: None, generator_limit: None, confirmations: 0, stopped: None }
     }
 
     /// The generator's ceiling: the least rate it sent at a step it could not send.

@@ -98,10 +98,9 @@ pub fn handshake(tls: ProbeTls, addrs: &[SocketAddr], protocol: Protocol, timeou
         };
         let io = |e: std::io::Error| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
             Some(t) => match t {
-                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => format!(
-                    "{}: does it speak TLS? An `http://` URL names a plain-text server",
-                    (tls.explain)(t)
-                ),
+                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
+                    format!("{}: does it speak TLS? An `http://` URL names a plain-text server", (tls.explain)(t))
+                }
                 _ => (tls.explain)(t),
             },
             None if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
