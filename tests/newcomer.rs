@@ -74,3 +74,42 @@ fn an_ab_run_says_which_side_each_row_shows_and_the_job_summary_links_no_missing
     let spectrum = std::fs::read_to_string(out_dir.join("ab-sides/spectrum-api.svg")).unwrap();
     assert!(spectrum.contains("candidate (B) latency") && spectrum.contains("baseline (A) latency"), "{spectrum}");
 }
+
+#[test]
+fn import_and_print_spec_write_credentials_as_environment_references_and_say_so() {
+    // `loadgate import`: the Cookie and the Basic credentials are neither in the spec nor in the command line it
+    // quotes; the header reads the environment, and the note says which variable to set.
+    let out = loadgate(&["import", "ab -n 10 -c 1 -A alice:PassWord99 -C sid=s3cr3t-cookie http://127.0.0.1:9/"]);
+    let (yaml, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for secret in ["PassWord99", "s3cr3t-cookie", "YWxpY2U6UGFzc1dvcmQ5OQ=="] {
+        assert!(!yaml.contains(secret) && !err.contains(secret), "{secret} written:\n{yaml}\n{err}");
+    }
+    assert!(yaml.contains("Authorization: \"{{ env.LOADGATE_AUTHORIZATION }}\""), "{yaml}");
+    assert!(yaml.contains("Cookie: \"{{ env.LOADGATE_COOKIE }}\""), "{yaml}");
+    assert!(err.contains("note: the `Cookie` value given is a credential") && err.contains("LOADGATE_COOKIE"), "{err}");
+
+    // `run --print-spec`: the same, never `***` (which the printed spec would send as it is).
+    let out =
+        loadgate(&["run", "-H", "Authorization: Bearer tok-9f8e7d", "-c", "1", "--print-spec", "http://127.0.0.1:9/"]);
+    let (printed, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!printed.contains("tok-9f8e7d") && !printed.contains("***"), "{printed}");
+    assert!(printed.contains("\"Authorization\": \"{{ env.LOADGATE_AUTHORIZATION }}\""), "{printed}");
+    assert!(err.contains("LOADGATE_AUTHORIZATION"), "{err}");
+
+    // Both specs validate once the variable is set, and say which is missing when it is not.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, spec) in [("imported.yaml", &yaml), ("printed.yaml", &printed)] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, spec).unwrap();
+        let path = path.to_str().unwrap();
+        refused(&loadgate(&["validate", path]), 2, "environment variable `LOADGATE_AUTHORIZATION` is not set");
+        let ok = common::command(&["validate", path])
+            .env("LOADGATE_AUTHORIZATION", "Bearer from-env")
+            .env("LOADGATE_COOKIE", "sid=from-env")
+            .output()
+            .unwrap();
+        assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    }
+}

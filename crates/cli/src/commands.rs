@@ -247,7 +247,14 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     // printout and in the spec's errors, which quote its lines, as everywhere else.
     let credentials = loadgate_model::secrets::Redactor::new(loadgate_import::flag_credentials(&flags), []);
     if args.flags.print_spec {
-        out.data(&credentials.scrub(&yaml));
+        // A spec to keep: its credentials are references to the environment, not values (nor `***`, which the
+        // printed spec would send as it is).
+        let (printable, referenced) =
+            loadgate_import::printable_spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
+        out.data(&credentials.scrub(&printable));
+        for header in referenced {
+            out.error(&format!("note: {}", loadgate_import::credential_note(&header)));
+        }
         return Ok(Vec::new());
     }
     let file = "(command line)".to_owned();
