@@ -113,3 +113,9 @@ fn import_and_print_spec_write_credentials_as_environment_references_and_say_so(
         assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
     }
 }
+
+#[test]
+fn a_start_time_on_a_day_that_does_not_exist_is_refused() {
+    let out = loadgate(&["run", "specs/quickstart.yaml", "--shard", "1/2", "--start-at", "2026-02-31T00:00:00Z"]);
+    refused(&out, 2, "--start-at: `2026-02-31T00:00:00Z` is not an RFC 3339 time");
+}
