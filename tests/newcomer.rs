@@ -119,3 +119,30 @@ fn a_start_time_on_a_day_that_does_not_exist_is_refused() {
     let out = loadgate(&["run", "specs/quickstart.yaml", "--shard", "1/2", "--start-at", "2026-02-31T00:00:00Z"]);
     refused(&out, 2, "--start-at: `2026-02-31T00:00:00Z` is not an RFC 3339 time");
 }
+
+#[test]
+fn one_url_parser_reads_a_spec_and_the_command_line_alike() {
+    let (port, seen) = common::recording_server();
+    // An upper-case scheme: accepted by `--url` and by `base_url` alike, and the run reaches the server.
+    let (dir, path) = spec_file(&format!(
+        "version: 1\nname: upper\ntarget: {{ base_url: \"HTTP://127.0.0.1:{port}/api\" }}\nscenarios:\n  main:\n    \
+         request: {{ path: /x }}\n    load: {{ closed: {{ connections: 1, requests: 3 }} }}\n"
+    ));
+    let out = loadgate(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(seen.lock().unwrap().iter().any(|r| r.starts_with("GET /api/x")), "{:?}", seen.lock().unwrap());
+    let out = loadgate(&["run", "--print-spec", &format!("HTTP://127.0.0.1:{port}/y")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("base_url: \"http://127.0.0.1:{port}\"")), "{}", text(&out.stdout));
+    // Credentials in a spec's URL are named as such (a command line sends them as a Basic header).
+    let out = loadgate(&["validate", "tests/invalid/base-url-credentials.yaml"]);
+    refused(&out, 2, "`base_url` carries credentials (`user:password@`)");
+    assert!(!text(&out.stderr).contains("has no host"), "{}", text(&out.stderr));
+    // A port out of range is said the same way in both.
+    let (_dir, path) = spec_file(
+        "version: 1\ntarget: { base_url: \"http://127.0.0.1:99999\" }\nscenarios:\n  main:\n    request: { path: / }\n    \
+         load: { closed: { connections: 1, requests: 1 } }\n",
+    );
+    refused(&loadgate(&["validate", path.to_str().unwrap()]), 2, "`99999` is not a port");
+    refused(&loadgate(&["run", "--print-spec", "http://127.0.0.1:99999/"]), 2, "`99999` is not a port");
+}
