@@ -146,3 +146,50 @@ fn one_url_parser_reads_a_spec_and_the_command_line_alike() {
     refused(&loadgate(&["validate", path.to_str().unwrap()]), 2, "`99999` is not a port");
     refused(&loadgate(&["run", "--print-spec", "http://127.0.0.1:99999/"]), 2, "`99999` is not a port");
 }
+
+/// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn the_readme_is_navigable_and_true() {
+    let root = common::root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let anchors: Vec<String> =
+        readme.lines().filter_map(|l| l.strip_prefix('#')).map(|h| anchor(h.trim_start_matches('#'))).collect();
+    // A contents list near the top, every link of which (and every `#anchor` link anywhere) names a heading.
+    let contents = readme.lines().position(|l| l.starts_with("**Contents:**")).expect("a contents list");
+    assert!(contents < 20, "the contents list is at the top");
+    let mut links = 0;
+    for part in readme.split("](#").skip(1) {
+        let target = &part[..part.find(')').unwrap()];
+        assert!(anchors.iter().any(|a| a == target), "a link to #{target}, which no heading makes");
+        links += 1;
+    }
+    assert!(links >= 20, "{links} links");
+    assert!(anchors.len() >= 30, "the spec reference has headings of its own: {anchors:?}");
+    // The clone URL is the repository's, the build's C compiler is said, examples/ and In CI are linked.
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let repository = cargo.lines().find_map(|l| l.strip_prefix("repository = ")).unwrap().trim_matches('"');
+    assert!(repository.starts_with("https://github.com/"), "{repository}");
+    assert!(readme.contains(&format!("git clone {repository}")), "the clone URL");
+    assert!(readme.contains("C compiler"));
+    assert!(readme.contains("](examples/)") && readme.contains("](#in-ci)"));
+    // No exact byte counts, which go stale with every build.
+    assert!(!readme.contains("17,012,728") && !readme.contains("16,778,856"));
+    // `--set url=` is said of the specs that take it, and those specs do.
+    assert!(!readme.contains("each runnable against the built-in\nserver by default (`--set url=http://host:port`"));
+    let quickstart = std::fs::read_to_string(root.join("specs/quickstart.yaml")).unwrap();
+    assert!(!quickstart.contains("\n  url:"), "quickstart.yaml takes no url, as the README says");
+    for spec in ["tfb-plaintext", "wrk2-entity", "akka-http", "gatling-injection", "connection-sweep", "apib-goals"] {
+        let text = std::fs::read_to_string(root.join(format!("specs/{spec}.yaml"))).unwrap();
+        assert!(text.contains("\n  url:"), "{spec}.yaml takes --set url=, as the README says");
+    }
+}
