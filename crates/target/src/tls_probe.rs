@@ -183,6 +183,48 @@ fn exchange(
     }
 }
 
+/// One attempt over plain TCP (an `http://` target under HTTP/1.1): connect to the first of `addrs` that accepts,
+/// `GET target` with `Host: host`, and read the response's status code, as [`get_status`] does over TLS: the
+/// probes of every protocol are this crate's own, on one stack. Every socket operation waits at most `timeout`.
+pub(crate) fn get_status_plain(
+    addrs: &[SocketAddr],
+    host: &str,
+    target: &str,
+    timeout: Duration,
+) -> Result<u16, Failed> {
+    let mut last = Failed::retry("no address to connect to".to_owned());
+    for addr in addrs {
+        let mut tcp = match TcpStream::connect_timeout(addr, timeout) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                last = Failed::retry(format!("GET {target} failed: TCP connect to {addr}: {e}"));
+                continue;
+            }
+        };
+        let what = format!("GET {target} at {addr}");
+        let failed = |e: std::io::Error| Failed::retry(format!("{what} failed: {e}"));
+        tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
+        tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
+        let request = format!(
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadgate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).map_err(failed)?;
+        let mut head = Vec::with_capacity(256);
+        let mut chunk = [0u8; 1024];
+        loop {
+            if let Some(code) = head_status(&head, &what)? {
+                return Ok(code);
+            }
+            match tcp.read(&mut chunk) {
+                Ok(0) => return Err(Failed::retry(format!("{what}: the connection closed before a status line"))),
+                Ok(n) => head.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(failed(e)),
+            }
+        }
+    }
+    Err(last)
+}
+
 /// One attempt under `protocol` `http2` or `auto` (the client offers `h2`, see [`ProbeTls::offering`]): connect
 /// to the first of `addrs` that accepts, handshake on tokio-rustls, and `GET target` in the protocol the server
 /// picked by ALPN: HTTP/2 (`:authority` `host`) for `h2`; HTTP/1.1 (`Host: host`) otherwise, unless `protocol` is
