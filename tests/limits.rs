@@ -133,6 +133,9 @@ scenarios:
     assert!(v[0]["note"].as_str().unwrap().starts_with("throughput collapsed at connections=8"), "{v:#?}");
     assert_eq!(v[1]["passed"], false, "{v:#?}");
     assert_eq!(v[2]["passed"], true, "{v:#?}");
+    // `knee >= 1` names the sweep's knee, the collapse, labelled and explained as one (issue 34: not "(plateau)").
+    assert_eq!(v[2]["observed_text"], "connections=8 (collapse)", "{v:#?}");
+    assert!(v[2]["note"].as_str().unwrap().starts_with("throughput collapsed at connections=8"), "{v:#?}");
     assert_eq!(v[3]["passed"], true, "{v:#?}");
     // Every cell's own SLO held: the sweep SLO alone fails the run.
     assert!(r["scenarios"].as_array().unwrap().iter().all(|s| s["verdicts"][0]["passed"] == true));
