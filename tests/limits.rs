@@ -133,6 +133,9 @@ scenarios:
     assert!(v[0]["note"].as_str().unwrap().starts_with("throughput collapsed at connections=8"), "{v:#?}");
     assert_eq!(v[1]["passed"], false, "{v:#?}");
     assert_eq!(v[2]["passed"], true, "{v:#?}");
+    // `knee >= 1` names the sweep's knee, the collapse, labelled and explained as one (issue 34: not "(plateau)").
+    assert_eq!(v[2]["observed_text"], "connections=8 (collapse)", "{v:#?}");
+    assert!(v[2]["note"].as_str().unwrap().starts_with("throughput collapsed at connections=8"), "{v:#?}");
     assert_eq!(v[3]["passed"], true, "{v:#?}");
     // Every cell's own SLO held: the sweep SLO alone fails the run.
     assert!(r["scenarios"].as_array().unwrap().iter().all(|s| s["verdicts"][0]["passed"] == true));
@@ -419,4 +422,30 @@ scenarios:
     let v = &r["scenarios"][0]["verdicts"][1];
     assert_eq!((v["passed"].as_bool(), v["observed_text"].as_str()), (Some(false), Some("below 100/s")), "{v:#}");
     assert!(stdout.contains("lower bound failed: no rate held, down to 100/s (`from`)"), "{stdout}");
+}
+
+#[test]
+fn a_capacity_search_past_the_generators_limit_bisects_below_it_and_is_judged() {
+    let _machine = one_at_a_time();
+    // Issue 34: one worker writing a fresh 64 KiB random body per request cannot send a million a second (see
+    // `flood_spec`); the built-in target keeps up with whatever it sends. The search steps up 8x from 20/s until a
+    // step is generator-limited; that step measured the generator's ceiling, the search bisects below it, and the
+    // capacity is "at least X, the generator's limit here is Y": judged, not invalid (exit 0, no SLO failed).
+    let yaml = "version: 1\nname: e2e-capacity-generator\nhardware: { generator: { threads: 1 }, on_mismatch: warn }\n\
+         target: { builtin: plaintext }\nscenarios:\n  flood:\n    \
+         request: { method: POST, path: /, body: \"{{ random_string(65536) }}\" }\n    \
+         load:\n      capacity: { from: 20/s, to: 1000000/s, step: 8x, precision: 25%, duration: 1s, pause: 0s, connections: 256, confirm: 0, max_duration: 2m }\n";
+    let (_dir, out, r) = run_spec(yaml, "e2e-capacity-generator");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let c = &r["scenarios"][0]["capacity"];
+    let steps = c["steps"].as_array().unwrap();
+    assert!(steps.iter().any(|s| s["verdict"] == "invalid"), "a step was generator-limited: {c:#}");
+    assert_eq!(c["stop"], "generator_limit", "{c:#}");
+    assert_eq!(out.status.code(), Some(0), "judged, not invalid:\n{stdout}\n{stderr}");
+    let (found, limit) = (c["capacity"].as_f64().unwrap(), c["generator_limit"].as_f64().unwrap());
+    assert!(found <= limit && limit <= found * 1.25 + 1.0, "bisected up to the generator's ceiling: {c:#}");
+    // A bisection ran between the last rate that held before the limited step and what the generator sent.
+    assert!(steps.iter().any(|s| s["stage"] == "bisect"), "{c:#}");
+    assert!(stdout.contains("the generator's limit here is"), "{stdout}");
+    assert_eq!(r["outcome"]["status"], "passed", "{:#}", r["outcome"]);
 }

@@ -198,7 +198,8 @@ fn a_self_signed_server_with_insecure_counts_as_the_server_does_and_says_insecur
     let tls = tls_of(&results);
     assert_eq!(tls["insecure"], true);
     assert_eq!(tls["handshakes"], s["connections"]["opened"]);
-    assert_eq!(tls["handshakes"].as_u64(), Some(server.handshakes.load(Ordering::SeqCst)));
+    // The server saw one handshake more: the probe's, before the load (a target given by URL is probed too).
+    assert_eq!(tls["handshakes"].as_u64().map(|h| h + 1), Some(server.handshakes.load(Ordering::SeqCst)));
     assert!(tls["handshake_time"]["count"].as_u64().unwrap() >= 4);
     assert!(s["connect_time"]["count"].as_u64().unwrap() >= 4);
     assert!(s["histograms"]["tls_handshake"].as_str().unwrap().starts_with("HISTFAAA"));
@@ -223,43 +224,75 @@ fn a_ca_file_and_server_name_verify_the_server() {
     assert_eq!(tls_of(&results)["versions"]["TLSv1_3"], tls_of(&results)["handshakes"]);
 }
 
+/// Runs a spec that cannot be carried out: exit 3, its stderr.
+fn run_refused(dir: &Path, spec: &Path) -> String {
+    let out = dir.join("out");
+    let output = loadgate(&["run", spec.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{all}");
+    text(&output.stderr)
+}
+
 #[test]
-fn a_wrong_name_is_a_classified_error_and_an_invalid_run() {
+fn a_wrong_name_is_found_before_the_load_and_the_run_could_not_be_carried_out() {
     let ca = Ca::new("loadgate test CA");
     let (cert, key) = ca.issue(&["localhost"]);
     let server = Server::start(&cert, &key, None);
     let url = format!("https://127.0.0.1:{}", server.addr.port());
     let load = "{ closed: { connections: 2, duration: 300ms } }";
     let (dir, path) = spec(&url, "{ ca: ca.pem, server_name: wrong.example }", load, "", &[("ca.pem", &ca.pem)]);
-    let (output, results) = run_spec(dir.path(), &path);
-    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
-    // No connection could be opened: the measurement is invalid (exit 4), and says why.
-    assert_eq!(output.status.code(), Some(4), "{all}");
-    let tls = tls_of(&results);
-    assert!(tls["errors"]["name_mismatch"].as_u64().unwrap() > 0, "{tls}");
-    assert_eq!(tls["errors"]["unknown_ca"], 0);
-    let first = tls["first_error"].as_str().unwrap();
-    assert!(first.contains("not valid for the name `wrong.example`") && first.contains("tls.server_name"), "{first}");
-    assert!(scenario(&results)["errors"]["connect"].as_u64().unwrap() > 0);
-    assert!(all.contains("not valid for the name"), "{all}");
+    // No connection can be made: not a measurement of anything (exit 3, not 4), said before the load, with the fix.
+    let err = run_refused(dir.path(), &path);
+    assert!(err.contains("cannot be talked to"), "{err}");
+    assert!(err.contains("not valid for the name `wrong.example`") && err.contains("tls.server_name"), "{err}");
+    assert!(!err.contains("INVALID MEASUREMENT") && !err.contains("generator"), "{err}");
     assert_eq!(server.requests(), 0);
 }
 
 #[test]
-fn an_unknown_ca_is_a_classified_error() {
+fn an_unknown_ca_is_found_before_the_load() {
     let ca = Ca::new("nobody trusts me");
     let (cert, key) = ca.issue(&["127.0.0.1"]);
     let server = Server::start(&cert, &key, None);
     let url = format!("https://127.0.0.1:{}", server.addr.port());
     let load = "{ closed: { connections: 2, duration: 300ms } }";
     let (dir, path) = spec(&url, "", load, "", &[]);
-    let (output, results) = run_spec(dir.path(), &path);
-    assert_eq!(output.status.code(), Some(4), "{}{}", text(&output.stdout), text(&output.stderr));
-    let tls = tls_of(&results);
-    assert!(tls["errors"]["unknown_ca"].as_u64().unwrap() > 0, "{tls}");
-    assert!(tls["first_error"].as_str().unwrap().contains("unknown issuer"), "{tls}");
-    let md = std::fs::read_to_string(dir.path().join("out/tls-e2e/report.md")).unwrap();
-    assert!(md.contains("unknown CA"), "{md}");
+    let err = run_refused(dir.path(), &path);
+    assert!(err.contains("unknown issuer") && err.contains("tls.ca"), "{err}");
+    assert_eq!(server.requests(), 0);
+}
+
+#[test]
+fn a_self_signed_ca_certificate_is_named_in_words_with_its_fix() {
+    // A certificate made as `openssl req -x509` makes it: a CA certificate serving as the server's own.
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).unwrap();
+    let server = Server::start(&cert.pem(), &key.serialize_pem(), None);
+    let url = format!("https://127.0.0.1:{}/", server.addr.port());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let output = loadgate(&["run", "-c", "1", "-d", "300ms", &url, "--out", out.to_str().unwrap()]);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("a self-signed certificate") && err.contains("pass `-k`") && err.contains("`tls.ca`"),
+        "{err}"
+    );
+    assert!(!err.contains("CaUsedAsEndEntity") && !err.contains("OtherError"), "{err}");
+    assert_eq!(err.matches("pass `-k`").count(), 1, "the cause and the fix once on stderr: {err}");
+    assert_eq!(server.requests(), 0);
+}
+
+#[test]
+fn https_to_a_plain_http_server_is_named_before_the_load() {
+    // `https://` to a server that speaks plain HTTP: the handshake is answered with something that is not TLS.
+    let (port, _seen) = common::recording_server();
+    let output = loadgate(&["run", "-c", "1", "-d", "300ms", &format!("https://127.0.0.1:{port}/"), "--out", "-"]);
+    let err = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(err.contains("does it speak TLS?"), "{err}");
 }
 
 #[test]
@@ -343,10 +376,11 @@ fn a_url_run_takes_https_and_insecure_as_wrk_and_curl_do() {
     assert_eq!(output.status.code(), Some(0), "{}{}", text(&output.stdout), text(&output.stderr));
     assert_eq!(server.requests(), 50);
 
-    // Without -k the self-signed certificate is refused, and the message says what to do.
+    // Without -k the self-signed certificate is refused before the load (the run could not be carried out), and
+    // the message says what to do.
     let output = loadgate(&["run", "-c", "1", "-d", "300ms", &url, "--out", out.to_str().unwrap()]);
     let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(4), "{all}");
+    assert_eq!(output.status.code(), Some(3), "{all}");
     assert!(all.contains("unknown issuer") && all.contains("-k"), "{all}");
 }
 

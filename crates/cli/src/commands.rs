@@ -193,9 +193,9 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     let urls: Vec<&String> = args.specs.iter().filter(|a| is_url(a)).collect();
     let url = match (&args.flags.url, urls.as_slice()) {
         (None, []) => None,
-        (Some(u), []) => Some(u.clone()),
+        (Some(u), []) if args.specs.is_empty() => Some(u.clone()),
         (None, [u]) if args.specs.len() == 1 => Some((*u).clone()),
-        (None, [_]) => {
+        (None, [_]) | (Some(_), []) => {
             return Err(fail(out, Exit::InvalidInput)(
                 "give either spec files or one URL, not both: a URL runs one scenario from the command-line flags"
                     .into(),
@@ -249,7 +249,14 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     // printout and in the spec's errors, which quote its lines, as everywhere else.
     let credentials = loadgate_model::secrets::Redactor::new(loadgate_import::flag_credentials(&flags), []);
     if args.flags.print_spec {
-        out.data(&credentials.scrub(&yaml));
+        // A spec to keep: its credentials are references to the environment, not values (nor `***`, which the
+        // printed spec would send as it is).
+        let (printable, referenced) =
+            loadgate_import::printable_spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
+        out.data(&credentials.scrub(&printable));
+        for header in referenced {
+            out.error(&format!("note: {}", loadgate_import::credential_note(&header)));
+        }
         return Ok(Vec::new());
     }
     let file = "(command line)".to_owned();

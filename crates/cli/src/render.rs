@@ -82,7 +82,7 @@ impl Observer for Renderer<'_> {
                 run_id.chars().take(12).collect::<String>()
             )),
             Event::TargetStarting { command } => out.info(&format!("starting the target: {command}")),
-            Event::TargetFailed { error } => out.error(&format!("error: the target could not be started: {error}")),
+            Event::TargetFailed { error } => out.error(&format!("error: {error}")),
             Event::TargetReady { kind, base_url, pid, waited } => {
                 if let (Some(waited), Some(pid)) = (waited, pid) {
                     out.info(&format!("the target is ready after {:.1}s (pid {pid})", waited.as_secs_f64()));

@@ -308,8 +308,17 @@ pub(crate) fn classify(e: &rustls::Error, server: &str) -> TlsFailure {
         E::InvalidCertificate(CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. }) => {
             (TlsErrorKind::Certificate, format!("the certificate of {server} is not valid yet"))
         }
+        E::InvalidCertificate(CertificateError::Other(other)) if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+            (
+                TlsErrorKind::UnknownCa,
+                format!(
+                    "{server} shows a self-signed certificate (a CA certificate used as its own): pass `-k` \
+                 (`tls.insecure: true`) or give the certificate with `tls.ca`"
+                ),
+            )
+        }
         E::InvalidCertificate(other) => {
-            (TlsErrorKind::Certificate, format!("the certificate of {server} is not acceptable: {other:?}"))
+            (TlsErrorKind::Certificate, format!("the certificate of {server} is not acceptable: {other}"))
         }
         E::AlertReceived(alert) => (TlsErrorKind::Alert, alert_message(*alert, server)),
         other => (TlsErrorKind::Other, format!("TLS with {server} failed: {other}")),

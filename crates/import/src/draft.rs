@@ -99,7 +99,12 @@ impl Draft {
     fn quoted_command_line(&self) -> String {
         let mut line = one_line(self.command_line.trim());
         // The longest first, so that a credential containing another is replaced whole.
-        let mut credentials: Vec<&String> = self.credentials.iter().collect();
+        let header_values = self
+            .headers
+            .iter()
+            .filter(|(k, v)| loadgate_model::secrets::is_credential_header(k, &[]) && !v.is_empty())
+            .map(|(_, v)| v);
+        let mut credentials: Vec<&String> = self.credentials.iter().chain(header_values).collect();
         credentials.sort_by_key(|c| std::cmp::Reverse(c.len()));
         for c in credentials {
             line = line.replace(c.as_str(), "***");
@@ -111,7 +116,9 @@ impl Draft {
     pub fn set_header(&mut self, name: &str, value: &str) {
         if let Some(pos) = self.headers.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)) {
             let (old_name, old) = self.headers.remove(pos);
-            if old != value {
+            if old != value && loadgate_model::secrets::is_credential_header(name, &[]) {
+                self.note(format!("header `{old_name}` was given again; only the last value is kept"));
+            } else if old != value {
                 self.note(format!("header `{old_name}: {old}` was given again; only `{name}: {value}` is kept"));
             }
         }
@@ -209,7 +216,14 @@ impl Draft {
         if !self.headers.is_empty() {
             let _ = writeln!(y, "      headers:");
             for (k, v) in &self.headers {
-                let _ = writeln!(y, "        {}: {}", key(k), quote(&literal(v)));
+                // A credential is never written into a spec meant to be committed: a reference to the environment.
+                if loadgate_model::secrets::is_credential_header(k, &[]) {
+                    let env = crate::credential_env_name(k);
+                    let reference = quote(&crate::credential_reference(k));
+                    let _ = writeln!(y, "        {}: {reference}  # export {env} with the value", key(k));
+                } else {
+                    let _ = writeln!(y, "        {}: {}", key(k), quote(&literal(v)));
+                }
             }
         }
         if let Some(b) = &self.body {

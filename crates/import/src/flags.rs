@@ -72,6 +72,18 @@ fn rate_default(text: &str) -> String {
 /// Builds the YAML spec a flag run stands for. Values are passed through as written; the spec loader then
 /// checks them like any other spec, so a bad flag gets the same located, explained error.
 pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
+    render_flags(f, false).map(|(yaml, _)| yaml)
+}
+
+/// [`spec_from_flags`] for printing (`--print-spec`): a spec the user may keep, whose credential headers read
+/// their values from the environment ([`crate::credential_reference`]) rather than hold them. Returns the spec and
+/// the headers written so.
+pub fn printable_spec_from_flags(f: &FlagRun) -> Result<(String, Vec<String>), String> {
+    render_flags(f, true)
+}
+
+fn render_flags(f: &FlagRun, references: bool) -> Result<(String, Vec<String>), String> {
+    let mut referenced = Vec::new();
     let url = f.url.as_deref().ok_or("--url is required without a spec")?;
     let shown = without_userinfo(url);
     let target = crate::values::parse_url(url).map_err(|reason| format!("`{shown}` is not a URL to load: {reason}"))?;
@@ -113,7 +125,13 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
     if !headers.is_empty() {
         let _ = writeln!(y, "      headers:");
         for (k, v) in &headers {
-            let _ = writeln!(y, "        {}: {}", quote(k), quote(v));
+            if references && loadgate_model::secrets::is_credential_header(k, &[]) {
+                let env = crate::credential_env_name(k);
+                let _ = writeln!(y, "        {}: {}  # export {env}", quote(k), quote(&crate::credential_reference(k)));
+                referenced.push(k.clone());
+            } else {
+                let _ = writeln!(y, "        {}: {}", quote(k), quote(v));
+            }
         }
     }
     if let Some(b) = &f.body {
@@ -177,7 +195,7 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
     for s in &f.slos {
         let _ = writeln!(y, "      - {}", quote(s));
     }
-    Ok(y)
+    Ok((y, referenced))
 }
 
 /// The headers a flag run sends: `-H` lines by name (HTTP names ignore case), in order; a name given again adds its

@@ -60,7 +60,30 @@ mod values;
 use std::fmt;
 
 pub use draft::SCHEMA_URL;
-pub use flags::{flag_credentials, spec_from_flags, without_userinfo, FlagRun};
+pub use flags::{flag_credentials, printable_spec_from_flags, spec_from_flags, without_userinfo, FlagRun};
+
+/// The environment variable a written spec reads a credential header's value from: `Authorization` ->
+/// `LOADGATE_AUTHORIZATION`, `X-Api-Key` -> `LOADGATE_X_API_KEY`.
+pub fn credential_env_name(header: &str) -> String {
+    let name: String =
+        header.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("LOADGATE_{name}")
+}
+
+/// A credential header's value in a spec written for the user to keep: a reference to the environment (whose
+/// values loadgate keeps secret, as `secrets.vars`), never the value given.
+pub fn credential_reference(header: &str) -> String {
+    format!("{{{{ env.{} }}}}", credential_env_name(header))
+}
+
+/// What the user is told of a credential written as a reference.
+pub fn credential_note(header: &str) -> String {
+    format!(
+        "the `{header}` value given is a credential: the spec reads it from the environment (`{}`, kept secret as \
+         every `env` value is) instead of holding it; set it before running the spec",
+        credential_reference(header)
+    )
+}
 
 /// The load generator a command line runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +134,9 @@ pub struct Imported {
     pub notes: Vec<String>,
     /// The tool the command line runs.
     pub tool: Tool,
+    /// The credential headers the command line sends, with their values: not in `yaml`, which reads each from
+    /// the environment ([`credential_reference`]).
+    pub credentials: Vec<(String, String)>,
 }
 
 const KNOWN_TOOLS: &str = "wrk, wrk2, ab, hey, oha, apib or h2load";
@@ -195,7 +221,13 @@ pub fn import(command_line: &str) -> Result<Imported, ImportError> {
     for n in notes {
         draft.note(n);
     }
-    Ok(Imported { yaml: draft.render(), notes: draft.notes.clone(), tool: draft.tool })
+    for (name, _) in draft.headers.clone().iter().filter(|(k, _)| loadgate_model::secrets::is_credential_header(k, &[]))
+    {
+        draft.note(credential_note(name));
+    }
+    let credentials =
+        draft.headers.iter().filter(|(k, _)| loadgate_model::secrets::is_credential_header(k, &[])).cloned().collect();
+    Ok(Imported { yaml: draft.render(), notes: draft.notes.clone(), tool: draft.tool, credentials })
 }
 
 /// The tool a program name runs: `wrk`, `/usr/local/bin/wrk2`, `./ab`, `oha.exe`.

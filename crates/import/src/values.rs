@@ -232,73 +232,17 @@ pub(crate) struct TargetUrl {
     pub fragment: Option<String>,
 }
 
-/// Splits an http(s) URL; the error is what is wrong with it.
+/// Splits an http(s) URL with the one URL parser (`loadgate_model::url`); the error is what is wrong with it.
 pub(crate) fn parse_url(text: &str) -> Result<TargetUrl, String> {
-    let lower = text.get(..8).unwrap_or(text).to_ascii_lowercase();
-    let (https, rest) = if lower.starts_with("http://") {
-        (false, &text[7..])
-    } else if lower.starts_with("https://") {
-        (true, &text[8..])
-    } else if let Some((scheme, _)) = text.split_once("://") {
-        return Err(format!("the scheme `{scheme}` is not HTTP"));
-    } else {
-        return Err("it has no `http://` scheme".to_owned());
-    };
-    let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(split);
-    let (userinfo, hostport) = match authority.rsplit_once('@') {
-        Some((u, h)) => (Some(u.to_owned()), h),
-        None => (None, authority),
-    };
-    let (host, port) = if let Some(inner) = hostport.strip_prefix('[') {
-        let (h, after) = inner.split_once(']').ok_or("its IPv6 address has no closing `]`")?;
-        if h.is_empty() || !h.chars().all(|c| c.is_ascii_hexdigit() || matches!(c, ':' | '.')) {
-            return Err(format!("`[{h}]` is not an IPv6 address"));
-        }
-        let port = match after {
-            "" => None,
-            p => Some(p.strip_prefix(':').ok_or("only a `:port` may follow the IPv6 address")?),
-        };
-        (format!("[{h}]"), port)
-    } else {
-        match hostport.split_once(':') {
-            Some((h, p)) => (h.to_owned(), Some(p)),
-            None => (hostport.to_owned(), None),
-        }
-    };
-    if host.is_empty() {
-        return Err("it has no host".to_owned());
-    }
-    if !host.starts_with('[') && !host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
-        return Err(format!("`{host}` is not a host name or IP address"));
-    }
-    let port_text = match port {
-        None => String::new(),
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => format!(":{n}"),
-            _ => return Err(format!("`{p}` is not a port (1 to 65535)")),
-        },
-    };
-    let scheme = if https { "https" } else { "http" };
-    let (path_query, fragment) = match tail.split_once('#') {
-        Some((p, f)) => (p, Some(f.to_owned())),
-        None => (tail, None),
-    };
-    let mut path = String::with_capacity(path_query.len() + 1);
-    if !path_query.starts_with('/') {
-        path.push('/');
-    }
-    for ch in path_query.chars() {
-        if ch.is_ascii_graphic() {
-            path.push(ch);
-        } else {
-            let mut buf = [0u8; 4];
-            for b in ch.encode_utf8(&mut buf).bytes() {
-                path.push_str(&format!("%{b:02X}"));
-            }
-        }
-    }
-    Ok(TargetUrl { https, base: format!("{scheme}://{host}{port_text}"), host, path, userinfo, fragment })
+    let url = loadgate_model::url::HttpUrl::parse(text).map_err(|e| e.to_string())?;
+    Ok(TargetUrl {
+        https: url.https,
+        base: url.base(),
+        host: url.host.clone(),
+        path: url.path.clone(),
+        userinfo: url.userinfo.clone(),
+        fragment: url.fragment.clone(),
+    })
 }
 
 /// Splits a `Name: value` header line; `None` when it is not one.

@@ -23,6 +23,7 @@ pub mod spec;
 pub mod suggest;
 pub mod sweep;
 pub mod units;
+pub mod url;
 pub mod yaml;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};

@@ -55,10 +55,12 @@ pub fn spectrum(s: &ScenarioResult) -> Result<String, PlotError> {
     let open = s.load.model != "closed";
     let mut curves = Vec::new();
     let latency_label = if open { "latency from intended send" } else { "latency" };
-    curves.extend(curve(latency_label.to_owned(), BLUE, &s.histograms.latency));
+    // In an A/B instance the instance's own curves are the candidate's: each says so, as the baseline's does.
+    let side = if s.ab_baseline.is_some() { "candidate (B) " } else { "" };
+    curves.extend(curve(format!("{side}{latency_label}"), BLUE, &s.histograms.latency));
     if open {
-        curves.extend(curve("service time".to_owned(), ORANGE, &s.histograms.service_time));
-        curves.extend(curve("send lag".to_owned(), GREEN, &s.histograms.send_lag));
+        curves.extend(curve(format!("{side}service time"), ORANGE, &s.histograms.service_time));
+        curves.extend(curve(format!("{side}send lag"), GREEN, &s.histograms.send_lag));
     }
     if let Some(a) = &s.ab_baseline {
         curves.extend(curve("baseline (A) latency".to_owned(), SLATE, &a.histograms.latency));

@@ -17,8 +17,9 @@ use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
 const PLOT: &str = "the timeline";
 const WIDTH: u32 = 960;
 const PANEL_HEIGHT: u32 = 190;
-/// Intervals shorter than this (a phase's drain, after its last full second) give no rate and no percentiles:
-/// a few requests over a few milliseconds would read as a spike (the spectrum has them).
+/// Intervals shorter than this after a phase's first (its drain, after its last full second) are not drawn: a few
+/// requests over a few milliseconds would read as a spike (the spectrum has them). The legend says how many were
+/// left out. A phase's first interval is always drawn, however short (a sub-second phase has only that one).
 const MIN_INTERVAL: f64 = 0.2;
 
 /// One phase (or one repetition of it) on the run's clock.
@@ -31,6 +32,8 @@ struct Segment {
     gated: bool,
     /// `(seconds since the run started, seconds the interval covered, the point)`.
     points: Vec<(f64, f64, TimelinePoint)>,
+    /// Intervals under [`MIN_INTERVAL`] after the first, not drawn.
+    left_out: usize,
 }
 
 fn segments_of(s: &ScenarioResult, suffix: &str, out: &mut Vec<Segment>) {
@@ -65,6 +68,7 @@ fn segments_of(s: &ScenarioResult, suffix: &str, out: &mut Vec<Segment>) {
             end: start + d,
             gated: s.gate,
             points: Vec::new(),
+            left_out: 0,
         })
         .collect();
     let mut previous_t = 0.0;
@@ -79,6 +83,10 @@ fn segments_of(s: &ScenarioResult, suffix: &str, out: &mut Vec<Segment>) {
         let dt = p.t - previous_t;
         previous_t = p.t;
         let seg = &mut segs[i];
+        if dt < MIN_INTERVAL && !seg.points.is_empty() {
+            seg.left_out += 1;
+            continue;
+        }
         seg.points.push((seg.start + (p.t - base), dt, p.clone()));
     }
     out.extend(segs);
@@ -103,7 +111,7 @@ fn segments(r: &RunResults) -> Vec<Segment> {
 type Series = (&'static str, RGBColor, fn(f64, &TimelinePoint) -> Option<f64>);
 
 fn rate(v: u64, dt: f64) -> Option<f64> {
-    (dt >= MIN_INTERVAL).then(|| v as f64 / dt)
+    (dt > 0.0).then(|| v as f64 / dt)
 }
 
 struct Panel {
@@ -118,8 +126,7 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
     let segs = segments(r);
     let end = segs.iter().map(|s| s.end.max(s.points.last().map_or(0.0, |p| p.0))).fold(1.0f64, f64::max);
     let all = || segs.iter().flat_map(|s| s.points.iter());
-    let max_p99 =
-        all().filter(|p| p.2.completed > 0 && p.1 >= MIN_INTERVAL).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
+    let max_p99 = all().filter(|p| p.2.completed > 0).map(|p| p.2.p99_us as f64).fold(0.0, f64::max);
     let unit = time_unit(max_p99);
     let open = all().any(|p| p.2.target_rate.is_some());
     let users = all().any(|p| p.2.users_active.is_some());
@@ -139,8 +146,8 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
         Panel {
             y_desc: format!("latency ({})", unit.name),
             series: vec![
-                ("p50", GREEN, |dt, p| (p.completed > 0 && dt >= MIN_INTERVAL).then_some(p.p50_us as f64)),
-                ("p99", ORANGE, |dt, p| (p.completed > 0 && dt >= MIN_INTERVAL).then_some(p.p99_us as f64)),
+                ("p50", GREEN, |_, p| (p.completed > 0).then_some(p.p50_us as f64)),
+                ("p99", ORANGE, |_, p| (p.completed > 0).then_some(p.p99_us as f64)),
             ],
             scale: unit.us,
         },
@@ -160,11 +167,14 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
     ];
 
     let title = format!("Timeline: {}", r.spec.name);
+    let left_out: usize = segs.iter().map(|s| s.left_out).sum();
+    let note = left_out_note(left_out);
     let description = format!(
-        "Per-second throughput, p50 and p99 latency, errors and {} of {} phases over {:.1} seconds; warmups shaded.",
+        "Per-second throughput, p50 and p99 latency, errors and {} of {} phases over {:.1} seconds; warmups shaded{}.",
         if users { "connections and users" } else { "connections" },
         segs.len(),
-        end
+        end,
+        note.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
     );
     let height = PANEL_HEIGHT * panels.len() as u32 + 110;
     let mut svg = String::new();
@@ -177,7 +187,7 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
         for (i, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
             draw_panel(area, panel, &segs, end, i == 0, i + 1 == panels.len())?;
         }
-        draw_legend(&legend, &panels)?;
+        draw_legend(&legend, &panels, note.as_deref())?;
         root.present().or_draw(PLOT)?;
     }
     Ok(theme::finish(&svg, &title, &description, "timeline"))
@@ -257,6 +267,14 @@ fn draw_panel(
                 seg.points.iter().filter_map(|(t, dt, p)| f(*dt, p).map(|v| (*t, v / panel.scale))).collect();
             if pts.len() < 3 {
                 chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled()))).or_draw(PLOT)?;
+                // A sub-second phase has one or two intervals: each drawn over the time it covered, not as a dot.
+                for (t, dt, p) in &seg.points {
+                    if let Some(v) = f(*dt, p) {
+                        let v = v / panel.scale;
+                        let span = [((t - dt).max(seg.start), v), (*t, v)];
+                        chart.draw_series(LineSeries::new(span, colour.stroke_width(3))).or_draw(PLOT)?;
+                    }
+                }
             }
             chart.draw_series(LineSeries::new(pts, colour.stroke_width(2))).or_draw(PLOT)?;
         }
@@ -265,7 +283,21 @@ fn draw_panel(
 }
 
 /// One legend for all panels, below them: a swatch and a label per series, and the warmup shading.
-fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, panels: &[Panel]) -> Result<(), PlotError> {
+/// What the legend says of the intervals left out, if any.
+fn left_out_note(n: usize) -> Option<String> {
+    (n > 0).then(|| {
+        format!(
+            "{n} interval{} under {MIN_INTERVAL} s after a phase's last full second (its drain) not drawn",
+            if n == 1 { "" } else { "s" }
+        )
+    })
+}
+
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    panels: &[Panel],
+    note: Option<&str>,
+) -> Result<(), PlotError> {
     let style = (FONT, 14).into_font().color(&FG);
     let mut x = 90i32;
     let y = 24i32;
@@ -293,6 +325,9 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, panels: &[Panel]) -> R
     }
     place(&mut x, &mut y, 18);
     area.draw(&Rectangle::new([(x, y - 8), (x + 22, y + 8)], AMBER.mix(0.14).filled())).or_draw(PLOT)?;
-    area.draw(&Text::new("warmup (not gated)".to_owned(), (x + 28, y - 8), style)).or_draw(PLOT)?;
+    area.draw(&Text::new("warmup (not gated)".to_owned(), (x + 28, y - 8), style.clone())).or_draw(PLOT)?;
+    if let Some(note) = note {
+        area.draw(&Text::new(note.to_owned(), (90, y + 18), style)).or_draw(PLOT)?;
+    }
     Ok(())
 }

@@ -281,3 +281,51 @@ fn a_capacity_search_plots_its_steps_against_the_rate_asked_with_the_capacity_ma
     assert!(figures(&empty).iter().all(|f| f.kind.label() != "capacity"));
     assert!(loadgate_plot::capacity(&empty.scenarios[0]).is_err());
 }
+
+/// The `<path>`/`<polyline>` points stroked in `hex`, as `(x, y)` pairs.
+fn stroked_points(svg: &str, hex: &str) -> usize {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    doc.descendants()
+        .filter(|n| n.attribute("stroke") == Some(hex))
+        .filter_map(|n| n.attribute("points"))
+        .map(|p| p.split_whitespace().count())
+        .sum()
+}
+
+#[test]
+fn sub_second_phases_show_their_rate_and_latency_and_a_left_out_drain_is_said() {
+    // Issue 34: phases of 150 ms each have one interval, shorter than the 0.2 s under which a drain is not drawn;
+    // it is their only one, so it is drawn (over its time), and the latency panel is not empty.
+    let mut r = sample_run();
+    for (i, s) in r.scenarios.iter_mut().enumerate() {
+        s.repetitions.clear();
+        s.ab_baseline = None;
+        s.started_at_offset = i as f64 * 0.2;
+        s.duration = 0.15;
+        let mut p = s.timeline.first().cloned().expect("a timeline point");
+        p.t = 0.15;
+        p.completed = 300;
+        p.p50_us = 900;
+        p.p99_us = 4_000;
+        s.timeline = vec![p];
+    }
+    let f = figures(&r).into_iter().find(|f| f.kind.label() == "timeline").unwrap();
+    let text = render(&r, &f).unwrap();
+    let hex = |c: theme::RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+    for colour in [theme::BLUE, theme::GREEN, theme::ORANGE] {
+        assert!(stroked_points(&text, &hex(colour)) >= 2 * r.scenarios.len(), "a span per phase in {}", hex(colour));
+    }
+    let svg = Svg::parse(&text);
+    assert!(!svg.has_text("not drawn"), "nothing left out: {:?}", svg.texts);
+
+    // A second, 50 ms interval after a full second is a drain: left out, and the legend says so.
+    let s = &mut r.scenarios[0];
+    s.duration = 1.05;
+    let mut first = s.timeline[0].clone();
+    first.t = 1.0;
+    let mut drain = first.clone();
+    drain.t = 1.05;
+    s.timeline = vec![first, drain];
+    let svg = Svg::parse(&render(&r, &f).unwrap());
+    svg.assert_text("1 interval under 0.2 s after a phase's last full second (its drain) not drawn");
+}

@@ -51,7 +51,7 @@ pub use junit::{junit, junit_many};
 pub use lines::capacity_step_line;
 pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
-pub use markdown::{markdown, View, DEFAULT_TEMPLATE};
+pub use markdown::{markdown, markdown_summary, View, DEFAULT_TEMPLATE};
 pub use repro::repro_comparison;
 pub use text::{
     summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,

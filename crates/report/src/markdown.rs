@@ -30,6 +30,16 @@ pub const DEFAULT_TEMPLATE: &str = include_str!("../templates/report.md.j2");
 /// Renders the Markdown report of a run with the built-in template, or with `template` (the text of a minijinja
 /// template) when given.
 pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, ReportError> {
+    render(results, template, true)
+}
+
+/// [`markdown`] for a page that has no files beside it (GitHub's job summary, `$GITHUB_STEP_SUMMARY`): without
+/// the links to the SVG plots, which would point at nothing there.
+pub fn markdown_summary(results: &RunResults, template: Option<&str>) -> Result<String, ReportError> {
+    render(results, template, false)
+}
+
+fn render(results: &RunResults, template: Option<&str>, plots: bool) -> Result<String, ReportError> {
     let mut env = Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
@@ -44,7 +54,10 @@ pub fn markdown(results: &RunResults, template: Option<&str>) -> Result<String, 
     let error = |e| template_error(e, source);
     env.add_template("report.md", source).map_err(error)?;
     let tmpl = env.get_template("report.md").map_err(error)?;
-    let view = View::new(results);
+    let mut view = View::new(results);
+    if !plots {
+        view.plots.clear();
+    }
     let ctx = minijinja::context! {
         results => Value::from_serialize(results),
         report => Value::from_serialize(&view),
@@ -444,7 +457,8 @@ impl View {
             .scenarios
             .iter()
             .map(|s| ScenarioRow {
-                name: s.name.clone(),
+                // An A/B instance's numbers are the candidate's; the A/B table has both sides.
+                name: if s.ab_baseline.is_some() { format!("{} (B candidate)", s.name) } else { s.name.clone() },
                 load: load_line(s),
                 gate: s.gate,
                 requests: format::count(s.requests.completed),

@@ -19,7 +19,9 @@ const PERCENTILES: [(&str, &str); 5] =
 /// colour, ending with a newline.
 pub fn text_summary(s: &ScenarioResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}: {}", s.name, load_line(s));
+    // An A/B instance's own numbers are the candidate's (the baseline's are in the A/B table): say so.
+    let side = if s.ab_baseline.is_some() { " (B candidate)" } else { "" };
+    let _ = writeln!(out, "{}{side}: {}", s.name, load_line(s));
 
     if s.latency.count == 0 {
         let _ = writeln!(out, "  Latency      no completed requests");
@@ -81,7 +83,8 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         format::bytes(s.bytes.read),
         format::bytes(s.bytes.written)
     );
-    let _ = writeln!(out, "  Requests/sec: {}", format::number(s.throughput));
+    // As wrk prints it (no thousands separator): scripts that read wrk's output read this line too.
+    let _ = writeln!(out, "  Requests/sec: {:.2}", s.throughput);
     if let Some(target) = s.load.target_rate {
         let achieved = s.load.achieved_rate.unwrap_or(0.0);
         let share = if target > 0.0 { format!(" ({:.2}%)", 100.0 * achieved / target) } else { String::new() };
@@ -252,10 +255,33 @@ pub fn summary_table(r: &RunResults, color: bool) -> String {
             };
             verdict.push_str(&format!("  <- knee ({kind})"));
         }
-        let lat = |key: &str| s.latency.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
+        let lat = |s: &ScenarioResult, key: &str| {
+            s.latency.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us))
+        };
+        // An A/B instance: a row per side, each saying which it is; the verdict is the pair's, on B's row.
+        let name = match &s.ab_baseline {
+            Some(a) => {
+                rows.push((
+                    vec![
+                        format!("{} (A baseline)", s.name),
+                        format::number(a.throughput),
+                        lat(a, "p50"),
+                        lat(a, "p99"),
+                        if a.latency.count > 0 { format::latency(a.latency.max_us) } else { "-".to_owned() },
+                        format::count(a.errors.total()),
+                        format::count(a.status.non_2xx()),
+                        "-".to_owned(),
+                    ],
+                    Tone::Plain,
+                ));
+                format!("{} (B candidate)", s.name)
+            }
+            None => s.name.clone(),
+        };
+        let lat = |key: &str| lat(s, key);
         rows.push((
             vec![
-                s.name.clone(),
+                name,
                 format::number(s.throughput),
                 lat("p50"),
                 lat("p99"),

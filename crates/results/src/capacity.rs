@@ -5,7 +5,9 @@
 //!
 //! - **invalid** when the step is invalid as a measurement: the generator could not send its rate (limited by
 //!   the generator, see [`crate::limit`]), or another validity problem (a saturated generator worker,
-//!   connections that never opened). Its numbers describe loadgate, not the target, so the search stops there.
+//!   connections that never opened). Its numbers describe loadgate, not the target; what it sent is the
+//!   generator's ceiling here, and the search looks below it (the capacity is then "at least X, the generator's
+//!   limit here is Y"). Only a search where no step could be judged is invalid.
 //! - **fail** when one of the scenario's SLOs failed (`capacity` SLOs aside: they judge the search), or when the
 //!   rate fell short because of the target or the plan's connections: a rate the target cannot be sent is a
 //!   rate it does not sustain. A step stopped by an `abort_on_fail` SLO fails too.
@@ -93,6 +95,11 @@ impl Capacity {
     pub fn describe(&self) -> String {
         match (self.capacity, self.stop) {
             (Some(c), CapacityStop::UpperBoundPassed) => format!("at least {}", format::rate(c)),
+            (Some(c), CapacityStop::GeneratorLimit) => format!(
+                "at least {}, the generator's limit here is {}",
+                format::rate(c),
+                self.generator_limit.map_or_else(|| "unknown".to_owned(), format::rate)
+            ),
             (Some(c), _) => format::rate(c),
             (None, _) => format!("below {}", format::rate(self.from)),
         }
@@ -135,6 +142,7 @@ pub fn stop_reason(
     stop: CapacityStop,
     capacity: Option<f64>,
     failed_at: Option<f64>,
+    generator_limit: Option<f64>,
     precision: f64,
     max_duration: f64,
     invalid: Option<&CapacityStep>,
@@ -182,14 +190,26 @@ pub fn stop_reason(
         }
         CapacityStop::InvalidStep => match invalid {
             Some(s) => format!(
-                "step {} at {} is invalid as a measurement ({}): the search cannot tell what lies above{}",
+                "step {} at {} is invalid as a measurement ({}), and no step could be judged",
                 s.step,
                 rate(s.rate),
                 s.reasons.join("; "),
-                capacity.map(|c| format!(", the capacity is at least {}", rate(c))).unwrap_or_default()
             ),
-            None => "a step is invalid as a measurement".to_owned(),
+            None => "no step could be judged: the first is invalid as a measurement".to_owned(),
         },
+        CapacityStop::GeneratorLimit => {
+            let sent = match invalid {
+                Some(s) => format!(" (step {} at {} sent {})", s.step, rate(s.rate), rate(s.achieved_rate)),
+                None => String::new(),
+            };
+            format!(
+                "the generator's limit: it sends about {} here{sent}, and {} held; the capacity is at least {}, what \
+                 lies above needs a generator that sends more (more CPUs, `--shards`)",
+                generator_limit.map_or_else(|| "the rate asked".to_owned(), rate),
+                capacity.map_or_else(|| "no rate".to_owned(), rate),
+                capacity.map_or_else(|| "unknown".to_owned(), rate),
+            )
+        }
         CapacityStop::Interrupted => "interrupted before the search ended".to_owned(),
     }
 }
@@ -308,16 +328,16 @@ mod tests {
     #[test]
     fn stop_reasons_name_the_rates() {
         assert_eq!(
-            stop_reason(CapacityStop::PrecisionReached, Some(4000.0), Some(4080.0), 0.02, 60.0, None),
+            stop_reason(CapacityStop::PrecisionReached, Some(4000.0), Some(4080.0), None, 0.02, 60.0, None),
             "precision reached: 4,000/s held and 4,080/s failed, 2.0% apart (asked 2%)"
         );
         assert_eq!(
-            stop_reason(CapacityStop::TimeBudget, Some(4000.0), Some(8000.0), 0.02, 60.0, None),
+            stop_reason(CapacityStop::TimeBudget, Some(4000.0), Some(8000.0), None, 0.02, 60.0, None),
             "time budget spent (1m): the capacity lies between 4,000/s (held) and 8,000/s (failed), 100.0% \
              apart, wider than the precision asked (2%)"
         );
         assert_eq!(
-            stop_reason(CapacityStop::LowerBoundFailed, None, Some(1000.0), 0.02, 60.0, None),
+            stop_reason(CapacityStop::LowerBoundFailed, None, Some(1000.0), None, 0.02, 60.0, None),
             "lower bound failed: no rate held, down to 1,000/s (`from`); the capacity is below it"
         );
     }

@@ -604,12 +604,14 @@ pub fn sample_capacity_run() -> RunResults {
     get.capacity = Some(Capacity {
         capacity: Some(2_375.0),
         failed_at: Some(2_438.0),
+        generator_limit: None,
         confirmed: true,
         stop: CapacityStop::PrecisionReached,
         stop_reason: crate::capacity::stop_reason(
             CapacityStop::PrecisionReached,
             Some(2_375.0),
             Some(2_438.0),
+            None,
             0.05,
             600.0,
             None,

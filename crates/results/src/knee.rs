@@ -9,7 +9,9 @@
 //!   requests/s between 31 and 32 connections is one.
 //! - **saturation**: the first cell whose throughput grew by less than [`SATURATION_MAX_GAIN`] (5%, or fell)
 //!   over the cell before it while its mean latency rose by more than [`SATURATION_MIN_LATENCY_RISE`] (20%):
-//!   more load only queues. Mean latency, not p99, decides: one slow request moves a p99, not a mean.
+//!   more load only queues. Mean latency, not p99, decides: one slow request moves a p99, not a mean. It lasts
+//!   as a collapse does: no later cell grows more than 5% above the best up to it, and a dip (more than 10%
+//!   below the best before it) that a later cell recovers from (back within 10%) is noise, not a plateau.
 //!
 //! A collapse outranks a saturation: when a sweep has both, the knee is the collapse (the cliff is what a
 //! reader must not miss), and its explanation says where throughput had stopped growing before. Without a
@@ -123,7 +125,20 @@ pub(crate) fn first_saturation(cells: &[&ScenarioResult]) -> Option<usize> {
         let (prev, cur) = (cells[i - 1], cells[i]);
         growth(prev.throughput, cur.throughput) < SATURATION_MAX_GAIN
             && latency_rise(prev, cur).is_some_and(|rise| rise > SATURATION_MIN_LATENCY_RISE)
+            && lasting_saturation(cells, i)
     })
+}
+
+/// A saturation lasts as a collapse does: throughput never grows again by more than [`SATURATION_MAX_GAIN`] over
+/// the best of the cells up to it, and a cell that is a dip (more than [`COLLAPSE_MIN_DROP`] below the best
+/// before it) is not one when a later cell gets back within that of the best: one slow cell is noise.
+fn lasting_saturation(cells: &[&ScenarioResult], at: usize) -> bool {
+    let best = cells[..at].iter().map(|c| c.throughput).fold(0.0, f64::max);
+    let later = &cells[at + 1..];
+    let grows_again = later.iter().any(|c| c.throughput > best.max(cells[at].throughput) * (1.0 + SATURATION_MAX_GAIN));
+    let floor = best * (1.0 - COLLAPSE_MIN_DROP);
+    let dip_that_recovers = cells[at].throughput < floor && later.iter().any(|c| c.throughput >= floor);
+    !grows_again && !dip_that_recovers
 }
 
 /// The first lasting collapse: its position and the position of the best cell before it.
@@ -343,6 +358,17 @@ mod tests {
             (64, 38_000.0, 0.95),
             (128, 75_000.0, 0.97),
         ]);
+        assert_eq!(knee_of(&cells), None);
+        // A -70% dip with latency tripled, then back: neither a collapse nor a saturation.
+        let cells = sweep(&[
+            (8, 10_000.0, 0.8),
+            (16, 19_500.0, 0.82),
+            (32, 5_850.0, 2.6),
+            (64, 38_000.0, 0.95),
+            (128, 75_000.0, 0.97),
+        ]);
+        assert_eq!(knee_of(&cells), None);
+        let cells = sweep(&[(8, 10_000.0, 0.8), (16, 19_500.0, 0.82), (32, 5_850.0, 2.6), (64, 19_400.0, 0.83)]);
         assert_eq!(knee_of(&cells), None);
         // A fall that stays down is one, even at the last cell.
         let cells = sweep(&[(8, 10_000.0, 0.8), (16, 19_500.0, 0.82), (32, 12_000.0, 2.6)]);

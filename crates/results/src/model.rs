@@ -423,6 +423,11 @@ pub struct Capacity {
     pub capacity: Option<f64>,
     /// The lowest rate above the capacity that failed; `None` when none failed (the search passed `to`).
     pub failed_at: Option<f64>,
+    /// The generator's ceiling: the least rate it sent at a step it could not send (invalid as a measurement),
+    /// never below a rate it sent at a step before; rates above it were not judged. `None` when the generator
+    /// sent every step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_limit: Option<f64>,
     /// Whether the capacity held its confirmations (`confirm` more runs at that rate).
     pub confirmed: bool,
     /// Why the search stopped.
@@ -464,9 +469,11 @@ pub enum CapacityStop {
     LowerBoundFailed,
     /// The next step could not have ended within `max_duration`.
     TimeBudget,
-    /// A step was invalid as a measurement (the generator could not send its rate): the search cannot tell
-    /// what lies above.
+    /// No step could be judged: the first was invalid as a measurement (the generator could not send its rate).
     InvalidStep,
+    /// The highest rate that held is within the precision of the generator's ceiling (`generator_limit`): the
+    /// capacity is at least that rate, and the search cannot tell what lies above.
+    GeneratorLimit,
     /// The run was interrupted (Ctrl-C) or the target exited.
     Interrupted,
 }
@@ -479,6 +486,7 @@ impl CapacityStop {
             CapacityStop::LowerBoundFailed => "lower bound failed",
             CapacityStop::TimeBudget => "time budget spent",
             CapacityStop::InvalidStep => "invalid step",
+            CapacityStop::GeneratorLimit => "generator limit",
             CapacityStop::Interrupted => "interrupted",
         }
     }

@@ -13,7 +13,8 @@
 //!   found by the rules of [`crate::knee`] on the ordered cells: `plateau` is the first saturation (throughput
 //!   grew by less than 5%, or fell, while mean latency rose by more than 20%), `collapse` the first lasting
 //!   collapse (throughput more than 10% below the best of the cells before, and no later cell back within 10%
-//!   of it), `knee` whichever comes first. A group without one has none: it passes `>` and `>=` whatever the
+//!   of it), `knee` the sweep's knee as reports name it: the collapse when there is one (it outranks a plateau,
+//!   and is labelled `(collapse)`), else the plateau. A group without one has none: it passes `>` and `>=` whatever the
 //!   value, and fails `<` and `<=`; `== none` asks for none at all.
 //! - **`METRIC@CELL OP THRESHOLD`**: a per-cell metric (`p99`, `throughput`, `error_rate`, `connect_p99`, ...,
 //!   measured as [`crate::verdict`] does) at the cell with the smallest or largest value, or a given value;
@@ -251,10 +252,10 @@ fn knee_check(
     let at = match which {
         KneeWhich::Plateau => saturation.map(|i| (i, "plateau")),
         KneeWhich::Collapse => collapse.map(|(i, _)| (i, "collapse")),
+        // The sweep's knee as reports name it ([`crate::knee::knee`]): a collapse outranks a plateau.
         KneeWhich::Any => match (saturation, collapse) {
-            (Some(s), Some((c, _))) if c < s => Some((c, "collapse")),
-            (Some(s), _) => Some((s, "plateau")),
-            (None, Some((c, _))) => Some((c, "collapse")),
+            (_, Some((c, _))) => Some((c, "collapse")),
+            (Some(s), None) => Some((s, "plateau")),
             (None, None) => None,
         },
     };
@@ -430,11 +431,13 @@ mod tests {
         assert!(!v[2].passed);
         assert!((v[2].observed.unwrap() - (1.0 - 422.99 / 1468.84)).abs() < 1e-9, "{v:#?}");
         assert!(v[2].observed_text.ends_with("at connections=48"), "{}", v[2].observed_text);
-        // The first knee is the plateau at 16 (throughput fell 9.6% while latency doubled): before the collapse.
+        // The knee is the collapse at 32, as the sweep's knee is (the plateau at 16 came first, and its own check
+        // names it): labelled and explained as the collapse.
         assert!(
-            v[3].passed && v[3].observed == Some(16.0) && v[3].observed_text == "connections=16 (plateau)",
+            v[3].passed && v[3].observed == Some(32.0) && v[3].observed_text == "connections=32 (collapse)",
             "{v:#?}"
         );
+        assert!(v[3].note.as_deref().unwrap().starts_with("throughput collapsed at connections=32"), "{v:#?}");
         assert!(!v[4].passed && v[4].observed == Some(16.0));
         assert!(v[5].passed);
     }

@@ -12,10 +12,16 @@
 //!    becomes the lowest rate that failed, the highest rate below it that held becomes the candidate, and the
 //!    search bisects again (or stops when no rate below it held).
 //!
+//! A step the generator could not send (invalid as a measurement) is a measurement of the generator: what it sent
+//! is its ceiling here, and no rate above it can be judged. The search then bisects between the highest rate that
+//! held and that ceiling (the lowest of the ceilings seen, or the lowest rate that failed if lower), as it bisects
+//! below a rate that failed, and reports the capacity as "at least X, the generator's limit here is Y".
+//!
 //! It stops when the precision is reached and confirmed, when `to` held and was confirmed (the capacity is at
-//! least `to`), when `from` failed (the capacity is below it), when a step is invalid as a measurement (the
-//! generator could not send its rate), when the next step could not end within `max_duration` ([`drive`] checks
-//! before every step after the first), or when the run is interrupted.
+//! least `to`), when `from` failed (the capacity is below it), when the highest rate that held is within the
+//! precision of the generator's ceiling (the capacity is at least that rate), when no step could be judged (the
+//! first step was invalid as a measurement), when the next step could not end within `max_duration` ([`drive`]
+//! checks before every step after the first), or when the run is interrupted.
 
 use std::time::{Duration, Instant};
 
@@ -72,6 +78,9 @@ pub struct Search {
     /// The rates that held and were not refuted by a failed confirmation, ascending.
     held: Vec<f64>,
     failed_at: Option<f64>,
+    /// The least rate the generator sent at a step it could not send (invalid as a measurement): no rate above it
+    /// can be judged here.
+    generator_limit: Option<f64>,
     /// Confirmations the highest rate that held has passed.
     confirmations: u32,
     stopped: Option<CapacityStop>,
@@ -79,7 +88,12 @@ pub struct Search {
 
 impl Search {
     pub fn new(params: SearchParams) -> Search {
-        Search { params, held: Vec::new(), failed_at: None, confirmations: 0, stopped: None }
+        Search { params, held: Vec::new(), failed_at: None, generator_limit: None, confirmations: 0, stopped: None }
+    }
+
+    /// The generator's ceiling: the least rate it sent at a step it could not send.
+    pub fn generator_limit(&self) -> Option<f64> {
+        self.generator_limit
     }
 
     /// The highest rate that held (and was not refuted).
@@ -103,13 +117,21 @@ impl Search {
             return Next::Stop(stop);
         }
         let p = &self.params;
-        match (self.capacity(), self.failed_at) {
+        // The rates above this cannot hold (one failed) or cannot be judged (the generator could not send them).
+        let (upper, by_generator) = match (self.failed_at, self.generator_limit) {
+            (Some(f), Some(g)) if g < f => (Some(g), true),
+            (Some(f), _) => (Some(f), false),
+            (None, g) => (g, g.is_some()),
+        };
+        match (self.capacity(), upper) {
             (None, None) => Next::Run { rate: p.from, stage: CapacityStage::StepUp },
+            (None, Some(_)) if by_generator => Next::Stop(CapacityStop::InvalidStep),
             (None, Some(_)) => Next::Stop(CapacityStop::LowerBoundFailed),
             (Some(c), None) if c >= p.to => self.confirm_or(c, CapacityStop::UpperBoundPassed),
             (Some(c), None) => Next::Run { rate: step_up(c, p.step).min(p.to), stage: CapacityStage::StepUp },
-            (Some(c), Some(f)) => match midpoint(c, f) {
-                Some(mid) if f > c * (1.0 + p.precision) => Next::Run { rate: mid, stage: CapacityStage::Bisect },
+            (Some(c), Some(u)) => match midpoint(c, u) {
+                Some(mid) if u > c * (1.0 + p.precision) => Next::Run { rate: mid, stage: CapacityStage::Bisect },
+                _ if by_generator => self.confirm_or(c, CapacityStop::GeneratorLimit),
                 _ => self.confirm_or(c, CapacityStop::PrecisionReached),
             },
         }
@@ -123,10 +145,19 @@ impl Search {
         }
     }
 
-    /// How the step at `rate` fared.
-    pub fn record(&mut self, rate: f64, stage: CapacityStage, verdict: StepVerdict) {
+    /// How the step at `rate` fared, the generator having sent `sent` requests per second.
+    pub fn record(&mut self, rate: f64, stage: CapacityStage, verdict: StepVerdict, sent: f64) {
         match verdict {
-            StepVerdict::Invalid => self.stopped = Some(CapacityStop::InvalidStep),
+            StepVerdict::Invalid => {
+                // What it sent, and never below a rate it sent before (a noisy generator sends a little less at
+                // a higher rate): the bisection's upper end.
+                let ceiling = sent.min(rate).max(self.capacity().unwrap_or(0.0));
+                self.generator_limit = Some(self.generator_limit.map_or(ceiling, |g| g.min(ceiling)));
+                // The generator cannot send again a rate that held: nothing more can be judged here.
+                if stage == CapacityStage::Confirm {
+                    self.stopped = Some(CapacityStop::GeneratorLimit);
+                }
+            }
             StepVerdict::Pass if stage == CapacityStage::Confirm => self.confirmations += 1,
             StepVerdict::Pass => {
                 if self.capacity().is_none_or(|c| rate > c) {
@@ -189,14 +220,14 @@ pub struct Budget {
     pub pause: f64,
 }
 
-/// Runs a search to its end. `run` runs one step and says how it fared (`None`: the run was interrupted, the
-/// search stops); `elapsed` is the time since the search started. The first step always runs; a later one
+/// Runs a search to its end. `run` runs one step and says how it fared and the rate the generator sent (`None`:
+/// the run was interrupted, the search stops); `elapsed` is the time since the search started. The first step always runs; a later one
 /// only when it can end (its pause and its load) within the budget.
 pub fn drive(
     params: SearchParams,
     budget: Budget,
     mut elapsed: impl FnMut() -> f64,
-    mut run: impl FnMut(f64, CapacityStage) -> Option<StepVerdict>,
+    mut run: impl FnMut(f64, CapacityStage) -> Option<(StepVerdict, f64)>,
 ) -> Search {
     let mut search = Search::new(params);
     let mut first = true;
@@ -207,7 +238,7 @@ pub fn drive(
         }
         first = false;
         match run(rate, stage) {
-            Some(verdict) => search.record(rate, stage, verdict),
+            Some((verdict, sent)) => search.record(rate, stage, verdict, sent),
             None => search.stop(CapacityStop::Interrupted),
         }
     }
@@ -271,8 +302,9 @@ pub fn search(
             let record = step_record(number, stage, rate, &r, verdict, reasons);
             observer.event(&Event::CapacityStep { phase, step: &record });
             let halted = session.halted().is_some();
+            let sent = record.achieved_rate;
             runs.push((record, r));
-            (!halted).then_some(verdict)
+            (!halted).then_some((verdict, sent))
         },
     );
     if let Some(e) = error {
@@ -323,8 +355,20 @@ fn assemble(
         .and_then(|rate| runs.iter().rposition(|(s, _)| s.verdict == StepVerdict::Pass && s.rate == rate))
         .unwrap_or(0);
     let steps: Vec<CapacityStep> = runs.iter().map(|(s, _)| s.clone()).collect();
-    let invalid = steps.iter().find(|s| s.verdict == StepVerdict::Invalid);
-    let reason = stop_reason(stop, capacity, search.failed_at(), c.precision.0, c.max_duration.as_secs_f64(), invalid);
+    // The step that showed the generator's ceiling: the invalid one that sent least.
+    let invalid = steps
+        .iter()
+        .filter(|s| s.verdict == StepVerdict::Invalid)
+        .min_by(|a, b| a.achieved_rate.total_cmp(&b.achieved_rate));
+    let reason = stop_reason(
+        stop,
+        capacity,
+        search.failed_at(),
+        search.generator_limit(),
+        c.precision.0,
+        c.max_duration.as_secs_f64(),
+        invalid,
+    );
     if decided >= runs.len() {
         return None;
     }
@@ -353,9 +397,14 @@ fn assemble(
         }
         _ => {}
     }
+    // Steps the generator could not send are said, whatever stopped the search; they stop nothing being judged.
+    if search.generator_limit().is_some() && stop != CapacityStop::InvalidStep {
+        result.validity.warnings.push(Problem { kind: "capacity_generator_limit".into(), message: reason.clone() });
+    }
     result.capacity = Some(Capacity {
         capacity,
         failed_at: search.failed_at(),
+        generator_limit: search.generator_limit(),
         confirmed: search.confirmed(),
         stop,
         stop_reason: reason,
@@ -394,7 +443,8 @@ mod tests {
             |rate, stage| {
                 clock.set(clock.get() + 1.0);
                 ran.push((rate, stage));
-                Some(holds(rate, ran.len()))
+                let verdict = holds(rate, ran.len());
+                Some((verdict, rate))
             },
         );
         (search, ran)
@@ -477,17 +527,77 @@ mod tests {
         assert!(s.confirmed());
     }
 
+    /// A search against a target that holds every rate up to `capacity` and a generator that sends at most
+    /// `ceiling`: a step above it is invalid as a measurement, having sent `ceiling`.
+    fn against_generator(p: SearchParams, capacity: f64, ceiling: f64) -> (Search, Vec<(f64, CapacityStage)>) {
+        let mut ran = Vec::new();
+        let search = drive(
+            p,
+            Budget { max: 1e9, step: 1.0, pause: 0.0 },
+            || 0.0,
+            |rate, stage| {
+                ran.push((rate, stage));
+                Some(if rate > ceiling {
+                    (StepVerdict::Invalid, ceiling)
+                } else if rate <= capacity {
+                    (StepVerdict::Pass, rate)
+                } else {
+                    (StepVerdict::Fail, rate)
+                })
+            },
+        );
+        (search, ran)
+    }
+
     #[test]
-    fn an_invalid_step_stops_the_search_and_keeps_what_held() {
-        let (s, ran) = against(params(100.0, 100_000.0, 0.02, 1), |rate, _| {
-            if rate >= 800.0 {
-                StepVerdict::Invalid
-            } else {
-                StepVerdict::Pass
-            }
-        });
+    fn a_step_the_generator_could_not_send_bisects_up_to_its_ceiling() {
+        // Issue 34: 10k, 20k, 40k held, 80k was limited by the generator (51.6k sent): the search bisects between
+        // 40k and 51.6k, and the capacity is at least the highest rate that held there.
+        let (s, ran) = against_generator(params(10_000.0, 1e6, 0.02, 1), 1e9, 51_600.0);
+        use CapacityStage::*;
+        assert_eq!(&ran[..4], [(10_000.0, StepUp), (20_000.0, StepUp), (40_000.0, StepUp), (80_000.0, StepUp)]);
+        assert_eq!(ran[4], (45_800.0, Bisect), "halfway between 40,000 and what the generator sent");
+        assert!(ran[4..ran.len() - 1].iter().all(|(r, st)| *st == Bisect && *r > 40_000.0 && *r < 51_600.0), "{ran:?}");
+        assert_eq!(s.stopped(), Some(CapacityStop::GeneratorLimit));
+        assert_eq!(s.generator_limit(), Some(51_600.0));
+        let c = s.capacity().unwrap();
+        assert!(c > 40_000.0 && c < 51_600.0 && 51_600.0 <= c * 1.02, "{c}");
+        assert_eq!(s.failed_at(), None);
+        assert!(s.confirmed());
+        assert_eq!(ran.last(), Some(&(c, Confirm)));
+    }
+
+    #[test]
+    fn a_target_limit_below_the_generators_ceiling_is_found_as_ever() {
+        let (s, _) = against_generator(params(10_000.0, 1e6, 0.02, 1), 45_000.0, 51_600.0);
+        assert_eq!(s.stopped(), Some(CapacityStop::PrecisionReached));
+        let (c, f) = (s.capacity().unwrap(), s.failed_at().unwrap());
+        assert!(c <= 45_000.0 && f > 45_000.0 && f <= c * 1.02, "{c} {f}");
+        assert_eq!(s.generator_limit(), Some(51_600.0));
+    }
+
+    #[test]
+    fn only_a_search_where_no_step_could_be_judged_is_invalid() {
+        let (s, ran) = against_generator(params(100_000.0, 1e6, 0.02, 1), 1e9, 51_600.0);
         assert_eq!(s.stopped(), Some(CapacityStop::InvalidStep));
-        assert_eq!((s.capacity(), ran.len()), (Some(400.0), 4));
+        assert_eq!((s.capacity(), s.failed_at(), ran.len()), (None, None, 1));
+        // A confirmation the generator could not send ends the search at the rate that held, unconfirmed.
+        let mut n = 0;
+        let s = drive(
+            params(1_000.0, 1e6, 0.02, 1),
+            Budget { max: 1e9, step: 1.0, pause: 0.0 },
+            || 0.0,
+            |rate, stage| {
+                n += 1;
+                Some(match stage {
+                    CapacityStage::Confirm => (StepVerdict::Invalid, rate * 0.9),
+                    _ if rate <= 2_000.0 => (StepVerdict::Pass, rate),
+                    _ => (StepVerdict::Fail, rate),
+                })
+            },
+        );
+        assert_eq!(s.stopped(), Some(CapacityStop::GeneratorLimit));
+        assert!(!s.confirmed() && s.capacity().is_some() && n < 20);
     }
 
     #[test]
@@ -501,7 +611,7 @@ mod tests {
             |rate, _| {
                 clock.set(clock.get() + if ran == 0 { 2.0 } else { 2.5 });
                 ran += 1;
-                Some(if rate <= 3_000.0 { StepVerdict::Pass } else { StepVerdict::Fail })
+                Some((if rate <= 3_000.0 { StepVerdict::Pass } else { StepVerdict::Fail }, rate))
             },
         );
         assert_eq!(s.stopped(), Some(CapacityStop::TimeBudget));
@@ -521,7 +631,7 @@ mod tests {
             || 0.0,
             |_, _| {
                 n += 1;
-                (n < 3).then_some(StepVerdict::Pass)
+                (n < 3).then_some((StepVerdict::Pass, 100.0))
             },
         );
         assert_eq!(s.stopped(), Some(CapacityStop::Interrupted));

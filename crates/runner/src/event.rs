@@ -20,6 +20,7 @@ pub enum Event<'a> {
     /// The run was recorded in a history store (`--history`); `new` is false when it was there already.
     Recorded { store: String, run_id: String, new: bool },
     /// The target could not be started or never became ready: the run cannot be carried out.
+    /// `error` is a sentence: `the target could not be started: ...`, or what a target given by URL did not do.
     TargetFailed { error: String },
     /// The target accepts requests; `waited` is the time from start to ready, for a command loadgate started.
     TargetReady { kind: &'a str, base_url: &'a str, pid: Option<u32>, waited: Option<Duration> },

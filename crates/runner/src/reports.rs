@@ -99,7 +99,9 @@ impl ReportWriter {
     /// Appends the Markdown report to a file such as GitHub's `GITHUB_STEP_SUMMARY`.
     pub fn append_markdown(&self, results: &RunResults, path: &Path) -> Result<(), WriteFailure> {
         let fail = |error: String| WriteFailure { path: path.to_owned(), error };
-        let md = loadgate_report::markdown(results, self.template.as_deref()).map_err(|e| fail(e.to_string()))?;
+        // The plots are files beside report.md, not beside a job summary: no links to them.
+        let md =
+            loadgate_report::markdown_summary(results, self.template.as_deref()).map_err(|e| fail(e.to_string()))?;
         let md = self.secrets.scrub(&md);
         std::fs::OpenOptions::new()
             .create(true)

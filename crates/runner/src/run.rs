@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use loadgate_machine::hardware::{self, AppliedPinning, PinningDecision};
-use loadgate_plan::{ExecutionPlan, OnInconclusive, Phase, Restart, RoundOrder, WorkerPlan};
+use loadgate_plan::{ExecutionPlan, OnInconclusive, Phase, Restart, RoundOrder, TargetPlan, WorkerPlan};
 use loadgate_results::gate::Baseline;
 use loadgate_results::{
     DiscardedRound, GatingInfo, Outcome, OutcomeStatus, RunResults, ScenarioResult, SpecInfo, StatisticalStatus,
@@ -166,7 +166,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     let mut sessions = match start_sessions(plan, &sides, &target_opts, &workers, &session_opts, observer) {
         Ok(s) => s,
         Err(message) => {
-            let reason = format!("the target could not be started: {message}");
+            let reason = message;
             results.outcome = Outcome::run_failed(vec![reason.clone()]);
             // Every instance is named as not run, with the reason; the run ended (it was not interrupted).
             results.not_run = not_run(plan, &results, &reason);
@@ -404,6 +404,11 @@ fn start_sessions(
         let target = RunningTarget::start(target_plan, target_opts, observer).map_err(|message| {
             let message =
                 if sides.len() > 1 { format!("{} ({}): {message}", side.letter(), side_name(*side)) } else { message };
+            // A target given by URL is not started: its messages name it (`the target URL cannot be talked to`).
+            let message = match target_plan {
+                TargetPlan::Url { .. } => message,
+                _ => format!("the target could not be started: {message}"),
+            };
             observer.event(&Event::TargetFailed { error: message.clone() });
             message
         })?;

@@ -416,73 +416,17 @@ pub fn run_local(
 
 /// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).
 pub fn rfc3339(t: SystemTime, millis: bool) -> String {
-    let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if mo <= 2 { y + 1 } else { y };
-    if millis {
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{:03}Z", since.subsec_millis())
-    } else {
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
-    }
+    let format = if millis { chrono::SecondsFormat::Millis } else { chrono::SecondsFormat::Secs };
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(format, true)
 }
 
 /// Reads an RFC 3339 time: `2026-11-23T10:00:00Z`, with optional fractional seconds and a `+HH:MM` or `-HH:MM`
-/// offset instead of `Z`.
+/// offset instead of `Z`. A date that does not exist (`2026-02-31`) is refused, not rolled into the next month.
 pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
-    let bad = || format!("`{text}` is not an RFC 3339 time such as 2026-11-23T10:00:00Z");
     let t = text.trim();
-    let num = |s: &str| s.parse::<i64>().map_err(|_| bad());
-    let (date, rest) = t.split_once(['T', 't', ' ']).ok_or_else(bad)?;
-    let mut d = date.split('-');
-    let (y, mo, day) =
-        (num(d.next().ok_or_else(bad)?)?, num(d.next().ok_or_else(bad)?)?, num(d.next().ok_or_else(bad)?)?);
-    let (clock, offset) = if let Some(c) = rest.strip_suffix(['Z', 'z']) {
-        (c, 0)
-    } else {
-        let at = rest.rfind(['+', '-']).ok_or_else(bad)?;
-        let (c, o) = rest.split_at(at);
-        let sign = if o.starts_with('-') { -1 } else { 1 };
-        let (oh, om) = o[1..].split_once(':').ok_or_else(bad)?;
-        (c, sign * (num(oh)? * 3600 + num(om)? * 60))
-    };
-    let (hms, frac) = clock.split_once('.').unwrap_or((clock, ""));
-    let mut c = hms.split(':');
-    let (h, mi, s) =
-        (num(c.next().ok_or_else(bad)?)?, num(c.next().ok_or_else(bad)?)?, num(c.next().ok_or_else(bad)?)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&day) || h > 23 || mi > 59 || s > 60 {
-        return Err(bad());
-    }
-    let nanos: u32 = if frac.is_empty() {
-        0
-    } else {
-        let digits: String = frac.chars().take(9).collect();
-        let n: u32 = digits.parse().map_err(|_| bad())?;
-        n * 10u32.pow(9 - digits.len() as u32)
-    };
-    // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset;
-    let secs = u64::try_from(secs).map_err(|_| bad())?;
-    Ok(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
+    let parsed = chrono::DateTime::parse_from_rfc3339(t)
+        .map_err(|e| format!("`{text}` is not an RFC 3339 time such as 2026-11-23T10:00:00Z ({e})"))?;
+    Ok(parsed.into())
 }
 
 #[cfg(test)]
@@ -497,6 +441,9 @@ mod tests {
         assert_eq!(parse_rfc3339("1970-01-01T01:00:00+01:00").unwrap(), SystemTime::UNIX_EPOCH);
         assert!(parse_rfc3339("yesterday").is_err());
         assert!(parse_rfc3339("2026-13-01T00:00:00Z").is_err());
+        assert!(parse_rfc3339("2026-02-31T00:00:00Z").is_err(), "no such day: not rolled into March");
+        assert!(parse_rfc3339("2028-02-29T00:00:00Z").is_ok());
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH, false), "1970-01-01T00:00:00Z");
     }
 
     #[test]

@@ -13,6 +13,9 @@ use loadgate_target::launch::{self, LaunchSpec};
 
 use crate::event::{Event, Observer};
 
+/// How long the probe of a target given by URL waits for its handshake.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How a `builtin:` target is started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BuiltinServer {
@@ -60,7 +63,22 @@ impl RunningTarget {
                 let (addr, host) = resolve(base_url)?;
                 let tls = tls.as_ref().map(|t| tls_client(t, base_url, opts.source_dir, None)).transpose()?;
                 if !launch::tcp_reachable(addr, Duration::from_secs(5)) {
-                    return Err(format!("the target {base_url} does not accept connections at {addr}"));
+                    return Err(format!(
+                        "the target {base_url} cannot be reached: it does not accept connections at {addr}"
+                    ));
+                }
+                // Probed before the load as a started target is: a target the load cannot talk to (a certificate
+                // it refuses, another protocol) is a run that cannot be carried out, not a measurement.
+                let cannot = |why: String| format!("the target {base_url} cannot be talked to: {why}");
+                match &tls {
+                    Some(client) => {
+                        loadgate_target::tls_handshake(probe_tls(client), &[addr], plan.protocol(), PROBE_TIMEOUT)
+                            .map_err(cannot)?;
+                    }
+                    None if plan.protocol() == loadgate_model::Protocol::Http2 => {
+                        loadgate_target::speaks_h2c(&[addr], PROBE_TIMEOUT).map_err(cannot)?;
+                    }
+                    None => {}
                 }
                 if opts.cpus.is_some() {
                     observer.event(&Event::Warning(
@@ -196,31 +214,11 @@ impl RunningTarget {
     }
 }
 
-/// The `Host` header: the port is left out where it is the scheme's default.
-fn host_header(host: &str, port: u16, default_port: u16) -> String {
-    if port == default_port {
-        host.to_owned()
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-/// Splits `http://host:port/prefix` (or `https://...`) into host, port and the scheme's default port.
+/// Splits `http://host:port/prefix` (or `https://...`) into host, port and the scheme's default port, with the
+/// one URL parser (`loadgate_model::url`).
 fn host_port(base_url: &str) -> Option<(String, u16, u16)> {
-    let (rest, default) = match base_url.strip_prefix("http://") {
-        Some(rest) => (rest, 80),
-        None => (base_url.strip_prefix("https://")?, 443),
-    };
-    let authority = rest.split(['/', '?', '#']).next()?;
-    if let Some(stripped) = authority.strip_prefix('[') {
-        let (h, p) = stripped.split_once(']')?;
-        let port = p.strip_prefix(':').map(|p| p.parse().ok()).unwrap_or(Some(default))?;
-        return Some((format!("[{h}]"), port, default));
-    }
-    match authority.rsplit_once(':') {
-        Some((h, p)) => Some((h.to_owned(), p.parse().ok()?, default)),
-        None => Some((authority.to_owned(), default, default)),
-    }
+    let url = loadgate_model::url::HttpUrl::parse(base_url).ok()?;
+    Some((url.host.clone(), url.port, if url.https { 443 } else { 80 }))
 }
 
 /// How a readiness probe speaks TLS to the target: as the load does, and saying what a failure means in the
@@ -274,7 +272,8 @@ pub fn resolve(base_url: &str) -> Result<(SocketAddr, String), String> {
         .map_err(|e| format!("cannot resolve {host}: {e}"))?
         .next()
         .ok_or_else(|| format!("{host} resolves to no address"))?;
-    Ok((addr, host_header(&host, port, default_port)))
+    let host_header = if port == default_port { host } else { format!("{host}:{port}") };
+    Ok((addr, host_header))
 }
 
 #[cfg(test)]
@@ -289,8 +288,6 @@ mod tests {
         assert_eq!(host_port("https://example"), Some(("example".into(), 443, 443)));
         assert_eq!(host_port("https://[::1]/p"), Some(("[::1]".into(), 443, 443)));
         assert_eq!(host_port("ftp://example"), None);
-        assert_eq!(host_header("h", 80, 80), "h");
-        assert_eq!(host_header("h", 81, 80), "h:81");
-        assert_eq!(host_header("h", 443, 443), "h");
+        assert_eq!(host_port("HTTP://Example:81"), Some(("example".into(), 81, 80)));
     }
 }

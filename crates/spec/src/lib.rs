@@ -54,8 +54,12 @@ pub fn load_str(file: &str, text: &str, opts: &LoadOptions) -> Result<Spec, Spec
         Ok(root) => parse::read_spec(&root, opts, &mut diags),
         Err(e) => {
             diags.push(
-                Diagnostic::error(&node::Path::root(), e.span.or(Some(node::Span { line: 1, col: 1 })), e.message)
-                    .help(e.help),
+                Diagnostic::error(
+                    &e.path.unwrap_or_default(),
+                    e.span.or(Some(node::Span { line: 1, col: 1 })),
+                    e.message,
+                )
+                .help(e.help),
             );
             (None, parse::command_line_secrets(opts))
         }

@@ -22,11 +22,13 @@ pub struct SyntaxError {
     pub message: String,
     pub span: Option<Span>,
     pub help: String,
+    /// The YAML path of the value the error is about, when the parser got that far.
+    pub path: Option<crate::node::Path>,
 }
 
 impl SyntaxError {
     fn new(message: impl Into<String>, span: Span, help: impl Into<String>) -> Self {
-        SyntaxError { message: message.into(), span: Some(span), help: help.into() }
+        SyntaxError { message: message.into(), span: Some(span), help: help.into(), path: None }
     }
 }
 
@@ -34,7 +36,38 @@ const NESTS_TOO_DEEPLY: &str = "a spec nests a few levels at most; look for a ru
 
 /// Parses `text` into a located node tree.
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+    if let Some(e) = control_bytes(text) {
+        return Err(e);
+    }
     Builder::new(text).run()
+}
+
+/// The first line holding bytes that no YAML text may hold (C0 controls other than tab, line feed and carriage
+/// return, DEL, C1 controls), named with their values: a binary file is named as such, not read as a spec
+/// missing its keys.
+fn control_bytes(text: &str) -> Option<SyntaxError> {
+    let bad = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    let (line_index, line) = text.split('\n').enumerate().find(|(_, l)| l.chars().any(bad))?;
+    let col = line.chars().position(bad).unwrap_or(0) + 1;
+    let mut bytes: Vec<String> = Vec::new();
+    for c in line.chars().filter(|c| bad(*c)) {
+        let name = format!("0x{:02X}", c as u32);
+        if !bytes.contains(&name) {
+            bytes.push(name);
+        }
+    }
+    let count = line.chars().filter(|c| bad(*c)).count();
+    let shown = if bytes.len() > 8 { format!("{}, ...", bytes[..8].join(", ")) } else { bytes.join(", ") };
+    Some(SyntaxError::new(
+        format!(
+            "line {} holds {count} control byte{} ({shown}) that a YAML text cannot hold",
+            line_index + 1,
+            if count == 1 { "" } else { "s" }
+        ),
+        Span { line: line_index + 1, col },
+        "a spec is a text file: is this a binary file, or a text saved in another encoding (UTF-16)? Save it as \
+         UTF-8 text",
+    ))
 }
 
 /// Parses a single scalar as YAML would (`64` -> integer, `true` -> boolean, `1.5` -> float, anything else ->
@@ -249,34 +282,35 @@ impl<'t> Builder<'t> {
             self.charge(nodes, bytes, span)?;
             self.anchors.insert(anchor, Anchored { node: node.clone(), nodes, bytes, height });
         }
+        // A key of a mapping written a second time, reported where it repeats.
+        if let Some(Frame::Map { key: None, seen, .. }) = self.stack.last() {
+            if !matches!(node.kind, NodeKind::Seq(_) | NodeKind::Map(_)) {
+                let name = key_name(&node, key_text.clone());
+                if let Some(first) = seen.get(&name) {
+                    return Err(SyntaxError {
+                        path: Some(self.path_of_pending_key(&name)),
+                        ..SyntaxError::new(
+                            format!("the key `{name}` appears twice in this mapping"),
+                            node.span.unwrap_or(span),
+                            format!(
+                                "each key may appear once in a mapping; the first `{name}` is at line {}: rename or \
+                                 remove one of them",
+                                first.line
+                            ),
+                        )
+                    });
+                }
+            }
+        }
         match self.stack.last_mut() {
             None => self.root = Some(node),
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Map { entries, key, seen, .. }) => match key.take() {
                 Some(k) => entries.push((k, node)),
                 None => {
-                    let name = match (&node.kind, key_text) {
-                        (NodeKind::Null, _) => "~".to_owned(),
-                        (NodeKind::Bool(b), _) => b.to_string(),
-                        (NodeKind::Int(i), _) => i.to_string(),
-                        (NodeKind::Str(s), _) => s.clone(),
-                        (NodeKind::Float(_), Some(text)) => text,
-                        (NodeKind::Float(f), None) => f.to_string(),
-                        (NodeKind::Seq(_) | NodeKind::Map(_), _) => "<complex key>".to_owned(),
-                    };
+                    let name = key_name(&node, key_text);
                     let key_span = node.span.unwrap_or(span);
                     if !matches!(node.kind, NodeKind::Seq(_) | NodeKind::Map(_)) {
-                        if let Some(first) = seen.get(&name) {
-                            return Err(SyntaxError::new(
-                                format!("the key `{name}` appears twice in this mapping"),
-                                key_span,
-                                format!(
-                                    "each key may appear once in a mapping; the first `{name}` is at line {}: rename \
-                                     or remove one of them",
-                                    first.line
-                                ),
-                            ));
-                        }
                         seen.insert(name.clone(), key_span);
                     }
                     *key = Some(Key { name, span: Some(key_span) });
@@ -284,6 +318,20 @@ impl<'t> Builder<'t> {
             },
         }
         Ok(())
+    }
+
+    /// The YAML path of a key `name` of the innermost mapping being read.
+    fn path_of_pending_key(&self, name: &str) -> crate::node::Path {
+        let mut path = crate::node::Path::root();
+        let outer = self.stack.len().saturating_sub(1);
+        for frame in &self.stack[..outer] {
+            path = match frame {
+                Frame::Seq { items, .. } => path.index(items.len()),
+                Frame::Map { key: Some(k), .. } => path.key(&k.name),
+                Frame::Map { key: None, .. } => path,
+            };
+        }
+        path.key(name)
     }
 
     fn char_at(&self, index: usize) -> Option<char> {
@@ -385,6 +433,19 @@ impl<'t> Builder<'t> {
 }
 
 /// yaml-rust2 counts lines from 1 and columns from 0; diagnostics count both from 1.
+/// The text of a mapping's key, as a duplicate is named.
+fn key_name(node: &Node, key_text: Option<String>) -> String {
+    match (&node.kind, key_text) {
+        (NodeKind::Null, _) => "~".to_owned(),
+        (NodeKind::Bool(b), _) => b.to_string(),
+        (NodeKind::Int(i), _) => i.to_string(),
+        (NodeKind::Str(s), _) => s.clone(),
+        (NodeKind::Float(_), Some(text)) => text,
+        (NodeKind::Float(f), None) => f.to_string(),
+        (NodeKind::Seq(_) | NodeKind::Map(_), _) => "<complex key>".to_owned(),
+    }
+}
+
 fn span_of(mark: Marker) -> Span {
     Span { line: mark.line().max(1), col: mark.col() + 1 }
 }

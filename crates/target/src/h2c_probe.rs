@@ -63,3 +63,48 @@ where
     let response = response.await.map_err(|e| failed("response", e))?;
     Ok(response.status().as_u16())
 }
+
+/// Whether the server at the first of `addrs` that accepts speaks h2c with prior knowledge, as the load's
+/// connections will: it answers the HTTP/2 preface and an empty SETTINGS frame with a SETTINGS frame. Nothing
+/// else is sent (no request reaches the server).
+pub fn speaks_h2c(addrs: &[SocketAddr], timeout: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let mut last = "no address to connect to".to_owned();
+    for addr in addrs {
+        let mut tcp = match std::net::TcpStream::connect_timeout(addr, timeout) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                last = format!("TCP connect to {addr} failed: {e}");
+                continue;
+            }
+        };
+        let failed = |e: std::io::Error| format!("h2c with {addr} failed: {e}");
+        tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
+        tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
+        tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").map_err(failed)?;
+        let mut head = [0u8; 9];
+        let mut got = 0;
+        while got < head.len() {
+            match tcp.read(&mut head[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if got == 0 => {
+                    return Err(format!(
+                        "{addr} did not answer the HTTP/2 preface ({e}): `target.protocol: http2` over `http://` \
+                         speaks h2c with prior knowledge, which it does not seem to speak"
+                    ))
+                }
+                Err(_) => break,
+            }
+        }
+        if got == head.len() && head[3] == 0x4 {
+            return Ok(());
+        }
+        let shown = String::from_utf8_lossy(&head[..got]).escape_debug().to_string();
+        return Err(format!(
+            "{addr} answered the HTTP/2 preface with `{shown}`, not an HTTP/2 SETTINGS frame: it does not speak h2c \
+             (`target.protocol: http2` over `http://`); use `http1`, or `https://` for HTTP/2 over TLS"
+        ));
+    }
+    Err(last)
+}

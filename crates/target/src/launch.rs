@@ -459,7 +459,7 @@ impl Target {
                 (timeout.as_std(), interval.as_std().max(Duration::from_millis(10)))
             }
         };
-        let url = reqwest::Url::parse(base_url)
+        let url = url::Url::parse(base_url)
             .map_err(|e| TargetError::InvalidLaunch(format!("the base URL `{base_url}` does not parse: {e}")))?;
         let addrs = || -> Result<Vec<SocketAddr>, TargetError> {
             url.socket_addrs(|| None)
@@ -498,28 +498,12 @@ impl Target {
             }
             (ReadyProbe::HttpGet { path, status, .. }, None) => {
                 let full = join_url(base_url, path);
+                let (host, target) = host_and_target(base_url, &url, &full)?;
+                let addrs = addrs()?;
                 let expected = *status;
-                let mut client = None;
-                Box::new(move |per_try: Duration| {
-                    if client.is_none() {
-                        let builder =
-                            reqwest::blocking::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none());
-                        client =
-                            Some(builder.build().map_err(|e| {
-                                Failed::retry(format!("cannot build an HTTP client: {}", root_cause(&e)))
-                            })?);
-                    }
-                    let Some(c) = client.as_ref() else {
-                        return Err(Failed::retry("no HTTP client".to_owned()));
-                    };
-                    match c.get(&full).timeout(per_try).send() {
-                        Ok(resp) if resp.status().as_u16() == expected => Ok(()),
-                        Ok(resp) => Err(Failed::retry(format!(
-                            "GET {full} answered {}, expected {expected}",
-                            resp.status().as_u16()
-                        ))),
-                        Err(e) => Err(Failed::retry(format!("GET {full} failed: {}", root_cause(&e)))),
-                    }
+                Box::new(move |per_try: Duration| match tls_probe::get_status_plain(&addrs, &host, &target, per_try)? {
+                    got if got == expected => Ok(()),
+                    got => Err(Failed::retry(format!("GET {full} answered {got}, expected {expected}"))),
                 })
             }
             (ReadyProbe::Tcp { .. }, _) => {
@@ -733,14 +717,6 @@ fn join_url(base: &str, path: &str) -> String {
     }
 }
 
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
 /// The last `n` lines of a file (reading at most its last 64 KiB).
 fn tail_lines(path: &Path, n: usize) -> Vec<String> {
     const MAX: u64 = 64 * 1024;
@@ -766,8 +742,8 @@ fn tail_lines(path: &Path, n: usize) -> Vec<String> {
 }
 
 /// The `Host` (or `:authority`) of `base_url` and the path and query of the probe URL `full`.
-fn host_and_target(base_url: &str, url: &reqwest::Url, full: &str) -> Result<(String, String), TargetError> {
-    let joined = reqwest::Url::parse(full)
+fn host_and_target(base_url: &str, url: &url::Url, full: &str) -> Result<(String, String), TargetError> {
+    let joined = url::Url::parse(full)
         .map_err(|e| TargetError::InvalidLaunch(format!("the probe URL `{full}` does not parse: {e}")))?;
     let target = match joined.query() {
         Some(q) => format!("{}?{q}", joined.path()),

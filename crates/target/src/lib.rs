@@ -31,4 +31,5 @@ mod tls_probe;
 pub mod watchdog;
 
 pub use error::TargetError;
-pub use tls_probe::ProbeTls;
+pub use h2c_probe::speaks_h2c;
+pub use tls_probe::{handshake as tls_handshake, ProbeTls};

@@ -81,6 +81,51 @@ impl Failed {
     }
 }
 
+/// One TLS handshake with the first of `addrs` that accepts, as the load's connections make it (the load's
+/// client configuration, server name and ALPN under `protocol`), and nothing sent after it: whether the target
+/// can be talked to over TLS at all. Any failure is said in the load's words (a certificate refused, an alert, a
+/// server that answers the handshake with something that is not TLS).
+pub fn handshake(tls: ProbeTls, addrs: &[SocketAddr], protocol: Protocol, timeout: Duration) -> Result<(), String> {
+    let tls = tls.offering(protocol);
+    let mut last = "no address to connect to".to_owned();
+    for addr in addrs {
+        let mut tcp = match TcpStream::connect_timeout(addr, timeout) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                last = format!("TCP connect to {addr} failed: {e}");
+                continue;
+            }
+        };
+        let io = |e: std::io::Error| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(t) => match t {
+                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
+                    format!("{}: does it speak TLS? An `http://` URL names a plain-text server", (tls.explain)(t))
+                }
+                _ => (tls.explain)(t),
+            },
+            None if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                format!("no TLS handshake with {addr} within {timeout:?}: does it speak TLS?")
+            }
+            None => format!("the TLS handshake with {addr} failed: {e} (does it speak TLS?)"),
+        };
+        tcp.set_read_timeout(Some(timeout)).map_err(io)?;
+        tcp.set_write_timeout(Some(timeout)).map_err(io)?;
+        let mut conn =
+            ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(|e| (tls.explain)(&e))?;
+        while conn.is_handshaking() {
+            match conn.complete_io(&mut tcp) {
+                Ok((0, 0)) if conn.is_handshaking() => {
+                    return Err(format!("{addr} closed the connection during the TLS handshake: does it speak TLS?"))
+                }
+                Ok(_) => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        return Ok(());
+    }
+    Err(last)
+}
+
 /// The most of a response read while looking for the end of its status line.
 const STATUS_LINE_MAX: usize = 8 * 1024;
 
@@ -136,6 +181,48 @@ fn exchange(
             Err(e) => return Err(failed(e)),
         }
     }
+}
+
+/// One attempt over plain TCP (an `http://` target under HTTP/1.1): connect to the first of `addrs` that accepts,
+/// `GET target` with `Host: host`, and read the response's status code, as [`get_status`] does over TLS: the
+/// probes of every protocol are this crate's own, on one stack. Every socket operation waits at most `timeout`.
+pub(crate) fn get_status_plain(
+    addrs: &[SocketAddr],
+    host: &str,
+    target: &str,
+    timeout: Duration,
+) -> Result<u16, Failed> {
+    let mut last = Failed::retry("no address to connect to".to_owned());
+    for addr in addrs {
+        let mut tcp = match TcpStream::connect_timeout(addr, timeout) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                last = Failed::retry(format!("GET {target} failed: TCP connect to {addr}: {e}"));
+                continue;
+            }
+        };
+        let what = format!("GET {target} at {addr}");
+        let failed = |e: std::io::Error| Failed::retry(format!("{what} failed: {e}"));
+        tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
+        tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
+        let request = format!(
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadgate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).map_err(failed)?;
+        let mut head = Vec::with_capacity(256);
+        let mut chunk = [0u8; 1024];
+        loop {
+            if let Some(code) = head_status(&head, &what)? {
+                return Ok(code);
+            }
+            match tcp.read(&mut chunk) {
+                Ok(0) => return Err(Failed::retry(format!("{what}: the connection closed before a status line"))),
+                Ok(n) => head.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(failed(e)),
+            }
+        }
+    }
+    Err(last)
 }
 
 /// One attempt under `protocol` `http2` or `auto` (the client offers `h2`, see [`ProbeTls::offering`]): connect

@@ -11,16 +11,8 @@ use crate::{BuiltinKind, Protocol};
 
 use super::{enum_error, read_string_map, BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS, TLS_KEYS};
 
-/// The scheme of a URL-like text and what follows its colon: `htp:/x` -> (`htp`, `/x`). `localhost:8080` has
-/// none (a port follows the colon).
-fn scheme_of(text: &str) -> Option<(&str, &str)> {
-    let (scheme, after) = text.split_once(':')?;
-    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    (is_scheme && !after.is_empty() && !after.starts_with(|c: char| c.is_ascii_digit())).then_some((scheme, after))
-}
-
 fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
+    use loadgate_model::url::{HttpUrl, UrlError};
     let text = cx.string(node, path, "`base_url`")?;
     let fail = |cx: &mut Cx<'_>, msg: &str, help: Option<String>| {
         cx.error(
@@ -31,68 +23,57 @@ fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
         );
         None
     };
-    let (rest, https) = if let Some(r) = text.strip_prefix("http://") {
-        (r, false)
-    } else if let Some(r) = text.strip_prefix("https://") {
-        (r, true)
-    } else if let Some((scheme, after)) = scheme_of(&text) {
-        // `htp:/nowhere`, `ftp://host`, `http:/host`: a scheme that is not `http://` or `https://`; suggest the
-        // host with one.
-        let host = after.trim_start_matches('/');
-        let scheme_fix =
-            if scheme.eq_ignore_ascii_case("https") || scheme.starts_with("htps") { "https" } else { "http" };
+    // The one URL parser (`loadgate_model::url`), as `--url` and imported command lines use it.
+    let url = match HttpUrl::parse(&text) {
+        Ok(url) => url,
+        Err(UrlError::NoScheme) => {
+            return fail(cx, "`base_url` has no scheme", Some(format!("write `http://{text}`")));
+        }
+        Err(UrlError::NotHttp { scheme, after }) => {
+            // `htp:/nowhere`, `ftp://host`, `http:/host`: a scheme that is not `http://` or `https://`; suggest the
+            // host with one.
+            let host = after.trim_start_matches('/');
+            let scheme_fix =
+                if scheme.eq_ignore_ascii_case("https") || scheme.starts_with("htps") { "https" } else { "http" };
+            return fail(
+                cx,
+                &format!(
+                    "`base_url` starts with `{scheme}:{}`, not `http://` or `https://`",
+                    &after[..after.len() - host.len()]
+                ),
+                Some(format!("write `{scheme_fix}://{host}`")),
+            );
+        }
+        Err(UrlError::Invalid(why)) if why.ends_with("is not a port (1 to 65535)") => {
+            return fail(cx, why.trim_end_matches(" (1 to 65535)"), Some("ports run from 1 to 65535".to_owned()));
+        }
+        Err(UrlError::Invalid(why)) => return fail(cx, &format!("`base_url` is not a URL: {why}"), None),
+    };
+    if url.userinfo.is_some() {
         return fail(
             cx,
-            &format!(
-                "`base_url` starts with `{scheme}:{}`, not `http://` or `https://`",
-                &after[..after.len() - host.len()]
+            "`base_url` carries credentials (`user:password@`), which a spec must not hold",
+            Some(
+                "send them as a header read from the environment: `headers: { Authorization: \"{{ env.AUTH }}\" }`"
+                    .to_owned(),
             ),
-            Some(format!("write `{scheme_fix}://{host}`")),
         );
-    } else {
-        return fail(cx, "`base_url` has no scheme", Some(format!("write `http://{text}`")));
-    };
-    let (authority, prefix) = match rest.find(['/', '?', '#']) {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if prefix.contains(['?', '#']) {
+    }
+    if url.has_query || url.fragment.is_some() {
         return fail(
             cx,
             "`base_url` cannot carry a query or fragment",
             Some("put the query in each request's `path` or `query`".to_owned()),
         );
     }
-    let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
-        match stripped.split_once(']') {
-            Some((h, p)) => (format!("[{h}]"), p.strip_prefix(':')),
-            None => return fail(cx, "`base_url` has an unclosed IPv6 bracket", None),
-        }
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_owned(), Some(p)),
-            None => (authority.to_owned(), None),
-        }
-    };
-    if host.is_empty() || host.contains('@') {
-        return fail(cx, "`base_url` has no host", None);
-    }
-    let port = match port {
-        None if https => 443,
-        None => 80,
-        Some(p) => match p.parse::<u16>() {
-            Ok(p) if p > 0 => p,
-            _ => return fail(cx, &format!("`{p}` is not a port"), Some("ports run from 1 to 65535".to_owned())),
-        },
-    };
-    let prefix = prefix.trim_end_matches('/').to_owned();
+    let prefix = url.path.trim_end_matches('/').to_owned();
     Some(BaseUrl {
         url: text.clone(),
-        host,
-        port,
+        host: url.host,
+        port: url.port,
         prefix,
         protocol: Protocol::Http1,
-        tls: https.then(TlsOptions::default),
+        tls: url.https.then(TlsOptions::default),
     })
 }
 
