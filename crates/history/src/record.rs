@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use loadgate_model::{Metric, MetricKind};
-use loadgate_results::{histogram_serde, measure, Repetition, RunResults, ScenarioResult};
+use loadgate_results::{histogram_serde, measure, RunResults, ScenarioResult};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -169,7 +169,7 @@ impl InstanceRecord {
             template.by_request.clear();
             template.workers.clear();
             template.ab_baseline = None;
-            s.repetitions.iter().map(|r| metrics_of(&repetition_as_result(&template, r))).collect()
+            s.repetitions.iter().map(|r| metrics_of(&loadgate_results::gate::repetition_result(&template, r))).collect()
         };
         InstanceRecord {
             index: s.index,
@@ -186,22 +186,6 @@ impl InstanceRecord {
             },
         }
     }
-}
-
-/// A repetition as a result to measure: the instance with the repetition's histograms, counts, rate, duration and
-/// capacity, as `loadgate_results::gate` measures a stored baseline's repetitions.
-fn repetition_as_result(template: &ScenarioResult, r: &Repetition) -> ScenarioResult {
-    let mut s = template.clone();
-    s.histograms = r.histograms.clone();
-    s.throughput = r.throughput;
-    s.requests = r.requests.clone();
-    s.status = r.status.clone();
-    s.errors = r.errors.clone();
-    s.duration = r.duration;
-    if let Some(c) = &mut s.capacity {
-        c.capacity = r.capacity;
-    }
-    s
 }
 
 /// Every metric of [`Metric::names`] that `measure` can tell of a result, by name; values that are not finite
@@ -308,7 +292,7 @@ mod tests {
             assert_eq!(values["throughput"], r.throughput);
             assert_eq!(values["errors"], r.errors.total() as f64);
             assert_eq!(values["max"], r.histograms.latency.max() as f64);
-            let rate = loadgate_results::error_rate(&repetition_as_result(s, r));
+            let rate = loadgate_results::error_rate(&loadgate_results::gate::repetition_result(s, r));
             assert_eq!(values.get("error_rate").copied(), rate);
         }
         // The merged values are the instance's, not any repetition's.

@@ -6,8 +6,8 @@ use loadgate_results::compare::{CellMetric, ComparedCell, Comparison};
 use loadgate_results::model::KneeKind;
 use plotters::prelude::*;
 
-use crate::theme::{self, RGBColor, AMBER, BG, BLUE, FG, FONT, GREEN, GRID, ORANGE, PURPLE, RED, SLATE, TEAL};
-use crate::{axis_top, compact, file_stem, legend, shorten, time_unit, OrDraw, PlotError};
+use crate::theme::{self, RGBColor, AMBER, BG, BLUE, FONT, GREEN, ORANGE, PURPLE, RED, SLATE, TEAL};
+use crate::{axis_top, file_stem, legend, shorten, time_unit, OrDraw, PlotError, StepChart};
 
 const PLOT: &str = "the comparison";
 const WIDTH: u32 = 900;
@@ -161,44 +161,22 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
     );
     let step_px = f64::from(WIDTH - 180) / n as f64;
     let label_chars = ((step_px / 7.5).floor() as usize).clamp(3, 24);
-    let label_every = if step_px < 26.0 { (26.0 / step_px).ceil() as usize } else { 1 };
     let top = axis_top(max / per_unit);
 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 500)).into_drawing_area();
         root.fill(&BG).or_draw(PLOT)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(shorten(&title, 90), (FONT, 20).into_font().color(&FG))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)
-            .or_draw(PLOT)?;
-        let x_label = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() > 1e-9 || i < 0.0 || i as usize >= n || (i as usize) % label_every != 0 {
-                return String::new();
-            }
-            shorten(&labels[i as usize], label_chars)
+        let skeleton = StepChart {
+            title: &title,
+            labels: &labels,
+            label_chars,
+            min_step_px: 26.0,
+            top,
+            x_desc: &x_desc,
+            y_desc: &y_desc,
         };
-        let y_label = |y: &f64| compact(*y);
-        chart
-            .configure_mesh()
-            .x_labels(n.min(200))
-            .x_label_formatter(&x_label)
-            .y_label_formatter(&y_label)
-            .y_labels(8)
-            .max_light_lines(0)
-            .disable_x_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .axis_style(FG)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+        let mut chart = skeleton.draw(&root, WIDTH, PLOT)?;
         match &figure.shape {
             CompareShape::Sweep { scenario } => {
                 for (run, run_name) in run_names.iter().enumerate() {

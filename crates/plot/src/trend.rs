@@ -6,8 +6,8 @@ use loadgate_results::history::{p_clause, HistorySeries};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::theme::{self, BG, BLUE, FG, FONT, GREEN, GRID, MUTED, ORANGE, RED, SLATE};
-use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
+use crate::theme::{self, BG, BLUE, FONT, GREEN, MUTED, ORANGE, RED, SLATE};
+use crate::{axis_top, legend, time_unit, OrDraw, PlotError, StepChart};
 
 const PLOT: &str = "the trend";
 const WIDTH: u32 = 900;
@@ -50,45 +50,22 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
         if s.change_points.len() - regressions == 1 { "" } else { "s" },
         if s.higher_is_better { "higher" } else { "lower" },
     );
-    let step_px = f64::from(WIDTH - 180) / n as f64;
-    let label_every = if step_px < 60.0 { (60.0 / step_px).ceil() as usize } else { 1 };
     let top = axis_top(max / per_unit);
 
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
         root.fill(&BG).or_draw(PLOT)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(shorten(&title, 90), (FONT, 20).into_font().color(&FG))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top)
-            .or_draw(PLOT)?;
-        let x_label = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() > 1e-9 || i < 0.0 || i as usize >= n || (i as usize) % label_every != 0 {
-                return String::new();
-            }
-            shorten(&labels[i as usize], 10)
+        let skeleton = StepChart {
+            title: &title,
+            labels: &labels,
+            label_chars: 10,
+            min_step_px: 60.0,
+            top,
+            x_desc: "run (oldest left; label, commit or date)",
+            y_desc: &y_desc,
         };
-        let y_label = |y: &f64| compact(*y);
-        chart
-            .configure_mesh()
-            .x_labels(n.min(200))
-            .x_label_formatter(&x_label)
-            .y_label_formatter(&y_label)
-            .y_labels(8)
-            .max_light_lines(0)
-            .disable_x_mesh()
-            .x_desc("run (oldest left; label, commit or date)")
-            .y_desc(y_desc)
-            .axis_style(FG)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+        let mut chart = skeleton.draw(&root, WIDTH, PLOT)?;
 
         // The level of each segment.
         let mut bounds: Vec<usize> = vec![0];
@@ -162,38 +139,9 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadgate_results::history::{HistoryChangePoint, HistoryPoint};
 
     fn series() -> HistorySeries {
-        HistorySeries {
-            spec: "api".into(),
-            instance: "get".into(),
-            metric: "p99".into(),
-            kind: "latency".into(),
-            higher_is_better: false,
-            branch: Some("main".into()),
-            machine: None,
-            points: (0..30)
-                .map(|i| HistoryPoint {
-                    run_id: format!("r{i}"),
-                    started_at: format!("2026-10-{:02}T00:00:00Z", i + 1),
-                    commit: Some(format!("{i:07x}")),
-                    label: None,
-                    value: if i < 20 { 1000.0 } else { 1050.0 },
-                    current: i == 29,
-                })
-                .collect(),
-            change_points: vec![HistoryChangePoint {
-                index: 20,
-                commit: Some("0000014".into()),
-                started_at: "2026-10-21T00:00:00Z".into(),
-                mean_before: 1000.0,
-                mean_after: 1050.0,
-                relative_change: 0.05,
-                p_value: 0.00001,
-                regression: true,
-            }],
-        }
+        loadgate_results::fixture::history_series()
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub use text::{
 
 use std::borrow::Cow;
 
-use loadgate_results::{format, Machine, RunResults, Sweep};
+use loadgate_results::{Machine, RunResults, Sweep};
 
 /// The sweeps of a run and their knees: as stored in `results.json`, or derived when the file has none (written
 /// before knees existed, or by a caller that did not call [`loadgate_results::sweeps`]).
@@ -103,23 +103,7 @@ pub(crate) fn inconclusive_counted_as(r: &RunResults) -> Option<(loadgate_result
 
 /// One line describing the machine: `bench-01: AMD Ryzen 9 7950X 16-Core Processor, 32 CPUs, 64.00GiB, Linux 6.8.0`.
 pub fn machine_summary(m: &Machine) -> String {
-    let mut parts = Vec::new();
-    if let Some(cpu) = &m.cpu_model {
-        parts.push(cpu.clone());
-    }
-    if let Some(n) = m.logical_cpus {
-        parts.push(format!("{n} CPUs"));
-    }
-    if let Some(bytes) = m.memory_bytes {
-        parts.push(format::bytes(bytes));
-    }
-    if let Some(k) = &m.kernel {
-        parts.push(format!("Linux {k}"));
-    }
-    if let Some(v) = &m.virtualization {
-        parts.push(v.clone());
-    }
-    let body = if parts.is_empty() { "unknown machine".to_owned() } else { parts.join(", ") };
+    let body = loadgate_results::compare::machine_line(m);
     match &m.hostname {
         Some(h) => format!("{h}: {body}"),
         None => body,

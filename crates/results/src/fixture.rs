@@ -639,3 +639,38 @@ pub fn sample_capacity_run() -> RunResults {
     run.sweeps = sweeps(&run);
     run
 }
+
+/// A history series for tests of what reads one: `api / get / p99` over 30 runs, 1.00ms for the first 20 and
+/// 1.05ms from run 20 on (a regression, p 1e-5), the last run the current one.
+pub fn history_series() -> crate::history::HistorySeries {
+    use crate::history::{HistoryChangePoint, HistoryPoint, HistorySeries};
+    HistorySeries {
+        spec: "api".into(),
+        instance: "get".into(),
+        metric: "p99".into(),
+        kind: "latency".into(),
+        higher_is_better: false,
+        branch: Some("main".into()),
+        machine: None,
+        points: (0..30)
+            .map(|i| HistoryPoint {
+                run_id: format!("r{i}"),
+                started_at: format!("2026-10-{:02}T00:00:00Z", i + 1),
+                commit: Some(format!("{:07x}", 0xabc000 + i)),
+                label: None,
+                value: if i < 20 { 1000.0 } else { 1050.0 },
+                current: i == 29,
+            })
+            .collect(),
+        change_points: vec![HistoryChangePoint {
+            index: 20,
+            commit: Some("0abc014".into()),
+            started_at: "2026-10-21T00:00:00Z".into(),
+            mean_before: 1000.0,
+            mean_after: 1050.0,
+            relative_change: 0.05,
+            p_value: 0.00001,
+            regression: true,
+        }],
+    }
+}

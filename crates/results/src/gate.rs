@@ -242,23 +242,24 @@ pub fn repetition_parts(b: &ScenarioResult) -> Vec<ScenarioResult> {
     if b.repetitions.is_empty() {
         return vec![b.clone()];
     }
-    b.repetitions
-        .iter()
-        .map(|r| {
-            let mut s = b.clone();
-            s.repetitions.clear();
-            s.histograms = r.histograms.clone();
-            s.throughput = r.throughput;
-            s.requests = r.requests.clone();
-            s.status = r.status.clone();
-            s.errors = r.errors.clone();
-            s.duration = r.duration;
-            if let Some(c) = &mut s.capacity {
-                c.capacity = r.capacity;
-            }
-            s
-        })
-        .collect()
+    b.repetitions.iter().map(|r| repetition_result(b, r)).collect()
+}
+
+/// One repetition as a result to measure: `template` (its instance) with the repetition's histograms, counts,
+/// rate, duration and capacity, and no repetitions of its own.
+pub fn repetition_result(template: &ScenarioResult, r: &Repetition) -> ScenarioResult {
+    let mut s = template.clone();
+    s.repetitions.clear();
+    s.histograms = r.histograms.clone();
+    s.throughput = r.throughput;
+    s.requests = r.requests.clone();
+    s.status = r.status.clone();
+    s.errors = r.errors.clone();
+    s.duration = r.duration;
+    if let Some(c) = &mut s.capacity {
+        c.capacity = r.capacity;
+    }
+    s
 }
 
 fn merged_with_repetitions(parts: &[ScenarioResult], rounds: &[u32]) -> Result<ScenarioResult, ResultsError> {
