@@ -193,3 +193,27 @@ fn the_readme_is_navigable_and_true() {
         assert!(text.contains("\n  url:"), "{spec}.yaml takes --set url=, as the README says");
     }
 }
+
+/// A TLS target loadgate starts, whose readiness probe is `tcp` (so no handshake is tried before the load), with a
+/// certificate this spec does not trust: every handshake of the load fails, and the run could not be carried out
+/// (exit 3) with the cause and the fix, not an invalid measurement (exit 4) that blames the generator.
+#[test]
+fn a_started_tls_target_no_handshake_succeeds_with_is_exit_3() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+    let spec = dir.path().join("tls-start.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "version: 1\nname: tls-start\ntarget:\n  base_url: https://127.0.0.1:{port}\n  start:\n    command: [\"{exe}\", serve, --tls, --listen, \"127.0.0.1:{port}\"]\n    ready: {{ tcp: true }}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 2, duration: 300ms }} }}\n",
+            exe = env!("CARGO_BIN_EXE_loadgate")
+        ),
+    )
+    .expect("write the spec");
+    let out = dir.path().join("out");
+    let done = loadgate(&["run", spec.to_str().expect("utf-8"), "--out", out.to_str().expect("utf-8")]);
+    let all = format!("{}{}", text(&done.stdout), text(&done.stderr));
+    assert_eq!(done.status.code(), Some(3), "{all}");
+    assert!(all.contains("no TLS handshake with the target succeeded"), "{all}");
+    assert!(all.contains("tls.ca") && all.contains("-k"), "the fix is named: {all}");
+}

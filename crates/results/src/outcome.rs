@@ -101,6 +101,23 @@ impl Outcome {
     }
 }
 
+/// `Some(reason)` when every TLS handshake of an instance failed and none completed: the target could not be
+/// talked to, and the run could not be carried out (exit 3), which is not the generator's shortfall. A target
+/// given by URL is probed before the load; a target loadgate started (its readiness probe may be `tcp`) is found
+/// here, and the runner records the reason as a run failure.
+pub fn unreachable_over_tls(s: &crate::model::ScenarioResult) -> Option<String> {
+    let tls = s.tls.as_ref()?;
+    let e = &tls.errors;
+    let failed = e.unknown_ca + e.name_mismatch + e.certificate + e.handshake_timeout + e.alert + e.other;
+    (tls.handshakes == 0 && failed > 0 && s.requests.completed == 0).then(|| {
+        format!(
+            "{}: no TLS handshake with the target succeeded ({failed} failed){}",
+            s.name,
+            tls.first_error.as_deref().map_or_else(String::new, |f| format!(": {f}"))
+        )
+    })
+}
+
 /// Derives the outcome of a run from its results; see the [module documentation](self) for the rules.
 pub fn outcome(results: &RunResults) -> Outcome {
     let mut findings: Vec<(OutcomeStatus, String)> = Vec::new();
@@ -169,4 +186,32 @@ pub fn outcome(results: &RunResults) -> Outcome {
     // Highest precedence first; stable within a level, so reasons keep the run's order.
     findings.sort_by_key(|(st, _)| std::cmp::Reverse(st.rank()));
     Outcome::new(status, findings.into_iter().map(|(_, r)| r).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_no_tls_handshake_succeeded_with_could_not_be_talked_to() {
+        let mut r = crate::fixture::sample_run();
+        let s = &mut r.scenarios[1];
+        s.validity.valid = false;
+        s.requests.completed = 0;
+        let mut tls = crate::model::TlsStats::default();
+        tls.errors.unknown_ca = 16;
+        tls.first_error = Some("the certificate leads to no trusted CA: pass -k or tls.ca".to_owned());
+        s.tls = Some(tls);
+        let reason = unreachable_over_tls(&r.scenarios[1]).expect("unreachable");
+        assert!(reason.contains("no TLS handshake") && reason.contains("tls.ca"), "{reason}");
+        r.outcome = Outcome::run_failed(vec![reason]);
+        let o = outcome(&r);
+        assert_eq!(o.status, OutcomeStatus::RunFailed, "{:?}", o.reasons);
+        assert_eq!(o.status.exit_code(), 3);
+        // One handshake that succeeded: the target could be talked to; the shortfall is a measurement's.
+        if let Some(t) = r.scenarios[1].tls.as_mut() {
+            t.handshakes = 1;
+        }
+        assert_eq!(unreachable_over_tls(&r.scenarios[1]), None);
+    }
 }

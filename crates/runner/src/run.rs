@@ -338,6 +338,7 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     }
     let completed_all = (results.scenarios.len() == plan.phases.len() && !stop)
         || results.scenarios.iter().any(|s| aborted_by_slo(s.aborted.as_deref()));
+    run_failed.extend(results.scenarios.iter().filter(|s| s.gate).filter_map(loadgate_results::unreachable_over_tls));
     if !run_failed.is_empty() {
         results.outcome = Outcome::run_failed(run_failed.clone());
     }
