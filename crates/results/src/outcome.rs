@@ -101,18 +101,21 @@ impl Outcome {
     }
 }
 
-/// `Some(reason)` when every TLS handshake of an instance failed and none completed: the target could not be
-/// talked to, and the run could not be carried out (exit 3), which is not the generator's shortfall. A target
+/// `Some(reason)` when no request of an instance completed because of TLS (no handshake completed, or the server
+/// refused the connections with an alert after it): the target could not be talked to, and the run could not be carried out (exit 3), which is not the generator's shortfall. A target
 /// given by URL is probed before the load; a target loadgate started (its readiness probe may be `tcp`) is found
 /// here, and the runner records the reason as a run failure.
 pub fn unreachable_over_tls(s: &crate::model::ScenarioResult) -> Option<String> {
     let tls = s.tls.as_ref()?;
     let e = &tls.errors;
     let failed = e.unknown_ca + e.name_mismatch + e.certificate + e.handshake_timeout + e.alert + e.other;
-    (tls.handshakes == 0 && failed > 0 && s.requests.completed == 0).then(|| {
+    // No request completed, and TLS is why: no handshake completed, or the server refused the connections with an
+    // alert after it (a TLS 1.3 server that requires a client certificate says so after the handshake).
+    (s.requests.completed == 0 && failed > 0 && (tls.handshakes == 0 || e.alert > 0)).then(|| {
         format!(
-            "{}: no TLS handshake with the target succeeded ({failed} failed){}",
+            "{}: the target could not be talked to over TLS: no request completed, {failed} TLS failure{}{}",
             s.name,
+            if failed == 1 { "" } else { "s" },
             tls.first_error.as_deref().map_or_else(String::new, |f| format!(": {f}"))
         )
     })
@@ -203,7 +206,7 @@ mod tests {
         tls.first_error = Some("the certificate leads to no trusted CA: pass -k or tls.ca".to_owned());
         s.tls = Some(tls);
         let reason = unreachable_over_tls(&r.scenarios[1]).expect("unreachable");
-        assert!(reason.contains("no TLS handshake") && reason.contains("tls.ca"), "{reason}");
+        assert!(reason.contains("could not be talked to over TLS") && reason.contains("tls.ca"), "{reason}");
         r.outcome = Outcome::run_failed(vec![reason]);
         let o = outcome(&r);
         assert_eq!(o.status, OutcomeStatus::RunFailed, "{:?}", o.reasons);
