@@ -164,15 +164,27 @@ fn exchange(
         .map_err(|e| Failed { message: (tls.explain)(&e), fatal: true })?;
     let mut stream = StreamOwned::new(conn, tcp);
     // Writing completes the handshake first.
+    request_status(&mut stream, host, target, &what, failed)
+}
+
+/// Sends `GET target` with `Host: host` on `stream` (plain TCP, or TLS over it) and reads the response's status
+/// code: the exchange every HTTP/1.1 probe makes. `failed` words an I/O error of the exchange.
+fn request_status(
+    stream: &mut (impl Read + Write),
+    host: &str,
+    target: &str,
+    what: &str,
+    failed: impl Fn(std::io::Error) -> Failed,
+) -> Result<u16, Failed> {
     let request = format!(
         "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadgate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
     );
-    stream.write_all(request.as_bytes()).map_err(failed)?;
-    stream.flush().map_err(failed)?;
+    stream.write_all(request.as_bytes()).map_err(&failed)?;
+    stream.flush().map_err(&failed)?;
     let mut head = Vec::with_capacity(256);
     let mut chunk = [0u8; 1024];
     loop {
-        if let Some(code) = head_status(&head, &what)? {
+        if let Some(code) = head_status(&head, what)? {
             return Ok(code);
         }
         match stream.read(&mut chunk) {
@@ -205,22 +217,7 @@ pub(crate) fn get_status_plain(
         let failed = |e: std::io::Error| Failed::retry(format!("{what} failed: {e}"));
         tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
         tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
-        let request = format!(
-            "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: loadgate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-        );
-        tcp.write_all(request.as_bytes()).map_err(failed)?;
-        let mut head = Vec::with_capacity(256);
-        let mut chunk = [0u8; 1024];
-        loop {
-            if let Some(code) = head_status(&head, &what)? {
-                return Ok(code);
-            }
-            match tcp.read(&mut chunk) {
-                Ok(0) => return Err(Failed::retry(format!("{what}: the connection closed before a status line"))),
-                Ok(n) => head.extend_from_slice(&chunk[..n]),
-                Err(e) => return Err(failed(e)),
-            }
-        }
+        return request_status(&mut tcp, host, target, &what, failed);
     }
     Err(last)
 }
