@@ -419,8 +419,15 @@ fn a_foreign_shard_is_refused_and_frames_are_read_back_from_a_log() {
     std::fs::write(&log, format!("{}some other line\n", text(&mine.stdout))).unwrap();
     let other_log = dir.path().join("other.log");
     std::fs::write(&other_log, text(&theirs.stdout)).unwrap();
-    assert!(text(&mine.stdout).starts_with("-----BEGIN LOADGATE SHARD 2/2-----\n"), "{}", describe(&mine));
-    assert!(text(&mine.stdout).lines().all(|l| l.len() <= 76 || l.starts_with("-----")));
+    // One stream when stderr is not a terminal (a pod's log): the summaries, then the frame, all on stdout, so a
+    // collector reading stdout and stderr apart cannot cut a frame line with a stderr line.
+    let stdout = text(&mine.stdout);
+    assert!(text(&mine.stderr).is_empty(), "{}", describe(&mine));
+    let begin = stdout.find("\n-----BEGIN LOADGATE SHARD 2/2-----\n").expect("a frame on its own line");
+    assert!(stdout[..begin].contains("Requests/sec"), "the summary comes before the frame: {}", describe(&mine));
+    let end = stdout.find("-----END LOADGATE SHARD 2/2-----\n").expect("the frame's END line");
+    assert!(stdout[begin..end].lines().all(|l| l.len() <= 76 || l.starts_with("-----")));
+    assert!(stdout[..begin].contains("passed (exit 0)"), "the outcome line, then the frame: {}", describe(&mine));
 
     let first = out.join("foreign/shard-1-of-2.json");
     let merged = dir.path().join("merged");

@@ -331,9 +331,17 @@ fn annotations_wanted(choice: AnnotationsArg) -> bool {
 }
 
 fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
-    // `--out -` and `--json` keep stdout for results.json: the summaries go to stderr.
+    // `--out -` and `--json` keep stdout for results.json: the summaries go to stderr. A shard's framed result
+    // (`--shard I/N --out -`) goes into a log with everything else: one stream, unless a person watches stderr.
     let to_stdout = args.out.as_os_str() == "-";
-    let out = &if to_stdout || args.json { out.reserving_stdout() } else { *out };
+    let framed = to_stdout && (args.shards.shard.is_some() || args.shards.shard_count.is_some());
+    let out = &if framed && !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        out.one_stream()
+    } else if to_stdout || args.json {
+        out.reserving_stdout()
+    } else {
+        *out
+    };
     let color = out.use_color(color);
     let scratch =
         if to_stdout {

@@ -41,12 +41,23 @@ pub struct Output {
     pub quiet: bool,
     /// stdout carries a document (`run --json`, `--out -`): everything else goes to stderr.
     pub stdout_reserved: bool,
+    /// Everything goes to stdout, errors too (a shard's `--out -` into a log, see [`Output::one_stream`]).
+    pub one_stream: bool,
 }
 
 impl Output {
     pub fn new(quiet: bool) -> Self {
-        Output { quiet, stdout_reserved: false }
+        Output { quiet, stdout_reserved: false, one_stream: false }
     }
+
+    /// The same output with everything on stdout, in the order it was written: for a shard's framed result
+    /// (`run --shard I/N --out -`) when stderr is not a terminal. A log collector reads stdout and stderr apart
+    /// (conmon, `kubectl logs` of a runtime that splits long writes) and may put a stderr line inside a frame
+    /// line it had read half of; one stream cannot be cut that way.
+    pub fn one_stream(self) -> Self {
+        Output { stdout_reserved: false, one_stream: true, ..self }
+    }
+
 
     /// The same output with stdout kept for a document.
     pub fn reserving_stdout(self) -> Self {
@@ -103,9 +114,18 @@ impl Output {
         }
     }
 
-    /// Errors and warnings, always on stderr.
+    /// Errors and warnings, on stderr (on stdout in [one stream](Output::one_stream)).
     pub fn error(&self, text: &str) {
         let text = scrub(text);
+        if self.one_stream {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            if !text.ends_with('\n') {
+                let _ = out.write_all(b"\n");
+            }
+            let _ = out.flush();
+            return;
+        }
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(text.as_bytes());
         if !text.ends_with('\n') {

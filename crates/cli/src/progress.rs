@@ -9,13 +9,14 @@ use loadgate_results::{format, TimelinePoint};
 
 pub enum Progress {
     Bar(ProgressBar),
-    Lines { name: String },
+    /// One plain line a second: on stderr, or on stdout when the output is [one stream](crate::output::Output::one_stream).
+    Lines { name: String, to_stdout: bool },
     Quiet,
 }
 
 impl Progress {
-    pub fn start(phase: &Phase, color: bool, quiet: bool) -> Progress {
-        if quiet {
+    pub fn start(phase: &Phase, color: bool, out: &crate::output::Output) -> Progress {
+        if out.quiet {
             return Progress::Quiet;
         }
         let name = crate::output::scrub(&phase.name).into_owned();
@@ -41,7 +42,7 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(250));
             Progress::Bar(bar)
         } else {
-            Progress::Lines { name: tagged }
+            Progress::Lines { name: tagged, to_stdout: out.one_stream }
         }
     }
 
@@ -59,9 +60,9 @@ impl Progress {
                 bar.set_position(elapsed.as_secs());
                 bar.set_message(crate::output::scrub(&msg).into_owned());
             }
-            Progress::Lines { name } => {
+            Progress::Lines { name, to_stdout } => {
                 let total = phase.duration.map(|d| format!("/{}", d)).unwrap_or_default();
-                eprintln_plain(&format!("{name} {:.0}s{total}  {msg}", elapsed.as_secs_f64()));
+                println_plain(&format!("{name} {:.0}s{total}  {msg}", elapsed.as_secs_f64()), *to_stdout);
             }
             Progress::Quiet => {}
         }
@@ -93,7 +94,7 @@ impl Progress {
                 bar.set_message("");
             }
             Progress::Bar(bar) => bar.set_message(crate::output::scrub(&line).into_owned()),
-            Progress::Lines { name } => eprintln_plain(&format!("{name} {line}")),
+            Progress::Lines { name, to_stdout } => println_plain(&format!("{name} {line}"), *to_stdout),
             Progress::Quiet => {}
         }
     }
@@ -105,8 +106,15 @@ impl Progress {
     }
 }
 
-fn eprintln_plain(line: &str) {
+/// One whole line in one write, on stderr or stdout.
+fn println_plain(line: &str, to_stdout: bool) {
     use std::io::Write;
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{}", crate::output::scrub(line));
+    let line = format!("{}\n", crate::output::scrub(line));
+    if to_stdout {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    } else {
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
 }

@@ -92,7 +92,7 @@ impl Observer for Renderer<'_> {
             Event::TargetExited { status } => out.error(&format!("error: the target exited during the run: {status}")),
             Event::PhaseStarted { phase } => {
                 self.end_progress();
-                self.progress = Some(Progress::start(phase, self.color, out.quiet));
+                self.progress = Some(Progress::start(phase, self.color, out));
             }
             Event::Opening { connections, opened, failed, elapsed, done, .. } => {
                 if let Some(p) = &mut self.progress {
@@ -148,7 +148,11 @@ impl Observer for Renderer<'_> {
                 self.end_progress();
                 out.data(&loadgate_report::summary_table(results, self.color));
                 if self.views.no_files {
-                    out.info("reports: results.json went to stdout; no files were kept (--out -)");
+                    out.info(if out.one_stream {
+                        "reports: the framed shard result went to stdout; no files were kept (--out -)"
+                    } else {
+                        "reports: results.json went to stdout; no files were kept (--out -)"
+                    });
                 } else {
                     out.info(&format!("reports: {}", dir.display()));
                 }
