@@ -58,7 +58,6 @@ impl Output {
         Output { stdout_reserved: false, one_stream: true, ..self }
     }
 
-
     /// The same output with stdout kept for a document.
     pub fn reserving_stdout(self) -> Self {
         Output { stdout_reserved: true, ..self }

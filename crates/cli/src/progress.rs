@@ -10,7 +10,10 @@ use loadgate_results::{format, TimelinePoint};
 pub enum Progress {
     Bar(ProgressBar),
     /// One plain line a second: on stderr, or on stdout when the output is [one stream](crate::output::Output::one_stream).
-    Lines { name: String, to_stdout: bool },
+    Lines {
+        name: String,
+        to_stdout: bool,
+    },
     Quiet,
 }
 
