@@ -3,13 +3,14 @@
 use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, Parser};
+use loadgate_runner::job::{Distribution, JobOptions, ScratchDir, SpecInput};
 use loadgate_runner::reports::RerenderError;
-use loadgate_runner::{BuiltinServer, Interrupt, RunError, RunRequest};
+use loadgate_runner::{BuiltinServer, Interrupt, Job, JobError, RunError};
 use loadgate_spec::{OnInconclusive, Spec};
 
 use crate::args::{
     AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
-    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ShardArgs, ValidateArgs, VarArgs,
+    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
@@ -79,6 +80,14 @@ pub(crate) struct Loaded {
     flags_yaml: Option<String>,
 }
 
+impl Loaded {
+    /// What a [`Job`] is built from.
+    fn into_input(self) -> SpecInput {
+        let Loaded { spec, file, dir, text, flags_yaml } = self;
+        SpecInput { spec, file, dir, text, flags_yaml }
+    }
+}
+
 /// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
 /// errors. `Err` when one is invalid.
 pub(crate) fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loaded>, Vec<Loaded>> {
@@ -143,7 +152,7 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
     };
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     for Loaded { spec, file, .. } in loaded {
-        let plan = loadgate_plan::compile(&spec);
+        let Ok(plan) = loadgate_runner::job::compile(&spec, None) else { continue };
         let gated = plan.phases.iter().filter(|p| p.gate).count();
         out.info(&format!(
             "{file}: ok ({}, {}, {gated} gated, {})",
@@ -158,10 +167,7 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
 fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
     let loaded = load_all(out, std::slice::from_ref(&args.spec), &args.vars).map_err(|_| Exit::InvalidInput)?;
     let spec = &loaded[0].spec;
-    let mut plan = loadgate_plan::compile(spec);
-    if let Some(slice) = args.shard {
-        plan = loadgate_plan::shard(&plan, slice).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    }
+    let plan = loadgate_runner::job::compile(spec, args.shard).map_err(job_failed(out))?;
     let text = if args.json {
         serde_json::to_string_pretty(&plan)
             .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot serialize the plan: {e}")))?
@@ -278,49 +284,6 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
     Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text, flags_yaml: Some(yaml) }])
 }
 
-/// A directory of our own under the system's temporary directory, removed when dropped: where `--out -` runs
-/// keep their working files (the target's logs, the reports) while they run.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn new() -> std::io::Result<ScratchDir> {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!("loadgate-{}-{}", std::process::id(), nanos.unwrap_or(0)));
-        // Made here, only this user's (a directory that is already there, someone else's perhaps, is an error).
-        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
-        Ok(ScratchDir(dir))
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The spec of a run from flags in a directory only this user can read (its credential headers are in it),
-/// removed when dropped, once the shards that read it have ended.
-struct FlagsSpecFile(ScratchDir);
-
-impl FlagsSpecFile {
-    fn write(yaml: &str) -> std::io::Result<FlagsSpecFile> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let dir = ScratchDir::new()?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(dir.0.join("command-line.yaml"))?;
-        file.write_all(yaml.as_bytes())?;
-        Ok(FlagsSpecFile(dir))
-    }
-
-    fn path(&self) -> String {
-        self.0 .0.join("command-line.yaml").display().to_string()
-    }
-}
-
 /// Whether to print GitHub Actions annotations.
 fn annotations_wanted(choice: AnnotationsArg) -> bool {
     match choice {
@@ -351,118 +314,61 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         } else {
             None
         };
-    let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone());
+    let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf());
     let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
     let annotate = annotations_wanted(args.annotations);
     let template = read_template(out, args.template.as_deref())?;
     let baseline = read_baseline(out, args.baseline.as_deref())?;
     let specs = run_specs(out, &args)?;
-    let sync = shard_sync(&args.shards).map_err(fail(out, Exit::InvalidInput))?;
-    if sync.is_some() && specs.len() != 1 {
-        return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
-    }
-    let interrupt = Interrupt::from_signals();
     let exe = std::env::current_exe().map_err(|e| {
         fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
     })?;
-    let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into);
+    let distribution = distribution(&args, &exe).map_err(fail(out, Exit::InvalidInput))?;
+    if !matches!(distribution, Distribution::Whole) && specs.len() != 1 {
+        return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
+    }
+    let interrupt = Interrupt::from_signals();
+    let options = JobOptions {
+        out_root: out_root.clone(),
+        overrides: run_overrides(&args),
+        distribution,
+        baseline,
+        template,
+        step_summary: step_summary(),
+        builtin: BuiltinServer::Process { exe },
+        interrupt: interrupt.clone(),
+        pin_within_affinity: args.pin_within_affinity,
+        shard_cpus: args.shard_cpus.clone(),
+        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
+        from_flags: args.from_flags,
+    };
     let mut exit = Exit::Pass;
-    for Loaded { spec, file, dir, text, flags_yaml } in specs {
+    for loaded in specs {
         if interrupt.is_interrupted() {
             break;
         }
-        // A shard of a run from flags: named as the run's own, and embedded as it would be (not with a credential).
-        let (file, text) = if args.from_flags {
-            ("(command line)".to_owned(), text.filter(|t| spec.secrets.scrub(t) == *t))
-        } else {
-            (file, text)
-        };
-        // What `loadgate repro` needs to rebuild this plan, kept in results.json.
-        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &run_overrides(&args)));
-        let mut spec = spec;
-        run_overrides(&args).apply(&mut spec).map_err(fail(out, Exit::InvalidInput))?;
-        let mut plan = loadgate_plan::compile(&spec);
-        let shard = match &sync {
-            Some(ShardSync::Slice(slice, start)) => {
-                plan = loadgate_plan::shard(&plan, *slice).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-                Some(loadgate_runner::shards::ShardRun {
-                    slice: *slice,
-                    run_id: args.shards.run_id.clone().unwrap_or_else(|| plan.hash.clone()),
-                    start: start.clone(),
-                })
-            }
-            _ => None,
-        };
-        let request = RunRequest {
-            out_root: out_root.clone(),
-            spec_file: file,
-            source_dir: dir,
-            spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
-            baseline: baseline.clone(),
-            template: template.clone(),
-            step_summary: step_summary.clone(),
-            builtin: BuiltinServer::Process { exe: exe.clone() },
-            interrupt: interrupt.clone(),
-            loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-            secrets: spec.secrets.clone(),
-            shard,
-            source,
-            pin_within_affinity: args.pin_within_affinity,
-            shard_cpus: args.shard_cpus.clone(),
-            history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
-        };
-        let mut renderer = Renderer::new(out, color, verbose, &spec.secrets, views);
-        let ran = match &sync {
-            Some(ShardSync::Local(count)) => {
-                // A run from flags has no spec file: its shards run the spec the flags made, from a private file.
-                let flags_spec = match &flags_yaml {
-                    Some(yaml) => Some(FlagsSpecFile::write(yaml).map_err(|e| {
-                        fail(out, Exit::RunFailed)(format!("cannot write the flags' spec for the shards: {e}"))
-                    })?),
-                    None => None,
-                };
-                let spec_file = flags_spec.as_ref().map_or_else(|| request.spec_file.clone(), |f| f.path());
-                let local = loadgate_runner::shards::LocalShards {
-                    exe: exe.clone(),
-                    args: local_shard_args(&spec_file, flags_spec.is_some(), &args),
-                    count: *count,
-                    run_id: args.shards.run_id.clone().unwrap_or_else(|| {
-                        format!("{}-{}-{}", plan.hash, std::process::id(), loadgate_runner::run::now_rfc3339())
-                    }),
-                    baseline: baseline.clone(),
-                    history: request.history.clone(),
-                };
-                loadgate_runner::shards::run_local(
-                    &plan,
-                    &local,
-                    &out_root,
-                    template.clone(),
-                    &interrupt,
-                    &mut renderer,
-                )
-            }
-            _ => loadgate_runner::run(&plan, &request, &mut renderer),
-        };
-        if let (Ok(outcome), Some(shard)) = (&ran, &request.shard) {
-            if let Some(results) = &outcome.results {
-                if let Err(e) =
-                    write_shard_result(out, results, &out_root.join(&plan.name), shard.slice, to_stdout, &spec)
-                {
-                    exit = exit.worst(fail(out, Exit::RunFailed)(e));
-                }
-            }
-        }
+        let job = Job::from_spec(loaded.into_input(), options.clone()).map_err(job_failed(out))?;
+        let secrets = job.secrets().clone();
+        let (name, shard) = (job.plan().map(|p| p.name.clone()).unwrap_or_default(), job.shard());
+        let mut renderer = Renderer::new(out, color, verbose, &secrets, views);
+        let ran = job.run(&mut renderer);
         if let Ok(outcome) = &ran {
             if let Some(results) = &outcome.results {
+                if let Some(slice) = shard {
+                    if let Err(e) = write_shard_result(out, results, &out_root.join(&name), slice, to_stdout, &secrets)
+                    {
+                        exit = exit.worst(fail(out, Exit::RunFailed)(e));
+                    }
+                }
                 if annotate {
                     // Workflow commands are read from stdout; on stderr when stdout carries results.json.
                     for line in loadgate_report::github_annotations(results) {
-                        out.data(&spec.secrets.scrub(&line));
+                        out.data(&secrets.scrub(&line));
                     }
                 }
-                if (to_stdout && request.shard.is_none()) || args.json {
+                if (to_stdout && shard.is_none()) || args.json {
                     match loadgate_results::to_json(results) {
-                        Ok(json) => out.document(&spec.secrets.scrub(&json)),
+                        Ok(json) => out.document(&secrets.scrub(&json)),
                         Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
                     }
                 }
@@ -470,23 +376,40 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         }
         exit = exit.worst(match ran {
             Ok(outcome) => match (&args.save_baseline, &outcome.results) {
-                (Some(path), Some(results)) => {
-                    match loadgate_runner::reports::save_baseline(results, path, &spec.secrets) {
-                        Ok(()) => {
-                            out.info(&format!("baseline saved to {}", path.display()));
-                            renderer.outcome(&outcome)
-                        }
-                        Err(e) => fail(out, Exit::RunFailed)(e),
+                (Some(path), Some(results)) => match loadgate_runner::reports::save_baseline(results, path, &secrets) {
+                    Ok(()) => {
+                        out.info(&format!("baseline saved to {}", path.display()));
+                        renderer.outcome(&outcome)
                     }
-                }
+                    Err(e) => fail(out, Exit::RunFailed)(e),
+                },
                 _ => renderer.outcome(&outcome),
             },
-            // An output directory that cannot be used is a wrong `--out`: nothing ran.
-            Err(e @ RunError::OutputDir { .. }) => fail(out, Exit::InvalidInput)(e.to_string()),
-            Err(e) => fail(out, Exit::RunFailed)(e.to_string()),
+            Err(e) => run_error(out, e),
         });
     }
     Ok(exit)
+}
+
+/// `GITHUB_STEP_SUMMARY`, when set: the final Markdown report is appended to it.
+fn step_summary() -> Option<PathBuf> {
+    std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into)
+}
+
+/// A job that could not be built: exit 2 for what the user gave, 3 for what this machine could not do.
+fn job_failed(out: &Output) -> impl Fn(JobError) -> Exit + '_ {
+    move |e| {
+        let exit = if matches!(e, JobError::Invalid(_)) { Exit::InvalidInput } else { Exit::RunFailed };
+        fail(out, exit)(e.to_string())
+    }
+}
+
+/// A run that could not begin: an output directory that cannot be used is a wrong `--out` (nothing ran).
+fn run_error(out: &Output, e: RunError) -> Exit {
+    match e {
+        e @ RunError::OutputDir { .. } => fail(out, Exit::InvalidInput)(e.to_string()),
+        e => fail(out, Exit::RunFailed)(e.to_string()),
+    }
 }
 
 /// The results `--baseline FILE` names (of `run`, `merge` and `repro`), read and checked.
@@ -500,18 +423,13 @@ fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_re
     .transpose()
 }
 
-/// How this run takes part in a run on several generators.
-enum ShardSync {
-    /// One slice, started as `--start-at` or `--barrier` say.
-    Slice(loadgate_plan::Slice, loadgate_runner::shards::StartSync),
-    /// `--shards N`: N local shard processes, merged.
-    Local(u32),
-}
-
-/// The shard flags, checked: `--shard I/N`, or `--shard-count N` with `JOB_COMPLETION_INDEX`, or `--shards N`.
-fn shard_sync(a: &ShardArgs) -> Result<Option<ShardSync>, String> {
-    if let Some(n) = a.shards {
-        return Ok(Some(ShardSync::Local(n)));
+/// How this run takes part in a run on several generators, from the shard flags, checked: `--shard I/N`, or
+/// `--shard-count N` with `JOB_COMPLETION_INDEX`, or `--shards N` (local shard processes of `exe`).
+fn distribution(args: &RunArgs, exe: &Path) -> Result<Distribution, String> {
+    let a = &args.shards;
+    if let Some(count) = a.shards {
+        let (exe, args, run_id) = (exe.to_path_buf(), local_shard_args(args), a.run_id.clone());
+        return Ok(Distribution::Local { count, exe, args, run_id });
     }
     let slice = match (a.shard, a.shard_count) {
         (Some(s), _) => s,
@@ -524,11 +442,11 @@ fn shard_sync(a: &ShardArgs) -> Result<Option<ShardSync>, String> {
                 format!("JOB_COMPLETION_INDEX={index} is out of range for --shard-count {n} (0 to {})", n - 1)
             })?
         }
-        (None, None) => return Ok(None),
+        (None, None) => return Ok(Distribution::Whole),
     };
     let start = match (&a.start_at, &a.barrier) {
         (Some(t), _) => loadgate_runner::shards::StartSync::At(
-            loadgate_runner::shards::parse_rfc3339(t).map_err(|e| format!("--start-at: {e}"))?,
+            loadgate_runner::clock::parse_rfc3339(t).map_err(|e| format!("--start-at: {e}"))?,
         ),
         (None, Some(addr)) => {
             let timeout = a
@@ -542,15 +460,12 @@ fn shard_sync(a: &ShardArgs) -> Result<Option<ShardSync>, String> {
         }
         (None, None) => loadgate_runner::shards::StartSync::Now,
     };
-    Ok(Some(ShardSync::Slice(slice, start)))
+    Ok(Distribution::Slice { slice, start, run_id: a.run_id.clone() })
 }
 
-/// What every local shard process gets of this command line: the spec and what changes its plan.
-fn local_shard_args(spec_file: &str, from_flags: bool, args: &RunArgs) -> Vec<String> {
-    let mut argv = vec![spec_file.to_owned(), "--quiet".to_owned(), "--annotations".to_owned(), "never".to_owned()];
-    if from_flags {
-        argv.push("--from-flags".to_owned());
-    }
+/// What every local shard process gets of this command line after the spec: what changes its plan.
+fn local_shard_args(args: &RunArgs) -> Vec<String> {
+    let mut argv = Vec::new();
     for (k, v) in &args.vars.sets {
         argv.extend(["--set".to_owned(), format!("{k}={v}")]);
     }
@@ -585,17 +500,17 @@ fn write_shard_result(
     dir: &Path,
     slice: loadgate_plan::Slice,
     to_stdout: bool,
-    spec: &Spec,
+    secrets: &loadgate_model::secrets::Redactor,
 ) -> Result<(), String> {
     if to_stdout {
         let framed = loadgate_results::shards::frame(results).map_err(|e| e.to_string())?;
-        out.document(&spec.secrets.scrub(&framed));
+        out.document(&secrets.scrub(&framed));
         return Ok(());
     }
     let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
     let path = dir.join(slice.file_name());
     std::fs::create_dir_all(dir)
-        .and_then(|()| loadgate_runner::reports::write_atomic(&path, &spec.secrets.scrub(&json)))
+        .and_then(|()| loadgate_runner::reports::write_atomic(&path, &secrets.scrub(&json)))
         .map_err(|e| format!("cannot write the shard result {}: {e}", path.display()))?;
     out.info(&format!("shard result: {}", path.display()));
     Ok(())
@@ -624,21 +539,6 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
         parts.extend(found);
     }
-    let Some(first) = parts.first() else {
-        return Err(fail(out, Exit::InvalidInput)("no shard result to merge".to_owned()));
-    };
-    let baseline = read_baseline(out, args.baseline.as_deref())?;
-    // The name comes from a file: it names a directory only when it is a spec name.
-    let name = first.results.spec.name.clone();
-    let plain = !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !plain {
-        return Err(fail(out, Exit::InvalidInput)(format!(
-            "the shard results name the spec `{name}`, not a spec name"
-        )));
-    }
     let scratch = if to_stdout {
         Some(ScratchDir::new().map_err(|e| {
             fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the merge: {e}"))
@@ -646,36 +546,17 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     } else {
         None
     };
-    let dir = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.0.clone()).join(&name);
-    let moved = loadgate_runner::run::own_output_dir(&dir).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    if let Some(previous) = moved {
-        out.error(&format!(
-            "warning: the reports of an earlier run in {} were moved to {}",
-            dir.display(),
-            previous.display()
-        ));
-    }
-    let color = out.use_color(color);
-    let secrets = loadgate_model::secrets::Redactor::default();
-    let views = Views { no_files: to_stdout, ..Views::default() };
-    let mut renderer = Renderer::new(out, color, verbose, &secrets, views);
-    // Sweep SLOs need the plan: rebuilt from the spec the shards embed, when they judged any.
-    let history = crate::memory::history_request(args.history.as_deref(), &args.history_meta);
-    let plan = if history.is_some() || first.results.sweeps.iter().any(|s| !s.verdicts.is_empty()) {
-        let first = first.results.clone();
-        rebuild_plan(&first)
-    } else {
-        None
-    };
-    let options = loadgate_runner::shards::MergeOptions {
-        plan: plan.as_ref(),
-        baseline: baseline.as_ref(),
+    let options = JobOptions {
+        baseline: read_baseline(out, args.baseline.as_deref())?,
         template,
-        interrupted: false,
-        history: history.as_ref(),
+        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
+        ..JobOptions::new(scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf()))
     };
-    let outcome = loadgate_runner::shards::merge_and_report(parts, options, &dir, &mut renderer)
-        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let job = Job::merge(parts, options).map_err(job_failed(out))?;
+    let views = Views { no_files: to_stdout, ..Views::default() };
+    let secrets = job.secrets().clone();
+    let mut renderer = Renderer::new(out, out.use_color(color), verbose, &secrets, views);
+    let outcome = job.run(&mut renderer).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
         out.info(&format!(
             "merged {} shard{} of run `{}`",
@@ -691,23 +572,6 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
         }
     }
     Ok(renderer.outcome(&outcome))
-}
-
-/// The whole plan of a shard result, rebuilt from the spec it embeds (as `loadgate repro` does), when it can be.
-fn rebuild_plan(results: &loadgate_results::RunResults) -> Option<loadgate_plan::ExecutionPlan> {
-    let work = ScratchDir::new().ok()?;
-    let original_dir = Path::new(&results.spec.file)
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let opts = loadgate_repro::RebuildOptions {
-        secrets: Vec::new(),
-        env: std::env::vars().collect(),
-        work_dir: work.0.clone(),
-        original_dir,
-        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-    };
-    loadgate_repro::rebuild(results, &opts).ok().map(|r| r.plan)
 }
 
 /// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
@@ -731,66 +595,35 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
     let text = std::fs::read_to_string(&args.results)
         .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {path}: {e}")))?;
     let ci = loadgate_results::from_json(&text).map_err(|e| fail(out, Exit::InvalidInput)(format!("{path}: {e}")))?;
-    let work = ScratchDir::new().map_err(|e| {
-        fail(out, Exit::RunFailed)(format!("cannot create a temporary directory to rebuild the spec: {e}"))
-    })?;
-    // The spec's directory as CI had it, relative to here: files kept by digest only are read there, and the
-    // target's relative paths (a start command's `cwd`) resolve there when it exists.
-    let original_dir = Path::new(&ci.spec.file)
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let opts = loadgate_repro::RebuildOptions {
-        secrets: args.secrets.clone(),
-        env: std::env::vars().collect(),
-        work_dir: work.0.clone(),
-        original_dir: original_dir.clone(),
-        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-    };
-    let rebuilt = loadgate_repro::rebuild(&ci, &opts).map_err(|e| {
-        let e = e.to_string().replace("results.json holds", &format!("{path} holds"));
-        fail(out, Exit::InvalidInput)(e)
-    })?;
-    out.info(&format!(
-        "reproducing {} from {path}: plan {} rebuilt identically (loadgate {})",
-        ci.spec.name, rebuilt.plan.hash, ci.loadgate_version
-    ));
-    let baseline = read_baseline(out, args.baseline.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| {
         fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
     })?;
-    let spec = &rebuilt.spec;
-    let request = RunRequest {
-        out_root: args.out.clone(),
-        // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
-        spec_file: ci.spec.file.clone(),
-        source_dir: original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.0.canonicalize().ok()),
-        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
-        baseline,
-        template: None,
-        step_summary: std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into),
+    let options = JobOptions {
+        baseline: read_baseline(out, args.baseline.as_deref())?,
+        step_summary: step_summary(),
         builtin: BuiltinServer::Process { exe },
         interrupt: Interrupt::from_signals(),
-        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-        secrets: spec.secrets.clone(),
-        source: Some(loadgate_repro::embed(&rebuilt.text, spec, &rebuilt.overrides)),
-        shard: None,
         pin_within_affinity: args.pin_within_affinity,
-        shard_cpus: None,
-        history: None,
+        ..JobOptions::new(&args.out)
     };
+    let (job, _work) = Job::reproduce(&ci, &path, args.secrets.clone(), options).map_err(job_failed(out))?;
+    let plan_hash = job.plan().map(|p| p.hash.clone()).unwrap_or_default();
+    out.info(&format!(
+        "reproducing {} from {path}: plan {plan_hash} rebuilt identically (loadgate {})",
+        ci.spec.name, ci.loadgate_version
+    ));
+    let secrets = job.secrets().clone();
     let views = Views { latency: false, u_latency: false, no_files: false };
-    let mut renderer = Renderer::new(out, out.use_color(color), verbose, &spec.secrets, views);
-    match loadgate_runner::run(&rebuilt.plan, &request, &mut renderer) {
+    let mut renderer = Renderer::new(out, out.use_color(color), verbose, &secrets, views);
+    match job.run(&mut renderer) {
         Ok(outcome) => {
             let exit = renderer.outcome(&outcome);
             if let Some(here) = &outcome.results {
-                out.data(&spec.secrets.scrub(&loadgate_report::repro_comparison(&ci, here)));
+                out.data(&secrets.scrub(&loadgate_report::repro_comparison(&ci, here)));
             }
             Ok(exit)
         }
-        Err(e @ RunError::OutputDir { .. }) => Err(fail(out, Exit::InvalidInput)(e.to_string())),
-        Err(e) => Err(fail(out, Exit::RunFailed)(e.to_string())),
+        Err(e) => Err(run_error(out, e)),
     }
 }
 
@@ -806,7 +639,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
         out.error(&e.render());
         Exit::InvalidInput
     })?;
-    let plan = loadgate_plan::compile(&spec);
+    let plan = loadgate_runner::job::compile(&spec, None).map_err(job_failed(out))?;
     let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
     let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
     // `target.base_url` as written (`{{ url }}`), to name the variable to `--set` when the target is built in.

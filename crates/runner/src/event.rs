@@ -35,7 +35,7 @@ pub enum Event<'a> {
     Tick { phase: &'a Phase, elapsed: Duration, point: &'a TimelinePoint },
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
     /// or the candidate (B).
-    RepetitionFinished { phase: &'a Phase, round: u32, side: crate::rounds::Side, result: &'a ScenarioResult },
+    RepetitionFinished { phase: &'a Phase, round: u32, side: crate::schedule::Side, result: &'a ScenarioResult },
     /// One step of a capacity search ended (`phase` is the scenario instance searched): its rate, what it
     /// measured and its verdict.
     CapacityStep { phase: &'a Phase, step: &'a loadgate_results::CapacityStep },

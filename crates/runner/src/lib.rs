@@ -5,67 +5,69 @@
 //!
 //! | step | where |
 //! | --- | --- |
-//! | pinning decision (`on_mismatch`), worker CPUs | [`run::decide_pinning`], [`run::worker_plans`] |
+//! | pinning decision (`on_mismatch`), worker CPUs | [`prepare::decide_pinning`], [`prepare::worker_plans`] |
 //! | target start, readiness, crash detection, stop | [`RunningTarget`], [`Session`] |
 //! | the phases in order on the engine, `abort_on_fail`, saturation policy, SLO evaluation | [`Session::run_phase`] |
 //! | reports rewritten atomically after every phase, the step summary | [`reports::ReportWriter`] |
 //! | interruption (Ctrl-C, SIGTERM, a library caller) | [`Interrupt`] |
+//! | what the user gave (a spec, flags, a results.json to reproduce, shard results) turned into what runs | [`Job`] |
+//! | what runs next: rounds, A/B sides, sequential looks, reruns of invalid rounds, the end (pure) | [`schedule::Schedule`] |
+//! | the schedule's tasks executed: repetitions kept, merged and judged, the reports rewritten | [`run()`] |
 //! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
+//! | one run of several shards: the synchronised start, the merge, local shards | [`shards`], [`shard_merge`] |
 //! | the spec's `history:` checks judged against a history store, the run recorded in it (`--history`) | [`memory`] |
 //!
 //! # Composing runs
 //!
 //! A [`Session`] is a target that is up and a generator that is pinned. [`run()`] is the composition
-//! `loadgate run` uses: one session, each phase once. Other compositions (repetitions, A/B rounds, shards,
-//! capacity-search steps) run phases on sessions as often as they need and merge the results with [`merge`]
-//! (histograms added, counts summed, never percentiles averaged):
+//! `loadgate run` uses: one session per side executing the plan's [`schedule::Schedule`], which is the same loop
+//! for a single run, repetitions, A/B rounds, a shard's slice and capacity searches. A library caller can run
+//! phases on a session as often as it needs and merge the results with [`merge`] (histograms added, counts
+//! summed, never percentiles averaged):
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let plan: loadgate_plan::ExecutionPlan = unimplemented_plan();
 //! # fn unimplemented_plan() -> loadgate_plan::ExecutionPlan { loop {} }
 //! use loadgate_runner::{BuiltinServer, Interrupt, RunningTarget, Session, SessionOptions, Silent, TargetOptions};
-//! let pinning = loadgate_runner::run::decide_pinning(&plan, false)?.map_err(|skip| skip)?;
+//! let pinning = loadgate_runner::prepare::decide_pinning(&plan, false)?.map_err(|skip| skip)?;
 //! let dir = std::path::Path::new("loadgate-out/demo");
 //! let opts = TargetOptions { cpus: pinning.target.as_ref(), log_dir: dir, source_dir: None, builtin: &BuiltinServer::InProcess };
 //! let target = RunningTarget::start(&plan.target, &opts, &mut Silent)?;
-//! let workers = loadgate_runner::run::worker_plans(&plan, &pinning);
+//! let workers = loadgate_runner::prepare::worker_plans(&plan, &pinning);
 //! let session_opts = SessionOptions { saturation: plan.hardware.saturation, interrupt: Interrupt::new(), origin: std::time::Instant::now() };
 //! let mut session = Session::new(target, workers, session_opts);
-//! let (rounds, merged) = loadgate_runner::run_rounds(&mut session, &plan.phases[0], 3, &mut Silent)?;
-//! # let _ = (rounds, merged);
+//! let rounds = (0..3).map(|_| session.run_phase(&plan.phases[0], None, &mut Silent)).collect::<Result<Vec<_>, _>>()?;
+//! let merged = loadgate_runner::merge(&rounds)?;
+//! # let _ = merged;
 //! session.finish();
 //! # Ok(()) }
 //! ```
 
 pub mod abort;
 pub mod capacity;
+pub mod clock;
 mod error;
 mod event;
 pub mod interrupt;
+pub mod job;
+mod ledger;
 pub mod memory;
+pub mod prepare;
 pub mod reports;
-pub mod rounds;
+pub mod request;
 pub mod run;
+pub mod schedule;
 mod session;
+pub mod shard_merge;
 pub mod shards;
 mod target;
 
 pub use error::RunError;
 pub use event::{Event, Observer, Silent};
 pub use interrupt::Interrupt;
-pub use run::{run, RunOutcome, RunRequest};
-pub use session::{
-    apply_limit_policy, apply_saturation_policy, merge, run_rounds, Halt, Session, SessionEnd, SessionOptions,
-};
+pub use job::{Job, JobError};
+pub use request::{RunOutcome, RunRequest};
+pub use run::run;
+pub use session::{apply_limit_policy, apply_saturation_policy, merge, Halt, Session, SessionEnd, SessionOptions};
 pub use target::{resolve, BuiltinServer, RunningTarget, TargetOptions};
-
-/// A composition of runs that could not be completed: a phase the engine could not run, or results that do
-/// not merge.
-#[derive(Debug, thiserror::Error)]
-pub enum ComposeError {
-    #[error(transparent)]
-    Engine(#[from] loadgate_engine::EngineError),
-    #[error(transparent)]
-    Results(#[from] loadgate_results::ResultsError),
-}

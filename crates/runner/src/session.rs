@@ -237,27 +237,6 @@ impl Drop for Session {
     }
 }
 
-/// Runs `phase` `rounds` times on `session` and merges the rounds into one result (histograms added, counts
-/// summed, timelines concatenated), with the phase's SLOs evaluated on the merged result. Returns the rounds
-/// and the merge. Stops early, with the rounds run so far, when the session is halted.
-pub fn run_rounds(
-    session: &mut Session,
-    phase: &Phase,
-    rounds: usize,
-    observer: &mut dyn Observer,
-) -> Result<(Vec<ScenarioResult>, ScenarioResult), crate::ComposeError> {
-    let mut parts = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        if !parts.is_empty() && session.halted().is_some() {
-            break;
-        }
-        parts.push(session.run_phase(phase, None, observer)?);
-    }
-    let mut merged = merge(&parts)?;
-    merged.verdicts = loadgate_results::evaluate(&phase.slos, &merged, None);
-    Ok((parts, merged))
-}
-
 /// Merges results of the same scenario instance (rounds, repetitions, shards): histograms added, never
 /// percentiles averaged; counts summed; the merge valid only if every part was. Verdicts are dropped: evaluate
 /// again on the merge.

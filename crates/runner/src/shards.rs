@@ -1,25 +1,19 @@
-//! Runs on several generators: a shard's synchronised start (`--start-at`, `--barrier`), the merge of shard
-//! results into one run with its reports (`loadgate merge`), and local shards (`loadgate run --shards N`: N
-//! processes of loadgate on this machine, started as targets are, then merged).
+//! A shard's synchronised start (`--start-at`, `--barrier`): one run on several generators.
 //!
 //! A shard is an ordinary run of its slice of the plan ([`loadgate_plan::shard()`]) through [`crate::run()`]:
 //! the only differences are that it waits for the common start before its first phase and records its skew
-//! ([`ShardInfo`]). The merge is [`loadgate_results::merge_shards`] (exact: histograms added), then the same
-//! report writer as every run.
+//! ([`ShardInfo`]). Merging shard results and running local shards is [`crate::merge`].
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use loadgate_plan::{ExecutionPlan, Slice};
-use loadgate_results::{OutcomeStatus, ShardInfo, ShardPart};
+use loadgate_plan::Slice;
+use loadgate_results::ShardInfo;
 
+use crate::clock::rfc3339;
 use crate::event::{Event, Observer};
 use crate::interrupt::Interrupt;
-use crate::reports::ReportWriter;
-use crate::run::RunOutcome;
-use crate::RunError;
 
 /// The barrier's common start is this far ahead of the moment the last shard arrived, so that the release
 /// messages reach every shard before it.
@@ -221,230 +215,9 @@ fn barrier(
     Err(format!("the barrier at {addr} could not be reached within {}s ({last_error})", timeout.as_secs()))
 }
 
-/// Merges shard results into one run and writes its reports into `dir` (results.json, junit.xml, report.md,
-/// ...), as `loadgate run` does. `Err` when nothing can be merged (no shard result at all).
-///
-/// `interrupted`: the run was stopped (Ctrl-C) before its shards finished; it is then incomplete (exit 3), as
-/// any interrupted run.
-///
-/// `plan`: the whole plan, when the caller has it (`run --shards N`, or rebuilt from the spec the shard results
-/// embed): the sweep SLOs are then judged once, on the merged cells, as `loadgate run` judges them. Without it
-/// the merged sweeps carry their knees but no sweep SLO verdicts, and a warning says so.
-pub fn merge_and_report(
-    parts: Vec<ShardPart>,
-    options: MergeOptions<'_>,
-    dir: &Path,
-    observer: &mut dyn Observer,
-) -> Result<RunOutcome, RunError> {
-    let MergeOptions { plan, baseline, template, interrupted, history } = options;
-    let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
-    let mut results =
-        loadgate_results::merge_shards_against(parts, baseline).map_err(|e| RunError::Shards(e.to_string()))?;
-    match plan.filter(|p| p.hash == results.spec.plan_hash) {
-        Some(plan) => {
-            let merged = results.outcome.clone();
-            crate::run::settle(&mut results, plan);
-            // A problem of the merge itself (a missing or late shard) outranks an SLO verdict.
-            if matches!(merged.status, OutcomeStatus::RunFailed | OutcomeStatus::InvalidMeasurement) {
-                results.outcome = merged;
-            }
-        }
-        None if judged_per_shard => {
-            observer.event(&Event::Warning(
-                "the shards' plan could not be rebuilt, so the sweep SLOs (`sweep:`) were not judged on the merge"
-                    .to_owned(),
-            ));
-        }
-        None => {}
-    }
-    if interrupted {
-        results.finished_at = None;
-        results.outcome = loadgate_results::outcome(&results);
-    }
-    crate::memory::remember(&mut results, plan.and_then(|p| p.history.as_ref()), history, None, observer);
-    std::fs::create_dir_all(dir).map_err(|source| RunError::OutputDir { path: dir.to_path_buf(), source })?;
-    let mut reports = ReportWriter::new(dir, template, Default::default());
-    let mut failures = Vec::new();
-    for f in reports.write_all(&mut results) {
-        observer.event(&Event::ReportNotWritten { failure: &f });
-        failures.push(f);
-    }
-    observer.event(&Event::RunFinished { results: &results, dir });
-    Ok(RunOutcome { dir: dir.to_path_buf(), results: Some(results), skipped: None, write_failures: failures })
-}
-
-/// How [`merge_and_report`] judges the merge.
-#[derive(Debug, Default)]
-pub struct MergeOptions<'a> {
-    /// The whole plan, when the caller has it (its sweep SLOs and `history:` checks are judged on the merge).
-    pub plan: Option<&'a ExecutionPlan>,
-    /// `--baseline`: relative SLOs are judged against it.
-    pub baseline: Option<&'a loadgate_results::RunResults>,
-    /// A minijinja template that replaces the built-in Markdown report.
-    pub template: Option<String>,
-    /// The run was stopped before its shards finished: it is incomplete.
-    pub interrupted: bool,
-    /// `--history STORE`: the merge is recorded, and the plan's `history:` checks judged against the store.
-    pub history: Option<&'a crate::memory::HistoryRequest>,
-}
-
-/// `loadgate run SPEC --shards N`: what to start.
-#[derive(Debug, Clone)]
-pub struct LocalShards {
-    /// The loadgate executable.
-    pub exe: PathBuf,
-    /// The arguments of `loadgate run` that every shard gets (the spec, `--set`, ...), without `--out`.
-    pub args: Vec<String>,
-    pub count: u32,
-    pub run_id: String,
-    /// `--baseline`: relative SLOs are judged against it on the merge.
-    pub baseline: Option<loadgate_results::RunResults>,
-    /// `--history STORE`: the merge is recorded (the shards never are).
-    pub history: Option<crate::memory::HistoryRequest>,
-}
-
-/// Starts `count` shard processes of `exe` on this machine, each in its own process group stopped with
-/// loadgate (a watchdog; Ctrl-C stops them all), meeting at a barrier on a free loopback port, waits for them
-/// and merges their shard results into `<out_root>/<plan name>/` with [`merge_and_report`].
-pub fn run_local(
-    plan: &ExecutionPlan,
-    local: &LocalShards,
-    out_root: &Path,
-    template: Option<String>,
-    interrupt: &Interrupt,
-    observer: &mut dyn Observer,
-) -> Result<RunOutcome, RunError> {
-    let dir = out_root.join(&plan.name);
-    if let Some(previous) = crate::run::own_output_dir(&dir)? {
-        observer.event(&Event::Warning(format!(
-            "the reports of an earlier run in {} were moved to {}",
-            dir.display(),
-            previous.display()
-        )));
-    }
-    std::fs::create_dir_all(&dir).map_err(|source| RunError::OutputDir { path: dir.clone(), source })?;
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| RunError::Shards(format!("no free port for the barrier: {e}")))?;
-    // Each shard on its own part of the spec's generator CPUs, when the spec pins enough of them.
-    let parts =
-        plan.hardware.generator_cpus.as_ref().map(|g| (g, loadgate_machine::hardware::shard_parts(g, local.count)));
-    if let Some((cpus, None)) = &parts {
-        observer.event(&Event::Warning(format!(
-            "the spec pins the generator to {} CPU{} ({cpus}) for {} shards: the shards share CPUs; pin at least \
-             {} generator CPUs to give each shard its own",
-            cpus.len(),
-            if cpus.len() == 1 { "" } else { "s" },
-            local.count,
-            local.count
-        )));
-    }
-    let mut shards = Vec::new();
-    for index in 1..=local.count {
-        let slice = Slice { index, count: local.count };
-        let mut argv = vec![local.exe.display().to_string(), "run".to_owned()];
-        argv.extend(local.args.iter().cloned());
-        argv.extend([
-            "--shard".to_owned(),
-            slice.to_string(),
-            "--run-id".to_owned(),
-            local.run_id.clone(),
-            "--barrier".to_owned(),
-            format!("127.0.0.1:{port}"),
-            "--out".to_owned(),
-            out_root.display().to_string(),
-        ]);
-        if let Some(part) = parts.as_ref().and_then(|(_, p)| p.as_ref()?.get(index as usize - 1)) {
-            argv.extend(["--shard-cpus".to_owned(), part.to_string()]);
-        }
-        let mut spec = loadgate_target::launch::LaunchSpec::new(argv, &dir);
-        spec.log_name = format!("shard-{index}-of-{}", local.count);
-        spec.stop_grace = Duration::from_secs(30);
-        match loadgate_target::launch::Target::start(&spec) {
-            Ok(t) => shards.push((slice, t)),
-            Err(e) => {
-                observer.event(&Event::Warning(format!("shard {slice} could not start: {e}")));
-            }
-        }
-    }
-    // Wait for every shard; an interrupt stops them all (SIGTERM: each writes what it has).
-    let mut stopping = false;
-    loop {
-        if shards.iter().all(|(_, t)| t.exited().is_some()) {
-            break;
-        }
-        if interrupt.is_interrupted() && !stopping {
-            stopping = true;
-            for (_, t) in &shards {
-                let _ = t.stop();
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let mut parts = Vec::new();
-    for (slice, t) in &shards {
-        if let Some(exit) = t.exited().filter(|e| e.code != Some(0)) {
-            observer.event(&Event::Warning(format!(
-                "shard {slice} {} (its log: {})",
-                exit.status,
-                dir.join(format!("shard-{}-of-{}.stderr.log", slice.index, slice.count)).display()
-            )));
-        }
-        let file = dir.join(slice.file_name());
-        match std::fs::read_to_string(&file) {
-            Ok(text) => match loadgate_results::shards::read_shards(&file.display().to_string(), &text) {
-                Ok(p) => parts.extend(p),
-                Err(e) => observer.event(&Event::Warning(e.to_string())),
-            },
-            Err(_) => observer.event(&Event::Warning(format!("shard {slice} wrote no result ({})", file.display()))),
-        }
-    }
-    if parts.is_empty() {
-        return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
-    }
-    // A shard that never reported is missing from the merge: `merge_shards` says so.
-    let options = MergeOptions {
-        plan: Some(plan),
-        baseline: local.baseline.as_ref(),
-        template,
-        interrupted: interrupt.is_interrupted(),
-        history: local.history.as_ref(),
-    };
-    merge_and_report(parts, options, &dir, observer)
-}
-
-/// `t` as RFC 3339 UTC (`2026-11-23T10:00:00Z`, or `2026-11-23T10:00:00.250Z` with `millis`).
-pub fn rfc3339(t: SystemTime, millis: bool) -> String {
-    let format = if millis { chrono::SecondsFormat::Millis } else { chrono::SecondsFormat::Secs };
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(format, true)
-}
-
-/// Reads an RFC 3339 time: `2026-11-23T10:00:00Z`, with optional fractional seconds and a `+HH:MM` or `-HH:MM`
-/// offset instead of `Z`. A date that does not exist (`2026-02-31`) is refused, not rolled into the next month.
-pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
-    let t = text.trim();
-    let parsed = chrono::DateTime::parse_from_rfc3339(t)
-        .map_err(|e| format!("`{text}` is not an RFC 3339 time such as 2026-11-23T10:00:00Z ({e})"))?;
-    Ok(parsed.into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_round_trips() {
-        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_250);
-        let s = rfc3339(t, true);
-        assert_eq!(parse_rfc3339(&s).unwrap(), t);
-        assert_eq!(parse_rfc3339("1970-01-01T01:00:00+01:00").unwrap(), SystemTime::UNIX_EPOCH);
-        assert!(parse_rfc3339("yesterday").is_err());
-        assert!(parse_rfc3339("2026-13-01T00:00:00Z").is_err());
-        assert!(parse_rfc3339("2026-02-31T00:00:00Z").is_err(), "no such day: not rolled into March");
-        assert!(parse_rfc3339("2028-02-29T00:00:00Z").is_ok());
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH, false), "1970-01-01T00:00:00Z");
-    }
 
     #[test]
     fn the_barrier_releases_every_shard() {

@@ -18,10 +18,10 @@ fn plan(requests: u64) -> ExecutionPlan {
 }
 
 fn session(plan: &ExecutionPlan, dir: &std::path::Path) -> Session {
-    let pinning = loadgate_runner::run::decide_pinning(plan, false).unwrap().unwrap();
+    let pinning = loadgate_runner::prepare::decide_pinning(plan, false).unwrap().unwrap();
     let opts = TargetOptions { cpus: None, log_dir: dir, source_dir: None, builtin: &BuiltinServer::InProcess };
     let target = RunningTarget::start(&plan.target, &opts, &mut Silent).unwrap();
-    let workers = loadgate_runner::run::worker_plans(plan, &pinning);
+    let workers = loadgate_runner::prepare::worker_plans(plan, &pinning);
     let opts =
         SessionOptions { saturation: plan.hardware.saturation, interrupt: Interrupt::new(), origin: Instant::now() };
     Session::new(target, workers, opts)
@@ -33,7 +33,9 @@ fn two_rounds_merged_count_what_one_longer_phase_counts() {
     let short = plan(300);
     let long = plan(600);
     let mut s = session(&short, dir.path());
-    let (rounds, merged) = loadgate_runner::run_rounds(&mut s, &short.phases[0], 2, &mut Silent).unwrap();
+    let rounds: Vec<_> = (0..2).map(|_| s.run_phase(&short.phases[0], None, &mut Silent).unwrap()).collect();
+    let mut merged = loadgate_runner::merge(&rounds).unwrap();
+    merged.verdicts = loadgate_results::evaluate(&short.phases[0].slos, &merged, None);
     let single = s.run_phase(&long.phases[0], None, &mut Silent).unwrap();
     let end = s.finish();
     assert!(end.stop_error.is_none());

@@ -1,0 +1,402 @@
+//! A [`Job`]: what the user gave (a validated spec from a file or from command-line flags, a results.json to
+//! reproduce, shard results to merge) turned into what runs, in one place: the options that change the plan
+//! applied, the spec embedded for `loadgate repro`, the plan compiled and sliced for a shard, the [`RunRequest`]
+//! built. `loadgate run`, `run --shards N`, `repro` and `merge` each build a `Job` and [`Job::run`] it; the
+//! binary parses arguments, renders events and maps the outcome to an exit code.
+
+use std::path::{Path, PathBuf};
+
+use loadgate_model::secrets::Redactor;
+use loadgate_model::Spec;
+use loadgate_plan::{ExecutionPlan, Slice};
+use loadgate_repro::RunOverrides;
+use loadgate_results::{RunResults, ShardPart};
+
+use crate::event::Observer;
+use crate::interrupt::Interrupt;
+use crate::memory::HistoryRequest;
+use crate::request::{RunOutcome, RunRequest};
+use crate::shard_merge::{LocalShards, MergeOptions};
+use crate::shards::{ShardRun, StartSync};
+use crate::target::BuiltinServer;
+use crate::RunError;
+
+/// A job that cannot be built: the message says what to change. Nothing ran.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// An option, a shard or a file the user gave does not fit (exit 2).
+    #[error("{0}")]
+    Invalid(String),
+    /// This machine could not give what the job needs (a temporary directory, a file for the shards).
+    #[error("{0}")]
+    Machine(String),
+}
+
+/// A spec that validated, as the user gave it.
+#[derive(Debug, Clone)]
+pub struct SpecInput {
+    pub spec: Spec,
+    /// The spec file as the user named it (`(command line)` for a spec made of flags).
+    pub file: String,
+    /// The spec's directory: its relative paths and its git state are read there.
+    pub dir: Option<PathBuf>,
+    /// The spec's text, embedded in results.json for `loadgate repro` (`None`: not kept).
+    pub text: Option<String>,
+    /// The spec's YAML when it was made of command-line flags: what local shards are given to run.
+    pub flags_yaml: Option<String>,
+}
+
+/// How a job's plan is run.
+#[derive(Debug, Clone, Default)]
+pub enum Distribution {
+    /// On this generator, whole.
+    #[default]
+    Whole,
+    /// Slice `slice` of the plan, as one shard of a run on several generators (`--shard I/N`).
+    Slice { slice: Slice, start: StartSync, run_id: Option<String> },
+    /// `--shards N`: N shard processes of `exe` on this machine, merged. `args` are what every shard gets
+    /// after the spec (`--set`, `--pacing`, ...).
+    Local { count: u32, exe: PathBuf, args: Vec<String>, run_id: Option<String> },
+}
+
+/// What a job needs besides its spec.
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    /// Reports go to `<out_root>/<spec name>/`.
+    pub out_root: PathBuf,
+    /// The options of the command line that change the plan (`--repeat`, `--pacing`, ...).
+    pub overrides: RunOverrides,
+    pub distribution: Distribution,
+    /// `--baseline`: earlier results for relative SLOs.
+    pub baseline: Option<RunResults>,
+    /// `--template`: replaces the built-in Markdown report.
+    pub template: Option<String>,
+    /// A file the final Markdown report is appended to (GitHub's `GITHUB_STEP_SUMMARY`).
+    pub step_summary: Option<PathBuf>,
+    /// How a `builtin:` target starts.
+    pub builtin: BuiltinServer,
+    pub interrupt: Interrupt,
+    /// `--pin-within-affinity`.
+    pub pin_within_affinity: bool,
+    /// `--shard-cpus` (given by `run --shards N` to each local shard).
+    pub shard_cpus: Option<loadgate_model::units::CpuList>,
+    /// `--history STORE`.
+    pub history: Option<HistoryRequest>,
+    /// `--from-flags`: this shard runs the spec a run from command-line flags made (named as the run's own).
+    pub from_flags: bool,
+}
+
+impl JobOptions {
+    /// Options with defaults: reports under `out_root`, the built-in server in this process, nothing else.
+    pub fn new(out_root: impl Into<PathBuf>) -> JobOptions {
+        JobOptions {
+            out_root: out_root.into(),
+            overrides: RunOverrides::default(),
+            distribution: Distribution::Whole,
+            baseline: None,
+            template: None,
+            step_summary: None,
+            builtin: BuiltinServer::InProcess,
+            interrupt: Interrupt::new(),
+            pin_within_affinity: false,
+            shard_cpus: None,
+            history: None,
+            from_flags: false,
+        }
+    }
+}
+
+/// What runs: a plan with its request, local shards, or a merge.
+#[derive(Debug)]
+enum Work {
+    Run(Box<ExecutionPlan>),
+    Local { plan: Box<ExecutionPlan>, local: Box<LocalShards>, _flags_spec: Option<ScratchDir> },
+    Merge { plan: Option<Box<ExecutionPlan>>, parts: Vec<ShardPart>, dir: PathBuf, interrupted: bool },
+}
+
+/// A run ready to go.
+#[derive(Debug)]
+pub struct Job {
+    request: RunRequest,
+    secrets: Redactor,
+    work: Work,
+}
+
+impl Job {
+    /// The job of a validated spec: the options that change the plan applied (and kept with the embedded spec),
+    /// the plan compiled, sliced for a shard.
+    pub fn from_spec(input: SpecInput, options: JobOptions) -> Result<Job, JobError> {
+        let SpecInput { mut spec, file, dir, text, flags_yaml } = input;
+        // A shard of a run from flags: named as the run's own, and embedded as it would be (not with a credential).
+        let (file, text) = if options.from_flags {
+            ("(command line)".to_owned(), text.filter(|t| spec.secrets.scrub(t) == *t))
+        } else {
+            (file, text)
+        };
+        let source = text.map(|t| loadgate_repro::embed(&t, &spec, &options.overrides));
+        options.overrides.apply(&mut spec).map_err(JobError::Invalid)?;
+        let slice = match &options.distribution {
+            Distribution::Slice { slice, .. } => Some(*slice),
+            _ => None,
+        };
+        let plan = compile(&spec, slice)?;
+        let shard = match &options.distribution {
+            Distribution::Slice { slice, start, run_id } => {
+                let run_id = run_id.clone().unwrap_or_else(|| plan.hash.clone());
+                Some(ShardRun { slice: *slice, run_id, start: start.clone() })
+            }
+            _ => None,
+        };
+        let request = request(&spec, file, dir, source, shard, &options);
+        let work = match &options.distribution {
+            Distribution::Local { count, exe, args, run_id } => {
+                // A run from flags has no spec file: its shards run the spec the flags made, from a private file.
+                let flags_spec = flags_yaml.as_deref().map(ScratchDir::with_spec).transpose()?;
+                let local = LocalShards {
+                    exe: exe.clone(),
+                    args: local_args(&request.spec_file, flags_spec.as_ref(), args),
+                    count: *count,
+                    run_id: run_id.clone().unwrap_or_else(|| {
+                        format!("{}-{}-{}", plan.hash, std::process::id(), crate::clock::now_rfc3339())
+                    }),
+                    baseline: options.baseline.clone(),
+                    history: options.history.clone(),
+                };
+                Work::Local { plan: Box::new(plan), local: Box::new(local), _flags_spec: flags_spec }
+            }
+            _ => Work::Run(Box::new(plan)),
+        };
+        Ok(Job { secrets: spec.secrets.clone(), request, work })
+    }
+
+    /// `loadgate repro`: the plan of the run `ci` describes (read from `path`), rebuilt identically from the spec
+    /// it embeds, to run again as `loadgate run` would. `secrets`: the values of its secret variables.
+    pub fn reproduce(
+        ci: &RunResults,
+        path: &str,
+        secrets: Vec<(String, String)>,
+        options: JobOptions,
+    ) -> Result<(Job, ScratchDir), JobError> {
+        let work = ScratchDir::new()
+            .map_err(|e| JobError::Machine(format!("cannot create a temporary directory to rebuild the spec: {e}")))?;
+        let original_dir = spec_dir_of(ci);
+        let opts = loadgate_repro::RebuildOptions {
+            secrets,
+            env: std::env::vars().collect(),
+            work_dir: work.path().to_path_buf(),
+            original_dir: original_dir.clone(),
+            loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        };
+        let rebuilt = loadgate_repro::rebuild(ci, &opts)
+            .map_err(|e| JobError::Invalid(e.to_string().replace("results.json holds", &format!("{path} holds"))))?;
+        // The spec's directory as CI had it, relative to here, when it exists: the target's relative paths
+        // (a start command's `cwd`) resolve there.
+        let dir = original_dir.canonicalize().ok().filter(|d| d.is_dir()).or_else(|| work.path().canonicalize().ok());
+        let source = Some(loadgate_repro::embed(&rebuilt.text, &rebuilt.spec, &rebuilt.overrides));
+        // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
+        let request = request(&rebuilt.spec, ci.spec.file.clone(), dir, source, None, &options);
+        let job = Job { secrets: rebuilt.spec.secrets.clone(), request, work: Work::Run(Box::new(rebuilt.plan)) };
+        Ok((job, work))
+    }
+
+    /// `loadgate merge`: shard results (one run's, checked by the merge) into `<out_root>/<spec name>/`, judged
+    /// with the whole plan when it can be rebuilt from the spec they embed (sweep SLOs, `history:` checks).
+    pub fn merge(parts: Vec<ShardPart>, options: JobOptions) -> Result<Job, JobError> {
+        let Some(first) = parts.first() else {
+            return Err(JobError::Invalid("no shard result to merge".to_owned()));
+        };
+        // The name comes from a file: it names a directory only when it is a spec name.
+        let name = first.results.spec.name.clone();
+        let plain = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !plain {
+            return Err(JobError::Invalid(format!("the shard results name the spec `{name}`, not a spec name")));
+        }
+        let needs_plan = options.history.is_some() || first.results.sweeps.iter().any(|s| !s.verdicts.is_empty());
+        let plan = if needs_plan { rebuild_plan(&first.results).map(Box::new) } else { None };
+        let mut request = RunRequest::new(&options.out_root);
+        request.baseline = options.baseline;
+        request.template = options.template;
+        request.history = options.history;
+        let dir = options.out_root.join(&name);
+        let interrupted = options.interrupt.is_interrupted();
+        Ok(Job { request, secrets: Redactor::default(), work: Work::Merge { plan, parts, dir, interrupted } })
+    }
+
+    /// The compiled plan (for a merge, the one rebuilt from the shards' spec, when it could be).
+    pub fn plan(&self) -> Option<&ExecutionPlan> {
+        match &self.work {
+            Work::Run(plan) | Work::Local { plan, .. } => Some(plan),
+            Work::Merge { plan, .. } => plan.as_deref(),
+        }
+    }
+
+    /// The request the run gets.
+    pub fn request(&self) -> &RunRequest {
+        &self.request
+    }
+
+    /// The values that must not reach anything printed or written.
+    pub fn secrets(&self) -> &Redactor {
+        &self.secrets
+    }
+
+    /// The slice this job runs, when it is one shard of a run.
+    pub fn shard(&self) -> Option<Slice> {
+        self.request.shard.as_ref().map(|s| s.slice)
+    }
+
+    /// Runs the job: the plan through [`crate::run()`], local shards through [`crate::shard_merge::run_local`], a
+    /// merge through [`crate::shard_merge::merge_and_report`]. Blocks until it ends; events go to `observer`.
+    pub fn run(self, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
+        let Job { request, work, .. } = self;
+        match work {
+            Work::Run(plan) => crate::run(&plan, &request, observer),
+            Work::Local { plan, local, .. } => crate::shard_merge::run_local(
+                &plan,
+                &local,
+                &request.out_root,
+                request.template.clone(),
+                &request.interrupt,
+                observer,
+            ),
+            Work::Merge { plan, parts, dir, interrupted } => {
+                if let Some(previous) = crate::prepare::own_output_dir(&dir)? {
+                    let (dir, previous) = (dir.display(), previous.display());
+                    observer.event(&crate::Event::Warning(format!(
+                        "the reports of an earlier run in {dir} were moved to {previous}"
+                    )));
+                }
+                let options = MergeOptions {
+                    plan: plan.as_deref(),
+                    baseline: request.baseline.as_ref(),
+                    template: request.template.clone(),
+                    interrupted,
+                    history: request.history.as_ref(),
+                };
+                crate::shard_merge::merge_and_report(parts, options, &dir, observer)
+            }
+        }
+    }
+}
+
+/// The plan of a validated spec (what `loadgate plan`, `validate` and `k8s` show and render), or its slice
+/// `slice` (the plan a shard runs).
+pub fn compile(spec: &Spec, slice: Option<Slice>) -> Result<ExecutionPlan, JobError> {
+    let plan = loadgate_plan::compile(spec);
+    match slice {
+        Some(slice) => loadgate_plan::shard(&plan, slice).map_err(|e| JobError::Invalid(e.to_string())),
+        None => Ok(plan),
+    }
+}
+
+/// The one place a [`RunRequest`] is built from a spec and the options.
+fn request(
+    spec: &Spec,
+    spec_file: String,
+    source_dir: Option<PathBuf>,
+    source: Option<loadgate_results::SpecSource>,
+    shard: Option<ShardRun>,
+    options: &JobOptions,
+) -> RunRequest {
+    RunRequest {
+        out_root: options.out_root.clone(),
+        spec_file,
+        source_dir,
+        spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
+        baseline: options.baseline.clone(),
+        template: options.template.clone(),
+        step_summary: options.step_summary.clone(),
+        builtin: options.builtin.clone(),
+        interrupt: options.interrupt.clone(),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        secrets: spec.secrets.clone(),
+        shard,
+        source,
+        pin_within_affinity: options.pin_within_affinity,
+        shard_cpus: options.shard_cpus.clone(),
+        history: options.history.clone(),
+    }
+}
+
+/// What every local shard process gets: the spec (the private file of a run from flags), quiet, no annotations,
+/// then the caller's arguments.
+fn local_args(spec_file: &str, flags_spec: Option<&ScratchDir>, args: &[String]) -> Vec<String> {
+    let spec = flags_spec.map_or_else(|| spec_file.to_owned(), |f| f.path().join(FLAGS_SPEC).display().to_string());
+    let mut argv = vec![spec, "--quiet".to_owned(), "--annotations".to_owned(), "never".to_owned()];
+    if flags_spec.is_some() {
+        argv.push("--from-flags".to_owned());
+    }
+    argv.extend(args.iter().cloned());
+    argv
+}
+
+/// The spec file of a run's artifact, as its directory is from here.
+fn spec_dir_of(results: &RunResults) -> PathBuf {
+    Path::new(&results.spec.file)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// The whole plan of a shard result, rebuilt from the spec it embeds (as `loadgate repro` does), when it can be.
+fn rebuild_plan(results: &RunResults) -> Option<ExecutionPlan> {
+    let work = ScratchDir::new().ok()?;
+    let opts = loadgate_repro::RebuildOptions {
+        secrets: Vec::new(),
+        env: std::env::vars().collect(),
+        work_dir: work.path().to_path_buf(),
+        original_dir: spec_dir_of(results),
+        loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    loadgate_repro::rebuild(results, &opts).ok().map(|r| r.plan)
+}
+
+const FLAGS_SPEC: &str = "command-line.yaml";
+
+/// A directory of our own under the system's temporary directory (0700), removed when dropped: where `--out -`
+/// runs keep their working files, where `repro` rebuilds a spec, where a run from flags keeps the spec its local
+/// shards read (its credential headers are in it).
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    pub fn new() -> std::io::Result<ScratchDir> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos());
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("loadgate-{}-{}-{n}", std::process::id(), nanos.unwrap_or(0)));
+        // Made here, only this user's (a directory that is already there, someone else's perhaps, is an error).
+        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+
+    /// A scratch directory holding `yaml` as the spec of a run from flags, readable by this user only.
+    fn with_spec(yaml: &str) -> Result<ScratchDir, JobError> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let fail = |e: std::io::Error| JobError::Machine(format!("cannot write the flags' spec for the shards: {e}"));
+        let dir = ScratchDir::new().map_err(fail)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.0.join(FLAGS_SPEC))
+            .map_err(fail)?;
+        file.write_all(yaml.as_bytes()).map_err(fail)?;
+        Ok(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

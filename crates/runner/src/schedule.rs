@@ -1,0 +1,570 @@
+//! What runs next: a pure scheduler of a run's rounds, as [`crate::capacity::Search`] is of a search's steps.
+//!
+//! Given the plan, a [`Schedule`] answers [`Schedule::next_task`] with the next [`Task`]: restart the targets before a
+//! round (`gating.restart: each_round`), run one instance on one side in one round ([`Unit`]), or judge an
+//! instance once all its sides ran in the round ([`Judgement`], which says whether the round is discarded as
+//! invalid and run again). The loop that executes the tasks tells it what happened ([`Schedule::ran`],
+//! [`Schedule::judged`], [`Schedule::stop`]); from that alone it decides when sequential mode looks and adds
+//! rounds, when a round is rerun, and when the run ends. It opens no socket and reads no clock: every
+//! composition (a single run, repetitions, A/B rounds, a shard's slice, a capacity search's instance) is the same
+//! schedule of a different plan, tested here without a target.
+//!
+//! The order: rounds interleaved across scenario instances (round 1 runs every instance once, then round 2, ...),
+//! and in an A/B run both sides in each round, in ABBA or a seeded shuffled order, so that the noise of a given
+//! minute hits both sides alike. A phase that is not gated (a warmup) runs in the first round only.
+
+use std::collections::VecDeque;
+
+use loadgate_plan::{ExecutionPlan, Restart, RoundOrder};
+
+/// One side of a run: the spec's `target` (A, the baseline) or its `candidate` (B).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    Target,
+    Candidate,
+}
+
+impl Side {
+    /// `A` or `B`, as reports name them.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Side::Target => "A",
+            Side::Candidate => "B",
+        }
+    }
+
+    /// 0 for the target, 1 for the candidate.
+    pub fn index(self) -> usize {
+        match self {
+            Side::Target => 0,
+            Side::Candidate => 1,
+        }
+    }
+}
+
+/// One run of one instance: the plan's phase `phase` on `side` in round `round` (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    pub phase: usize,
+    pub side: Side,
+    pub round: u32,
+}
+
+/// An instance's sides all ran in a round (or the run stops): merge its repetitions and judge them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub phase: usize,
+    pub round: u32,
+    /// The round was invalid as a measurement on these sides and is discarded (both sides) and run again:
+    /// drop its repetitions before judging.
+    pub discard: Option<Vec<Side>>,
+    /// No more rounds of this instance are planned now (its last round, or the run stops): report it as
+    /// finished. Sequential mode may still add rounds at the next look.
+    pub last: bool,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Task {
+    /// Stop the sessions and start them again before round `round` (`gating.restart: each_round`).
+    Restart {
+        round: u32,
+    },
+    Run(Unit),
+    Judge(Judgement),
+}
+
+/// What a unit's run showed, as far as the schedule cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ran {
+    /// A measurement to keep.
+    Valid,
+    /// The generator (or the machine) fell short: invalid as a measurement.
+    Invalid,
+}
+
+/// The rounds of a run: how often each phase runs, in which order the sides go, and when it ends.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Rounds wanted per phase (index = phase index); grows in sequential mode and with reruns.
+    wanted: Vec<u32>,
+    /// The most rounds per phase.
+    max: Vec<u32>,
+    /// Whether each phase is gated (only gated phases' invalid rounds are rerun).
+    gate: Vec<bool>,
+    /// The rounds after which sequential mode looks at the verdicts.
+    looks: Vec<u32>,
+    /// Rounds of each phase discarded as invalid measurements (and run again).
+    discarded: Vec<u32>,
+    /// How many may be, per phase (`gating.rerun_invalid`).
+    rerun_budget: u32,
+    ab: bool,
+    order: RoundOrder,
+    seed: u64,
+    restart_each_round: bool,
+    statistical: bool,
+    /// The current round (0 before the first).
+    round: u32,
+    /// The tasks left in the current round.
+    queue: VecDeque<Task>,
+    /// The sides of each phase that ran invalid in the current round.
+    invalid: Vec<Vec<Side>>,
+    /// The phases judged inconclusive in the current round.
+    inconclusive: Vec<bool>,
+    /// The phase whose units have started in this round and which is not judged yet.
+    in_progress: Option<usize>,
+    stopped: bool,
+}
+
+impl Schedule {
+    /// The plan's rounds: a gated phase runs `repeat` times (its own or `gating.repeat`), up to `max_repeat` in
+    /// sequential mode; a phase that is not gated runs in the first round only.
+    pub fn new(plan: &ExecutionPlan) -> Schedule {
+        let g = &plan.gating;
+        let (wanted, max): (Vec<u32>, Vec<u32>) = plan.phases.iter().map(|p| plan.rounds_of(p)).unzip();
+        let ab = plan.candidate.is_some();
+        let n = wanted.len();
+        Schedule {
+            statistical: ab || max.iter().any(|m| *m > 1),
+            gate: plan.phases.iter().map(|p| p.gate).collect(),
+            discarded: vec![0; n],
+            wanted,
+            max,
+            looks: g.looks(),
+            rerun_budget: g.rerun_invalid,
+            ab,
+            order: g.order,
+            seed: plan.seed,
+            restart_each_round: g.restart == Restart::EachRound,
+            round: 0,
+            queue: VecDeque::new(),
+            invalid: vec![Vec::new(); n],
+            inconclusive: vec![false; n],
+            in_progress: None,
+            stopped: false,
+        }
+    }
+
+    /// Whether any phase runs more than once or on two sides: verdicts then come from statistics.
+    pub fn statistical(&self) -> bool {
+        self.statistical
+    }
+
+    /// The sides of the run, target first.
+    pub fn all_sides(&self) -> &'static [Side] {
+        if self.ab {
+            &[Side::Target, Side::Candidate]
+        } else {
+            &[Side::Target]
+        }
+    }
+
+    /// The next task, or `None` when the run is over (every planned round ran, or it was stopped).
+    pub fn next_task(&mut self) -> Option<Task> {
+        if self.queue.is_empty() && !self.stopped {
+            self.end_round();
+            self.begin_round();
+        }
+        let task = self.queue.pop_front()?;
+        Some(match task {
+            Task::Judge(j) => {
+                self.in_progress = None;
+                Task::Judge(self.judgement(j.phase, j.round))
+            }
+            Task::Run(unit) => {
+                self.in_progress = Some(unit.phase);
+                Task::Run(unit)
+            }
+            restart => restart,
+        })
+    }
+
+    /// A unit ran: an invalid one may have its round rerun when the instance is judged.
+    pub fn ran(&mut self, unit: Unit, ran: Ran) {
+        if ran == Ran::Invalid {
+            self.invalid[unit.phase].push(unit.side);
+        }
+    }
+
+    /// The instance's verdict after its judgement: an inconclusive one gets the rounds up to the next look
+    /// (sequential mode) when the round ends.
+    pub fn judged(&mut self, phase: usize, inconclusive: bool) {
+        self.inconclusive[phase] = inconclusive;
+    }
+
+    /// The run stops (a failure, an abort, a halted session): the instance in progress is still judged, with
+    /// what it has; nothing else runs.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+        self.queue.clear();
+        if let Some(phase) = self.in_progress {
+            self.queue.push_back(Task::Judge(Judgement { phase, round: self.round, discard: None, last: true }));
+        }
+    }
+
+    /// Whether [`Schedule::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// How many rounds of `phase` were discarded and run again.
+    pub fn discarded(&self, phase: usize) -> u32 {
+        self.discarded[phase]
+    }
+
+    /// The most rounds of a phase that may be discarded (`gating.rerun_invalid`).
+    pub fn rerun_budget(&self) -> u32 {
+        self.rerun_budget
+    }
+
+    /// The rounds planned for a phase so far.
+    pub fn wanted(&self, phase: usize) -> u32 {
+        self.wanted[phase]
+    }
+
+    /// The sides in round `round`, in the order they run.
+    pub fn sides(&self, round: u32) -> [Option<Side>; 2] {
+        if !self.ab {
+            return [Some(Side::Target), None];
+        }
+        let b_first = match self.order {
+            RoundOrder::Abba => round % 2 == 0,
+            RoundOrder::Shuffle => splitmix(self.seed ^ u64::from(round)) & 1 == 1,
+        };
+        if b_first {
+            [Some(Side::Candidate), Some(Side::Target)]
+        } else {
+            [Some(Side::Target), Some(Side::Candidate)]
+        }
+    }
+
+    /// Sequential mode at the end of a round: each instance judged inconclusive in it, whose planned rounds end
+    /// with it, gets the rounds up to its next look.
+    fn end_round(&mut self) {
+        for phase in 0..self.wanted.len() {
+            if std::mem::take(&mut self.inconclusive[phase]) && self.wanted[phase] == self.round {
+                self.extend(phase);
+            }
+        }
+    }
+
+    /// The tasks of the next round, if any phase wants it.
+    fn begin_round(&mut self) {
+        let round = self.round + 1;
+        if round > self.last() {
+            return;
+        }
+        self.round = round;
+        if round > 1 && self.restart_each_round {
+            self.queue.push_back(Task::Restart { round });
+        }
+        for phase in (0..self.wanted.len()).filter(|p| self.wanted[*p] >= round) {
+            self.invalid[phase].clear();
+            for side in self.sides(round).into_iter().flatten() {
+                self.queue.push_back(Task::Run(Unit { phase, side, round }));
+            }
+            self.queue.push_back(Task::Judge(Judgement { phase, round, discard: None, last: false }));
+        }
+    }
+
+    /// The judgement of `phase` in `round`: its round discarded when it was invalid on a side and the rerun
+    /// budget allows (a gated instance of a statistical run, not when stopping); `last` as planned after that.
+    fn judgement(&mut self, phase: usize, round: u32) -> Judgement {
+        let invalid = std::mem::take(&mut self.invalid[phase]);
+        let discard = (!self.stopped && self.statistical && self.gate[phase] && !invalid.is_empty())
+            .then(|| self.rerun(phase))
+            .filter(|granted| *granted)
+            .map(|_| self.all_sides().iter().copied().filter(|s| invalid.contains(s)).collect());
+        Judgement { phase, round, discard, last: self.stopped || self.wanted[phase] == round }
+    }
+
+    /// Sequential mode: the rounds for `phase` up to its next look (`gating.looks()`), if it may have more.
+    /// Looks count the rounds that were kept: a discarded round's replacement does not bring a look forward.
+    fn extend(&mut self, phase: usize) -> bool {
+        if self.wanted[phase] >= self.max[phase] {
+            return false;
+        }
+        let d = self.discarded[phase];
+        let kept = self.wanted[phase] - d;
+        let next = self.looks.iter().copied().find(|l| *l > kept).map_or(self.max[phase], |l| l + d);
+        self.wanted[phase] = next.min(self.max[phase]);
+        true
+    }
+
+    /// A round of `phase` was invalid as a measurement: if the budget (`gating.rerun_invalid`) allows, it is
+    /// discarded and one more round is planned in its place (returns true); else it stays and decides.
+    fn rerun(&mut self, phase: usize) -> bool {
+        if self.discarded[phase] >= self.rerun_budget {
+            return false;
+        }
+        self.discarded[phase] += 1;
+        self.wanted[phase] += 1;
+        self.max[phase] += 1;
+        true
+    }
+
+    /// The last round any phase wants.
+    fn last(&self) -> u32 {
+        self.wanted.iter().copied().max().unwrap_or(0)
+    }
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three instances: `warm` (not gated), `main`, `once` (`repeat: 1`), with the given gating line.
+    fn plan(yaml_gating: &str, candidate: bool) -> ExecutionPlan {
+        let yaml = format!(
+            "version: 1\nname: r\ntarget: {{ builtin: plaintext }}\n{}{yaml_gating}\nscenarios:\n  warm:\n    gate: false\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  once:\n    repeat: 1\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n",
+            if candidate { "candidate: { builtin: plaintext }\n" } else { "" }
+        );
+        let spec = loadgate_spec::load_str("r.yaml", &yaml, &loadgate_spec::LoadOptions::default()).unwrap();
+        loadgate_plan::compile(&spec)
+    }
+
+    const NAMES: [&str; 3] = ["warm", "main", "once"];
+
+    /// Drives `s` to its end the way the run loop does: every unit ran as `ran` says, every judgement answered
+    /// with `inconclusive(phase, round)`. Returns the tasks, written `R2` (restart before round 2), `main@1A`,
+    /// `judge main@1` (`+last`, `discard A`).
+    fn drive(
+        s: &mut Schedule,
+        mut ran: impl FnMut(&Unit) -> Ran,
+        mut inconclusive: impl FnMut(usize, u32) -> bool,
+    ) -> Vec<String> {
+        let mut log = Vec::new();
+        while let Some(task) = s.next_task() {
+            log.push(match task {
+                Task::Restart { round } => format!("R{round}"),
+                Task::Run(u) => {
+                    s.ran(u, ran(&u));
+                    format!("{}@{}{}", NAMES[u.phase], u.round, u.side.letter())
+                }
+                Task::Judge(j) => {
+                    s.judged(j.phase, inconclusive(j.phase, j.round));
+                    let discard = j
+                        .discard
+                        .map(|d| format!(" discard {}", d.iter().map(|s| s.letter()).collect::<Vec<_>>().join("")));
+                    format!(
+                        "judge {}@{}{}{}",
+                        NAMES[j.phase],
+                        j.round,
+                        discard.unwrap_or_default(),
+                        if j.last { " last" } else { "" }
+                    )
+                }
+            });
+        }
+        log
+    }
+
+    fn units(log: &[String]) -> Vec<&str> {
+        log.iter().filter(|l| !l.starts_with("judge")).map(String::as_str).collect()
+    }
+
+    #[test]
+    fn a_single_run_runs_every_instance_once_and_judges_each() {
+        let p = plan("", false);
+        let mut s = Schedule::new(&p);
+        assert!(!s.statistical(), "one run, one side: no statistics");
+        let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
+        assert_eq!(
+            log,
+            ["warm@1A", "judge warm@1 last", "main@1A", "judge main@1 last", "once@1A", "judge once@1 last"]
+        );
+    }
+
+    #[test]
+    fn an_invalid_single_run_is_not_rerun() {
+        let p = plan("gating: { rerun_invalid: 3 }", false);
+        let mut s = Schedule::new(&p);
+        let log = drive(&mut s, |_| Ran::Invalid, |_, _| false);
+        assert_eq!(log.len(), 6, "not statistical: an invalid run stays and decides: {log:?}");
+    }
+
+    #[test]
+    fn rounds_interleave_instances_and_warmups_run_once() {
+        let p = plan("gating: { repeat: 3 }", false);
+        let mut s = Schedule::new(&p);
+        assert!(s.statistical());
+        let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
+        assert_eq!(units(&log), ["warm@1A", "main@1A", "once@1A", "main@2A", "main@3A"]);
+        assert!(log.contains(&"judge main@3 last".to_owned()));
+        assert!(log.contains(&"judge main@2".to_owned()), "{log:?}");
+    }
+
+    #[test]
+    fn sequential_mode_adds_rounds_up_to_each_look_while_inconclusive() {
+        let p = plan("gating: { repeat: 3, max_repeat: 5 }", false);
+        let mut s = Schedule::new(&p);
+        // Inconclusive at every look: 3 rounds, then up to the next look (3 x 1.5 folded into max_repeat = 5).
+        let log = drive(&mut s, |_| Ran::Valid, |phase, _| phase == 1);
+        let main: Vec<&str> = units(&log).into_iter().filter(|u| u.starts_with("main")).collect();
+        assert_eq!(main, ["main@1A", "main@2A", "main@3A", "main@4A", "main@5A"]);
+        assert_eq!(s.wanted(1), 5, "never past max_repeat");
+        assert_eq!(s.wanted(2), 1, "an instance with its own repeat has one look");
+        assert!(log.contains(&"judge main@3 last".to_owned()), "round 3 was the last planned when judged");
+    }
+
+    #[test]
+    fn sequential_mode_stops_at_the_first_conclusive_look() {
+        let p = plan("gating: { repeat: 4, max_repeat: 12 }", false);
+        let mut s = Schedule::new(&p);
+        assert_eq!(p.gating.looks(), [4, 6, 9, 12]);
+        // Inconclusive at the first look (4), decided at the second (6).
+        let log = drive(&mut s, |_| Ran::Valid, |phase, round| phase == 1 && round < 6);
+        assert_eq!(units(&log).iter().filter(|u| u.starts_with("main")).count(), 6);
+        assert_eq!(s.wanted(1), 6);
+    }
+
+    #[test]
+    fn an_inconclusive_verdict_between_looks_adds_nothing() {
+        let p = plan("gating: { repeat: 4, max_repeat: 12 }", false);
+        let mut s = Schedule::new(&p);
+        // Inconclusive only at round 2, which is not a look: the plan of 4 rounds stands.
+        let log = drive(&mut s, |_| Ran::Valid, |phase, round| phase == 1 && round == 2);
+        assert_eq!(units(&log).iter().filter(|u| u.starts_with("main")).count(), 4);
+    }
+
+    #[test]
+    fn an_invalid_round_is_run_again_within_the_budget_and_looks_count_kept_rounds() {
+        let p = plan("gating: { repeat: 4, max_repeat: 12, rerun_invalid: 2 }", false);
+        let mut s = Schedule::new(&p);
+        // Rounds 2 and 3 of `main` invalid (both rerun), round 5 invalid too (the budget of 2 is spent: it stays);
+        // inconclusive at every look.
+        let log = drive(
+            &mut s,
+            |u| if u.phase == 1 && [2, 3, 5].contains(&u.round) { Ran::Invalid } else { Ran::Valid },
+            |p, _| p == 1,
+        );
+        assert!(log.contains(&"judge main@2 discard A".to_owned()), "{log:?}");
+        assert!(log.contains(&"judge main@3 discard A".to_owned()), "{log:?}");
+        assert!(log.contains(&"judge main@5".to_owned()), "the third invalid round is kept: {log:?}");
+        assert_eq!(s.discarded(1), 2);
+        assert_eq!(s.rerun_budget(), 2);
+        // 12 kept rounds (max_repeat) plus the 2 discarded.
+        assert_eq!(units(&log).iter().filter(|u| u.starts_with("main")).count(), 14);
+        assert_eq!(s.wanted(1), 14);
+        assert!(log.last().unwrap().ends_with("main@14 last"), "{log:?}");
+    }
+
+    #[test]
+    fn a_rerun_does_not_bring_a_look_forward() {
+        let p = plan("gating: { repeat: 4, max_repeat: 12, rerun_invalid: 2 }", false);
+        let mut s = Schedule::new(&p);
+        // Round 2 invalid: 5 rounds for 4 kept; inconclusive at round 5 (the first look, of 4 kept rounds): the
+        // next look is at 6 kept rounds, 7 with the discarded one; conclusive there.
+        let log = drive(&mut s, |u| if u.round == 2 { Ran::Invalid } else { Ran::Valid }, |p, r| p == 1 && r < 7);
+        assert_eq!(units(&log).iter().filter(|u| u.starts_with("main")).count(), 7, "{log:?}");
+    }
+
+    #[test]
+    fn an_invalid_warmup_is_never_rerun() {
+        let p = plan("gating: { repeat: 2, rerun_invalid: 2 }", false);
+        let mut s = Schedule::new(&p);
+        let log = drive(&mut s, |u| if u.phase == 0 { Ran::Invalid } else { Ran::Valid }, |_, _| false);
+        assert!(log.contains(&"judge warm@1 last".to_owned()), "{log:?}");
+        assert_eq!(s.discarded(0), 0);
+    }
+
+    #[test]
+    fn ab_rounds_alternate_abba() {
+        let p = plan("gating: { repeat: 4 }", true);
+        let mut s = Schedule::new(&p);
+        assert!(s.statistical());
+        let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
+        let main: Vec<&str> = units(&log).into_iter().filter(|u| u.starts_with("main")).collect();
+        assert_eq!(main, ["main@1A", "main@1B", "main@2B", "main@2A", "main@3A", "main@3B", "main@4B", "main@4A"]);
+        assert_eq!(units(&log)[..2], ["warm@1A", "warm@1B"], "a warmup warms both sides");
+    }
+
+    #[test]
+    fn ab_rounds_shuffle_by_the_seed_and_every_round_has_both_sides() {
+        let p = plan("gating: { repeat: 16, order: shuffle }", true);
+        let mut s = Schedule::new(&p);
+        let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
+        let orders: Vec<String> = (1..=16)
+            .map(|r| {
+                units(&log)
+                    .iter()
+                    .filter(|u| u.starts_with(&format!("main@{r}")) && u.len() == format!("main@{r}A").len())
+                    .map(|u| u.chars().last().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert!(orders.iter().all(|o| o == "AB" || o == "BA"), "{orders:?}");
+        assert!(orders.iter().any(|o| o == "BA") && orders.iter().any(|o| o == "AB"), "{orders:?}");
+        let again: Vec<[Option<Side>; 2]> = (1..=16).map(|r| Schedule::new(&p).sides(r)).collect();
+        assert_eq!(again, (1..=16).map(|r| s.sides(r)).collect::<Vec<_>>(), "the same seed, the same order");
+    }
+
+    #[test]
+    fn an_ab_round_invalid_on_one_side_is_discarded_with_its_pair() {
+        let p = plan("gating: { repeat: 2, rerun_invalid: 1 }", true);
+        let mut s = Schedule::new(&p);
+        let log = drive(
+            &mut s,
+            |u| if u.phase == 1 && u.round == 1 && u.side == Side::Candidate { Ran::Invalid } else { Ran::Valid },
+            |_, _| false,
+        );
+        assert!(log.contains(&"judge main@1 discard B".to_owned()), "{log:?}");
+        assert_eq!(units(&log).iter().filter(|u| u.starts_with("main")).count(), 6, "3 rounds of both sides");
+    }
+
+    #[test]
+    fn restart_each_round_restarts_before_every_round_after_the_first() {
+        let p = plan("gating: { repeat: 3, restart: each_round }", false);
+        let mut s = Schedule::new(&p);
+        let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
+        assert_eq!(units(&log), ["warm@1A", "main@1A", "once@1A", "R2", "main@2A", "R3", "main@3A"]);
+    }
+
+    #[test]
+    fn a_stop_judges_the_instance_in_progress_and_runs_nothing_else() {
+        let p = plan("gating: { repeat: 3 }", true);
+        let mut s = Schedule::new(&p);
+        let mut log = Vec::new();
+        while let Some(task) = s.next_task() {
+            if let Task::Run(u) = &task {
+                if u.phase == 1 && u.round == 2 {
+                    // An abort (or a failed phase, a halted session) on the first side of round 2.
+                    s.ran(*u, Ran::Invalid);
+                    s.stop();
+                }
+            }
+            log.push(task);
+        }
+        assert!(s.stopped());
+        let last = log.last().unwrap();
+        assert_eq!(
+            last,
+            &Task::Judge(Judgement { phase: 1, round: 2, discard: None, last: true }),
+            "judged with what it has, never discarded while stopping"
+        );
+        assert!(!log.iter().any(|t| matches!(t, Task::Run(u) if u.phase == 2 && u.round > 1)));
+        assert_eq!(s.next_task(), None, "stopped stays stopped");
+    }
+
+    #[test]
+    fn a_stop_before_a_round_ends_the_run_at_once() {
+        let p = plan("gating: { repeat: 3, restart: each_round }", false);
+        let mut s = Schedule::new(&p);
+        let mut tasks = Vec::new();
+        while let Some(task) = s.next_task() {
+            if task == (Task::Restart { round: 2 }) {
+                // The target could not be restarted.
+                s.stop();
+            }
+            tasks.push(task);
+        }
+        assert_eq!(tasks.last(), Some(&Task::Restart { round: 2 }));
+    }
+}

@@ -1,0 +1,212 @@
+//! One run of several shards: the merge of shard results into one run with its reports (`loadgate merge`), and
+//! local shards (`loadgate run --shards N`: N processes of loadgate on this machine, started as targets are,
+//! then merged).
+//!
+//! The merge is [`loadgate_results::merge_shards`] (exact: histograms added), then the same report writer as
+//! every run.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use loadgate_plan::{ExecutionPlan, Slice};
+use loadgate_results::{OutcomeStatus, ShardPart};
+
+use crate::event::{Event, Observer};
+use crate::interrupt::Interrupt;
+use crate::reports::ReportWriter;
+use crate::request::RunOutcome;
+use crate::RunError;
+
+/// Merges shard results into one run and writes its reports into `dir` (results.json, junit.xml, report.md,
+/// ...), as `loadgate run` does. `Err` when nothing can be merged (no shard result at all).
+///
+/// `interrupted`: the run was stopped (Ctrl-C) before its shards finished; it is then incomplete (exit 3), as
+/// any interrupted run.
+///
+/// `plan`: the whole plan, when the caller has it (`run --shards N`, or rebuilt from the spec the shard results
+/// embed): the sweep SLOs are then judged once, on the merged cells, as `loadgate run` judges them. Without it
+/// the merged sweeps carry their knees but no sweep SLO verdicts, and a warning says so.
+pub fn merge_and_report(
+    parts: Vec<ShardPart>,
+    options: MergeOptions<'_>,
+    dir: &Path,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome, RunError> {
+    let MergeOptions { plan, baseline, template, interrupted, history } = options;
+    let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
+    let mut results =
+        loadgate_results::merge_shards_against(parts, baseline).map_err(|e| RunError::Shards(e.to_string()))?;
+    match plan.filter(|p| p.hash == results.spec.plan_hash) {
+        Some(plan) => {
+            let merged = results.outcome.clone();
+            crate::ledger::settle(&mut results, plan);
+            // A problem of the merge itself (a missing or late shard) outranks an SLO verdict.
+            if matches!(merged.status, OutcomeStatus::RunFailed | OutcomeStatus::InvalidMeasurement) {
+                results.outcome = merged;
+            }
+        }
+        None if judged_per_shard => {
+            observer.event(&Event::Warning(
+                "the shards' plan could not be rebuilt, so the sweep SLOs (`sweep:`) were not judged on the merge"
+                    .to_owned(),
+            ));
+        }
+        None => {}
+    }
+    if interrupted {
+        results.finished_at = None;
+        results.outcome = loadgate_results::outcome(&results);
+    }
+    crate::memory::remember(&mut results, plan.and_then(|p| p.history.as_ref()), history, None, observer);
+    std::fs::create_dir_all(dir).map_err(|source| RunError::OutputDir { path: dir.to_path_buf(), source })?;
+    let mut reports = ReportWriter::new(dir, template, Default::default());
+    let mut failures = Vec::new();
+    for f in reports.write_all(&mut results) {
+        observer.event(&Event::ReportNotWritten { failure: &f });
+        failures.push(f);
+    }
+    observer.event(&Event::RunFinished { results: &results, dir });
+    Ok(RunOutcome { dir: dir.to_path_buf(), results: Some(results), skipped: None, write_failures: failures })
+}
+
+/// How [`merge_and_report`] judges the merge.
+#[derive(Debug, Default)]
+pub struct MergeOptions<'a> {
+    /// The whole plan, when the caller has it (its sweep SLOs and `history:` checks are judged on the merge).
+    pub plan: Option<&'a ExecutionPlan>,
+    /// `--baseline`: relative SLOs are judged against it.
+    pub baseline: Option<&'a loadgate_results::RunResults>,
+    /// A minijinja template that replaces the built-in Markdown report.
+    pub template: Option<String>,
+    /// The run was stopped before its shards finished: it is incomplete.
+    pub interrupted: bool,
+    /// `--history STORE`: the merge is recorded, and the plan's `history:` checks judged against the store.
+    pub history: Option<&'a crate::memory::HistoryRequest>,
+}
+
+/// `loadgate run SPEC --shards N`: what to start.
+#[derive(Debug, Clone)]
+pub struct LocalShards {
+    /// The loadgate executable.
+    pub exe: PathBuf,
+    /// The arguments of `loadgate run` that every shard gets (the spec, `--set`, ...), without `--out`.
+    pub args: Vec<String>,
+    pub count: u32,
+    pub run_id: String,
+    /// `--baseline`: relative SLOs are judged against it on the merge.
+    pub baseline: Option<loadgate_results::RunResults>,
+    /// `--history STORE`: the merge is recorded (the shards never are).
+    pub history: Option<crate::memory::HistoryRequest>,
+}
+
+/// Starts `count` shard processes of `exe` on this machine, each in its own process group stopped with
+/// loadgate (a watchdog; Ctrl-C stops them all), meeting at a barrier on a free loopback port, waits for them
+/// and merges their shard results into `<out_root>/<plan name>/` with [`merge_and_report`].
+pub fn run_local(
+    plan: &ExecutionPlan,
+    local: &LocalShards,
+    out_root: &Path,
+    template: Option<String>,
+    interrupt: &Interrupt,
+    observer: &mut dyn Observer,
+) -> Result<RunOutcome, RunError> {
+    let dir = out_root.join(&plan.name);
+    if let Some(previous) = crate::prepare::own_output_dir(&dir)? {
+        observer.event(&Event::Warning(format!(
+            "the reports of an earlier run in {} were moved to {}",
+            dir.display(),
+            previous.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir).map_err(|source| RunError::OutputDir { path: dir.clone(), source })?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| RunError::Shards(format!("no free port for the barrier: {e}")))?;
+    // Each shard on its own part of the spec's generator CPUs, when the spec pins enough of them.
+    let parts =
+        plan.hardware.generator_cpus.as_ref().map(|g| (g, loadgate_machine::hardware::shard_parts(g, local.count)));
+    if let Some((cpus, None)) = &parts {
+        observer.event(&Event::Warning(format!(
+            "the spec pins the generator to {} CPU{} ({cpus}) for {} shards: the shards share CPUs; pin at least \
+             {} generator CPUs to give each shard its own",
+            cpus.len(),
+            if cpus.len() == 1 { "" } else { "s" },
+            local.count,
+            local.count
+        )));
+    }
+    let mut shards = Vec::new();
+    for index in 1..=local.count {
+        let slice = Slice { index, count: local.count };
+        let mut argv = vec![local.exe.display().to_string(), "run".to_owned()];
+        argv.extend(local.args.iter().cloned());
+        argv.extend([
+            "--shard".to_owned(),
+            slice.to_string(),
+            "--run-id".to_owned(),
+            local.run_id.clone(),
+            "--barrier".to_owned(),
+            format!("127.0.0.1:{port}"),
+            "--out".to_owned(),
+            out_root.display().to_string(),
+        ]);
+        if let Some(part) = parts.as_ref().and_then(|(_, p)| p.as_ref()?.get(index as usize - 1)) {
+            argv.extend(["--shard-cpus".to_owned(), part.to_string()]);
+        }
+        let mut spec = loadgate_target::launch::LaunchSpec::new(argv, &dir);
+        spec.log_name = format!("shard-{index}-of-{}", local.count);
+        spec.stop_grace = Duration::from_secs(30);
+        match loadgate_target::launch::Target::start(&spec) {
+            Ok(t) => shards.push((slice, t)),
+            Err(e) => {
+                observer.event(&Event::Warning(format!("shard {slice} could not start: {e}")));
+            }
+        }
+    }
+    // Wait for every shard; an interrupt stops them all (SIGTERM: each writes what it has).
+    let mut stopping = false;
+    loop {
+        if shards.iter().all(|(_, t)| t.exited().is_some()) {
+            break;
+        }
+        if interrupt.is_interrupted() && !stopping {
+            stopping = true;
+            for (_, t) in &shards {
+                let _ = t.stop();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut parts = Vec::new();
+    for (slice, t) in &shards {
+        if let Some(exit) = t.exited().filter(|e| e.code != Some(0)) {
+            observer.event(&Event::Warning(format!(
+                "shard {slice} {} (its log: {})",
+                exit.status,
+                dir.join(format!("shard-{}-of-{}.stderr.log", slice.index, slice.count)).display()
+            )));
+        }
+        let file = dir.join(slice.file_name());
+        match std::fs::read_to_string(&file) {
+            Ok(text) => match loadgate_results::shards::read_shards(&file.display().to_string(), &text) {
+                Ok(p) => parts.extend(p),
+                Err(e) => observer.event(&Event::Warning(e.to_string())),
+            },
+            Err(_) => observer.event(&Event::Warning(format!("shard {slice} wrote no result ({})", file.display()))),
+        }
+    }
+    if parts.is_empty() {
+        return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
+    }
+    // A shard that never reported is missing from the merge: `merge_shards` says so.
+    let options = MergeOptions {
+        plan: Some(plan),
+        baseline: local.baseline.as_ref(),
+        template,
+        interrupted: interrupt.is_interrupted(),
+        history: local.history.as_ref(),
+    };
+    merge_and_report(parts, options, &dir, observer)
+}
