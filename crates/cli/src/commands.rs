@@ -305,90 +305,106 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     } else {
         *out
     };
-    let color = out.use_color(color);
-    let scratch =
-        if to_stdout {
-            Some(ScratchDir::new().map_err(|e| {
+    let scratch = to_stdout
+        .then(|| {
+            ScratchDir::new().map_err(|e| {
                 fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the run: {e}"))
-            })?)
-        } else {
-            None
-        };
+            })
+        })
+        .transpose()?;
     let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf());
-    let views = Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout };
-    let annotate = annotations_wanted(args.annotations);
-    let template = read_template(out, args.template.as_deref())?;
-    let baseline = read_baseline(out, args.baseline.as_deref())?;
+    let options = run_options(out, &args, out_root)?;
     let specs = run_specs(out, &args)?;
+    if !matches!(options.distribution, Distribution::Whole) && specs.len() != 1 {
+        return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
+    }
+    let shown = Shown {
+        color: out.use_color(color),
+        verbose,
+        views: Views { latency: args.latency, u_latency: args.u_latency, no_files: to_stdout },
+        annotate: annotations_wanted(args.annotations),
+        to_stdout,
+    };
+    let mut exit = Exit::Pass;
+    for loaded in specs {
+        if options.interrupt.is_interrupted() {
+            break;
+        }
+        let job = Job::from_spec(loaded.into_input(), options.clone()).map_err(job_failed(out))?;
+        exit = exit.worst(run_job(out, job, &args, &options.out_root, &shown));
+    }
+    Ok(exit)
+}
+
+/// The [`JobOptions`] of `loadgate run`'s command line.
+fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOptions, Exit> {
     let exe = std::env::current_exe().map_err(|e| {
         fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
     })?;
-    let distribution = distribution(&args, &exe).map_err(fail(out, Exit::InvalidInput))?;
-    if !matches!(distribution, Distribution::Whole) && specs.len() != 1 {
-        return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
-    }
-    let interrupt = Interrupt::from_signals();
-    let options = JobOptions {
-        out_root: out_root.clone(),
-        overrides: run_overrides(&args),
-        distribution,
-        baseline,
-        template,
+    Ok(JobOptions {
+        out_root,
+        overrides: run_overrides(args),
+        distribution: distribution(args, &exe).map_err(fail(out, Exit::InvalidInput))?,
+        baseline: read_baseline(out, args.baseline.as_deref())?,
+        template: read_template(out, args.template.as_deref())?,
         step_summary: step_summary(),
         builtin: BuiltinServer::Process { exe },
-        interrupt: interrupt.clone(),
+        interrupt: Interrupt::from_signals(),
         pin_within_affinity: args.pin_within_affinity,
         shard_cpus: args.shard_cpus.clone(),
         history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         from_flags: args.from_flags,
+    })
+}
+
+/// How `loadgate run` shows a job.
+struct Shown {
+    color: bool,
+    verbose: u8,
+    views: Views,
+    annotate: bool,
+    /// `--out -`: results.json (or a shard's frame) on stdout.
+    to_stdout: bool,
+}
+
+/// Runs one spec's job and shows it: the events, the shard result, the annotations, results.json on stdout when
+/// asked, the saved baseline; its exit code.
+fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Shown) -> Exit {
+    let secrets = job.secrets().clone();
+    let (name, shard) = (job.plan().map(|p| p.name.clone()).unwrap_or_default(), job.shard());
+    let mut renderer = Renderer::new(out, shown.color, shown.verbose, &secrets, shown.views);
+    let outcome = match job.run(&mut renderer) {
+        Ok(outcome) => outcome,
+        Err(e) => return run_error(out, e),
     };
     let mut exit = Exit::Pass;
-    for loaded in specs {
-        if interrupt.is_interrupted() {
-            break;
-        }
-        let job = Job::from_spec(loaded.into_input(), options.clone()).map_err(job_failed(out))?;
-        let secrets = job.secrets().clone();
-        let (name, shard) = (job.plan().map(|p| p.name.clone()).unwrap_or_default(), job.shard());
-        let mut renderer = Renderer::new(out, color, verbose, &secrets, views);
-        let ran = job.run(&mut renderer);
-        if let Ok(outcome) = &ran {
-            if let Some(results) = &outcome.results {
-                if let Some(slice) = shard {
-                    if let Err(e) = write_shard_result(out, results, &out_root.join(&name), slice, to_stdout, &secrets)
-                    {
-                        exit = exit.worst(fail(out, Exit::RunFailed)(e));
-                    }
-                }
-                if annotate {
-                    // Workflow commands are read from stdout; on stderr when stdout carries results.json.
-                    for line in loadgate_report::github_annotations(results) {
-                        out.data(&secrets.scrub(&line));
-                    }
-                }
-                if (to_stdout && shard.is_none()) || args.json {
-                    match loadgate_results::to_json(results) {
-                        Ok(json) => out.document(&secrets.scrub(&json)),
-                        Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
-                    }
-                }
+    if let Some(results) = &outcome.results {
+        if let Some(slice) = shard {
+            let dir = out_root.join(&name);
+            if let Err(e) = write_shard_result(out, results, &dir, slice, shown.to_stdout, &secrets) {
+                exit = fail(out, Exit::RunFailed)(e);
             }
         }
-        exit = exit.worst(match ran {
-            Ok(outcome) => match (&args.save_baseline, &outcome.results) {
-                (Some(path), Some(results)) => match loadgate_runner::reports::save_baseline(results, path, &secrets) {
-                    Ok(()) => {
-                        out.info(&format!("baseline saved to {}", path.display()));
-                        renderer.outcome(&outcome)
-                    }
-                    Err(e) => fail(out, Exit::RunFailed)(e),
-                },
-                _ => renderer.outcome(&outcome),
-            },
-            Err(e) => run_error(out, e),
-        });
+        if shown.annotate {
+            // Workflow commands are read from stdout; on stderr when stdout carries results.json.
+            for line in loadgate_report::github_annotations(results) {
+                out.data(&secrets.scrub(&line));
+            }
+        }
+        if (shown.to_stdout && shard.is_none()) || args.json {
+            match loadgate_results::to_json(results) {
+                Ok(json) => out.document(&secrets.scrub(&json)),
+                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+            }
+        }
+        if let Some(path) = &args.save_baseline {
+            if let Err(e) = loadgate_runner::reports::save_baseline(results, path, &secrets) {
+                return exit.worst(fail(out, Exit::RunFailed)(e));
+            }
+            out.info(&format!("baseline saved to {}", path.display()));
+        }
     }
-    Ok(exit)
+    exit.worst(renderer.outcome(&outcome))
 }
 
 /// `GITHUB_STEP_SUMMARY`, when set: the final Markdown report is appended to it.

@@ -1,6 +1,7 @@
-//! A spec's run: the plan's [`Schedule`] executed by a [`Ledger`] on one session per side, with the reports
-//! rewritten after each instance. The composition `loadgate run` uses, for a single run, repetitions, A/B rounds,
-//! a shard's slice and capacity searches alike: they differ only in what the schedule answers.
+//! A spec's run: the plan's [`Schedule`] executed by a `Ledger` (the runner's private executor) on one session
+//! per side, with the reports rewritten after each instance. The composition `loadgate run` uses, for a single
+//! run, repetitions, A/B rounds, a shard's slice and capacity searches alike: they differ only in what the
+//! schedule answers.
 
 use std::time::Instant;
 
