@@ -3,18 +3,19 @@
 use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, Parser};
-use loadgate_runner::job::{Distribution, JobOptions, ScratchDir, SpecInput};
+use loadgate_runner::job::{Distribution, JobOptions, ScratchDir};
 use loadgate_runner::reports::RerenderError;
 use loadgate_runner::{BuiltinServer, Interrupt, Job, JobError, RunError};
-use loadgate_spec::{OnInconclusive, Spec};
+use loadgate_spec::OnInconclusive;
 
 use crate::args::{
     AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
-    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ValidateArgs, VarArgs,
+    PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ValidateArgs,
 };
 use crate::exit::Exit;
 use crate::output::Output;
 use crate::render::{Renderer, Views};
+use crate::specs::{load_all, Loaded};
 
 pub fn main_impl() -> Exit {
     let cli = match Cli::try_parse() {
@@ -66,83 +67,6 @@ fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
         out.error(&format!("error: {message}"));
         exit
     }
-}
-
-/// A spec that validated: the spec, its file as named, and its directory.
-pub(crate) struct Loaded {
-    pub(crate) spec: Spec,
-    pub(crate) file: String,
-    dir: Option<PathBuf>,
-    /// The spec's text, embedded in results.json for `loadgate repro` (`None` for a spec built from command-line
-    /// flags with a credential header: the artifact could only keep it scrubbed).
-    text: Option<String>,
-    /// The spec a run from command-line flags made of them: what `--shards N` gives its shard processes to run.
-    flags_yaml: Option<String>,
-}
-
-impl Loaded {
-    /// What a [`Job`] is built from.
-    fn into_input(self) -> SpecInput {
-        let Loaded { spec, file, dir, text, flags_yaml } = self;
-        SpecInput { spec, file, dir, text, flags_yaml }
-    }
-}
-
-/// Loads every spec (all of them, so that every error is reported before anything runs), printing warnings and
-/// errors. `Err` when one is invalid.
-pub(crate) fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<Loaded>, Vec<Loaded>> {
-    let opts = vars.load_options();
-    let mut loaded = Vec::new();
-    let mut invalid = false;
-    for path in paths {
-        let file = path.display().to_string();
-        // The file is read once, bounded (a regular file of at most 1 MiB: never a FIFO, a device or /proc), and
-        // that text is what is checked, loaded, quoted in messages and embedded in results.json.
-        let text = match loadgate_spec::read_spec_file(path) {
-            Ok(text) => text,
-            Err(e) => {
-                if loadgate_spec::file_head(path, 4096).is_some_and(|h| loadgate_repro::looks_like_results(&h)) {
-                    out.error(&results_not_spec(&file));
-                } else {
-                    out.error(&e.render());
-                }
-                invalid = true;
-                continue;
-            }
-        };
-        if loadgate_repro::looks_like_results(&text) {
-            out.error(&results_not_spec(&file));
-            invalid = true;
-            continue;
-        }
-        match loadgate_spec::load_file_text(path, &text, &opts) {
-            Ok(spec) => {
-                for w in &spec.warnings {
-                    out.error(&spec.secrets.scrub(&w.render(&file, &text)));
-                }
-                let dir = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
-                let dir = dir.and_then(|d| d.canonicalize().ok());
-                loaded.push(Loaded { spec, file, dir, text: Some(text), flags_yaml: None });
-            }
-            Err(e) => {
-                out.error(&e.render());
-                invalid = true;
-            }
-        }
-    }
-    if invalid {
-        Err(loaded)
-    } else {
-        Ok(loaded)
-    }
-}
-
-fn results_not_spec(file: &str) -> String {
-    let file = loadgate_spec::diag::escape_controls(file);
-    format!(
-        "error: {file} is a results.json, not a spec: `loadgate repro {file}` runs the spec it embeds again and \
-         compares the two runs"
-    )
 }
 
 fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {

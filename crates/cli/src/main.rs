@@ -1,4 +1,5 @@
-//! `loadgate`: the thin binary that wires spec -> plan -> engine -> results -> report.
+//! `loadgate`: the thin binary over the runner: arguments into a `Job`, its events rendered, its outcome an exit
+//! code.
 
 mod args;
 mod commands;
@@ -7,6 +8,7 @@ mod memory;
 mod output;
 mod progress;
 mod render;
+mod specs;
 
 use std::process::ExitCode;
 

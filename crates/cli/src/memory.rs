@@ -297,8 +297,7 @@ fn print_series(out: &Output, all: &[HistorySeries], format: TableFormat) -> Res
 
 /// `loadgate history check SPEC`: the spec's `history:` checks on the newest run of the spec in the store.
 fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
-    let loaded =
-        crate::commands::load_all(out, std::slice::from_ref(&a.spec), &a.vars).map_err(|_| Exit::InvalidInput)?;
+    let loaded = crate::specs::load_all(out, std::slice::from_ref(&a.spec), &a.vars).map_err(|_| Exit::InvalidInput)?;
     let Some(loaded) = loaded.into_iter().next() else { return Err(Exit::InvalidInput) };
     let Some(checks) = &loaded.spec.history else {
         return Err(fail(out, Exit::InvalidInput)(format!(
