@@ -18,24 +18,7 @@ use std::process::Stdio;
 use common::{command, loadgate, root, text};
 use serde_json::Value;
 
-/// A small deterministic generator (splitmix64, Box-Muller): the same noise on every machine.
-struct Noise(u64);
-
-impl Noise {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn gaussian(&mut self) -> f64 {
-        let u1 = ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-        let u2 = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-}
+use loadgate_testkit::Noise;
 
 /// 30 throughputs around 10,000/s with 3% noise, 5% lower from run 20 on when `step`.
 fn series(seed: u64, step: bool) -> Vec<f64> {

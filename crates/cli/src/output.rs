@@ -65,13 +65,7 @@ impl Output {
 
     /// A document on stdout (results.json for `run --json`): never mixed with anything else.
     pub fn document(&self, text: &str) {
-        let text = scrub(text);
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        if !text.ends_with('\n') {
-            let _ = out.write_all(b"\n");
-        }
-        let _ = out.flush();
+        write_line(&mut std::io::stdout().lock(), &scrub(text));
     }
 
     /// Whether to colour terminal output: `--color`, then `NO_COLOR`, then whether the stream the summaries go
@@ -97,13 +91,7 @@ impl Output {
         if self.stdout_reserved {
             return self.error(text);
         }
-        let text = scrub(text);
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        if !text.ends_with('\n') {
-            let _ = out.write_all(b"\n");
-        }
-        let _ = out.flush();
+        write_line(&mut std::io::stdout().lock(), &scrub(text));
     }
 
     /// Progress and information: hidden by `-q`.
@@ -115,20 +103,19 @@ impl Output {
 
     /// Errors and warnings, on stderr (on stdout in [one stream](Output::one_stream)).
     pub fn error(&self, text: &str) {
-        let text = scrub(text);
         if self.one_stream {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            if !text.ends_with('\n') {
-                let _ = out.write_all(b"\n");
-            }
-            let _ = out.flush();
-            return;
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(text.as_bytes());
-        if !text.ends_with('\n') {
-            let _ = err.write_all(b"\n");
+            write_line(&mut std::io::stdout().lock(), &scrub(text));
+        } else {
+            write_line(&mut std::io::stderr().lock(), &scrub(text));
         }
     }
+}
+
+/// `text` and a newline unless it ends with one, flushed. A closed stream (`loadgate ... | head`) is not an error.
+fn write_line(stream: &mut impl Write, text: &str) {
+    let _ = stream.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = stream.write_all(b"\n");
+    }
+    let _ = stream.flush();
 }

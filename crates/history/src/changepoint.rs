@@ -595,27 +595,7 @@ fn ln_gamma(x: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// splitmix64, uniform in (0, 1), and Box-Muller: Gaussian noise that is the same on every machine.
-    struct Noise(u64);
-
-    impl Noise {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn uniform(&mut self) -> f64 {
-            ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-
-        fn gaussian(&mut self) -> f64 {
-            let (u, v) = (self.uniform(), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
+    use loadgate_testkit::Noise;
 
     /// `n` points around 100 with Gaussian noise of `sd` percent, `step` percent higher from `at` on.
     fn noisy(seed: u64, n: usize, sd: f64, at: usize, step: f64) -> Vec<f64> {

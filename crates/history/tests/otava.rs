@@ -10,27 +10,7 @@ use std::process::{Command, Stdio};
 use loadgate_history::changepoint::{detect, ChangePoint, Options};
 use serde_json::{json, Value};
 
-/// splitmix64 and Box-Muller, as in the unit tests: the same series on every machine.
-struct Noise(u64);
-
-impl Noise {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uniform(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    fn gaussian(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
+use loadgate_testkit::Noise;
 
 /// `levels[k]` for `len` points each, with Gaussian noise of `sd`.
 fn levels(seed: u64, levels: &[(f64, usize)], sd: f64) -> Vec<f64> {
@@ -95,7 +75,7 @@ fn cases() -> Vec<Case> {
         let mut steps = Vec::new();
         let mut total = 0;
         while total < 300 {
-            let len = (20 + noise.next() % 41) as usize;
+            let len = (20 + noise.next_u64() % 41) as usize;
             let len = len.min(300 - total);
             steps.push((100.0 + 4.0 * noise.gaussian(), len));
             total += len;

@@ -711,42 +711,22 @@ fn degenerate_and_extreme_inputs() {
 
 // ---- Properties ------------------------------------------------------------------------------------------------
 
-/// SplitMix64: a deterministic generator for property tests.
-struct Rng(u64);
+use loadgate_testkit::Noise as Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Latency-like values around `center`, quantised to 3 significant digits now and then (ties happen).
-    fn sample(&mut self, n: usize, center: f64) -> Vec<f64> {
-        let quantise = self.below(3) == 0;
-        (0..n)
-            .map(|_| {
-                let x = center * (0.3 * (self.unit() - 0.5) + 0.2 * (self.unit() - 0.5).powi(3)).exp();
-                if quantise {
-                    let scale = 10f64.powf(2.0 - x.log10().floor());
-                    (x * scale).round() / scale
-                } else {
-                    x
-                }
-            })
-            .collect()
-    }
+/// Latency-like values around `center`, quantised to 3 significant digits now and then (ties happen).
+fn sample(rng: &mut Rng, n: usize, center: f64) -> Vec<f64> {
+    let quantise = rng.below(3) == 0;
+    (0..n)
+        .map(|_| {
+            let x = center * (0.3 * (rng.unit() - 0.5) + 0.2 * (rng.unit() - 0.5).powi(3)).exp();
+            if quantise {
+                let scale = 10f64.powf(2.0 - x.log10().floor());
+                (x * scale).round() / scale
+            } else {
+                x
+            }
+        })
+        .collect()
 }
 
 const CONFIDENCES: [f64; 6] = [0.5, 0.8, 0.9, 0.95, 0.99, 0.999];
@@ -757,10 +737,10 @@ fn intervals_contain_the_estimate_and_nest() {
     for _ in 0..300 {
         let n = 1 + rng.below(25);
         let m = 1 + rng.below(25);
-        let a = rng.sample(n, 2.0);
+        let a = sample(&mut rng, n, 2.0);
         let shift = 0.9 + 0.2 * rng.unit();
-        let b = rng.sample(n, 2.0 * shift);
-        let c = rng.sample(m, 2.1);
+        let b = sample(&mut rng, n, 2.0 * shift);
+        let c = sample(&mut rng, m, 2.1);
         let mut previous: Option<[stats::Interval; 3]> = None;
         for conf in CONFIDENCES {
             let med = median_ci(&a, conf).expect("valid");
@@ -797,11 +777,11 @@ fn tests_invert_the_intervals() {
     let mut rng = Rng(12);
     for _ in 0..300 {
         let n = 1 + rng.below(15);
-        let a = rng.sample(n, 2.0);
+        let a = sample(&mut rng, n, 2.0);
         let shift = 0.9 + 0.2 * rng.unit();
-        let b = rng.sample(n, 2.0 * shift);
+        let b = sample(&mut rng, n, 2.0 * shift);
         let len = 1 + rng.below(15);
-        let c = rng.sample(len, 2.0);
+        let c = sample(&mut rng, len, 2.0);
         let side = [0.005, 0.025, 0.05, 0.1, 0.25][rng.below(5)];
         let conf = 1.0 - 2.0 * side;
         let probes: Vec<f64> = b.iter().zip(&a).map(|(b, a)| b / a).chain([0.9, 1.0, 1.1]).collect();
@@ -851,10 +831,10 @@ fn swapping_baseline_and_candidate_inverts_the_ratio() {
     let mut rng = Rng(13);
     for _ in 0..100 {
         let n = 1 + rng.below(20);
-        let a = rng.sample(n, 2.0);
-        let b = rng.sample(n, 2.2);
+        let a = sample(&mut rng, n, 2.0);
+        let b = sample(&mut rng, n, 2.2);
         let len = 1 + rng.below(20);
-        let c = rng.sample(len, 1.9);
+        let c = sample(&mut rng, len, 1.9);
         for (x, y, design) in [(&a, &b, Design::Paired), (&a, &c, Design::Unpaired)] {
             let fwd = ratio(x, y, design, 0.95).expect("valid");
             let back = ratio(y, x, design, 0.95).expect("valid");
@@ -915,9 +895,9 @@ fn verdicts_agree_with_their_intervals_and_families_are_stricter() {
         let data: Vec<RandomCheck> = (0..k)
             .map(|_| {
                 let n = 1 + rng.below(20);
-                let a = rng.sample(n, 2.0);
+                let a = sample(&mut rng, n, 2.0);
                 let shift = 0.85 + 0.3 * rng.unit();
-                let b = rng.sample(n, 2.0 * shift);
+                let b = sample(&mut rng, n, 2.0 * shift);
                 let limit = 0.9 + 0.3 * rng.unit();
                 let goal = [Goal::Below, Goal::AtMost, Goal::Above, Goal::AtLeast][rng.below(4)];
                 (a, b, limit, goal, rng.below(3))
