@@ -91,8 +91,8 @@ fn three_builds_by_four_connection_counts_make_seed_003s_table() {
         for e in expected {
             assert!(row.contains(&format!("{:+.2}%", e * 100.0)), "{row} lacks {e}");
         }
-        // Each build is faster than the one before it (a shorter delay per request): the deltas are positive.
-        assert!(expected.iter().all(|e| *e > 0.0), "{name}: {expected:?}");
+        // Each build has a shorter delay per request than the one before it, but on a loaded machine a build's
+        // run can still be the slower one: the test checks the table against the results, never the speeds.
     }
     // The files, each read by what reads it: Markdown, JSON, SVG (XML), HTML.
     for f in
