@@ -792,7 +792,8 @@ pub fn decide_pinning_on_part(
 
 /// One worker per planned worker, each on the CPU the pinning gives it.
 pub fn worker_plans(plan: &ExecutionPlan, pinning: &AppliedPinning) -> Vec<WorkerPlan> {
-    let cpus = pinning.worker_cpus(&plan.hardware.workers);
+    let planned: Vec<Option<u32>> = plan.hardware.workers.iter().map(|w| w.cpu).collect();
+    let cpus = pinning.worker_cpus(&planned);
     plan.hardware
         .workers
         .iter()
