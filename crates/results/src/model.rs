@@ -321,7 +321,7 @@ pub struct ScenarioResult {
     /// What the generator and the target used while this instance ran (samples taken during it only), the
     /// figures the terminal and report.md show. Absent in results of an older loadgate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<crate::resources::PhaseResources>,
+    pub resources: Option<PhaseResources>,
     /// For a capacity search (`load: capacity`): the rate found, every step and why the search stopped. The
     /// measurements above are then those of the step that decided the capacity (the last run at the rate found,
     /// or the first step when no rate held). See [`crate::capacity`].
@@ -369,6 +369,21 @@ impl From<PhaseMeasurement> for ScenarioResult {
             capacity: None,
         }
     }
+}
+
+/// Resource use during one scenario instance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseResources {
+    /// The busiest generator worker's CPU use, as a fraction of one CPU.
+    pub generator_peak: Option<f64>,
+    /// The target's average and peak CPU use (fractions of one CPU, summed over its process tree) over the
+    /// samples taken during the phase.
+    pub target_cpu_mean: Option<f64>,
+    pub target_cpu_peak: Option<f64>,
+    /// The target tree's largest resident set during the phase, in bytes.
+    pub target_rss_peak: Option<u64>,
+    /// How many target samples fell in the phase.
+    pub samples: usize,
 }
 
 /// A round discarded because a side's run of it was invalid as a measurement, and run again.
