@@ -563,12 +563,9 @@ fn assemble(
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
         let c = &f.counters;
-        requests.sent += c.sent;
-        requests.completed += c.completed;
-        requests.incomplete += f.incomplete;
-        requests.unsent += f.unsent;
-        status.add(&c.status);
-        errors.add(&c.errors);
+        requests += &RequestCounts { sent: c.sent, completed: c.completed, incomplete: f.incomplete, unsent: f.unsent };
+        status += &c.status;
+        errors += &c.errors;
         connections.peak_open += f.peak_open;
         connections.opened += c.opened;
         connections.failed += c.connect_failed;
@@ -595,7 +592,7 @@ fn assemble(
                 *tls.versions.entry(version.to_owned()).or_default() += n;
             }
         }
-        tls.errors.add(&t.errors);
+        tls.errors += &t.errors;
         if tls.first_error.is_none() {
             tls.first_error.clone_from(&t.first_error);
         }
@@ -839,10 +836,9 @@ fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<
             let mut errors = ErrorCounts::default();
             let mut histogram = new_histogram();
             for e in finals.iter().filter_map(|f| f.by_entry.get(i)) {
-                requests.sent += e.sent;
-                requests.completed += e.completed;
-                status.add(&e.status);
-                errors.add(&e.errors);
+                requests += &RequestCounts { sent: e.sent, completed: e.completed, ..RequestCounts::default() };
+                status += &e.status;
+                errors += &e.errors;
                 if histogram.add(&e.latency).is_err() {
                     merge_by_values(&mut histogram, &e.latency);
                 }

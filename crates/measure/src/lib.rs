@@ -9,6 +9,7 @@
 //! histograms are serialized as base64 of the compressed V2 encoding (`HISTFAAA...`, see [`histogram_serde`]).
 
 use std::collections::BTreeMap;
+use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
@@ -195,6 +196,16 @@ pub struct RequestCounts {
     pub unsent: u64,
 }
 
+/// Adds another count to this one (merging workers, requests of a mix, or repeated runs).
+impl AddAssign<&RequestCounts> for RequestCounts {
+    fn add_assign(&mut self, other: &RequestCounts) {
+        self.sent += other.sent;
+        self.completed += other.completed;
+        self.incomplete += other.incomplete;
+        self.unsent += other.unsent;
+    }
+}
+
 /// Complete responses by status class.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct StatusCounts {
@@ -210,16 +221,18 @@ pub struct StatusCounts {
     pub server_error: u64,
 }
 
-impl StatusCounts {
-    /// Adds another count to this one (merging workers, requests of a mix, or repeated runs).
-    pub fn add(&mut self, other: &StatusCounts) {
+/// Adds another count to this one (merging workers, requests of a mix, or repeated runs).
+impl AddAssign<&StatusCounts> for StatusCounts {
+    fn add_assign(&mut self, other: &StatusCounts) {
         self.informational += other.informational;
         self.success += other.success;
         self.redirection += other.redirection;
         self.client_error += other.client_error;
         self.server_error += other.server_error;
     }
+}
 
+impl StatusCounts {
     /// Responses whose status was not 2xx.
     pub fn non_2xx(&self) -> u64 {
         self.informational + self.redirection + self.client_error + self.server_error
@@ -241,16 +254,18 @@ pub struct ErrorCounts {
     pub protocol: u64,
 }
 
-impl ErrorCounts {
-    /// Adds another count to this one.
-    pub fn add(&mut self, other: &ErrorCounts) {
+/// Adds another count to this one.
+impl AddAssign<&ErrorCounts> for ErrorCounts {
+    fn add_assign(&mut self, other: &ErrorCounts) {
         self.connect += other.connect;
         self.read += other.read;
         self.write += other.write;
         self.timeout += other.timeout;
         self.protocol += other.protocol;
     }
+}
 
+impl ErrorCounts {
     /// Failed requests of every kind.
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.protocol
@@ -344,7 +359,7 @@ impl TlsStats {
         for (v, n) in &other.versions {
             *self.versions.entry(v.clone()).or_default() += n;
         }
-        self.errors.add(&other.errors);
+        self.errors += &other.errors;
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
         }
@@ -386,6 +401,18 @@ pub struct TlsErrorCounts {
     pub other: u64,
 }
 
+/// Adds another count to this one.
+impl AddAssign<&TlsErrorCounts> for TlsErrorCounts {
+    fn add_assign(&mut self, other: &TlsErrorCounts) {
+        self.unknown_ca += other.unknown_ca;
+        self.name_mismatch += other.name_mismatch;
+        self.certificate += other.certificate;
+        self.handshake_timeout += other.handshake_timeout;
+        self.alert += other.alert;
+        self.other += other.other;
+    }
+}
+
 impl TlsErrorCounts {
     pub fn count(&mut self, kind: TlsErrorKind) {
         match kind {
@@ -396,15 +423,6 @@ impl TlsErrorCounts {
             TlsErrorKind::Alert => self.alert += 1,
             TlsErrorKind::Other => self.other += 1,
         }
-    }
-
-    pub fn add(&mut self, other: &TlsErrorCounts) {
-        self.unknown_ca += other.unknown_ca;
-        self.name_mismatch += other.name_mismatch;
-        self.certificate += other.certificate;
-        self.handshake_timeout += other.handshake_timeout;
-        self.alert += other.alert;
-        self.other += other.other;
     }
 
     pub fn total(&self) -> u64 {

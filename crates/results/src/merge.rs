@@ -84,13 +84,9 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
                 .zip(part.load.users_peak_active)
                 .map(|(a, b)| if at_once { a + b } else { a.max(b) });
 
-        let r = &mut merged.requests;
-        r.sent += part.requests.sent;
-        r.completed += part.requests.completed;
-        r.incomplete += part.requests.incomplete;
-        r.unsent += part.requests.unsent;
-        merged.status.add(&part.status);
-        merged.errors.add(&part.errors);
+        merged.requests += &part.requests;
+        merged.status += &part.status;
+        merged.errors += &part.errors;
         let c = &mut merged.connections;
         if at_once {
             c.planned += part.connections.planned;
