@@ -70,6 +70,38 @@ pub struct RunResults {
     pub history: Vec<crate::history::HistorySeries>,
 }
 
+impl RunResults {
+    /// A run that has just started: which loadgate, which spec, when, on which machine, pinned how; no scenario
+    /// yet, no target, the outcome `incomplete` and every optional part empty. Every place that starts a
+    /// `RunResults` goes through here, so a new field gets its starting value in one place.
+    pub fn new(
+        loadgate_version: String,
+        spec: SpecInfo,
+        started_at: String,
+        machine: Machine,
+        pinning: Pinning,
+    ) -> Self {
+        RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            loadgate_version,
+            spec,
+            started_at,
+            finished_at: None,
+            machine,
+            pinning,
+            target: TargetInfo::default(),
+            scenarios: Vec::new(),
+            outcome: Outcome::in_progress(),
+            sweeps: Vec::new(),
+            gating: None,
+            not_run: Vec::new(),
+            shard: None,
+            shards: Vec::new(),
+            history: Vec::new(),
+        }
+    }
+}
+
 /// One shard of a run on several generators.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ShardInfo {

@@ -9,7 +9,6 @@ use loadgate_plan::{ExecutionPlan, OnInconclusive, Phase, Restart, RoundOrder, T
 use loadgate_results::gate::Baseline;
 use loadgate_results::{
     DiscardedRound, GatingInfo, Outcome, OutcomeStatus, RunResults, ScenarioResult, SpecInfo, StatisticalStatus,
-    TargetInfo, RESULTS_SCHEMA_VERSION,
 };
 
 use crate::abort::aborted_by_slo;
@@ -823,10 +822,9 @@ fn new_results(
     pinning.warnings.extend(request.spec_warnings.iter().map(|w| format!("spec: {w}")));
     let mut vars = plan.vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
     request.secrets.redact_vars(&mut vars);
-    RunResults {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        loadgate_version: request.loadgate_version.clone(),
-        spec: SpecInfo {
+    RunResults::new(
+        request.loadgate_version.clone(),
+        SpecInfo {
             name: plan.name.clone(),
             description: plan.description.clone(),
             file: request.spec_file.clone(),
@@ -835,20 +833,10 @@ fn new_results(
             seed: plan.seed,
             source: request.source.clone(),
         },
-        started_at: now_rfc3339(),
-        finished_at: None,
-        machine: hardware::fingerprint(request.source_dir.as_deref()),
+        now_rfc3339(),
+        hardware::fingerprint(request.source_dir.as_deref()),
         pinning,
-        target: TargetInfo::default(),
-        scenarios: Vec::new(),
-        outcome: Outcome::in_progress(),
-        sweeps: Vec::new(),
-        gating: None,
-        not_run: Vec::new(),
-        shard: None,
-        shards: Vec::new(),
-        history: Vec::new(),
-    }
+    )
 }
 
 /// Now, as `2026-11-23T10:00:00Z`.
