@@ -1,7 +1,9 @@
 //! loadgate's results model: measurements, validity, verdicts, and their versioned JSON form.
 //!
-//! Nothing here knows the engine: the engine fills a [`ScenarioResult`] per scenario instance, the CLI collects
-//! them into [`RunResults`], and every report reads only this model.
+//! Nothing here knows the engine: the engine measures a [`PhaseMeasurement`] per scenario instance (its records,
+//! counts, histograms, timeline and the like, are `loadgate_measure`'s, re-exported here at their old paths), which
+//! becomes a [`ScenarioResult`] (`From`) to judge; the runner collects them into [`RunResults`], and every report
+//! reads only this model.
 //!
 //! The API:
 //!

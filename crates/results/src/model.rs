@@ -1,6 +1,8 @@
 //! The versioned results model: what a run measured, how valid the measurement is, and the verdicts.
 //!
-//! Everything a report shows comes from here; nothing here knows the engine. Latencies are in microseconds.
+//! Everything a report shows comes from here; nothing here knows the engine. The engine's records (counts,
+//! histograms, summaries, the timeline, ...) are `loadgate_measure`'s, re-exported here. Latencies are in
+//! microseconds.
 
 use std::collections::BTreeMap;
 
