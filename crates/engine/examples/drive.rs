@@ -6,7 +6,7 @@
 //!     [--window] [--batch-reads] [--no-keepalive] [--http2] [--streams N] [--timeout 8s] [--json]
 //! ```
 //!
-//! Prints a short summary; with `--json`, the whole `ScenarioResult` instead.
+//! Prints a short summary; with `--json`, the whole `PhaseMeasurement` instead.
 
 use std::net::ToSocketAddrs;
 use std::process::ExitCode;

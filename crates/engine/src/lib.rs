@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! run_phase(phase: &Phase, workers: &[WorkerPlan], target: &Target, stop: &StopSignal,
-//!           on_tick: &mut dyn FnMut(&Tick<'_>) -> Control) -> Result<ScenarioResult, EngineError>
+//!           on_tick: &mut dyn FnMut(&Tick<'_>) -> Control) -> Result<PhaseMeasurement, EngineError>
 //! ```
 //!
 //! - `workers` has one entry per worker thread, as many as `phase.workers` (the load split). A worker with
@@ -14,17 +14,18 @@
 //! - [`StopSignal`] ends the phase early from another thread (Ctrl-C, the target died); workers check it on
 //!   their pacer tick (every 1 ms in open loads, 10 ms in closed ones), never per request.
 //! - `on_tick` is called on the calling thread once per second of the phase with the interval's
-//!   [`TimelinePoint`](loadgate_results::TimelinePoint), the merged latency histogram of the interval and the
+//!   [`TimelinePoint`](loadgate_measure::TimelinePoint), the merged latency histogram of the interval and the
 //!   cumulative one. Returning [`Control::Abort`] stops the phase (and sets `aborted` in the result).
-//! - The result is a complete [`ScenarioResult`](loadgate_results::ScenarioResult) with `verdicts` empty (SLO
-//!   evaluation belongs elsewhere) and `started_at_offset` taken from the plan (`phase.start_offset`, or 0):
+//! - The result is a [`PhaseMeasurement`](loadgate_measure::PhaseMeasurement): what was measured, with no
+//!   judgments (SLO evaluation belongs elsewhere; `loadgate_results::ScenarioResult` is built from it with
+//!   `From`, with `verdicts` empty), and `started_at_offset` taken from the plan (`phase.start_offset`, or 0):
 //!   the caller knows the run's real start and may overwrite it.
 //! - [`EngineError`] means the phase could not run at all (a thread or runtime could not be created, pinning
 //!   failed, the plan is inconsistent). Everything that happens on the network is counted in the result.
 //!
 //! # What is measured
 //!
-//! Latency is in microseconds, in histograms from [`loadgate_results::new_histogram`].
+//! Latency is in microseconds, in histograms from [`loadgate_measure::new_histogram`].
 //!
 //! - `latency`: completion minus the request's **intended** send time. In open loads the intended time comes
 //!   from the arrival schedule, so a stalled server shows in the percentiles (coordinated omission
@@ -97,7 +98,7 @@
 //! A mix (`phase.mix`) picks an entry per request (per arrival in open loads, per send in closed ones) with
 //! probability `weight / sum`; each entry may be static or generated. Requests of different entries can be in
 //! flight on one pipelined connection: each remembers its entry. The result carries the totals as usual and
-//! one [`RequestBreakdown`](loadgate_results::RequestBreakdown) per entry in `by_request`, in the mix's order
+//! one [`RequestBreakdown`](loadgate_measure::RequestBreakdown) per entry in `by_request`, in the mix's order
 //! (empty without a mix). Connect failures count against an entry only when the connection was for one
 //! request (keep-alive off, users); with keep-alive they are in the totals only.
 //!
@@ -165,7 +166,7 @@ pub struct Tick<'a> {
     pub phase: &'a Phase,
     /// Time since the phase started, at the end of this interval.
     pub elapsed: Duration,
-    pub point: &'a loadgate_results::TimelinePoint,
+    pub point: &'a loadgate_measure::TimelinePoint,
     /// The merged latency histogram of this interval only (for sliding-window SLO checks).
     pub interval_latency: &'a hdrhistogram::Histogram<u64>,
     /// Cumulative since the phase start.
@@ -265,7 +266,7 @@ pub fn run_phase(
     target: &Target,
     stop: &StopSignal,
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
-) -> Result<loadgate_results::ScenarioResult, EngineError> {
+) -> Result<loadgate_measure::PhaseMeasurement, EngineError> {
     phase::run(phase, workers, target, stop, &mut |_| {}, on_tick)
 }
 
@@ -278,6 +279,6 @@ pub fn run_phase_reporting(
     stop: &StopSignal,
     on_opening: &mut dyn FnMut(&OpeningProgress),
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
-) -> Result<loadgate_results::ScenarioResult, EngineError> {
+) -> Result<loadgate_measure::PhaseMeasurement, EngineError> {
     phase::run(phase, workers, target, stop, on_opening, on_tick)
 }

@@ -25,8 +25,8 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use loadgate_measure::new_histogram;
 use loadgate_plan::ConnectRate;
-use loadgate_results::new_histogram;
 
 use crate::rt::{Rt, Task};
 use crate::transport::{self, ConnectError, TcpConn};

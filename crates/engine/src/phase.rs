@@ -8,19 +8,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use loadgate_measure::{
+    new_histogram, value_at_percentile, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats,
+    LatencySummary, LoadSummary, PhaseMeasurement, Problem, RequestBreakdown, RequestCounts, StatusCounts,
+    TimelinePoint, TlsStats, Validity, WorkerStats,
+};
 use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
-use loadgate_results::{
-    new_histogram, value_at_percentile, ByteCounts, ConnectionStats, ErrorCounts, Histograms, Http2Stats,
-    LatencySummary, LoadSummary, Problem, RequestBreakdown, RequestCounts, ScenarioResult, StatusCounts, TimelinePoint,
-    TlsStats, Validity, WorkerStats,
-};
 
 use crate::opening::{LiveOpening, OpeningCounts};
 use crate::tls::TlsClient;
+use loadgate_measure::{ConnectionOpening, OpeningFailures};
 use loadgate_plan::ConnectRate;
-use loadgate_results::{ConnectionOpening, OpeningFailures};
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
@@ -45,7 +45,7 @@ pub(crate) fn run(
     stop: &StopSignal,
     on_opening: &mut dyn FnMut(&OpeningProgress),
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
-) -> Result<ScenarioResult, EngineError> {
+) -> Result<PhaseMeasurement, EngineError> {
     let live = Arc::new(LiveOpening::default());
     let configs = configure(phase, workers, target, stop, &live)?;
     let n = configs.len();
@@ -539,7 +539,7 @@ fn assemble(
     finals: &[Box<WorkerFinal>],
     timeline: Vec<TimelinePoint>,
     target_tls: Option<&TlsClient>,
-) -> ScenarioResult {
+) -> PhaseMeasurement {
     let load = &phase.load;
     let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
     let duration = end.saturating_duration_since(start).as_secs_f64();
@@ -563,12 +563,9 @@ fn assemble(
     let mut worker_stats = Vec::new();
     for (i, f) in finals.iter().enumerate() {
         let c = &f.counters;
-        requests.sent += c.sent;
-        requests.completed += c.completed;
-        requests.incomplete += f.incomplete;
-        requests.unsent += f.unsent;
-        status.add(&c.status);
-        errors.add(&c.errors);
+        requests += &RequestCounts { sent: c.sent, completed: c.completed, incomplete: f.incomplete, unsent: f.unsent };
+        status += &c.status;
+        errors += &c.errors;
         connections.peak_open += f.peak_open;
         connections.opened += c.opened;
         connections.failed += c.connect_failed;
@@ -595,7 +592,7 @@ fn assemble(
                 *tls.versions.entry(version.to_owned()).or_default() += n;
             }
         }
-        tls.errors.add(&t.errors);
+        tls.errors += &t.errors;
         if tls.first_error.is_none() {
             tls.first_error.clone_from(&t.first_error);
         }
@@ -772,7 +769,7 @@ fn assemble(
     validity.valid = validity.problems.is_empty();
 
     let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
-    ScenarioResult {
+    PhaseMeasurement {
         index: phase.index,
         name: phase.name.clone(),
         scenario: phase.scenario.clone(),
@@ -811,15 +808,8 @@ fn assemble(
         timeline,
         workers: worker_stats,
         validity,
-        limited_by: None,
-        verdicts: Vec::new(),
         aborted,
         by_request: by_request(phase, finals, duration),
-        repetitions: Vec::new(),
-        discarded_rounds: Vec::new(),
-        ab_baseline: None,
-        resources: None,
-        capacity: None,
     }
 }
 
@@ -846,10 +836,9 @@ fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<
             let mut errors = ErrorCounts::default();
             let mut histogram = new_histogram();
             for e in finals.iter().filter_map(|f| f.by_entry.get(i)) {
-                requests.sent += e.sent;
-                requests.completed += e.completed;
-                status.add(&e.status);
-                errors.add(&e.errors);
+                requests += &RequestCounts { sent: e.sent, completed: e.completed, ..RequestCounts::default() };
+                status += &e.status;
+                errors += &e.errors;
                 if histogram.add(&e.latency).is_err() {
                     merge_by_values(&mut histogram, &e.latency);
                 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use loadgate_results::TlsErrorKind;
+use loadgate_measure::TlsErrorKind;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
 use rustls::crypto::CryptoProvider;

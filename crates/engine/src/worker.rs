@@ -52,7 +52,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use loadgate_results::{new_histogram, ErrorCounts, StatusCounts};
+use loadgate_measure::{new_histogram, ErrorCounts, StatusCounts};
 
 use loadgate_plan::ConnectRate;
 
@@ -239,7 +239,7 @@ pub(crate) struct TlsCounters {
     pub resumed: u64,
     pub tls13: u64,
     pub tls12: u64,
-    pub errors: loadgate_results::TlsErrorCounts,
+    pub errors: loadgate_measure::TlsErrorCounts,
     pub first_error: Option<String>,
 }
 

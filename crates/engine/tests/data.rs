@@ -273,7 +273,7 @@ fn each_request_of_a_mix_has_its_own_latency() {
     let slow = &r.by_request[0];
     let fast = &r.by_request[1];
     assert_eq!(slow.requests.completed, counts.lock().unwrap()["/slow"]);
-    let p50 = |b: &loadgate_results::RequestBreakdown| b.histogram.value_at_quantile(0.5);
+    let p50 = |b: &loadgate_measure::RequestBreakdown| b.histogram.value_at_quantile(0.5);
     assert!(p50(slow) >= 20_000, "slow p50 {}us", p50(slow));
     assert!(p50(fast) * 4 < p50(slow), "fast p50 {}us vs slow {}us", p50(fast), p50(slow));
     assert_eq!(slow.latency.percentiles.get("p50").copied(), Some(p50(slow)));

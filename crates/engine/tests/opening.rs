@@ -54,7 +54,7 @@ fn answer(mut s: TcpStream) {
     }
 }
 
-fn opening(r: &loadgate_results::ScenarioResult) -> &loadgate_results::ConnectionOpening {
+fn opening(r: &loadgate_measure::PhaseMeasurement) -> &loadgate_measure::ConnectionOpening {
     r.connections.opening.as_ref().unwrap_or_else(|| panic!("no opening\n{}", describe(r)))
 }
 

@@ -85,7 +85,7 @@ fn a_failed_step_ends_the_users_session() {
     b.session = vec![step("home", "/home"), think(10), step("cart", "/cart"), step("pay", "/pay")];
     let r = b.run(&server.target());
     let info = describe(&r);
-    let by: BTreeMap<&str, &loadgate_results::RequestBreakdown> =
+    let by: BTreeMap<&str, &loadgate_measure::RequestBreakdown> =
         r.by_request.iter().map(|b| (b.name.as_str(), b)).collect();
     assert_eq!(by["home"].requests.completed, 20, "{info}");
     assert_eq!(by["cart"].requests.sent, 20, "{info}");

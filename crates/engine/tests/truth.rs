@@ -22,7 +22,7 @@ fn hello_server() -> common::Server {
 }
 
 /// The engine's completed count equals the server's, with nothing lost or left over.
-fn assert_counts_match(r: &loadgate_results::ScenarioResult, server: &common::Server) {
+fn assert_counts_match(r: &loadgate_measure::PhaseMeasurement, server: &common::Server) {
     let info = describe(r);
     assert!(r.requests.completed > 0, "{info}");
     assert_eq!(r.requests.completed, server.answered(), "{info}");

@@ -26,10 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use loadgate_measure::{CpuMapping, Machine, Pinning};
 use loadgate_model::units::CpuList;
-use loadgate_plan::OnMismatch;
-use loadgate_plan::WorkerPlan;
-use loadgate_results::{CpuMapping, Machine, Pinning};
+use loadgate_model::OnMismatch;
 
 use crate::MachineError;
 
@@ -175,13 +174,13 @@ impl AppliedPinning {
         }
     }
 
-    /// The CPU each planned worker runs on: its planned CPU (mapped, under `--pin-within-affinity`) when the
-    /// applied generator list holds it, unpinned otherwise.
-    pub fn worker_cpus(&self, workers: &[WorkerPlan]) -> Vec<Option<u32>> {
+    /// The CPU each planned worker runs on, given each worker's planned CPU (`None`: unpinned): its planned CPU
+    /// (mapped, under `--pin-within-affinity`) when the applied generator list holds it, unpinned otherwise.
+    pub fn worker_cpus(&self, planned: &[Option<u32>]) -> Vec<Option<u32>> {
         let map = |cpu: u32| self.mapping.iter().find(|(spec, _)| *spec == cpu).map_or(cpu, |&(_, used)| used);
-        workers
+        planned
             .iter()
-            .map(|w| w.cpu.map(map).filter(|c| self.generator.as_ref().is_some_and(|g| g.contains(*c))))
+            .map(|cpu| cpu.map(map).filter(|c| self.generator.as_ref().is_some_and(|g| g.contains(*c))))
             .collect()
     }
 }
@@ -406,10 +405,10 @@ pub fn check_pinning(
     })
 }
 
-/// The CPU each planned worker runs on: its planned CPU when the applied generator list holds it, unpinned
-/// otherwise.
-pub fn effective_worker_cpus(workers: &[WorkerPlan], generator: Option<&CpuList>) -> Vec<Option<u32>> {
-    workers.iter().map(|w| w.cpu.filter(|c| generator.is_some_and(|g| g.contains(*c)))).collect()
+/// The CPU each planned worker runs on, given each worker's planned CPU (`None`: unpinned): its planned CPU when
+/// the applied generator list holds it, unpinned otherwise.
+pub fn effective_worker_cpus(planned: &[Option<u32>], generator: Option<&CpuList>) -> Vec<Option<u32>> {
+    planned.iter().map(|cpu| cpu.filter(|c| generator.is_some_and(|g| g.contains(*c)))).collect()
 }
 
 /// The machine fingerprint. Every field is best effort: what cannot be read is `None`. `repo_dir`, when given
@@ -814,8 +813,7 @@ mod tests {
         };
         assert_eq!((p.generator_requested.clone(), p.generator.clone()), (Some(cpus("0-3")), Some(cpus("2-3"))));
         assert_eq!(p.mapping, vec![(0, 2), (1, 3), (2, 2), (3, 3)]);
-        let workers: Vec<WorkerPlan> =
-            (0..4).map(|i| WorkerPlan { index: i, cpu: Some(i as u32), pacing: Default::default() }).collect();
+        let workers: Vec<Option<u32>> = (0..4).map(Some).collect();
         assert_eq!(p.worker_cpus(&workers), vec![Some(2), Some(3), Some(2), Some(3)]);
         assert!(p.warnings[0].starts_with("--shard-cpus 2-3: "), "{:?}", p.warnings);
     }
@@ -839,10 +837,7 @@ mod tests {
                   3->8, 4->9, 5->10"
             ]
         );
-        let workers = vec![
-            WorkerPlan { index: 0, cpu: Some(3), pacing: Default::default() },
-            WorkerPlan { index: 1, cpu: Some(5), pacing: Default::default() },
-        ];
+        let workers = [Some(3), Some(5)];
         assert_eq!(p.worker_cpus(&workers), vec![Some(8), Some(10)]);
         let results = p.to_results(p.worker_cpus(&workers));
         assert_eq!(results.cpu_map[0], CpuMapping { spec: 2, cpu: 7 });
@@ -878,11 +873,7 @@ mod tests {
 
     #[test]
     fn workers_on_missing_cpus_run_unpinned() {
-        let workers = vec![
-            WorkerPlan { index: 0, cpu: Some(1), pacing: Default::default() },
-            WorkerPlan { index: 1, cpu: Some(17), pacing: Default::default() },
-            WorkerPlan { index: 2, cpu: None, pacing: Default::default() },
-        ];
+        let workers = [Some(1), Some(17), None];
         assert_eq!(effective_worker_cpus(&workers, Some(&cpus("0-1"))), vec![Some(1), None, None]);
         assert_eq!(effective_worker_cpus(&workers, None), vec![None, None, None]);
     }

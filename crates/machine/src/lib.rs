@@ -11,13 +11,14 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), loadgate_machine::MachineError> {
-//! # let plan: loadgate_plan::ExecutionPlan = unimplemented_plan();
-//! # fn unimplemented_plan() -> loadgate_plan::ExecutionPlan { loop {} }
 //! use loadgate_machine::hardware::{self, PinningDecision};
+//! use loadgate_model::{units::CpuList, OnMismatch};
+//! // The plan's `hardware`: the CPUs it pins, each worker's planned CPU, `on_mismatch`.
+//! let (generator_cpus, target_cpus): (Option<CpuList>, Option<CpuList>) = (None, None);
+//! let planned: Vec<Option<u32>> = vec![None, None];
 //! let topo = hardware::CpuTopology::read()?;
-//! let hw = &plan.hardware;
-//! match hardware::check_pinning(&topo, hw.generator_cpus.as_ref(), hw.target_cpus.as_ref(), hw.on_mismatch) {
-//!     PinningDecision::Run(p) => { let _cpus = hardware::effective_worker_cpus(&hw.workers, p.generator.as_ref()); }
+//! match hardware::check_pinning(&topo, generator_cpus.as_ref(), target_cpus.as_ref(), OnMismatch::Warn) {
+//!     PinningDecision::Run(p) => { let _cpus = hardware::effective_worker_cpus(&planned, p.generator.as_ref()); }
 //!     PinningDecision::Fail { message } | PinningDecision::Skip { message } => eprintln!("{message}"),
 //! }
 //! # Ok(()) }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use loadgate_results::ResourceSample;
+use loadgate_measure::ResourceSample;
 
 use crate::procfs;
 

@@ -370,10 +370,9 @@ pub fn sample_shapes() -> Vec<Shape> {
 pub fn sample_run() -> RunResults {
     let scenarios: Vec<ScenarioResult> =
         sample_shapes().iter().enumerate().map(|(i, shape)| scenario(i, shape)).collect();
-    let mut run = RunResults {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        loadgate_version: "0.1.0".to_owned(),
-        spec: SpecInfo {
+    let mut run = RunResults::new(
+        "0.1.0".to_owned(),
+        SpecInfo {
             name: "tfb-plaintext".to_owned(),
             description: Some("TechEmpower-style plaintext suite: warmup, then a pipelined concurrency sweep.".to_owned()),
             file: "specs/tfb-plaintext.yaml".to_owned(),
@@ -382,9 +381,8 @@ pub fn sample_run() -> RunResults {
             seed: 42,
             source: None,
         },
-        started_at: STARTED_AT.to_owned(),
-        finished_at: Some(FINISHED_AT.to_owned()),
-        machine: Machine {
+        STARTED_AT.to_owned(),
+        Machine {
             hostname: Some("bench-01".to_owned()),
             cpu_model: Some("AMD Ryzen 9 7950X 16-Core Processor".to_owned()),
             sockets: Some(1),
@@ -399,7 +397,7 @@ pub fn sample_run() -> RunResults {
             git_commit: Some("2220db2".to_owned()),
             git_dirty: Some(false),
         },
-        pinning: Pinning {
+        Pinning {
             generator_requested: Some("16-31".to_owned()),
             generator_applied: Some("1".to_owned()),
             target_requested: Some("0-15".to_owned()),
@@ -408,23 +406,17 @@ pub fn sample_run() -> RunResults {
             warnings: vec!["this machine has 2 CPUs; the generator runs on CPU 1 instead of 16-31, the target on CPU 0 instead of 0-15 (on_mismatch: warn)".to_owned()],
             cpu_map: Vec::new(),
         },
-        target: TargetInfo {
-            kind: "command".to_owned(),
-            base_url: "http://127.0.0.1:8080".to_owned(),
-            pid: Some(4242),
-            exited: None,
-            samples: vec![ResourceSample { t: 1.0, cpu: 0.97, rss_bytes: 48 * 1024 * 1024 }],
-            log_files: vec!["loadgate-out/tfb-plaintext/target.log".to_owned()],
-        },
-        scenarios,
-        outcome: Outcome::in_progress(),
-        sweeps: Vec::new(),
-        gating: None,
-        not_run: Vec::new(),
-        shard: None,
-        shards: Vec::new(),
-        history: Vec::new(),
+    );
+    run.finished_at = Some(FINISHED_AT.to_owned());
+    run.target = TargetInfo {
+        kind: "command".to_owned(),
+        base_url: "http://127.0.0.1:8080".to_owned(),
+        pid: Some(4242),
+        exited: None,
+        samples: vec![ResourceSample { t: 1.0, cpu: 0.97, rss_bytes: 48 * 1024 * 1024 }],
+        log_files: vec!["loadgate-out/tfb-plaintext/target.log".to_owned()],
     };
+    run.scenarios = scenarios;
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);
     run

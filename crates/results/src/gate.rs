@@ -66,7 +66,7 @@ pub fn judge(
         // Checks that cannot be judged over the repetitions, and why: each fails (see `unjudgeable`).
         let mut failed: Vec<(usize, String)> = Vec::new();
         for (i, slo) in slos.iter().enumerate() {
-            if !statistical(slo) {
+            if !loadgate_model::judged_over_repetitions(slo) {
                 continue;
             }
             let Some(goal) = Goal::from_comparison(slo.comparison) else { continue };
@@ -219,22 +219,6 @@ fn unjudgeable(
 /// A check to make: the SLO's index, the candidate's values, the baseline's (for a relative check), the design,
 /// the goal and the limit.
 type Planned = (usize, Vec<f64>, Option<Vec<f64>>, Design, Goal, f64);
-
-/// Whether an SLO is judged over repetitions (latency and throughput on the whole instance).
-fn statistical(slo: &Slo) -> bool {
-    slo.request.is_none()
-        && matches!(
-            slo.metric,
-            Metric::Percentile(_)
-                | Metric::Max
-                | Metric::Mean
-                | Metric::ConnectPercentile(_)
-                | Metric::ConnectMax
-                | Metric::ConnectMean
-                | Metric::Throughput
-                | Metric::Capacity
-        )
-}
 
 /// An instance's repetitions as results to measure (each with its own histograms, counts and rate), or the
 /// instance itself when it has none: what a check over repetitions (and `loadgate compare`) reads one value from.

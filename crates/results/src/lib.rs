@@ -1,7 +1,9 @@
 //! loadgate's results model: measurements, validity, verdicts, and their versioned JSON form.
 //!
-//! Nothing here knows the engine: the engine fills a [`ScenarioResult`] per scenario instance, the CLI collects
-//! them into [`RunResults`], and every report reads only this model.
+//! Nothing here knows the engine: the engine measures a [`PhaseMeasurement`] per scenario instance (its records,
+//! counts, histograms, timeline and the like, are `loadgate_measure`'s, re-exported here at their old paths), which
+//! becomes a [`ScenarioResult`] (`From`) to judge; the runner collects them into [`RunResults`], and every report
+//! reads only this model.
 //!
 //! The API:
 //!
@@ -66,92 +68,11 @@ pub use limit::{who_limited, LimitContext, TargetCpu};
 pub use merge::{merge_concurrent, merge_scenarios};
 pub use model::*;
 pub use outcome::{exit_codes, outcome, unreachable_over_tls};
-pub use resources::{phase_resources, PhaseResources};
+pub use resources::phase_resources;
 pub use shards::{merge_shards, merge_shards_against, ShardPart};
 pub use stats::{Check, CheckVerdict, Design, Goal, Lean, StatsError, Verdict3};
 pub use sweep::{judge_sweep, sweeps_judged, SweepObjectives};
 pub use users::{peak_users_active, response_time_buckets};
 pub use verdict::{baseline_for, error_rate, evaluate, measure};
 
-/// Serde for histograms as base64 of the compressed V2 encoding, the `HISTFAAA...` form of HdrHistogram
-/// interval logs that other HdrHistogram libraries decode.
-pub mod histogram_serde {
-    use base64::Engine as _;
-    use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-    use hdrhistogram::Histogram;
-
-    /// Encodes a histogram as base64 of its compressed V2 encoding.
-    pub fn encode(h: &Histogram<u64>) -> Result<String, String> {
-        let mut buf = Vec::new();
-        V2DeflateSerializer::new().serialize(h, &mut buf).map_err(|e| format!("cannot encode histogram: {e:?}"))?;
-        Ok(base64::engine::general_purpose::STANDARD.encode(buf))
-    }
-
-    /// Decodes base64 of a V2 encoding, compressed or not.
-    pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(|e| format!("histogram is not base64: {e}"))?;
-        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("cannot decode histogram: {e:?}"))
-    }
-
-    /// Serde `serialize_with`.
-    pub fn serialize<S: serde::Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&encode(h).map_err(serde::ser::Error::custom)?)
-    }
-
-    /// Serde `deserialize_with`.
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
-        let text = <String as serde::Deserialize>::deserialize(d)?;
-        decode(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histograms_round_trip_through_histfaaa() {
-        let mut h = new_histogram();
-        for v in [1u64, 250, 999, 20_000, 900_000] {
-            h.record(v).unwrap();
-        }
-        let text = histogram_serde::encode(&h).unwrap();
-        assert!(text.starts_with("HISTFAAA"), "{text}");
-        let back = histogram_serde::decode(&text).unwrap();
-        assert_eq!(back.len(), 5);
-        assert_eq!(back.max(), h.max());
-    }
-
-    #[test]
-    fn percentiles_take_the_nearest_rank_exactly() {
-        // 1..=1000 us: p99.9 is the 999th value, not the maximum (99.9 / 100 * 1000 is 999.0000000000001 in f64).
-        let mut h = new_histogram();
-        for v in 1..=1000u64 {
-            h.record(v).unwrap();
-        }
-        assert_eq!(value_at_percentile(&h, 99.9), 999);
-        assert_eq!(value_at_percentile(&h, 99.0), 990);
-        assert_eq!(value_at_percentile(&h, 50.0), 500);
-        assert_eq!(value_at_percentile(&h, 99.95), 1000, "rank ceil(999.5) = 1000");
-        assert_eq!(value_at_percentile(&h, 0.0), 1, "rank at least 1");
-        assert_eq!(value_at_percentile(&h, 100.0), 1000);
-        let s = LatencySummary::from_histogram(&h);
-        assert_eq!(s.percentiles["p99.9"], 999);
-        for (p, n, rank) in
-            [(99.9, 4000, 3996), (99.99, 10_000, 9999), (99.9, 10_000, 9990), (50.0, 3, 2), (99.0, 7, 7)]
-        {
-            assert_eq!(nearest_rank(p, n), rank, "p{p} of {n}");
-        }
-        // Every percentile with up to two decimals, over counts up to 2,000: the rank is ceil(p * n / 100) computed in
-        // integers.
-        for hundredths in 0..=10_000u64 {
-            for n in (1..=2000u64).step_by(37) {
-                let exact = (hundredths * n).div_ceil(10_000).max(1);
-                assert_eq!(nearest_rank(hundredths as f64 / 100.0, n), exact, "p{} of {n}", hundredths as f64 / 100.0);
-            }
-        }
-        assert_eq!(value_at_percentile(&new_histogram(), 99.0), 0);
-    }
-}
+pub use loadgate_measure::histogram_serde;

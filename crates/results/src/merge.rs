@@ -1,21 +1,7 @@
 //! Combining measurements: histograms added bucket by bucket, never percentiles averaged.
 
 use crate::json::ResultsError;
-use crate::model::{Histograms, LatencySummary, ScenarioResult, TimelinePoint, Validity};
-
-impl Histograms {
-    /// Adds every histogram of `other` into this one.
-    pub fn add(&mut self, other: &Histograms) -> Result<(), ResultsError> {
-        let add = |into: &mut hdrhistogram::Histogram<u64>, from: &hdrhistogram::Histogram<u64>, what: &str| {
-            into.add(from).map_err(|e| ResultsError::Merge(format!("{what} histograms do not add up: {e:?}")))
-        };
-        add(&mut self.latency, &other.latency, "latency")?;
-        add(&mut self.service_time, &other.service_time, "service time")?;
-        add(&mut self.send_lag, &other.send_lag, "send lag")?;
-        add(&mut self.connect_time, &other.connect_time, "connect time")?;
-        add(&mut self.tls_handshake, &other.tls_handshake, "TLS handshake")
-    }
-}
+use crate::model::{LatencySummary, ScenarioResult, TimelinePoint, Validity};
 
 /// Merges repetitions of one scenario instance (the same name, from several runs) as if they had run back to
 /// back: counts and durations summed, histograms added and the summaries recomputed from them, throughput
@@ -62,7 +48,7 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
                 merged.name, part.name
             )));
         }
-        merged.histograms.add(&part.histograms)?;
+        merged.histograms.add(&part.histograms).map_err(|e| ResultsError::Merge(e.0))?;
         if at_once {
             align_timelines(&mut merged.timeline, &part.timeline);
             merged.duration = merged.duration.max(part.duration);
@@ -98,13 +84,9 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
                 .zip(part.load.users_peak_active)
                 .map(|(a, b)| if at_once { a + b } else { a.max(b) });
 
-        let r = &mut merged.requests;
-        r.sent += part.requests.sent;
-        r.completed += part.requests.completed;
-        r.incomplete += part.requests.incomplete;
-        r.unsent += part.requests.unsent;
-        merged.status.add(&part.status);
-        merged.errors.add(&part.errors);
+        merged.requests += &part.requests;
+        merged.status += &part.status;
+        merged.errors += &part.errors;
         let c = &mut merged.connections;
         if at_once {
             c.planned += part.connections.planned;

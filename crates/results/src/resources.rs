@@ -5,25 +5,10 @@
 //! second before it; none taken after the phase ended counts), and stored with the phase
 //! ([`ScenarioResult::resources`]): the terminal, report.md and results.json show the same numbers.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::model::{ResourceSample, RunResults, ScenarioResult, WorkerStats};
 
-/// Resource use during one scenario instance.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PhaseResources {
-    /// The busiest generator worker's CPU use, as a fraction of one CPU.
-    pub generator_peak: Option<f64>,
-    /// The target's average and peak CPU use (fractions of one CPU, summed over its process tree) over the
-    /// samples taken during the phase.
-    pub target_cpu_mean: Option<f64>,
-    pub target_cpu_peak: Option<f64>,
-    /// The target tree's largest resident set during the phase, in bytes.
-    pub target_rss_peak: Option<u64>,
-    /// How many target samples fell in the phase.
-    pub samples: usize,
-}
+/// The record is the model's (`results.json` embeds it); its figures are computed here.
+pub use crate::model::PhaseResources;
 
 /// The resources `s` used: the figures stored with it, or (results written before they were stored) the ones
 /// computed from the run's target samples taken during the phase.

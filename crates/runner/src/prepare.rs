@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use loadgate_machine::hardware::{self, AppliedPinning, PinningDecision};
 use loadgate_plan::{ExecutionPlan, WorkerPlan};
-use loadgate_results::{Outcome, RunResults, SpecInfo, TargetInfo, RESULTS_SCHEMA_VERSION};
+use loadgate_results::{RunResults, SpecInfo};
 
 use crate::clock::now_rfc3339;
 use crate::event::{Event, Observer};
@@ -124,7 +124,8 @@ pub fn decide_pinning_on_part(
 
 /// One worker per planned worker, each on the CPU the pinning gives it.
 pub fn worker_plans(plan: &ExecutionPlan, pinning: &AppliedPinning) -> Vec<WorkerPlan> {
-    let cpus = pinning.worker_cpus(&plan.hardware.workers);
+    let planned: Vec<Option<u32>> = plan.hardware.workers.iter().map(|w| w.cpu).collect();
+    let cpus = pinning.worker_cpus(&planned);
     plan.hardware
         .workers
         .iter()
@@ -156,10 +157,9 @@ pub(crate) fn new_results(
     pinning.warnings.extend(request.spec_warnings.iter().map(|w| format!("spec: {w}")));
     let mut vars = plan.vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
     request.secrets.redact_vars(&mut vars);
-    RunResults {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        loadgate_version: request.loadgate_version.clone(),
-        spec: SpecInfo {
+    RunResults::new(
+        request.loadgate_version.clone(),
+        SpecInfo {
             name: plan.name.clone(),
             description: plan.description.clone(),
             file: request.spec_file.clone(),
@@ -168,18 +168,8 @@ pub(crate) fn new_results(
             seed: plan.seed,
             source: request.source.clone(),
         },
-        started_at: now_rfc3339(),
-        finished_at: None,
-        machine: hardware::fingerprint(request.source_dir.as_deref()),
+        now_rfc3339(),
+        hardware::fingerprint(request.source_dir.as_deref()),
         pinning,
-        target: TargetInfo::default(),
-        scenarios: Vec::new(),
-        outcome: Outcome::in_progress(),
-        sweeps: Vec::new(),
-        gating: None,
-        not_run: Vec::new(),
-        shard: None,
-        shards: Vec::new(),
-        history: Vec::new(),
-    }
+    )
 }

@@ -168,7 +168,7 @@ impl Session {
         let offset = self.opts.origin.elapsed().as_secs_f64();
         // Both callbacks tell the observer, one at a time on this thread.
         let observer = std::cell::RefCell::new(observer);
-        let mut result = loadgate_engine::run_phase_reporting(
+        let measured = loadgate_engine::run_phase_reporting(
             phase,
             &self.workers,
             &self.target.engine,
@@ -192,6 +192,7 @@ impl Session {
                 abort.check(tick)
             },
         )?;
+        let mut result = loadgate_results::ScenarioResult::from(measured);
         result.started_at_offset = offset;
         // The phase's resource figures, fixed now from the samples taken while it ran: every report shows these.
         let end = self.opts.origin.elapsed().as_secs_f64();

@@ -109,7 +109,7 @@ impl RunningTarget {
                 t
             }
             TargetPlan::Builtin { server, tls, protocol } => {
-                let mut cfg = ServeConfig::new(server.clone());
+                let mut cfg = ServeConfig::new(behaviour(server));
                 cfg.threads = opts.cpus.map(|c| c.len()).unwrap_or(1).max(1);
                 // HTTPS: a certificate made now, which the server serves and loadgate trusts (nothing insecure).
                 let client = match tls {
@@ -274,6 +274,17 @@ pub fn resolve(base_url: &str) -> Result<(SocketAddr, String), String> {
         .ok_or_else(|| format!("{host} resolves to no address"))?;
     let host_header = if port == default_port { host } else { format!("{host}:{port}") };
     Ok((addr, host_header))
+}
+
+/// The built-in server's behaviour as the plan asks for it (the server has its own type and knows no plan).
+fn behaviour(s: &loadgate_plan::BuiltinServer) -> loadgate_server::ServerBehaviour {
+    loadgate_server::ServerBehaviour {
+        kind: s.kind,
+        delay: s.delay,
+        status: s.status,
+        body_size: s.body_size,
+        chunked: s.chunked,
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //!
 //! # Routes
 //!
-//! Every path not listed here gets the configured behaviour ([`BuiltinServer`]): its kind, status, delay, body
+//! Every path not listed here gets the configured behaviour ([`ServerBehaviour`]): its kind, status, delay, body
 //! size and chunking. The query string is ignored. The listed routes work whatever the kind:
 //!
 //! | route            | answer                                                                      |
@@ -41,8 +41,7 @@ use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant, SystemTime, UNIX_EPOCH};
 
 use loadgate_model::units::Duration;
-use loadgate_plan::BuiltinKind;
-use loadgate_plan::BuiltinServer;
+use loadgate_model::BuiltinKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
@@ -93,10 +92,26 @@ const CHUNK_SIZE: usize = 8 * 1024;
 const MAX_HEADERS: usize = 64;
 const MAX_ROUTE_DELAY_MS: u64 = 3_600_000;
 
+/// What the built-in server answers on every path that is not a listed route: the server's own configuration,
+/// which `loadgate serve`'s flags give, or the runner from a plan's `target: { builtin: ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerBehaviour {
+    /// Plaintext, echo or delay.
+    pub kind: BuiltinKind,
+    /// For `delay`: how long each response waits.
+    pub delay: Option<Duration>,
+    /// The status every response carries (200 unless set).
+    pub status: u16,
+    /// For `plaintext` and `delay`: the response body size; `None` is TechEmpower's 13-byte `Hello, World!`.
+    pub body_size: Option<u64>,
+    /// Send bodies with `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+}
+
 /// What `loadgate serve` runs: the behaviour, the address to listen on and the number of server threads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
-    pub server: BuiltinServer,
+    pub server: ServerBehaviour,
     /// Usually `127.0.0.1:0`: an ephemeral loopback port, reported once bound.
     pub listen: SocketAddr,
     /// Server threads, each with its own runtime and listener; `0` means one per CPU the process may run on.
@@ -107,7 +122,7 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     /// A server with the given behaviour on an ephemeral loopback port, one thread per allowed CPU.
-    pub fn new(server: BuiltinServer) -> Self {
+    pub fn new(server: ServerBehaviour) -> Self {
         ServeConfig { server, listen: SocketAddr::from(([127, 0, 0, 1], 0)), threads: 0, tls: None }
     }
 
@@ -152,7 +167,7 @@ impl ServeConfig {
     /// Parses the arguments of `loadgate serve` (a leading `serve` is skipped). Defaults: `--kind plaintext`,
     /// `--listen 127.0.0.1:0`, `--status 200`, `--threads 0`.
     pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<Self, ServerError> {
-        let mut cfg = ServeConfig::new(BuiltinServer {
+        let mut cfg = ServeConfig::new(ServerBehaviour {
             kind: BuiltinKind::Plaintext,
             delay: None,
             status: 200,
@@ -425,7 +440,7 @@ struct Behaviour {
 }
 
 impl Behaviour {
-    fn new(s: &BuiltinServer) -> Result<Self, ServerError> {
+    fn new(s: &ServerBehaviour) -> Result<Self, ServerError> {
         if !(200..=599).contains(&s.status) {
             return Err(ServerError::InvalidServer(format!(
                 "status {} is not a final HTTP status; use one from 200 to 599",
@@ -1107,7 +1122,7 @@ mod tests {
     #[test]
     fn args_round_trip() {
         let cfg = ServeConfig {
-            server: BuiltinServer {
+            server: ServerBehaviour {
                 kind: BuiltinKind::Delay,
                 delay: Some(Duration::from_millis(20)),
                 status: 503,
@@ -1157,7 +1172,7 @@ mod tests {
     #[test]
     fn invalid_configs() {
         let mut s =
-            BuiltinServer { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false };
+            ServerBehaviour { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false };
         assert!(Behaviour::new(&s).unwrap_err().to_string().contains("needs a delay"));
         s.kind = BuiltinKind::Plaintext;
         s.delay = Some(Duration::from_millis(20));

@@ -5,12 +5,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration as StdDuration, Instant};
 
 use loadgate_model::units::Duration;
-use loadgate_plan::BuiltinKind;
-use loadgate_plan::BuiltinServer;
-use loadgate_server::{spawn_in_process, ServeConfig, ServerHandle};
+use loadgate_model::BuiltinKind;
+use loadgate_server::{spawn_in_process, ServeConfig, ServerBehaviour, ServerHandle};
 
-fn server(kind: BuiltinKind, f: impl FnOnce(&mut BuiltinServer)) -> ServerHandle {
-    let mut s = BuiltinServer { kind, delay: None, status: 200, body_size: None, chunked: false };
+fn server(kind: BuiltinKind, f: impl FnOnce(&mut ServerBehaviour)) -> ServerHandle {
+    let mut s = ServerBehaviour { kind, delay: None, status: 200, body_size: None, chunked: false };
     f(&mut s);
     let mut cfg = ServeConfig::new(s);
     cfg.threads = 1;
@@ -338,7 +337,7 @@ fn head_and_malformed_requests() {
 
 #[test]
 fn several_threads_serve_many_connections() {
-    let mut cfg = ServeConfig::new(BuiltinServer {
+    let mut cfg = ServeConfig::new(ServerBehaviour {
         kind: BuiltinKind::Plaintext,
         delay: None,
         status: 200,

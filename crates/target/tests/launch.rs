@@ -8,8 +8,8 @@ use loadgate_machine::procfs;
 use loadgate_machine::sample::{Sampler, SamplerConfig};
 use loadgate_model::units::{CpuList, Duration as SpecDuration};
 use loadgate_model::Protocol;
+use loadgate_plan::ReadyProbe;
 use loadgate_plan::{BuiltinKind, OnMismatch};
-use loadgate_plan::{BuiltinServer, ReadyProbe};
 use loadgate_server::ServeConfig;
 use loadgate_target::launch::{builtin_ready_probe, LaunchSpec, Target};
 use loadgate_target::TargetError;
@@ -50,7 +50,7 @@ fn wait_for(mut cond: impl FnMut() -> bool) {
 }
 
 fn builtin_cfg(kind: BuiltinKind) -> ServeConfig {
-    let mut c = ServeConfig::new(BuiltinServer {
+    let mut c = ServeConfig::new(loadgate_server::ServerBehaviour {
         kind,
         delay: (kind == BuiltinKind::Delay).then(|| SpecDuration::from_millis(10)),
         status: 200,

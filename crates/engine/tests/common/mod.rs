@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use loadgate_engine::{run_phase, Control, Phase, StopSignal, Target, WorkerPlan};
+use loadgate_measure::PhaseMeasurement;
 use loadgate_model::units;
 use loadgate_plan::PipelineMode;
 use loadgate_plan::{
     Arrival, ConnectionPolicy, LoadPlan, MixEntry, RequestPlan, SessionStep, Share, StopCondition, WorkerShare,
 };
-use loadgate_results::ScenarioResult;
 
 /// What the server does with one request.
 pub enum Reply {
@@ -484,14 +484,14 @@ impl PhaseBuilder {
         (phase, workers)
     }
 
-    pub fn run(&self, target: &Target) -> ScenarioResult {
+    pub fn run(&self, target: &Target) -> PhaseMeasurement {
         let (phase, workers) = self.build();
         run_phase(&phase, &workers, target, &StopSignal::new(), &mut |_| Control::Continue).unwrap()
     }
 }
 
 /// Prints the interesting numbers when a test fails.
-pub fn describe(r: &ScenarioResult) -> String {
+pub fn describe(r: &PhaseMeasurement) -> String {
     format!(
         "requests {:?}\nerrors {:?}\nstatus {:?}\nconnections {:?}\nlatency p50 {:?} p99 {:?}\nservice p50 {:?}\nvalidity {:?}\nload {:?}",
         r.requests,
