@@ -32,7 +32,7 @@ use rustls::{
 };
 
 use crate::rt::{Deadline, Rt, TaskId};
-use crate::transport::{Connecting, Read, Stream, TcpConn};
+use crate::transport::{Connecting, Read, Stream, TcpConn, TlsFailure};
 
 /// Sessions a worker's cache keeps (rustls keeps up to 8 TLS 1.3 tickets per server within them).
 const SESSIONS_PER_WORKER: usize = 256;
@@ -256,13 +256,7 @@ pub(crate) struct WorkerTls {
     server_name: ServerName<'static>,
 }
 
-/// A TLS failure, classified, with the words a report shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TlsFailure {
-    pub kind: TlsErrorKind,
-    pub message: String,
-}
-
+/// The handshake's own failures (the type is the transport's: [`Stream::take_tls_failure`] returns it).
 impl TlsFailure {
     fn timeout(after: Duration) -> Self {
         TlsFailure {
