@@ -225,33 +225,7 @@ impl ExecutionPlan {
             return;
         }
         let g = &self.gating;
-        let _ = writeln!(
-            out,
-            "  gating       {} repetition{} per gated phase{}, {}% confidence, inconclusive {}{}, {}",
-            g.repeat,
-            if g.repeat == 1 { "" } else { "s" },
-            if g.max_repeat > g.repeat {
-                format!(
-                    " (up to {} while inconclusive, looking after {} rounds)",
-                    g.max_repeat,
-                    g.looks().iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                )
-            } else {
-                String::new()
-            },
-            loadgate_model::units::trim_float(g.confidence * 100.0),
-            match g.on_inconclusive {
-                crate::OnInconclusive::Inconclusive => "exits 5",
-                crate::OnInconclusive::Fail => "fails (exit 1)",
-                crate::OnInconclusive::Pass => "passes (exit 0)",
-            },
-            if g.restart == crate::Restart::EachRound { ", target restarted each round" } else { "" },
-            match g.rerun_invalid {
-                0 => "an invalid round makes the phase invalid".to_owned(),
-                1 => "1 invalid round run again".to_owned(),
-                n => format!("up to {n} invalid rounds run again"),
-            }
-        );
+        let _ = writeln!(out, "  gating       {}", g.sentence(&g.looks(), None, loadgate_model::GatingReader::Plan));
     }
 
     /// The generator's workers and their CPUs, the target's CPUs, the mismatch and saturation policies, the seed.

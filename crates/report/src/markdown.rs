@@ -15,6 +15,7 @@
 //!   `](`; lines joined), `html` inside a raw HTML block such as `<summary>` (entities only), and `code` /
 //!   `code_cell` for a code span outside / inside a table (a fence longer than any run of backticks inside).
 
+use loadgate_model::{Gating, GatingReader, OnInconclusive, Restart, RoundOrder};
 use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult, Verdict};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
@@ -719,37 +720,25 @@ fn workers_text(r: &RunResults) -> String {
         .join(", ")
 }
 
-/// How the run was gated, for runs with repetitions: `5 repetitions per gated instance, 95% confidence ...`.
+/// How the run was gated, for runs with repetitions: `5 repetitions per gated instance, 95% confidence ...`
+/// ([`Gating::sentence`], the plan's words for it).
 fn gating_sentence(r: &RunResults) -> Option<String> {
-    r.gating.as_ref().map(|g| {
-        let mut text = format!(
-            "{} repetition{} per gated instance{}, {:.0}% confidence per check (Holm across a scenario's checks); inconclusive {}",
-            g.repeat,
-            if g.repeat == 1 { "" } else { "s" },
-            if g.max_repeat > g.repeat {
-                format!(
-                    " (up to {} while a verdict is inconclusive, looking after {} rounds, each look at its share of the confidence)",
-                    g.max_repeat,
-                    looks_text(&g.looks)
-                )
-            } else {
-                String::new()
-            },
-            g.confidence * 100.0,
-            match g.on_inconclusive.as_str() {
-                "fail" => "counts as a failure (exit 1)",
-                "pass" => "counts as a pass (exit 0)",
-                _ => "exits 5",
-            }
-        );
-        if let Some(c) = &g.candidate {
-            text.push_str(&format!("; A/B against the candidate {c}, rounds in {} order", g.order.as_deref().unwrap_or("abba")));
-        }
-        if g.restart == "each_round" {
-            text.push_str("; the target restarts for each round");
-        }
-        text
-    })
+    let g = r.gating.as_ref()?;
+    let gating = Gating {
+        repeat: g.repeat,
+        max_repeat: g.max_repeat,
+        confidence: g.confidence,
+        on_inconclusive: match g.on_inconclusive.as_str() {
+            "fail" => OnInconclusive::Fail,
+            "pass" => OnInconclusive::Pass,
+            _ => OnInconclusive::Inconclusive,
+        },
+        restart: if g.restart == "each_round" { Restart::EachRound } else { Restart::Never },
+        order: if g.order.as_deref() == Some("shuffle") { RoundOrder::Shuffle } else { RoundOrder::Abba },
+        rerun_invalid: g.rerun_invalid,
+        ..Gating::default()
+    };
+    Some(gating.sentence(&g.looks, g.candidate.as_deref(), GatingReader::Report))
 }
 
 /// `n thing` or `n things`.
@@ -1015,19 +1004,6 @@ fn metrics() -> [RepetitionMetric; 4] {
         ("p99", |r| r.latency.percentiles.get("p99").map(|v| *v as f64), true),
         ("max", |r| Some(r.latency.max_us as f64), true),
     ]
-}
-
-/// `6, 9 and 16`.
-fn looks_text(looks: &[u32]) -> String {
-    let mut words: Vec<String> = looks.iter().map(u32::to_string).collect();
-    match words.len() {
-        0 => String::new(),
-        1 => words.remove(0),
-        _ => {
-            let last = words.pop().unwrap_or_default();
-            format!("{} and {last}", words.join(", "))
-        }
-    }
 }
 
 fn show(value: f64, latency: bool) -> String {
