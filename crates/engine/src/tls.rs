@@ -1,7 +1,7 @@
 //! HTTPS: rustls (with the `ring` provider) driven over the worker's own non-blocking sockets.
 //!
-//! A TLS connection is a [`TcpConn`] plus a `rustls::ClientConnection`, allocated once per connection when it is
-//! opened, never per request. Ciphertext moves with `read_tls`/`write_tls` through the socket's own reads and
+//! A TLS connection is a `TcpConn` (the transport's plain TCP stream) plus a `rustls::ClientConnection`,
+//! allocated once per connection when it is opened, never per request. Ciphertext moves with `read_tls`/`write_tls` through the socket's own reads and
 //! writes, so a read still carries the kernel's receive timestamp of its last bytes: a response's completion
 //! time is the arrival of its last ciphertext, whenever it is decrypted. Plaintext the connection already
 //! decrypted is always handed out before the socket is read again, so the timestamp given with it is that of

@@ -13,7 +13,7 @@
 //! - [`compare_figures`]`(comparison)` and [`compare_plot`] draw `loadgate compare`'s plots: per metric, the
 //!   sweep curves of every run (knees ringed) or grouped bars per instance.
 //!
-//! - [`trend`]`(series)`: a metric over the runs a history keeps, levels between change points, each change
+//! - [`trend`](trend())`(series)`: a metric over the runs a history keeps, levels between change points, each change
 //!   point marked (regression or improvement) with its p-value.
 //!
 //! Every plot is drawn on one skeleton (the `chart` module: the SVG document, the caption and label areas, the
