@@ -19,6 +19,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::poll_fn;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Poll, Waker};
@@ -30,7 +31,7 @@ use loadgate_plan::ConnectRate;
 
 use crate::rt::{Rt, Task};
 use crate::transport::{self, ConnectError, TcpConn};
-use crate::worker::WorkerConfig;
+use crate::StopSignal;
 
 /// The pacer's period.
 const TICK: Duration = Duration::from_millis(1);
@@ -218,9 +219,23 @@ impl Pacer {
     }
 }
 
+/// What one worker's opening needs of its configuration: where to connect, how many slots, how long a slot
+/// may try, when to stop, and the counters the phase's thread reads.
+pub(crate) struct Plan<'a> {
+    pub addr: SocketAddr,
+    pub slots: usize,
+    /// The phase's request timeout: how long a slot's attempts may take in all.
+    pub timeout: Duration,
+    pub stop: &'a StopSignal,
+    pub live: &'a LiveOpening,
+    /// How fast connections open, and this worker's share of that rate.
+    pub rate: ConnectRate,
+    pub share: f64,
+}
+
 struct State<'a> {
     rt: &'a Rt,
-    cfg: &'a WorkerConfig,
+    cfg: Plan<'a>,
     pacer: RefCell<Pacer>,
     /// Slots waiting for a permit, in the order they asked.
     waiting: RefCell<VecDeque<(usize, Waker)>>,
@@ -231,14 +246,14 @@ struct State<'a> {
     tried: Cell<usize>,
 }
 
-/// Opens the worker's `cfg.slots` connections on `rt`, paced by `rate` (this worker carries `share` of it).
-/// Slot `i` runs as task `1 + i`, as in the phase, so its connection is registered under its own task.
-pub(crate) fn open_all(rt: &Rt, cfg: &WorkerConfig, rate: ConnectRate, share: f64) -> Opened {
+/// Opens the worker's `cfg.slots` connections on `rt`, paced by `cfg.rate` (this worker carries `cfg.share` of
+/// it). Slot `i` runs as task `1 + i`, as in the phase, so its connection is registered under its own task.
+pub(crate) fn open_all(rt: &Rt, cfg: Plan<'_>) -> Opened {
     let slots = cfg.slots;
     let state = Rc::new(State {
         rt,
+        pacer: RefCell::new(Pacer::new(cfg.rate, cfg.share)),
         cfg,
-        pacer: RefCell::new(Pacer::new(rate, share)),
         waiting: RefCell::new(VecDeque::with_capacity(slots)),
         granted: RefCell::new(vec![false; slots]),
         conns: RefCell::new((0..slots).map(|_| None).collect()),
@@ -333,7 +348,7 @@ async fn open_slot(s: Rc<State<'_>>, slot: usize) {
                 s.pacer.borrow_mut().connected(took);
                 s.connect_time.borrow_mut().saturating_record(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
                 s.counts.borrow_mut().opened += 1;
-                s.cfg.live_opening.opened.fetch_add(1, Ordering::Relaxed);
+                s.cfg.live.opened.fetch_add(1, Ordering::Relaxed);
                 if let Some(c) = s.conns.borrow_mut().get_mut(slot) {
                     *c = Some(conn);
                 }
@@ -345,7 +360,7 @@ async fn open_slot(s: Rc<State<'_>>, slot: usize) {
             }
             Err(e) => {
                 s.counts.borrow_mut().failure(&e);
-                s.cfg.live_opening.failed.fetch_add(1, Ordering::Relaxed);
+                s.cfg.live.failed.fetch_add(1, Ordering::Relaxed);
                 break;
             }
         }

@@ -15,7 +15,7 @@ use loadgate_measure::{
 };
 use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
-use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan};
+use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan, WorkerShare};
 
 use crate::opening::{LiveOpening, OpeningCounts};
 use crate::tls::TlsClient;
@@ -24,7 +24,7 @@ use loadgate_plan::ConnectRate;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
-use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, WorkerConfig, WorkerFinal};
+use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, OpeningProgress, StopSignal, Target, Tick};
 
 /// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
@@ -192,6 +192,32 @@ pub(crate) fn run(
     Ok(result)
 }
 
+/// What every worker of a phase shares: the load's settings, the requests, the session, the target and the
+/// phase's stop signal and opening counters.
+struct Common<'a> {
+    phase: &'a Phase,
+    target: &'a Target,
+    stop: &'a StopSignal,
+    live: &'a Arc<LiveOpening>,
+    /// The connections of every worker of the phase (each worker opens its share of them).
+    total_connections: u64,
+    users: bool,
+    keep_alive: bool,
+    pipeline: usize,
+    /// The session's steps as the worker runs them (empty without a session).
+    ops: Vec<SessionOp>,
+    mix_entries: usize,
+    /// The one static request, serialized once; `None` when requests are built from `templates`.
+    bytes: Option<Arc<RequestBytes>>,
+    templates: Vec<Arc<Template>>,
+    weights: Vec<u32>,
+    schedule: Option<Schedule>,
+    duration: Option<Duration>,
+    timeout: Duration,
+    drain: Duration,
+    by_count: bool,
+}
+
 fn configure(
     phase: &Phase,
     workers: &[WorkerPlan],
@@ -202,90 +228,94 @@ fn configure(
     if workers.len() != phase.workers.len() {
         return Err(EngineError::WorkerMismatch { planned: phase.workers.len(), given: workers.len() });
     }
-    let load = &phase.load;
-    let users = matches!(load.arrival, Arrival::Users { .. });
-    let keep_alive = load.connections.keep_alive && !users;
-    let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
-    let invalid = |e: request::InvalidRequest| EngineError::InvalidRequest(e.0);
-    let session = !phase.session.is_empty();
-    if session && !users {
-        return Err(EngineError::InvalidPlan("a session needs user injection (`load: users`)".into()));
-    }
-    // A session's request steps are built one at a time, like a mix's entries (in step order), and keep the
-    // connection open: the user closes it after its last step.
-    let steps: Vec<(&str, &loadgate_plan::RequestPlan)> = phase
-        .session
-        .iter()
-        .filter_map(|s| match s {
-            SessionStep::Request { name, request } => Some((name.as_str(), request)),
-            SessionStep::Think { .. } => None,
-        })
-        .collect();
-    if session && steps.is_empty() {
-        return Err(EngineError::InvalidPlan("the session has no request step".into()));
-    }
-    let mut entry = 0u32;
-    let ops: Vec<SessionOp> = phase
-        .session
-        .iter()
-        .map(|s| match s {
-            SessionStep::Request { .. } => {
-                entry += 1;
-                SessionOp::Request(entry - 1)
-            }
-            SessionStep::Think { duration } => SessionOp::Think(duration.as_std()),
-        })
-        .collect();
-    // One static request is serialized once and repeated; a mix or generated values are built per request.
-    let (bytes, templates) = if session {
-        let templates = steps
-            .iter()
-            .map(|(_, r)| Template::new(r, &target.host, true).map(Arc::new))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(invalid)?;
-        (None, templates)
-    } else if phase.mix.is_empty() && phase.request.dynamic.is_none() {
-        let one = request::serialize(&phase.request, &target.host, keep_alive).map_err(invalid)?;
-        let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
-        (Some(Arc::new(RequestBytes::new(one, pipeline, head))), Vec::new())
-    } else {
-        let requests: Vec<&loadgate_plan::RequestPlan> =
-            if phase.mix.is_empty() { vec![&phase.request] } else { phase.mix.iter().map(|m| &m.request).collect() };
-        let templates = requests
-            .into_iter()
-            .map(|r| Template::new(r, &target.host, keep_alive).map(Arc::new))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(invalid)?;
-        (None, templates)
-    };
-    let weights: Vec<u32> = if session { vec![1; steps.len()] } else { phase.mix.iter().map(|m| m.weight).collect() };
-    let schedule = Schedule::from_arrival(&load.arrival);
-    let duration = match load.stop {
-        StopCondition::Duration { duration } => Some(duration.as_std()),
-        StopCondition::Requests { .. } => None,
-    };
-    let timeout = phase.timeout.as_std();
-    let timeout = if timeout.is_zero() { Duration::from_secs(3600) } else { timeout };
-    let mut drain = timeout.min(MAX_DRAIN);
-    if session {
-        // A user injected just before the deadline still runs its whole session: each request step gets the
-        // drain a single request would, plus the think times.
-        let think: Duration = ops.iter().map(|o| if let SessionOp::Think(d) = o { *d } else { Duration::ZERO }).sum();
-        drain = drain.saturating_mul(u32::try_from(steps.len()).unwrap_or(u32::MAX)).saturating_add(think);
-    }
-    let by_count = matches!(load.stop, StopCondition::Requests { .. });
-
+    let common = Common::new(phase, target, stop, live)?;
     let mut prefix = 0.0;
-    let total_connections: u64 = phase.workers.iter().map(|w| w.connections).sum();
     let mut configs = Vec::with_capacity(workers.len());
     for (i, (wp, share)) in workers.iter().zip(&phase.workers).enumerate() {
+        configs.push(common.worker(i, workers.len(), wp, share, prefix)?);
+        prefix += share.share.as_f64();
+    }
+    Ok(configs)
+}
+
+impl<'a> Common<'a> {
+    /// The phase's shared settings, its requests serialized (or made templates) for `target`.
+    fn new(
+        phase: &'a Phase,
+        target: &'a Target,
+        stop: &'a StopSignal,
+        live: &'a Arc<LiveOpening>,
+    ) -> Result<Common<'a>, EngineError> {
+        let load = &phase.load;
+        let users = matches!(load.arrival, Arrival::Users { .. });
+        let keep_alive = load.connections.keep_alive && !users;
+        let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
+        let session = !phase.session.is_empty();
+        if session && !users {
+            return Err(EngineError::InvalidPlan("a session needs user injection (`load: users`)".into()));
+        }
+        let (steps, ops) = session_steps(phase);
+        if session && steps.is_empty() {
+            return Err(EngineError::InvalidPlan("the session has no request step".into()));
+        }
+        let (bytes, templates) = requests(phase, target, session.then_some(&steps[..]), keep_alive, pipeline)?;
+        let weights: Vec<u32> =
+            if session { vec![1; steps.len()] } else { phase.mix.iter().map(|m| m.weight).collect() };
+        let duration = match load.stop {
+            StopCondition::Duration { duration } => Some(duration.as_std()),
+            StopCondition::Requests { .. } => None,
+        };
+        let timeout = phase.timeout.as_std();
+        let timeout = if timeout.is_zero() { Duration::from_secs(3600) } else { timeout };
+        let mut drain = timeout.min(MAX_DRAIN);
+        if session {
+            // A user injected just before the deadline still runs its whole session: each request step gets the
+            // drain a single request would, plus the think times.
+            let think: Duration =
+                ops.iter().map(|o| if let SessionOp::Think(d) = o { *d } else { Duration::ZERO }).sum();
+            drain = drain.saturating_mul(u32::try_from(steps.len()).unwrap_or(u32::MAX)).saturating_add(think);
+        }
+        Ok(Common {
+            phase,
+            target,
+            stop,
+            live,
+            total_connections: phase.workers.iter().map(|w| w.connections).sum(),
+            users,
+            keep_alive,
+            pipeline,
+            ops,
+            mix_entries: if session { steps.len() } else { phase.mix.len() },
+            bytes,
+            templates,
+            weights,
+            schedule: Schedule::from_arrival(&load.arrival),
+            duration,
+            timeout,
+            drain,
+            by_count: matches!(load.stop, StopCondition::Requests { .. }),
+        })
+    }
+
+    /// Worker `i`'s (of `count`) configuration: its slots, quotas, schedule and request builder. A worker that is
+    /// not a shard's starts its schedule at `prefix`, the shares of the workers before it.
+    fn worker(
+        &self,
+        i: usize,
+        count: usize,
+        wp: &WorkerPlan,
+        share: &WorkerShare,
+        prefix: f64,
+    ) -> Result<WorkerConfig, EngineError> {
+        let (phase, target) = (self.phase, self.target);
+        let load = &phase.load;
         let mut slots = share.connections;
-        if users && slots == 0 {
+        if self.users && slots == 0 {
             slots = DEFAULT_USERS_IN_FLIGHT;
         }
         let slots = usize::try_from(slots)
             .map_err(|_| EngineError::InvalidPlan(format!("worker {i} has too many connections")))?;
-        let quota = if by_count {
+        let quota = if self.by_count {
             Some(share.requests.ok_or_else(|| {
                 EngineError::InvalidPlan(format!("worker {i} of a request-count phase has no request quota"))
             })?)
@@ -300,20 +330,19 @@ fn configure(
                 usize::try_from(st.streams).unwrap_or(usize::MAX),
                 st.prefix.as_f64(),
             ),
-            None => (i, workers.len(), prefix),
+            None => (i, count, prefix),
         };
-        let open = schedule.clone().map(|sched| (WorkerSchedule::new(sched, s, place), quota));
-        prefix += s;
+        let open = self.schedule.clone().map(|sched| (WorkerSchedule::new(sched, s, place), quota));
         let slot_quotas = match (&open, quota) {
             (None, Some(q)) => Some(split_exactly(q, slots)),
             _ => None,
         };
-        let built = if bytes.is_none() {
-            Some(Built::new(&templates, &weights, phase.seed, stream, streams).map_err(invalid)?)
+        let built = if self.bytes.is_none() {
+            Some(Built::new(&self.templates, &self.weights, phase.seed, stream, streams).map_err(invalid)?)
         } else {
             None
         };
-        configs.push(WorkerConfig {
+        Ok(WorkerConfig {
             index: i,
             cpu: wp.cpu,
             addr: target.addr,
@@ -323,32 +352,94 @@ fn configure(
             },
             http2: target.protocol == Protocol::Http2,
             streams: usize::try_from(load.connections.streams.max(1)).unwrap_or(1),
-            request: bytes.clone(),
+            request: self.bytes.clone(),
             built,
-            mix_entries: if session { steps.len() } else { phase.mix.len() },
-            session: ops.clone(),
-            pipeline,
+            mix_entries: self.mix_entries,
+            session: self.ops.clone(),
+            pipeline: self.pipeline,
             window: load.connections.pipeline_mode == PipelineMode::Window,
             batch_reads: load.connections.pipeline_reads == loadgate_plan::PipelineReads::Batch,
-            keep_alive,
+            keep_alive: self.keep_alive,
             slots,
             slot_quotas,
             open,
-            timeout,
-            drain,
+            timeout: self.timeout,
+            drain: self.drain,
             connect_rate: load.connections.connect_rate,
             precise: wp.pacing == loadgate_plan::Pacing::Precise,
-            connect_share: if total_connections > 0 {
-                share.connections as f64 / total_connections as f64
+            connect_share: if self.total_connections > 0 {
+                share.connections as f64 / self.total_connections as f64
             } else {
                 0.0
             },
-            duration,
-            stop: stop.clone(),
-            live_opening: live.clone(),
-        });
+            duration: self.duration,
+            stop: self.stop.clone(),
+            live_opening: self.live.clone(),
+        })
     }
-    Ok(configs)
+}
+
+/// A phase's requests: the one static request serialized once, or (`None`) the templates each request is built
+/// from.
+type Requests = (Option<Arc<RequestBytes>>, Vec<Arc<Template>>);
+
+/// An invalid request as the engine's error.
+fn invalid(e: request::InvalidRequest) -> EngineError {
+    EngineError::InvalidRequest(e.0)
+}
+
+/// A session's request steps (name and request, in step order) and all its steps as the worker runs them (a
+/// request step by its index among the request steps).
+fn session_steps(phase: &Phase) -> (Vec<(&str, &loadgate_plan::RequestPlan)>, Vec<SessionOp>) {
+    let steps = phase
+        .session
+        .iter()
+        .filter_map(|s| match s {
+            SessionStep::Request { name, request } => Some((name.as_str(), request)),
+            SessionStep::Think { .. } => None,
+        })
+        .collect();
+    let mut entry = 0u32;
+    let ops = phase
+        .session
+        .iter()
+        .map(|s| match s {
+            SessionStep::Request { .. } => {
+                entry += 1;
+                SessionOp::Request(entry - 1)
+            }
+            SessionStep::Think { duration } => SessionOp::Think(duration.as_std()),
+        })
+        .collect();
+    (steps, ops)
+}
+
+/// The phase's requests: one static request serialized once and repeated, or templates built per request (a mix,
+/// generated values, or a session's request `steps`, which keep the connection open: the user closes it after its
+/// last step).
+fn requests(
+    phase: &Phase,
+    target: &Target,
+    steps: Option<&[(&str, &loadgate_plan::RequestPlan)]>,
+    keep_alive: bool,
+    pipeline: usize,
+) -> Result<Requests, EngineError> {
+    if steps.is_none() && phase.mix.is_empty() && phase.request.dynamic.is_none() {
+        let one = request::serialize(&phase.request, &target.host, keep_alive).map_err(invalid)?;
+        let head = phase.request.method.trim().eq_ignore_ascii_case("HEAD");
+        return Ok((Some(Arc::new(RequestBytes::new(one, pipeline, head))), Vec::new()));
+    }
+    let (requests, keep_alive): (Vec<&loadgate_plan::RequestPlan>, bool) = match steps {
+        Some(steps) => (steps.iter().map(|(_, r)| *r).collect(), true),
+        None if phase.mix.is_empty() => (vec![&phase.request], keep_alive),
+        None => (phase.mix.iter().map(|m| &m.request).collect(), keep_alive),
+    };
+    let templates = requests
+        .into_iter()
+        .map(|r| Template::new(r, &target.host, keep_alive).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(invalid)?;
+    Ok((None, templates))
 }
 
 /// What the workers' openings did together, over `took` (from the spawn of the workers to the start).
@@ -529,6 +620,39 @@ fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64,
     }
 }
 
+/// The workers' final measurements summed over the phase (what [`assemble`] reads them into).
+struct Totals {
+    requests: RequestCounts,
+    status: StatusCounts,
+    errors: ErrorCounts,
+    connections: ConnectionStats,
+    bytes: ByteCounts,
+    hist: Histograms,
+    slots_connected: u64,
+    slots_expected: u64,
+    address_unavailable: u64,
+    first_connect_error: Option<String>,
+    tls: TlsStats,
+    users_started: u64,
+    users_finished: u64,
+    users_peak: u64,
+    batches_held: u64,
+    batches_forced: u64,
+    h2: H2Counters,
+    workers: Vec<WorkerStats>,
+}
+
+/// How the load ran, from the plan and the totals: its model, the time it ran and the rates.
+struct Ran {
+    model: &'static str,
+    users: bool,
+    target_rate: Option<f64>,
+    achieved_rate: Option<f64>,
+    /// Users started and finished; without a session, each request is a user.
+    users_started: u64,
+    users_finished: u64,
+}
+
 #[expect(clippy::too_many_arguments, reason = "the parts of one result, each used once")]
 fn assemble(
     phase: &Phase,
@@ -545,92 +669,173 @@ fn assemble(
     let duration = end.saturating_duration_since(start).as_secs_f64();
     let stop_at = finals.iter().map(|f| f.stop_at).max().unwrap_or(start);
     let aborted = stop.reason().or_else(|| stop.is_stopped().then(|| "stopped".to_owned()));
+    let t = sum_workers(phase, workers, start, finals, target_tls);
+    let ran = how_it_ran(phase, schedule, &t, stop_at.saturating_duration_since(start), aborted.is_some());
+    let http2 = http2_stats(&t.h2, load.connections.streams);
+    let validity = judge(&t, &ran, http2.as_ref());
+    let throughput = if duration > 0.0 { t.requests.completed as f64 / duration } else { 0.0 };
+    let users = ran.users;
+    PhaseMeasurement {
+        index: phase.index,
+        name: phase.name.clone(),
+        scenario: phase.scenario.clone(),
+        matrix: phase.matrix.clone(),
+        gate: phase.gate,
+        started_at_offset: phase.start_offset.map_or(0.0, |d| d.as_secs_f64()),
+        duration,
+        load: LoadSummary {
+            model: ran.model.into(),
+            target_rate: ran.target_rate,
+            achieved_rate: ran.achieved_rate,
+            pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
+            pipeline_reads: finals.iter().any(|f| f.batches_read_whole).then(|| "batch".to_owned()),
+            batches_held: (t.batches_held > 0).then_some(t.batches_held),
+            batches_forced: (t.batches_held > 0).then_some(t.batches_forced),
+            keep_alive: load.connections.keep_alive && !users,
+            users_started: users.then_some(ran.users_started),
+            users_finished: users.then_some(ran.users_finished),
+            users_peak_active: users.then_some(t.users_peak),
+        },
+        requests: t.requests,
+        status: t.status,
+        errors: t.errors,
+        connections: t.connections,
+        bytes: t.bytes,
+        throughput,
+        latency: LatencySummary::from_histogram(&t.hist.latency),
+        service_time: LatencySummary::from_histogram(&t.hist.service_time),
+        send_lag: LatencySummary::from_histogram(&t.hist.send_lag),
+        connect_time: LatencySummary::from_histogram(&t.hist.connect_time),
+        tls: target_tls
+            .is_some()
+            .then(|| TlsStats { handshake_time: LatencySummary::from_histogram(&t.hist.tls_handshake), ..t.tls }),
+        http2,
+        histograms: t.hist,
+        timeline,
+        workers: t.workers,
+        validity,
+        aborted,
+        by_request: by_request(phase, finals, duration),
+    }
+}
 
-    let mut requests = RequestCounts::default();
-    let mut status = StatusCounts::default();
-    let mut errors = ErrorCounts::default();
-    let mut connections = ConnectionStats { planned: load.connections.connections, ..Default::default() };
-    let mut bytes = ByteCounts::default();
-    let mut hist = Histograms::default();
-    let mut slots_connected = 0;
-    let mut slots_expected = 0;
-    let mut address_unavailable = 0;
-    let mut first_connect_error = None;
-    let mut tls = TlsStats { insecure: target_tls.is_some_and(TlsClient::insecure), ..TlsStats::default() };
-    let (mut users_started, mut users_finished, mut users_peak) = (0u64, 0u64, 0u64);
-    let (mut batches_held, mut batches_forced) = (0u64, 0u64);
-    let mut h2 = H2Counters::default();
-    let mut worker_stats = Vec::new();
+/// Sums the workers' final measurements: counters, TLS, HTTP/2 and histograms, and each worker's CPU.
+fn sum_workers(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    start: Instant,
+    finals: &[Box<WorkerFinal>],
+    target_tls: Option<&TlsClient>,
+) -> Totals {
+    let mut t = Totals {
+        requests: RequestCounts::default(),
+        status: StatusCounts::default(),
+        errors: ErrorCounts::default(),
+        connections: ConnectionStats { planned: phase.load.connections.connections, ..Default::default() },
+        bytes: ByteCounts::default(),
+        hist: Histograms::default(),
+        slots_connected: 0,
+        slots_expected: 0,
+        address_unavailable: 0,
+        first_connect_error: None,
+        tls: TlsStats { insecure: target_tls.is_some_and(TlsClient::insecure), ..TlsStats::default() },
+        users_started: 0,
+        users_finished: 0,
+        users_peak: 0,
+        batches_held: 0,
+        batches_forced: 0,
+        h2: H2Counters::default(),
+        workers: Vec::new(),
+    };
     for (i, f) in finals.iter().enumerate() {
         let c = &f.counters;
-        requests += &RequestCounts { sent: c.sent, completed: c.completed, incomplete: f.incomplete, unsent: f.unsent };
-        status += &c.status;
-        errors += &c.errors;
-        connections.peak_open += f.peak_open;
-        connections.opened += c.opened;
-        connections.failed += c.connect_failed;
-        connections.reconnects += c.reconnects;
-        bytes.read += c.bytes_read;
-        bytes.written += c.bytes_written;
-        slots_connected += f.slots_connected;
-        slots_expected += f.slots_expected;
-        address_unavailable += c.address_unavailable;
-        users_started += c.users_started;
-        users_finished += c.users_finished;
-        users_peak += f.peak_active;
-        batches_held += c.batches_held;
-        batches_forced += c.batches_forced;
-        if first_connect_error.is_none() {
-            first_connect_error.clone_from(&c.first_connect_error);
+        t.requests +=
+            &RequestCounts { sent: c.sent, completed: c.completed, incomplete: f.incomplete, unsent: f.unsent };
+        t.status += &c.status;
+        t.errors += &c.errors;
+        t.connections.peak_open += f.peak_open;
+        t.connections.opened += c.opened;
+        t.connections.failed += c.connect_failed;
+        t.connections.reconnects += c.reconnects;
+        t.bytes.read += c.bytes_read;
+        t.bytes.written += c.bytes_written;
+        t.slots_connected += f.slots_connected;
+        t.slots_expected += f.slots_expected;
+        t.address_unavailable += c.address_unavailable;
+        t.users_started += c.users_started;
+        t.users_finished += c.users_finished;
+        t.users_peak += f.peak_active;
+        t.batches_held += c.batches_held;
+        t.batches_forced += c.batches_forced;
+        if t.first_connect_error.is_none() {
+            t.first_connect_error.clone_from(&c.first_connect_error);
         }
-        h2.add(&c.http2);
-        let t = &f.tls;
-        tls.handshakes += t.handshakes;
-        tls.resumed += t.resumed;
-        for (version, n) in [("TLSv1_3", t.tls13), ("TLSv1_2", t.tls12)] {
-            if n > 0 {
-                *tls.versions.entry(version.to_owned()).or_default() += n;
-            }
-        }
-        tls.errors += &t.errors;
-        if tls.first_error.is_none() {
-            tls.first_error.clone_from(&t.first_error);
-        }
-        for (into, from) in [
-            (&mut hist.latency, &f.latency),
-            (&mut hist.service_time, &f.service_time),
-            (&mut hist.send_lag, &f.send_lag),
-            (&mut hist.connect_time, &f.connect_time),
-            (&mut hist.tls_handshake, &f.tls_handshake),
-        ] {
-            if into.add(from).is_err() {
-                merge_by_values(into, from);
-            }
-        }
-        let wall = f.end.saturating_duration_since(start).as_secs_f64();
-        // Precise pacing's polling is a cost chosen for accuracy, not a sign of a generator out of CPU.
-        let used = (f.user_seconds + f.system_seconds - f.spin_seconds.unwrap_or(0.0)).max(0.0);
-        let utilization = if wall > 0.0 { used / wall } else { 0.0 };
-        worker_stats.push(WorkerStats {
-            index: i,
-            cpu: workers.get(i).and_then(|w| w.cpu),
-            user_seconds: f.user_seconds,
-            system_seconds: f.system_seconds,
-            utilization,
-            saturated: utilization >= SATURATED,
-            spin_seconds: f.spin_seconds,
-        });
+        t.h2.add(&c.http2);
+        add_tls(&mut t.tls, &f.tls);
+        add_histograms(&mut t.hist, f);
+        t.workers.push(worker_stats(i, workers.get(i).and_then(|w| w.cpu), start, f));
     }
+    t
+}
 
-    // The time the load ran: the planned duration unless the phase ended early.
+/// Adds a worker's TLS counters to the phase's.
+fn add_tls(tls: &mut TlsStats, t: &TlsCounters) {
+    tls.handshakes += t.handshakes;
+    tls.resumed += t.resumed;
+    for (version, n) in [("TLSv1_3", t.tls13), ("TLSv1_2", t.tls12)] {
+        if n > 0 {
+            *tls.versions.entry(version.to_owned()).or_default() += n;
+        }
+    }
+    tls.errors += &t.errors;
+    if tls.first_error.is_none() {
+        tls.first_error.clone_from(&t.first_error);
+    }
+}
+
+/// Adds a worker's histograms to the phase's.
+fn add_histograms(hist: &mut Histograms, f: &WorkerFinal) {
+    for (into, from) in [
+        (&mut hist.latency, &f.latency),
+        (&mut hist.service_time, &f.service_time),
+        (&mut hist.send_lag, &f.send_lag),
+        (&mut hist.connect_time, &f.connect_time),
+        (&mut hist.tls_handshake, &f.tls_handshake),
+    ] {
+        if into.add(from).is_err() {
+            merge_by_values(into, from);
+        }
+    }
+}
+
+/// Worker `index`'s CPU use over its wall time since `start`, and whether it was saturated.
+fn worker_stats(index: usize, cpu: Option<u32>, start: Instant, f: &WorkerFinal) -> WorkerStats {
+    let wall = f.end.saturating_duration_since(start).as_secs_f64();
+    // Precise pacing's polling is a cost chosen for accuracy, not a sign of a generator out of CPU.
+    let used = (f.user_seconds + f.system_seconds - f.spin_seconds.unwrap_or(0.0)).max(0.0);
+    let utilization = if wall > 0.0 { used / wall } else { 0.0 };
+    WorkerStats {
+        index,
+        cpu,
+        user_seconds: f.user_seconds,
+        system_seconds: f.system_seconds,
+        utilization,
+        saturated: utilization >= SATURATED,
+        spin_seconds: f.spin_seconds,
+    }
+}
+
+/// The load's model, the time it ran (the planned duration unless it ended early: `measured`, up to the
+/// workers' stop) and the rates it was to reach and reached.
+fn how_it_ran(phase: &Phase, schedule: Option<&Schedule>, t: &Totals, measured: Duration, aborted: bool) -> Ran {
+    let load = &phase.load;
     let planned = match load.stop {
         StopCondition::Duration { duration } => Some(duration.as_secs_f64()),
         StopCondition::Requests { .. } => None,
     };
-    let measured = stop_at.saturating_duration_since(start).as_secs_f64();
     let load_secs = match planned {
-        Some(p) if aborted.is_none() => p,
-        _ => measured,
+        Some(p) if !aborted => p,
+        _ => measured.as_secs_f64(),
     };
     let (model, users) = match load.arrival {
         Arrival::Closed => ("closed", false),
@@ -640,111 +845,25 @@ fn assemble(
     };
     let target_rate =
         schedule.filter(|_| load_secs > 0.0).map(|s| slice_share(phase) * s.count_at(load_secs) / load_secs);
+    let errors = &t.errors;
     let request_errors = errors.read + errors.write + errors.timeout + errors.protocol;
     // With a session a user sends several requests: users count as users.
     let session = !phase.session.is_empty();
     let (users_started, users_finished) = if session {
-        (users_started, users_finished)
+        (t.users_started, t.users_finished)
     } else {
-        (requests.sent + errors.connect, requests.completed + request_errors + errors.connect)
+        (t.requests.sent + errors.connect, t.requests.completed + request_errors + errors.connect)
     };
-    let arrivals = if session { users_started } else { requests.sent };
+    let arrivals = if session { users_started } else { t.requests.sent };
     let achieved_rate = schedule.map(|_| if load_secs > 0.0 { arrivals as f64 / load_secs } else { 0.0 });
+    Ran { model, users, target_rate, achieved_rate, users_started, users_finished }
+}
 
-    let mut validity = Validity { valid: true, problems: Vec::new(), warnings: Vec::new() };
-    if let (Some(target), Some(achieved)) = (target_rate, achieved_rate) {
-        // In a request-count run the schedule may simply have ended: judge the requests that were due.
-        if target > 0.0 && achieved < RATE_TOLERANCE * target {
-            validity.problems.push(Problem {
-                kind: "rate_not_reached".into(),
-                message: format!(
-                    "sent {} requests/s of the {} requests/s target ({:.1}%); {} requests that were due were never sent",
-                    fmt_rate(achieved),
-                    fmt_rate(target),
-                    100.0 * achieved / target,
-                    requests.unsent
-                ),
-            });
-        }
-    }
-    if !users && slots_connected < slots_expected {
-        validity.problems.push(Problem {
-            kind: "connections_missing".into(),
-            message: format!(
-                "opened {slots_connected} of {slots_expected} planned connections; {} connect attempts failed{}",
-                errors.connect,
-                first_connect_error.map(|e| format!(" (first: {e})")).unwrap_or_default()
-            ),
-        });
-    }
-    for w in &worker_stats {
-        if w.saturated {
-            validity.warnings.push(Problem {
-                kind: "generator_saturated".into(),
-                message: format!(
-                    "worker {}{} used {:.0}% of its CPU: the generator may limit the measurement",
-                    w.index,
-                    w.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default(),
-                    100.0 * w.utilization
-                ),
-            });
-        }
-    }
-    if requests.incomplete > 0 {
-        validity.warnings.push(Problem {
-            kind: "incomplete_requests".into(),
-            message: format!(
-                "{} requests were still in flight when the phase ended and the drain ran out",
-                requests.incomplete
-            ),
-        });
-    }
-    // A batch read by force waited 10-200 ms for a mark it could not reach: a measurable share of them held the
-    // load back (the target answered, the generator wrote the next batch late).
-    if batches_forced > 0 && batches_forced.saturating_mul(100) >= batches_held {
-        validity.warnings.push(Problem {
-            kind: "pipeline_batches_forced".into(),
-            message: format!(
-                "{batches_forced} of {batches_held} pipelined batches never reached their low-water mark (a response \
-                 shorter than any before) and were read after waiting 10-200 ms, so their connections wrote their \
-                 next batch late and the throughput is lower than the target's; `pipeline_reads: each` reads each \
-                 response as it arrives"
-            ),
-        });
-    }
-    if address_unavailable > 0 {
-        validity.warnings.push(Problem {
-            kind: "ephemeral_ports_exhausted".into(),
-            message: format!(
-                "{address_unavailable} connects failed because no local port was free (EADDRNOTAVAIL): the machine ran \
-                 out of ephemeral ports, usually to sockets in TIME_WAIT. Use keep-alive or fewer connections, widen \
-                 net.ipv4.ip_local_port_range, or enable net.ipv4.tcp_tw_reuse"
-            ),
-        });
-    }
-    if tls.insecure {
-        validity.warnings.push(Problem {
-            kind: "tls_insecure".into(),
-            message: "INSECURE: the server's TLS certificate was not checked (`tls.insecure: true`, `-k`): the \
-                      traffic is encrypted, but to a server nobody verified"
-                .into(),
-        });
-    }
-    if tls.errors.total() > 0 {
-        let classes: Vec<String> = tls.errors.nonzero().iter().map(|(k, n)| format!("{k} {n}")).collect();
-        validity.warnings.push(Problem {
-            kind: "tls_errors".into(),
-            message: format!(
-                "{} TLS failures ({}); first: {}",
-                tls.errors.total(),
-                classes.join(", "),
-                tls.first_error.as_deref().unwrap_or("-")
-            ),
-        });
-    }
-    let http2 = (h2.connections > 0).then(|| Http2Stats {
+/// The phase's HTTP/2 statistics, when a connection spoke HTTP/2 (`streams`: the concurrent streams asked for).
+fn http2_stats(h2: &H2Counters, streams: u32) -> Option<Http2Stats> {
+    (h2.connections > 0).then(|| Http2Stats {
         connections: h2.connections,
-        streams_asked: u64::from(load.connections.streams.max(1)),
+        streams_asked: u64::from(streams.max(1)),
         streams_granted: h2.streams_granted,
         goaways: h2.goaways,
         rst_streams: h2
@@ -755,8 +874,42 @@ fn assemble(
             .map(|(code, n)| (Http2Stats::code_name(code).to_owned(), *n))
             .collect(),
         resent: h2.resent,
-    });
-    if let Some(h) = http2.as_ref().filter(|h| h.streams_granted > 0 && h.streams_granted < h.streams_asked) {
+    })
+}
+
+/// The validity verdict: the problems that invalidate the measurement, then the warnings beside it.
+fn judge(t: &Totals, ran: &Ran, http2: Option<&Http2Stats>) -> Validity {
+    let mut validity = Validity { valid: true, problems: Vec::new(), warnings: Vec::new() };
+    if let (Some(target), Some(achieved)) = (ran.target_rate, ran.achieved_rate) {
+        // In a request-count run the schedule may simply have ended: judge the requests that were due.
+        if target > 0.0 && achieved < RATE_TOLERANCE * target {
+            validity.problems.push(Problem {
+                kind: "rate_not_reached".into(),
+                message: format!(
+                    "sent {} requests/s of the {} requests/s target ({:.1}%); {} requests that were due were never sent",
+                    fmt_rate(achieved),
+                    fmt_rate(target),
+                    100.0 * achieved / target,
+                    t.requests.unsent
+                ),
+            });
+        }
+    }
+    if !ran.users && t.slots_connected < t.slots_expected {
+        validity.problems.push(Problem {
+            kind: "connections_missing".into(),
+            message: format!(
+                "opened {} of {} planned connections; {} connect attempts failed{}",
+                t.slots_connected,
+                t.slots_expected,
+                t.errors.connect,
+                t.first_connect_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+            ),
+        });
+    }
+    generator_warnings(&mut validity.warnings, t);
+    tls_warnings(&mut validity.warnings, &t.tls);
+    if let Some(h) = http2.filter(|h| h.streams_granted > 0 && h.streams_granted < h.streams_asked) {
         validity.warnings.push(Problem {
             kind: "http2_streams_capped".into(),
             message: format!(
@@ -767,49 +920,82 @@ fn assemble(
         });
     }
     validity.valid = validity.problems.is_empty();
+    validity
+}
 
-    let throughput = if duration > 0.0 { requests.completed as f64 / duration } else { 0.0 };
-    PhaseMeasurement {
-        index: phase.index,
-        name: phase.name.clone(),
-        scenario: phase.scenario.clone(),
-        matrix: phase.matrix.clone(),
-        gate: phase.gate,
-        started_at_offset: phase.start_offset.map_or(0.0, |d| d.as_secs_f64()),
-        duration,
-        load: LoadSummary {
-            model: model.into(),
-            target_rate,
-            achieved_rate,
-            pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
-            pipeline_reads: finals.iter().any(|f| f.batches_read_whole).then(|| "batch".to_owned()),
-            batches_held: (batches_held > 0).then_some(batches_held),
-            batches_forced: (batches_held > 0).then_some(batches_forced),
-            keep_alive: load.connections.keep_alive && !users,
-            users_started: users.then_some(users_started),
-            users_finished: users.then_some(users_finished),
-            users_peak_active: users.then_some(users_peak),
-        },
-        requests,
-        status,
-        errors,
-        connections,
-        bytes,
-        throughput,
-        latency: LatencySummary::from_histogram(&hist.latency),
-        service_time: LatencySummary::from_histogram(&hist.service_time),
-        send_lag: LatencySummary::from_histogram(&hist.send_lag),
-        connect_time: LatencySummary::from_histogram(&hist.connect_time),
-        tls: target_tls
-            .is_some()
-            .then(|| TlsStats { handshake_time: LatencySummary::from_histogram(&hist.tls_handshake), ..tls }),
-        http2,
-        histograms: hist,
-        timeline,
-        workers: worker_stats,
-        validity,
-        aborted,
-        by_request: by_request(phase, finals, duration),
+/// Warnings about the generator: saturated workers, requests the drain cut off, pipelined batches read by force,
+/// ephemeral ports run out.
+fn generator_warnings(warnings: &mut Vec<Problem>, t: &Totals) {
+    for w in &t.workers {
+        if w.saturated {
+            warnings.push(Problem {
+                kind: "generator_saturated".into(),
+                message: format!(
+                    "worker {}{} used {:.0}% of its CPU: the generator may limit the measurement",
+                    w.index,
+                    w.cpu.map(|c| format!(" (CPU {c})")).unwrap_or_default(),
+                    100.0 * w.utilization
+                ),
+            });
+        }
+    }
+    if t.requests.incomplete > 0 {
+        warnings.push(Problem {
+            kind: "incomplete_requests".into(),
+            message: format!(
+                "{} requests were still in flight when the phase ended and the drain ran out",
+                t.requests.incomplete
+            ),
+        });
+    }
+    // A batch read by force waited 10-200 ms for a mark it could not reach: a measurable share of them held the
+    // load back (the target answered, the generator wrote the next batch late).
+    let (batches_forced, batches_held) = (t.batches_forced, t.batches_held);
+    if batches_forced > 0 && batches_forced.saturating_mul(100) >= batches_held {
+        warnings.push(Problem {
+            kind: "pipeline_batches_forced".into(),
+            message: format!(
+                "{batches_forced} of {batches_held} pipelined batches never reached their low-water mark (a response \
+                 shorter than any before) and were read after waiting 10-200 ms, so their connections wrote their \
+                 next batch late and the throughput is lower than the target's; `pipeline_reads: each` reads each \
+                 response as it arrives"
+            ),
+        });
+    }
+    let address_unavailable = t.address_unavailable;
+    if address_unavailable > 0 {
+        warnings.push(Problem {
+            kind: "ephemeral_ports_exhausted".into(),
+            message: format!(
+                "{address_unavailable} connects failed because no local port was free (EADDRNOTAVAIL): the machine ran \
+                 out of ephemeral ports, usually to sockets in TIME_WAIT. Use keep-alive or fewer connections, widen \
+                 net.ipv4.ip_local_port_range, or enable net.ipv4.tcp_tw_reuse"
+            ),
+        });
+    }
+}
+
+/// Warnings about TLS: an unchecked certificate, failed handshakes or records.
+fn tls_warnings(warnings: &mut Vec<Problem>, tls: &TlsStats) {
+    if tls.insecure {
+        warnings.push(Problem {
+            kind: "tls_insecure".into(),
+            message: "INSECURE: the server's TLS certificate was not checked (`tls.insecure: true`, `-k`): the \
+                      traffic is encrypted, but to a server nobody verified"
+                .into(),
+        });
+    }
+    if tls.errors.total() > 0 {
+        let classes: Vec<String> = tls.errors.nonzero().iter().map(|(k, n)| format!("{k} {n}")).collect();
+        warnings.push(Problem {
+            kind: "tls_errors".into(),
+            message: format!(
+                "{} TLS failures ({}); first: {}",
+                tls.errors.total(),
+                classes.join(", "),
+                tls.first_error.as_deref().unwrap_or("-")
+            ),
+        });
     }
 }
 

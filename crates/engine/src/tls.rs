@@ -1,7 +1,7 @@
 //! HTTPS: rustls (with the `ring` provider) driven over the worker's own non-blocking sockets.
 //!
-//! A TLS connection is a [`TcpConn`] plus a `rustls::ClientConnection`, allocated once per connection when it is
-//! opened, never per request. Ciphertext moves with `read_tls`/`write_tls` through the socket's own reads and
+//! A TLS connection is a `TcpConn` (the transport's plain TCP stream) plus a `rustls::ClientConnection`,
+//! allocated once per connection when it is opened, never per request. Ciphertext moves with `read_tls`/`write_tls` through the socket's own reads and
 //! writes, so a read still carries the kernel's receive timestamp of its last bytes: a response's completion
 //! time is the arrival of its last ciphertext, whenever it is decrypted. Plaintext the connection already
 //! decrypted is always handed out before the socket is read again, so the timestamp given with it is that of
@@ -32,7 +32,7 @@ use rustls::{
 };
 
 use crate::rt::{Deadline, Rt, TaskId};
-use crate::transport::{Connecting, Read, Stream, TcpConn};
+use crate::transport::{Connecting, Read, Stream, TcpConn, TlsFailure};
 
 /// Sessions a worker's cache keeps (rustls keeps up to 8 TLS 1.3 tickets per server within them).
 const SESSIONS_PER_WORKER: usize = 256;
@@ -256,13 +256,7 @@ pub(crate) struct WorkerTls {
     server_name: ServerName<'static>,
 }
 
-/// A TLS failure, classified, with the words a report shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TlsFailure {
-    pub kind: TlsErrorKind,
-    pub message: String,
-}
-
+/// The handshake's own failures (the type is the transport's: [`Stream::take_tls_failure`] returns it).
 impl TlsFailure {
     fn timeout(after: Duration) -> Self {
         TlsFailure {

@@ -1,8 +1,8 @@
 //! The transport boundary: how a worker opens a byte stream to the target and moves bytes over it.
 //!
 //! The connection driver only needs [`Stream`]: non-blocking reads and writes that say when they would block.
-//! Plain TCP ([`TcpConn`]) and TLS over it ([`crate::tls::TlsConn`], opened by [`crate::tls::handshake`] on a
-//! connected `TcpConn`) are the two implementations. The worker drives a connection through a generic function,
+//! Plain TCP ([`TcpConn`]) and TLS over it (`TlsConn` in `tls.rs`, opened by its `handshake` on a connected
+//! `TcpConn`) are the two implementations. The worker drives a connection through a generic function,
 //! so each transport gets its own monomorphized copy of the one engine loop: the plain path pays nothing for TLS
 //! (no boxed stream, no branch per read).
 
@@ -13,6 +13,7 @@ use std::os::fd::AsRawFd;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use loadgate_measure::TlsErrorKind;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::rt::{Deadline, Rt, TaskId, READABLE, READ_CLOSED, WRITABLE};
@@ -53,6 +54,14 @@ pub(crate) struct Read {
     pub arrived: Option<Instant>,
 }
 
+/// A TLS failure, classified, with the words a report shows: what broke a TLS stream ([`Stream::take_tls_failure`])
+/// or its handshake. The TLS module makes them; it is here so that the boundary names no transport above it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TlsFailure {
+    pub kind: TlsErrorKind,
+    pub message: String,
+}
+
 /// A connected stream to the target. `Ok(None)`: nothing can be done until the event loop wakes the task.
 pub(crate) trait Stream {
     fn try_write(&mut self, rt: &Rt, buf: &[u8]) -> io::Result<Option<usize>>;
@@ -63,7 +72,7 @@ pub(crate) trait Stream {
         Ok(())
     }
     /// The TLS error that broke the stream (after a failed read or write), once.
-    fn take_tls_failure(&mut self) -> Option<crate::tls::TlsFailure> {
+    fn take_tls_failure(&mut self) -> Option<TlsFailure> {
         None
     }
     /// Whether [`Stream::set_read_low_water`] holds readiness back (plain TCP with receive timestamps: a read it

@@ -61,8 +61,8 @@ use crate::opening::{self, Opened, OpeningCounts};
 use crate::request::{Built, RequestBytes};
 use crate::rt::{self, Rt, Task};
 use crate::schedule::WorkerSchedule;
-use crate::tls::{self, TlsClient, TlsConn, TlsFailure, WorkerTls};
-use crate::transport::{self, ConnectError, Stream, TcpConn};
+use crate::tls::{self, TlsClient, TlsConn, WorkerTls};
+use crate::transport::{self, ConnectError, Stream, TcpConn, TlsFailure};
 use crate::{EngineError, StopSignal};
 
 mod batch;
@@ -137,6 +137,19 @@ impl WorkerConfig {
     /// Whether the worker opens its connections before the start (keep-alive slots, no user sessions).
     pub(crate) fn opens_before_start(&self) -> bool {
         self.keep_alive && self.slots > 0 && self.session.is_empty()
+    }
+
+    /// What the opening of the worker's connections needs of this configuration.
+    fn opening_plan(&self) -> opening::Plan<'_> {
+        opening::Plan {
+            addr: self.addr,
+            slots: self.slots,
+            timeout: self.timeout,
+            stop: &self.stop,
+            live: &self.live_opening,
+            rate: self.connect_rate,
+            share: self.connect_share,
+        }
     }
 }
 
@@ -316,7 +329,7 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
         }
     };
     // Keep-alive connections open before the start, paced, and measured apart from the load.
-    let opened = cfg.opens_before_start().then(|| opening::open_all(&rt, &cfg, cfg.connect_rate, cfg.connect_share));
+    let opened = cfg.opens_before_start().then(|| opening::open_all(&rt, cfg.opening_plan()));
     let counts = opened.as_ref().map(|o| o.counts.clone()).unwrap_or_default();
     if tx.send(Msg::Ready(Box::new(counts))).is_err() {
         return;

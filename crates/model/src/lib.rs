@@ -328,6 +328,94 @@ impl Gating {
     }
 }
 
+/// Who reads [`Gating::sentence`]: `loadgate plan` before a run (per phase), or a run's report after it (per
+/// instance, with the A/B candidate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatingReader {
+    Plan,
+    Report,
+}
+
+impl Gating {
+    /// The one sentence that says how gated instances are repeated and judged: the repetitions, sequential
+    /// mode's `looks` (the rounds after which verdicts are judged), the confidence, what an inconclusive verdict
+    /// makes of the run and whether the target restarts each round. The plan's also says how many invalid rounds
+    /// are run again (it shows the candidate on a line of its own); the report's names the A/B `candidate` and
+    /// the order of its rounds.
+    pub fn sentence(&self, looks: &[u32], candidate: Option<&str>, reader: GatingReader) -> String {
+        let plan = reader == GatingReader::Plan;
+        let mut text = format!(
+            "{} repetition{} per gated {}",
+            self.repeat,
+            if self.repeat == 1 { "" } else { "s" },
+            if plan { "phase" } else { "instance" }
+        );
+        if self.max_repeat > self.repeat {
+            text.push_str(&if plan {
+                format!(
+                    " (up to {} while inconclusive, looking after {} rounds)",
+                    self.max_repeat,
+                    looks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                )
+            } else {
+                format!(
+                    " (up to {} while a verdict is inconclusive, looking after {} rounds, each look at its share of \
+                     the confidence)",
+                    self.max_repeat,
+                    looks_text(looks)
+                )
+            });
+        }
+        let inconclusive = match (self.on_inconclusive, reader) {
+            (OnInconclusive::Inconclusive, _) => "exits 5",
+            (OnInconclusive::Fail, GatingReader::Plan) => "fails (exit 1)",
+            (OnInconclusive::Pass, GatingReader::Plan) => "passes (exit 0)",
+            (OnInconclusive::Fail, GatingReader::Report) => "counts as a failure (exit 1)",
+            (OnInconclusive::Pass, GatingReader::Report) => "counts as a pass (exit 0)",
+        };
+        let each_round = self.restart == Restart::EachRound;
+        if plan {
+            let rerun = match self.rerun_invalid {
+                0 => "an invalid round makes the phase invalid".to_owned(),
+                1 => "1 invalid round run again".to_owned(),
+                n => format!("up to {n} invalid rounds run again"),
+            };
+            let restart = if each_round { ", target restarted each round" } else { "" };
+            let confidence = units::trim_float(self.confidence * 100.0);
+            text.push_str(&format!(", {confidence}% confidence, inconclusive {inconclusive}{restart}, {rerun}"));
+        } else {
+            text.push_str(&format!(
+                ", {:.0}% confidence per check (Holm across a scenario's checks); inconclusive {inconclusive}",
+                self.confidence * 100.0
+            ));
+            if let Some(c) = candidate {
+                let order = match self.order {
+                    RoundOrder::Abba => "abba",
+                    RoundOrder::Shuffle => "shuffle",
+                };
+                text.push_str(&format!("; A/B against the candidate {c}, rounds in {order} order"));
+            }
+            if each_round {
+                text.push_str("; the target restarts for each round");
+            }
+        }
+        text
+    }
+}
+
+/// `6, 9 and 16`.
+fn looks_text(looks: &[u32]) -> String {
+    let mut words: Vec<String> = looks.iter().map(u32::to_string).collect();
+    match words.len() {
+        0 => String::new(),
+        1 => words.remove(0),
+        _ => {
+            let last = words.pop().unwrap_or_default();
+            format!("{} and {last}", words.join(", "))
+        }
+    }
+}
+
 /// Whether an SLO is judged over repetitions (one value per repetition, with an interval): latency and
 /// throughput of the whole instance with `<`, `<=`, `>` or `>=`. Counts, rates, `==` and per-request SLOs are
 /// judged on the merge, as in one run.
@@ -420,6 +508,39 @@ fn look_share(look: usize, k: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gating_sentence_reads_as_the_plan_and_the_report_wrote_it() {
+        let g = Gating {
+            repeat: 5,
+            max_repeat: 20,
+            confidence: 0.95,
+            on_inconclusive: OnInconclusive::Fail,
+            restart: Restart::EachRound,
+            order: RoundOrder::Shuffle,
+            rerun_invalid: 1,
+            ..Gating::default()
+        };
+        let looks = [5, 8, 12, 20];
+        assert_eq!(
+            g.sentence(&looks, None, GatingReader::Plan),
+            "5 repetitions per gated phase (up to 20 while inconclusive, looking after 5, 8, 12, 20 rounds), 95% \
+             confidence, inconclusive fails (exit 1), target restarted each round, 1 invalid round run again"
+        );
+        assert_eq!(
+            g.sentence(&looks, Some("http://b"), GatingReader::Report),
+            "5 repetitions per gated instance (up to 20 while a verdict is inconclusive, looking after 5, 8, 12 and \
+             20 rounds, each look at its share of the confidence), 95% confidence per check (Holm across a \
+             scenario's checks); inconclusive counts as a failure (exit 1); A/B against the candidate http://b, \
+             rounds in shuffle order; the target restarts for each round"
+        );
+        let one = Gating { repeat: 1, max_repeat: 1, on_inconclusive: OnInconclusive::Pass, rerun_invalid: 0, ..g };
+        assert_eq!(
+            one.sentence(&[1], None, GatingReader::Plan),
+            "1 repetition per gated phase, 95% confidence, inconclusive passes (exit 0), target restarted each \
+             round, an invalid round makes the phase invalid"
+        );
+    }
 
     fn gating(repeat: u32, max_repeat: u32) -> Gating {
         Gating { repeat, max_repeat, ..Gating::default() }

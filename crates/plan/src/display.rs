@@ -165,6 +165,38 @@ impl ExecutionPlan {
     /// A clear, aligned summary of the plan for a person.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
+        self.write_header(&mut out);
+        self.write_gating(&mut out);
+        self.write_machine(&mut out);
+        self.write_vars(&mut out);
+        let _ = writeln!(out, "  wall time    {}", self.wall_text());
+        let _ = writeln!(out);
+
+        let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);
+        let _ = writeln!(out, "  {:>3}  {:<name_w$}  {:>8}  {:>8}  load", "#", "phase", "start", "length");
+        let plain = self.target.plain_http1() && self.candidate.as_ref().is_none_or(TargetPlan::plain_http1);
+        for p in &self.phases {
+            write_phase(&mut out, p, name_w, plain);
+        }
+        for sweep in &self.sweeps {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "  sweep {} over {} ({} cells, judged after the last){}",
+                sweep.scenario,
+                sweep.over,
+                sweep.cells.len(),
+                if sweep.gate { "" } else { ", not gated" }
+            );
+            for slo in &sweep.slos {
+                let _ = writeln!(out, "    slo      {slo}");
+            }
+        }
+        out
+    }
+
+    /// The plan's name and hash, its shard, its description, the target and the A/B candidate.
+    fn write_header(&self, out: &mut String) {
         let _ = writeln!(out, "plan {} (hash {})", self.name, self.hash);
         if let Some(slice) = self.shard {
             let _ = writeln!(out, "  shard {slice}: this generator's slice of the plan; each worker runs one stripe of the whole plan's load");
@@ -185,36 +217,19 @@ impl ExecutionPlan {
                 }
             );
         }
-        if !self.gating.is_default() {
-            let g = &self.gating;
-            let _ = writeln!(
-                out,
-                "  gating       {} repetition{} per gated phase{}, {}% confidence, inconclusive {}{}, {}",
-                g.repeat,
-                if g.repeat == 1 { "" } else { "s" },
-                if g.max_repeat > g.repeat {
-                    format!(
-                        " (up to {} while inconclusive, looking after {} rounds)",
-                        g.max_repeat,
-                        g.looks().iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                    )
-                } else {
-                    String::new()
-                },
-                loadgate_model::units::trim_float(g.confidence * 100.0),
-                match g.on_inconclusive {
-                    crate::OnInconclusive::Inconclusive => "exits 5",
-                    crate::OnInconclusive::Fail => "fails (exit 1)",
-                    crate::OnInconclusive::Pass => "passes (exit 0)",
-                },
-                if g.restart == crate::Restart::EachRound { ", target restarted each round" } else { "" },
-                match g.rerun_invalid {
-                    0 => "an invalid round makes the phase invalid".to_owned(),
-                    1 => "1 invalid round run again".to_owned(),
-                    n => format!("up to {n} invalid rounds run again"),
-                }
-            );
+    }
+
+    /// How gated phases are repeated and judged, unless the plan has no `gating` of its own.
+    fn write_gating(&self, out: &mut String) {
+        if self.gating.is_default() {
+            return;
         }
+        let g = &self.gating;
+        let _ = writeln!(out, "  gating       {}", g.sentence(&g.looks(), None, loadgate_model::GatingReader::Plan));
+    }
+
+    /// The generator's workers and their CPUs, the target's CPUs, the mismatch and saturation policies, the seed.
+    fn write_machine(&self, out: &mut String) {
         let workers: Vec<String> = self
             .hardware
             .workers
@@ -261,19 +276,25 @@ impl ExecutionPlan {
             }
         );
         let _ = writeln!(out, "  seed         {}", self.seed);
-        if !self.vars.is_empty() {
-            let width = self.vars.keys().map(String::len).max().unwrap_or(0);
-            for (i, (k, v)) in self.vars.iter().enumerate() {
-                let label = if i == 0 { "vars" } else { "" };
-                let source = match v.source {
-                    VarSource::Default => "default",
-                    VarSource::Environment => "environment",
-                    VarSource::CommandLine => "--set",
-                };
-                let _ = writeln!(out, "  {label:<12} {k:<width$} = {} ({source})", v.value);
-            }
+    }
+
+    /// The resolved variables, aligned, each with where its value came from.
+    fn write_vars(&self, out: &mut String) {
+        let width = self.vars.keys().map(String::len).max().unwrap_or(0);
+        for (i, (k, v)) in self.vars.iter().enumerate() {
+            let label = if i == 0 { "vars" } else { "" };
+            let source = match v.source {
+                VarSource::Default => "default",
+                VarSource::Environment => "environment",
+                VarSource::CommandLine => "--set",
+            };
+            let _ = writeln!(out, "  {label:<12} {k:<width$} = {} ({source})", v.value);
         }
-        let wall = match self.wall_time() {
+    }
+
+    /// How long the run should take: one pass, or what repetitions, A/B sides and sequential gating make of it.
+    fn wall_text(&self) -> String {
+        match self.wall_time() {
             None => "unknown (a phase stops after a request count)".to_owned(),
             Some(w) if w.expected == w.pass => w.pass.to_string(),
             Some(w) => {
@@ -287,119 +308,106 @@ impl ExecutionPlan {
                 }
                 text
             }
-        };
-        let _ = writeln!(out, "  wall time    {wall}");
-        let _ = writeln!(out);
-
-        let name_w = self.phases.iter().map(|p| p.name.len()).max().unwrap_or(5).max(5);
-        let _ = writeln!(out, "  {:>3}  {:<name_w$}  {:>8}  {:>8}  load", "#", "phase", "start", "length");
-        let plain = self.target.plain_http1() && self.candidate.as_ref().is_none_or(TargetPlan::plain_http1);
-        for p in &self.phases {
-            let gate = if p.gate { "" } else { "  [not gated]" };
-            let _ = writeln!(
-                out,
-                "  {:>3}  {:<name_w$}  {:>8}  {:>8}  {}{gate}",
-                p.index,
-                p.name,
-                opt_duration(p.start_offset),
-                opt_duration(p.duration),
-                match &p.capacity {
-                    Some(c) => describe_capacity(c, &p.load),
-                    None => describe_load_on(&p.load, plain),
-                }
-            );
-            let mut req = format!("{} {}", p.request.method, p.request.path);
-            if let Some(b) = &p.request.body {
-                let _ = write!(req, " ({})", body_text(b, &p.request));
-            }
-            let pad = " ".repeat(name_w + 7);
-            if !p.session.is_empty() {
-                for (i, step) in p.session.iter().enumerate() {
-                    let label = if i == 0 { "session" } else { "" };
-                    match step {
-                        SessionStep::Request { name, request } => {
-                            let mut r = format!("{} {}", request.method, request.path);
-                            if let Some(b) = &request.body {
-                                let _ = write!(r, " ({})", body_text(b, request));
-                            }
-                            let _ = writeln!(out, "  {pad}{label:<8} {}. {name}: {r}", i + 1);
-                        }
-                        SessionStep::Think { duration } => {
-                            let _ = writeln!(out, "  {pad}{label:<8} {}. think {duration}", i + 1);
-                        }
-                    }
-                }
-                let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
-            } else if p.mix.is_empty() {
-                let _ = writeln!(out, "  {pad}request  {req}, timeout {}", p.timeout);
-            } else {
-                let total: u64 = p.mix.iter().map(|m| u64::from(m.weight)).sum();
-                for m in &p.mix {
-                    let mut r = format!("{} {}", m.request.method, m.request.path);
-                    if let Some(b) = &m.request.body {
-                        let _ = write!(r, " ({})", body_text(b, &m.request));
-                    }
-                    let _ = writeln!(out, "  {pad}request  {} ({}/{total}): {r}", m.name, m.weight);
-                }
-                let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
-            }
-            if !p.request.headers.is_empty() {
-                let hs: Vec<String> = p.request.headers.iter().map(|(k, _)| k.clone()).collect();
-                let _ = writeln!(out, "  {pad}headers  {}", hs.join(", "));
-            }
-            let split: Vec<String> = p
-                .workers
-                .iter()
-                .map(|w| {
-                    let mut s = format!("w{}: {}c", w.worker, w.connections);
-                    if let Some(r) = w.requests {
-                        let _ = write!(s, " {r}req");
-                    }
-                    if !matches!(p.load.arrival, Arrival::Closed) {
-                        let _ = write!(s, " {}/{}", w.share.numerator, w.share.denominator);
-                    }
-                    if let Some(st) = w.stripe {
-                        let _ = write!(s, " stripe {}/{}", st.stream + 1, st.streams);
-                    }
-                    s
-                })
-                .collect();
-            let _ = writeln!(out, "  {pad}split    {}", split.join(", "));
-            for s in &p.slos {
-                let abort = match s.abort_on_fail {
-                    Some(a) if p.capacity.is_some() && a.delay == Duration::ZERO => {
-                        " (ends a step when breached)".to_owned()
-                    }
-                    Some(a) if p.capacity.is_some() => format!(" (ends a step when breached after {})", a.delay),
-                    Some(a) if a.delay == Duration::ZERO => " (aborts the run when breached)".to_owned(),
-                    Some(a) => format!(" (aborts the run when breached after {})", a.delay),
-                    None => String::new(),
-                };
-                let judged = match (&p.capacity, s.metric) {
-                    (Some(_), crate::Metric::Capacity) => " (judged on the rate the search finds)",
-                    (Some(_), _) => " (each step)",
-                    (None, _) => "",
-                };
-                let _ = writeln!(out, "  {pad}slo      {s}{abort}{judged}");
-            }
-            if p.cooldown != Duration::ZERO {
-                let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);
-            }
         }
-        for sweep in &self.sweeps {
-            let _ = writeln!(out);
-            let _ = writeln!(
-                out,
-                "  sweep {} over {} ({} cells, judged after the last){}",
-                sweep.scenario,
-                sweep.over,
-                sweep.cells.len(),
-                if sweep.gate { "" } else { ", not gated" }
-            );
-            for slo in &sweep.slos {
-                let _ = writeln!(out, "    slo      {slo}");
-            }
-        }
-        out
     }
+}
+
+/// A phase's row of the table (`name_w`: the name column's width; `plain`: every target is plain HTTP/1.1) and
+/// its lines below: requests, headers, the workers' split, SLOs, cooldown.
+fn write_phase(out: &mut String, p: &Phase, name_w: usize, plain: bool) {
+    let gate = if p.gate { "" } else { "  [not gated]" };
+    let _ = writeln!(
+        out,
+        "  {:>3}  {:<name_w$}  {:>8}  {:>8}  {}{gate}",
+        p.index,
+        p.name,
+        opt_duration(p.start_offset),
+        opt_duration(p.duration),
+        match &p.capacity {
+            Some(c) => describe_capacity(c, &p.load),
+            None => describe_load_on(&p.load, plain),
+        }
+    );
+    let pad = " ".repeat(name_w + 7);
+    write_requests(out, p, &pad);
+    if !p.request.headers.is_empty() {
+        let hs: Vec<String> = p.request.headers.iter().map(|(k, _)| k.clone()).collect();
+        let _ = writeln!(out, "  {pad}headers  {}", hs.join(", "));
+    }
+    let _ = writeln!(out, "  {pad}split    {}", split_text(p));
+    for s in &p.slos {
+        let abort = match s.abort_on_fail {
+            Some(a) if p.capacity.is_some() && a.delay == Duration::ZERO => " (ends a step when breached)".to_owned(),
+            Some(a) if p.capacity.is_some() => format!(" (ends a step when breached after {})", a.delay),
+            Some(a) if a.delay == Duration::ZERO => " (aborts the run when breached)".to_owned(),
+            Some(a) => format!(" (aborts the run when breached after {})", a.delay),
+            None => String::new(),
+        };
+        let judged = match (&p.capacity, s.metric) {
+            (Some(_), crate::Metric::Capacity) => " (judged on the rate the search finds)",
+            (Some(_), _) => " (each step)",
+            (None, _) => "",
+        };
+        let _ = writeln!(out, "  {pad}slo      {s}{abort}{judged}");
+    }
+    if p.cooldown != Duration::ZERO {
+        let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);
+    }
+}
+
+/// What a phase sends, each line indented by `pad`: its session's steps, its request, or its mix; then the timeout.
+fn write_requests(out: &mut String, p: &Phase, pad: &str) {
+    if !p.session.is_empty() {
+        for (i, step) in p.session.iter().enumerate() {
+            let label = if i == 0 { "session" } else { "" };
+            match step {
+                SessionStep::Request { name, request } => {
+                    let _ = writeln!(out, "  {pad}{label:<8} {}. {name}: {}", i + 1, request_text(request));
+                }
+                SessionStep::Think { duration } => {
+                    let _ = writeln!(out, "  {pad}{label:<8} {}. think {duration}", i + 1);
+                }
+            }
+        }
+        let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
+    } else if p.mix.is_empty() {
+        let _ = writeln!(out, "  {pad}request  {}, timeout {}", request_text(&p.request), p.timeout);
+    } else {
+        let total: u64 = p.mix.iter().map(|m| u64::from(m.weight)).sum();
+        for m in &p.mix {
+            let _ = writeln!(out, "  {pad}request  {} ({}/{total}): {}", m.name, m.weight, request_text(&m.request));
+        }
+        let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
+    }
+}
+
+/// `POST /path (body ...)`: a request's method, path and body.
+fn request_text(r: &RequestPlan) -> String {
+    let mut text = format!("{} {}", r.method, r.path);
+    if let Some(b) = &r.body {
+        let _ = write!(text, " ({})", body_text(b, r));
+    }
+    text
+}
+
+/// How a phase is split over the workers: `w0: 8c 1/2 stripe 1/4, ...`.
+fn split_text(p: &Phase) -> String {
+    let split: Vec<String> = p
+        .workers
+        .iter()
+        .map(|w| {
+            let mut s = format!("w{}: {}c", w.worker, w.connections);
+            if let Some(r) = w.requests {
+                let _ = write!(s, " {r}req");
+            }
+            if !matches!(p.load.arrival, Arrival::Closed) {
+                let _ = write!(s, " {}/{}", w.share.numerator, w.share.denominator);
+            }
+            if let Some(st) = w.stripe {
+                let _ = write!(s, " stripe {}/{}", st.stream + 1, st.streams);
+            }
+            s
+        })
+        .collect();
+    split.join(", ")
 }

@@ -7,8 +7,9 @@ use loadgate_results::{format, Capacity, ScenarioResult, StepVerdict};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::theme::{self, AMBER, BG, BLUE, FG, FONT, GREEN, GRID, ORANGE, RED, SLATE};
-use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
+use crate::chart::{chart_builder, svg_document, theme_mesh, theme_secondary, LabelAreas};
+use crate::theme::{AMBER, BLUE, FONT, GREEN, ORANGE, RED, SLATE};
+use crate::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the capacity search";
 const WIDTH: u32 = 900;
@@ -43,45 +44,23 @@ pub fn capacity(s: &ScenarioResult) -> Result<String, PlotError> {
         c.steps.len(),
         c.summary()
     );
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 500)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(shorten(&title, 90), (FONT, 20).into_font().color(&FG))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .right_y_label_area_size(70)
+    svg_document((WIDTH, 500), &title, &description, "capacity", PLOT, |root| {
+        let mut chart = chart_builder(root, &title, LabelAreas::TWO_AXES)
             .build_cartesian_2d(0f64..top_rate, (lo..hi).log_scale())
             .or_draw(PLOT)?
             .set_secondary_coord(0f64..top_rate, 0f64..top_rate);
         let label = |v: &f64| compact(*v);
-        chart
-            .configure_mesh()
-            .x_label_formatter(&label)
+        let mut mesh = chart.configure_mesh();
+        mesh.x_label_formatter(&label)
             .y_label_formatter(&label)
             .x_labels(10)
             .y_labels(8)
-            .max_light_lines(0)
             .x_desc("rate asked (requests/s)")
-            .y_desc(format!("p99 latency ({}, log scale)", unit.name))
-            .axis_style(FG)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
-        chart
-            .configure_secondary_axes()
-            .y_desc("achieved rate (requests/s)")
-            .y_label_formatter(&label)
-            .y_labels(8)
-            .axis_style(FG)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+            .y_desc(format!("p99 latency ({}, log scale)", unit.name));
+        theme_mesh(&mut mesh, 14, 15).draw().or_draw(PLOT)?;
+        let mut axes = chart.configure_secondary_axes();
+        axes.y_desc("achieved rate (requests/s)").y_label_formatter(&label);
+        theme_secondary(&mut axes).draw().or_draw(PLOT)?;
 
         // The rate asked, as the achieved rate would be if every step sent it in full.
         chart
@@ -149,7 +128,6 @@ pub fn capacity(s: &ScenarioResult) -> Result<String, PlotError> {
                 .legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], colour.filled()));
         }
         legend(&mut chart, SeriesLabelPosition::LowerRight, PLOT)?;
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "capacity"))
+        Ok(())
+    })
 }

@@ -8,7 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::theme::{self, AMBER, BG, FG, FONT, GREEN, GRID, MUTED, RED};
+use crate::chart::{svg_document, theme_mesh};
+use crate::theme::{AMBER, FG, FONT, GREEN, MUTED, RED};
 use crate::{compact, shorten, time_unit, OrDraw, PlotError, TimeUnit};
 
 const PLOT: &str = "the checks";
@@ -106,19 +107,15 @@ pub fn checks(s: &ScenarioResult) -> Result<String, PlotError> {
         .collect::<Vec<_>>()
         .join("; ");
     let height = 50 + ROW_HEIGHT * rows.len() as u32 + LEGEND_HEIGHT;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
+    svg_document((WIDTH, height), &title, &description, "checks", PLOT, |root| {
         let root = root.titled(&shorten(&title, 90), (FONT, 20).into_font().color(&FG)).or_draw(PLOT)?;
         let (body, legend) = root.split_vertically(ROW_HEIGHT * rows.len() as u32);
         for ((v, st), area) in rows.iter().zip(body.split_evenly((rows.len(), 1)).iter()) {
             draw_row(area, s, v, st, ab)?;
         }
         draw_legend(&legend)?;
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "checks"))
+        Ok(())
+    })
 }
 
 fn draw_row(
@@ -174,20 +171,9 @@ fn draw_row(
         Scale::Latency(u) => format!("{} ({})", v.metric, u.name),
         Scale::Plain => "throughput (requests/s)".to_owned(),
     };
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .disable_y_axis()
-        .x_labels(8)
-        .max_light_lines(0)
-        .x_label_formatter(&x_label)
-        .x_desc(x_desc)
-        .axis_style(FG)
-        .bold_line_style(GRID)
-        .label_style((FONT, 13).into_font().color(&FG))
-        .axis_desc_style((FONT, 13).into_font().color(&FG))
-        .draw()
-        .or_draw(PLOT)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_y_mesh().disable_y_axis().x_labels(8).x_label_formatter(&x_label).x_desc(x_desc);
+    theme_mesh(&mut mesh, 13, 13).draw().or_draw(PLOT)?;
 
     // The side of the limit that fails the SLO.
     let fails_above = v.comparison.starts_with('<');

@@ -6,8 +6,9 @@ use loadgate_results::compare::{CellMetric, ComparedCell, Comparison};
 use loadgate_results::model::KneeKind;
 use plotters::prelude::*;
 
-use crate::theme::{self, RGBColor, AMBER, BG, BLUE, FONT, GREEN, ORANGE, PURPLE, RED, SLATE, TEAL};
-use crate::{axis_top, file_stem, legend, shorten, time_unit, OrDraw, PlotError, StepChart};
+use crate::chart::{svg_document, StepChart};
+use crate::theme::{RGBColor, AMBER, BLUE, FONT, GREEN, ORANGE, PURPLE, RED, SLATE, TEAL};
+use crate::{axis_top, file_stem, legend, shorten, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the comparison";
 const WIDTH: u32 = 900;
@@ -163,10 +164,7 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
     let label_chars = ((step_px / 7.5).floor() as usize).clamp(3, 24);
     let top = axis_top(max / per_unit);
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 500)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
+    svg_document((WIDTH, 500), &title, &description, "compare", PLOT, |root| {
         let skeleton = StepChart {
             title: &title,
             labels: &labels,
@@ -176,7 +174,7 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
             x_desc: &x_desc,
             y_desc: &y_desc,
         };
-        let mut chart = skeleton.draw(&root, WIDTH, PLOT)?;
+        let mut chart = skeleton.draw(root, WIDTH, PLOT)?;
         match &figure.shape {
             CompareShape::Sweep { scenario } => {
                 for (run, run_name) in run_names.iter().enumerate() {
@@ -238,9 +236,8 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
             }
         }
         legend(&mut chart, SeriesLabelPosition::LowerRight, PLOT)?;
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "compare"))
+        Ok(())
+    })
 }
 
 #[cfg(test)]

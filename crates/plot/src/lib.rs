@@ -13,13 +13,15 @@
 //! - [`compare_figures`]`(comparison)` and [`compare_plot`] draw `loadgate compare`'s plots: per metric, the
 //!   sweep curves of every run (knees ringed) or grouped bars per instance.
 //!
-//! - [`trend`]`(series)`: a metric over the runs a history keeps, levels between change points, each change
+//! - [`trend`](trend())`(series)`: a metric over the runs a history keeps, levels between change points, each change
 //!   point marked (regression or improvement) with its p-value.
 //!
-//! Every SVG reads in a light and a dark theme: see [`theme`]. Axes say their units; latencies are shown in
+//! Every plot is drawn on one skeleton (the `chart` module: the SVG document, the caption and label areas, the
+//! mesh's style). Every SVG reads in a light and a dark theme: see [`theme`]. Axes say their units; latencies are shown in
 //! us, ms or s, whichever suits the largest value plotted.
 
 mod capacity;
+mod chart;
 mod checks;
 pub mod compare;
 mod spectrum;
@@ -340,76 +342,6 @@ pub(crate) fn shorten(text: &str, max_chars: usize) -> String {
     let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
     out.push('…');
     out
-}
-
-/// A chart of one step per labelled category (`labels`, oldest or first left) against a value axis from 0 to
-/// `top`, in the theme: the caption, the mesh, the axes' descriptions. A label shows at most `label_chars`
-/// characters, and only every so many steps when a step is narrower than `min_step_px`. The skeleton of the
-/// compare and trend plots.
-pub(crate) struct StepChart<'l> {
-    pub title: &'l str,
-    pub labels: &'l [String],
-    pub label_chars: usize,
-    pub min_step_px: f64,
-    pub top: f64,
-    pub x_desc: &'l str,
-    pub y_desc: &'l str,
-}
-
-/// The plotters chart a [`StepChart`] describes, its mesh drawn, on an SVG `root` of `width` pixels.
-pub(crate) type Chart<'a, 'b> = plotters::chart::ChartContext<
-    'a,
-    plotters::prelude::SVGBackend<'b>,
-    plotters::coord::cartesian::Cartesian2d<
-        plotters::coord::types::RangedCoordf64,
-        plotters::coord::types::RangedCoordf64,
-    >,
->;
-
-impl StepChart<'_> {
-    pub(crate) fn draw<'a, 'b>(
-        &self,
-        root: &'a plotters::drawing::DrawingArea<plotters::prelude::SVGBackend<'b>, plotters::coord::Shift>,
-        width: u32,
-        plot: &'static str,
-    ) -> Result<Chart<'a, 'b>, PlotError> {
-        use plotters::prelude::*;
-        let n = self.labels.len().max(1);
-        let step_px = f64::from(width.saturating_sub(180)) / n as f64;
-        let every = if step_px < self.min_step_px { (self.min_step_px / step_px).ceil() as usize } else { 1 };
-        let mut chart = ChartBuilder::on(root)
-            .caption(shorten(self.title, 90), (theme::FONT, 20).into_font().color(&theme::FG))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..self.top)
-            .or_draw(plot)?;
-        let x_label = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() > 1e-9 || i < 0.0 || i as usize >= n || (i as usize) % every != 0 {
-                return String::new();
-            }
-            self.labels.get(i as usize).map_or_else(String::new, |l| shorten(l, self.label_chars))
-        };
-        let y_label = |y: &f64| compact(*y);
-        chart
-            .configure_mesh()
-            .x_labels(n.min(200))
-            .x_label_formatter(&x_label)
-            .y_label_formatter(&y_label)
-            .y_labels(8)
-            .max_light_lines(0)
-            .disable_x_mesh()
-            .x_desc(self.x_desc)
-            .y_desc(self.y_desc)
-            .axis_style(theme::FG)
-            .bold_line_style(theme::GRID)
-            .label_style((theme::FONT, 14).into_font().color(&theme::FG))
-            .axis_desc_style((theme::FONT, 15).into_font().color(&theme::FG))
-            .draw()
-            .or_draw(plot)?;
-        Ok(chart)
-    }
 }
 
 #[cfg(test)]

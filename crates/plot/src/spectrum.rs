@@ -7,7 +7,8 @@ use hdrhistogram::Histogram;
 use loadgate_results::{format, ScenarioResult};
 use plotters::prelude::*;
 
-use crate::theme::{self, BG, BLUE, FG, FONT, GREEN, GRID, ORANGE, SLATE};
+use crate::chart::{chart_builder, svg_document, theme_mesh, LabelAreas};
+use crate::theme::{BLUE, GREEN, ORANGE, SLATE};
 use crate::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the latency spectrum";
@@ -81,15 +82,8 @@ pub fn spectrum(s: &ScenarioResult) -> Result<String, PlotError> {
         format::latency(s.latency.max_us),
     );
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (880, 460)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(crate::shorten(&title, 90), (FONT, 20).into_font().color(&FG))
-            .margin(16)
-            .x_label_area_size(46)
-            .y_label_area_size(64)
+    svg_document((880, 460), &title, &description, "spectrum", PLOT, |root| {
+        let mut chart = chart_builder(root, &title, LabelAreas { x: 46, y: 64, right: None })
             .build_cartesian_2d(0f64..f64::from(decades), 0f64..axis_top(max_us / unit.us))
             .or_draw(PLOT)?;
         let x_label = |x: &f64| {
@@ -100,21 +94,14 @@ pub fn spectrum(s: &ScenarioResult) -> Result<String, PlotError> {
             }
         };
         let y_label = |y: &f64| compact(*y);
-        chart
-            .configure_mesh()
-            .x_labels(decades as usize + 1)
+        let mut mesh = chart.configure_mesh();
+        mesh.x_labels(decades as usize + 1)
             .x_label_formatter(&x_label)
             .y_label_formatter(&y_label)
             .y_labels(8)
-            .max_light_lines(0)
             .x_desc("percentile (log scale of 1/(1-p): one decade per nine)")
-            .y_desc(format!("latency ({})", unit.name))
-            .axis_style(FG)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+            .y_desc(format!("latency ({})", unit.name));
+        theme_mesh(&mut mesh, 14, 15).draw().or_draw(PLOT)?;
         for c in &curves {
             let colour = c.colour;
             chart
@@ -124,9 +111,8 @@ pub fn spectrum(s: &ScenarioResult) -> Result<String, PlotError> {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3)));
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, PLOT)?;
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "spectrum"))
+        Ok(())
+    })
 }
 
 #[cfg(test)]

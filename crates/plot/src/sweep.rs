@@ -6,7 +6,8 @@ use loadgate_results::{format, KneeKind, RunResults, ScenarioResult, Sweep};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::theme::{self, BG, BLUE, FG, FONT, GRID, MUTED, ORANGE, RED};
+use crate::chart::{chart_builder, svg_document, theme_mesh, theme_secondary, LabelAreas};
+use crate::theme::{BLUE, FONT, MUTED, ORANGE, RED};
 use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the sweep";
@@ -69,16 +70,8 @@ pub fn sweep(r: &RunResults, sweep: &Sweep) -> Result<String, PlotError> {
     let label_chars = ((step_px / 7.5).floor() as usize).clamp(3, 24);
     let label_every = if step_px < 26.0 { (26.0 / step_px).ceil() as usize } else { 1 };
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 500)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(shorten(&title, 90), (FONT, 20).into_font().color(&FG))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .right_y_label_area_size(70)
+    svg_document((WIDTH, 500), &title, &description, "sweep", PLOT, |root| {
+        let mut chart = chart_builder(root, &title, LabelAreas::TWO_AXES)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..axis_top(max_tp))
             .or_draw(PLOT)?
             .set_secondary_coord(-0.5f64..(n as f64 - 0.5), 0f64..axis_top(max_p99 / unit.us));
@@ -96,32 +89,18 @@ pub fn sweep(r: &RunResults, sweep: &Sweep) -> Result<String, PlotError> {
             }
         };
         let y_label = |y: &f64| compact(*y);
-        chart
-            .configure_mesh()
-            .x_labels(n.min(200))
+        let mut mesh = chart.configure_mesh();
+        mesh.x_labels(n.min(200))
             .x_label_formatter(&x_label)
             .y_label_formatter(&y_label)
             .y_labels(8)
-            .max_light_lines(0)
             .disable_x_mesh()
             .x_desc(format!("{axis} (one step per cell, in run order)"))
-            .y_desc("throughput (requests/s)")
-            .axis_style(FG)
-            .bold_line_style(GRID)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
-        chart
-            .configure_secondary_axes()
-            .y_desc(format!("p99 latency ({})", unit.name))
-            .y_label_formatter(&y_label)
-            .y_labels(8)
-            .axis_style(FG)
-            .label_style((FONT, 14).into_font().color(&FG))
-            .axis_desc_style((FONT, 15).into_font().color(&FG))
-            .draw()
-            .or_draw(PLOT)?;
+            .y_desc("throughput (requests/s)");
+        theme_mesh(&mut mesh, 14, 15).draw().or_draw(PLOT)?;
+        let mut axes = chart.configure_secondary_axes();
+        axes.y_desc(format!("p99 latency ({})", unit.name)).y_label_formatter(&y_label);
+        theme_secondary(&mut axes).draw().or_draw(PLOT)?;
 
         if let Some((i, k)) = knee {
             let x = i as f64;
@@ -182,7 +161,6 @@ pub fn sweep(r: &RunResults, sweep: &Sweep) -> Result<String, PlotError> {
             };
             root.draw(&Text::new(note.to_owned(), (86, 44), (FONT, 14).into_font().color(&MUTED))).or_draw(PLOT)?;
         }
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "sweep"))
+        Ok(())
+    })
 }

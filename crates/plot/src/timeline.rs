@@ -11,7 +11,8 @@ use loadgate_results::{RunResults, ScenarioResult, TimelinePoint};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::theme::{self, AMBER, BG, BLUE, FG, FONT, GREEN, GRID, MUTED, ORANGE, PURPLE, RED, SLATE, TEAL};
+use crate::chart::{svg_document, theme_mesh};
+use crate::theme::{AMBER, BLUE, FG, FONT, GREEN, MUTED, ORANGE, PURPLE, RED, SLATE, TEAL};
 use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the timeline";
@@ -177,10 +178,7 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
         note.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
     );
     let height = PANEL_HEIGHT * panels.len() as u32 + 110;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
+    svg_document((WIDTH, height), &title, &description, "timeline", PLOT, |root| {
         let root = root.titled(&crate::shorten(&title, 90), (FONT, 20).into_font().color(&FG)).or_draw(PLOT)?;
         let (body, legend) = root.split_vertically(PANEL_HEIGHT * panels.len() as u32);
         let areas = body.split_evenly((panels.len(), 1));
@@ -188,9 +186,8 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
             draw_panel(area, panel, &segs, end, i == 0, i + 1 == panels.len())?;
         }
         draw_legend(&legend, &panels, note.as_deref())?;
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "timeline"))
+        Ok(())
+    })
 }
 
 fn draw_panel(
@@ -219,16 +216,8 @@ fn draw_panel(
     let y_label = |y: &f64| compact(*y);
     let x_label = |x: &f64| format!("{}s", compact(*x));
     let mut mesh = chart.configure_mesh();
-    mesh.y_labels(4)
-        .x_labels(12)
-        .y_label_formatter(&y_label)
-        .x_label_formatter(&x_label)
-        .max_light_lines(0)
-        .y_desc(panel.y_desc.clone())
-        .axis_style(FG)
-        .bold_line_style(GRID)
-        .label_style((FONT, 13).into_font().color(&FG))
-        .axis_desc_style((FONT, 14).into_font().color(&FG));
+    mesh.y_labels(4).x_labels(12).y_label_formatter(&y_label).x_label_formatter(&x_label).y_desc(panel.y_desc.clone());
+    theme_mesh(&mut mesh, 13, 14);
     if last {
         mesh.x_desc("seconds since the run started");
     }

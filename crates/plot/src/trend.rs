@@ -6,8 +6,9 @@ use loadgate_results::history::{p_clause, HistorySeries};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::theme::{self, BG, BLUE, FONT, GREEN, MUTED, ORANGE, RED, SLATE};
-use crate::{axis_top, legend, time_unit, OrDraw, PlotError, StepChart};
+use crate::chart::{svg_document, StepChart};
+use crate::theme::{BLUE, FONT, GREEN, MUTED, ORANGE, RED, SLATE};
+use crate::{axis_top, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the trend";
 const WIDTH: u32 = 900;
@@ -52,10 +53,7 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
     );
     let top = axis_top(max / per_unit);
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
-        root.fill(&BG).or_draw(PLOT)?;
+    svg_document((WIDTH, 460), &title, &description, "trend", PLOT, |root| {
         let skeleton = StepChart {
             title: &title,
             labels: &labels,
@@ -65,7 +63,7 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
             x_desc: "run (oldest left; label, commit or date)",
             y_desc: &y_desc,
         };
-        let mut chart = skeleton.draw(&root, WIDTH, PLOT)?;
+        let mut chart = skeleton.draw(root, WIDTH, PLOT)?;
 
         // The level of each segment.
         let mut bounds: Vec<usize> = vec![0];
@@ -131,9 +129,8 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
                 .or_draw(PLOT)?;
         }
         legend(&mut chart, SeriesLabelPosition::LowerLeft, PLOT)?;
-        root.present().or_draw(PLOT)?;
-    }
-    Ok(theme::finish(&svg, &title, &description, "trend"))
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@
 //!   `](`; lines joined), `html` inside a raw HTML block such as `<summary>` (entities only), and `code` /
 //!   `code_cell` for a code span outside / inside a table (a fence longer than any run of backticks inside).
 
-use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult};
+use loadgate_model::{Gating, GatingReader, OnInconclusive, Restart, RoundOrder};
+use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult, Verdict};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
@@ -453,155 +454,6 @@ impl View {
     pub fn new(r: &RunResults) -> View {
         let status = r.outcome.status;
         let (icon, headline) = headline(r);
-        let scenarios = r
-            .scenarios
-            .iter()
-            .map(|s| ScenarioRow {
-                // An A/B instance's numbers are the candidate's; the A/B table has both sides.
-                name: if s.ab_baseline.is_some() { format!("{} (B candidate)", s.name) } else { s.name.clone() },
-                load: load_line(s),
-                gate: s.gate,
-                requests: format::count(s.requests.completed),
-                throughput: format::rate(s.throughput),
-                target_rate: s.load.target_rate.map(format::rate),
-                achieved_rate: s.load.achieved_rate.map(|a| match &s.limited_by {
-                    Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
-                    None => format::rate(a),
-                }),
-                p50: percentile(s, "p50"),
-                p90: percentile(s, "p90"),
-                p99: percentile(s, "p99"),
-                p999: percentile(s, "p99.9"),
-                max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
-                errors: format::count(s.errors.total()),
-                errors_by_kind: errors_line(s),
-                connect: match (connect_line(s), crate::lines::opening_line(s)) {
-                    (Some(c), Some(o)) => format!("{c}; opened {o}"),
-                    (c, _) => c.unwrap_or_else(|| "-".to_owned()),
-                },
-                non_2xx: format::count(s.status.non_2xx()),
-                status: status_line(s),
-                verdict: scenario_verdict(s).0,
-                users: users_line(s),
-                tls: tls_line(s, true),
-                http2: http2_line(s),
-            })
-            .collect();
-
-        let counted_as = crate::inconclusive_counted_as(r);
-        let counted_as = &counted_as;
-        let slos = r
-            .scenarios
-            .iter()
-            .flat_map(|s| {
-                s.verdicts.iter().map(move |v| SloRow {
-                    scenario: s.name.clone(),
-                    slo: v.slo.clone(),
-                    observed: v.observed_text.clone(),
-                    threshold: v.threshold_text(),
-                    result: if let Some(st) = &v.statistics {
-                        match st.status {
-                            loadgate_results::StatisticalStatus::Pass => "pass".to_owned(),
-                            loadgate_results::StatisticalStatus::Fail => "FAIL".to_owned(),
-                            loadgate_results::StatisticalStatus::Inconclusive => {
-                                let counted = match counted_as.as_ref().filter(|_| s.gate) {
-                                    Some((OutcomeStatus::SloFailed, origin)) => {
-                                        format!(", counted as a failure by {origin}")
-                                    }
-                                    Some((_, origin)) => format!(", counted as a pass by {origin}"),
-                                    None => String::new(),
-                                };
-                                format!("INCONCLUSIVE ({}){counted}", st.reason)
-                            }
-                        }
-                    } else if !v.passed {
-                        "FAIL".to_owned()
-                    } else if !s.gate {
-                        "not gated".to_owned()
-                    } else if !v.evaluated() {
-                        "not evaluated".to_owned()
-                    } else {
-                        "pass".to_owned()
-                    },
-                    inconclusive: v
-                        .statistics
-                        .as_ref()
-                        .is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive),
-                    note: match (&v.statistics, &v.note) {
-                        (Some(st), note) => {
-                            let mut text = format!(
-                                "{}; {:.0}% interval{}",
-                                st.method,
-                                st.confidence * 100.0,
-                                st.cv.map(|cv| format!("; CV {:.1}%", cv * 100.0)).unwrap_or_default()
-                            );
-                            if let Some(m) = st.smallest_detectable {
-                                text.push_str(&format!("; detects changes of {:.1}%+", m * 100.0));
-                            }
-                            if let Some(n) = note {
-                                text = format!("{n}; {text}");
-                            }
-                            text
-                        }
-                        (None, note) => note.clone().unwrap_or_default(),
-                    },
-                })
-            })
-            .chain(crate::run_sweeps(r).iter().flat_map(|sweep| {
-                let over = sweep.over.clone().unwrap_or_default();
-                let scenario = format!("sweep {} over {over}", sweep.scenario);
-                sweep.verdicts.iter().map(move |v| SloRow {
-                    scenario: scenario.clone(),
-                    slo: v.slo.clone(),
-                    observed: v.observed_text.clone(),
-                    threshold: v.threshold_text(),
-                    result: if !v.passed {
-                        "FAIL".to_owned()
-                    } else if v.note.as_deref().is_some_and(|n| n.starts_with("not gated")) {
-                        "not gated".to_owned()
-                    } else if !v.evaluated() {
-                        "not evaluated".to_owned()
-                    } else {
-                        "pass".to_owned()
-                    },
-                    inconclusive: false,
-                    note: v.note.clone().unwrap_or_default(),
-                })
-            }))
-            .collect();
-        let spreads = r.scenarios.iter().filter(|s| s.repetitions.len() > 1).map(spread_view).collect();
-        let comparisons =
-            r.scenarios.iter().filter_map(|s| s.ab_baseline.as_ref().map(|a| comparison_view(a, s))).collect();
-        let gating = r.gating.as_ref().map(|g| {
-            let mut text = format!(
-                "{} repetition{} per gated instance{}, {:.0}% confidence per check (Holm across a scenario's checks); inconclusive {}",
-                g.repeat,
-                if g.repeat == 1 { "" } else { "s" },
-                if g.max_repeat > g.repeat {
-                    format!(
-                        " (up to {} while a verdict is inconclusive, looking after {} rounds, each look at its share of the confidence)",
-                        g.max_repeat,
-                        looks_text(&g.looks)
-                    )
-                } else {
-                    String::new()
-                },
-                g.confidence * 100.0,
-                match g.on_inconclusive.as_str() {
-                    "fail" => "counts as a failure (exit 1)",
-                    "pass" => "counts as a pass (exit 0)",
-                    _ => "exits 5",
-                }
-            );
-            if let Some(c) = &g.candidate {
-                text.push_str(&format!("; A/B against the candidate {c}, rounds in {} order", g.order.as_deref().unwrap_or("abba")));
-            }
-            if g.restart == "each_round" {
-                text.push_str("; the target restarts for each round");
-            }
-            text
-        });
-
         View {
             name: r.spec.name.clone(),
             description: r.spec.description.clone(),
@@ -611,131 +463,38 @@ impl View {
             headline,
             exit_code: r.outcome.exit_code,
             reasons: r.outcome.reasons.clone(),
-            scenarios,
-            slos,
-            spreads,
-            comparisons,
-            gating,
+            scenarios: r.scenarios.iter().map(scenario_row).collect(),
+            slos: slo_rows(r),
+            spreads: r.scenarios.iter().filter(|s| s.repetitions.len() > 1).map(spread_view).collect(),
+            comparisons: r
+                .scenarios
+                .iter()
+                .filter_map(|s| s.ab_baseline.as_ref().map(|a| comparison_view(a, s)))
+                .collect(),
+            gating: gating_sentence(r),
             sweeps: sweeps(r),
             knees: crate::run_sweeps(r)
                 .iter()
                 .filter_map(|s| s.knee.as_ref().map(|k| format!("Sweep {}: {}", s.scenario, k.explanation)))
                 .collect(),
-            capacities: r
-                .scenarios
-                .iter()
-                .filter_map(|s| {
-                    s.capacity.as_ref().map(|c| CapacityView {
-                        name: s.name.clone(),
-                        summary: c.summary(),
-                        found: c.capacity.is_some(),
-                        rows: crate::lines::capacity_rows(c)
-                            .into_iter()
-                            .zip(&c.steps)
-                            .map(|(cells, step)| CapacityRow {
-                                cells,
-                                held: step.verdict == loadgate_results::StepVerdict::Pass,
-                            })
-                            .collect(),
-                    })
-                })
-                .collect(),
+            capacities: r.scenarios.iter().filter_map(capacity_view).collect(),
             users: r.scenarios.iter().filter(|s| s.load.model == "users").map(users_view).collect(),
-            tls: r
-                .scenarios
-                .iter()
-                .filter_map(|s| {
-                    Some(TlsRow {
-                        name: s.name.clone(),
-                        handshake: spread_line(&s.tls.as_ref()?.handshake_time),
-                        tls: tls_line(s, false)?,
-                    })
-                })
-                .collect(),
+            tls: r.scenarios.iter().filter_map(tls_row).collect(),
             http2: r
                 .scenarios
                 .iter()
                 .filter_map(|s| Some(Http2Row { name: s.name.clone(), http2: http2_line(s)? }))
                 .collect(),
-            mixes: r
-                .scenarios
-                .iter()
-                .filter(|s| !s.by_request.is_empty())
-                .map(|s| MixView {
-                    name: s.name.clone(),
-                    rows: s
-                        .by_request
-                        .iter()
-                        .map(|b| {
-                            let p = |k: &str| {
-                                b.latency.percentiles.get(k).map_or_else(|| "-".to_owned(), |us| format::latency(*us))
-                            };
-                            MixRow {
-                                request: b.name.clone(),
-                                requests: format::count(b.requests.completed),
-                                throughput: format::rate(b.throughput),
-                                p50: p("p50"),
-                                p90: p("p90"),
-                                p99: p("p99"),
-                                max: if b.latency.count > 0 {
-                                    format::latency(b.latency.max_us)
-                                } else {
-                                    "-".to_owned()
-                                },
-                                errors: format::count(b.errors.total()),
-                                non_2xx: format::count(b.status.non_2xx()),
-                            }
-                        })
-                        .collect(),
-                })
-                .collect(),
+            mixes: r.scenarios.iter().filter(|s| !s.by_request.is_empty()).map(mix_view).collect(),
             not_run: r.not_run.clone(),
             plots: crate::plots::plot_links(r),
             timelines: crate::plots::timeline_tables(r),
             warnings: warnings(r, false),
             warnings_markdown: warnings(r, true),
-            resources: r
-                .scenarios
-                .iter()
-                .map(|s| {
-                    let p = loadgate_results::phase_resources(r, s);
-                    let pct =
-                        |f: Option<f64>| f.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".to_owned());
-                    ResourceRow {
-                        scenario: s.name.clone(),
-                        generator_cpu: pct(p.generator_peak),
-                        target_cpu_mean: pct(p.target_cpu_mean),
-                        target_cpu_peak: pct(p.target_cpu_peak),
-                        target_rss_peak: p.target_rss_peak.map(format::bytes).unwrap_or_else(|| "-".to_owned()),
-                    }
-                })
-                .collect(),
+            resources: r.scenarios.iter().map(|s| resource_row(r, s)).collect(),
             machine: machine_rows(r),
-            pinning: vec![
-                (
-                    "generator".to_owned(),
-                    r.pinning.generator_requested.clone().unwrap_or_else(|| "any".to_owned()),
-                    r.pinning.generator_applied.clone().unwrap_or_else(|| "unpinned".to_owned()),
-                ),
-                (
-                    "target".to_owned(),
-                    r.pinning.target_requested.clone().unwrap_or_else(|| "any".to_owned()),
-                    r.pinning.target_applied.clone().unwrap_or_else(|| "unpinned".to_owned()),
-                ),
-            ],
-            workers: if r.pinning.workers.is_empty() {
-                "none recorded".to_owned()
-            } else {
-                r.pinning
-                    .workers
-                    .iter()
-                    .enumerate()
-                    .map(|(i, cpu)| {
-                        format!("worker {i}: {}", cpu.map_or_else(|| "unpinned".to_owned(), |c| format!("CPU {c}")))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
+            pinning: pinning_rows(r),
+            workers: workers_text(r),
             plan_hash: r.spec.plan_hash.clone(),
             loadgate_version: r.loadgate_version.clone(),
             file: r.spec.file.clone(),
@@ -744,6 +503,242 @@ impl View {
             shards: shards_line(r),
         }
     }
+}
+
+/// A scenario instance's row: its load, counts, rates, percentiles, errors and verdict.
+fn scenario_row(s: &ScenarioResult) -> ScenarioRow {
+    ScenarioRow {
+        // An A/B instance's numbers are the candidate's; the A/B table has both sides.
+        name: if s.ab_baseline.is_some() { format!("{} (B candidate)", s.name) } else { s.name.clone() },
+        load: load_line(s),
+        gate: s.gate,
+        requests: format::count(s.requests.completed),
+        throughput: format::rate(s.throughput),
+        target_rate: s.load.target_rate.map(format::rate),
+        achieved_rate: s.load.achieved_rate.map(|a| match &s.limited_by {
+            Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
+            None => format::rate(a),
+        }),
+        p50: percentile(s, "p50"),
+        p90: percentile(s, "p90"),
+        p99: percentile(s, "p99"),
+        p999: percentile(s, "p99.9"),
+        max: if s.latency.count > 0 { format::latency(s.latency.max_us) } else { "-".to_owned() },
+        errors: format::count(s.errors.total()),
+        errors_by_kind: errors_line(s),
+        connect: match (connect_line(s), crate::lines::opening_line(s)) {
+            (Some(c), Some(o)) => format!("{c}; opened {o}"),
+            (c, _) => c.unwrap_or_else(|| "-".to_owned()),
+        },
+        non_2xx: format::count(s.status.non_2xx()),
+        status: status_line(s),
+        verdict: scenario_verdict(s).0,
+        users: users_line(s),
+        tls: tls_line(s, true),
+        http2: http2_line(s),
+    }
+}
+
+/// A row per SLO verdict: every instance's, then every sweep's.
+fn slo_rows(r: &RunResults) -> Vec<SloRow> {
+    let counted_as = crate::inconclusive_counted_as(r);
+    let counted_as = &counted_as;
+    r.scenarios
+        .iter()
+        .flat_map(|s| s.verdicts.iter().map(move |v| instance_slo_row(s, v, counted_as.as_ref())))
+        .chain(crate::run_sweeps(r).iter().flat_map(sweep_slo_rows))
+        .collect()
+}
+
+/// The row of an instance's verdict `v`; `counted_as`: what the run counts an inconclusive verdict as, and why.
+fn instance_slo_row(s: &ScenarioResult, v: &Verdict, counted_as: Option<&(OutcomeStatus, String)>) -> SloRow {
+    SloRow {
+        scenario: s.name.clone(),
+        slo: v.slo.clone(),
+        observed: v.observed_text.clone(),
+        threshold: v.threshold_text(),
+        result: if let Some(st) = &v.statistics {
+            match st.status {
+                loadgate_results::StatisticalStatus::Pass => "pass".to_owned(),
+                loadgate_results::StatisticalStatus::Fail => "FAIL".to_owned(),
+                loadgate_results::StatisticalStatus::Inconclusive => {
+                    let counted = match counted_as.filter(|_| s.gate) {
+                        Some((OutcomeStatus::SloFailed, origin)) => format!(", counted as a failure by {origin}"),
+                        Some((_, origin)) => format!(", counted as a pass by {origin}"),
+                        None => String::new(),
+                    };
+                    format!("INCONCLUSIVE ({}){counted}", st.reason)
+                }
+            }
+        } else if !v.passed {
+            "FAIL".to_owned()
+        } else if !s.gate {
+            "not gated".to_owned()
+        } else if !v.evaluated() {
+            "not evaluated".to_owned()
+        } else {
+            "pass".to_owned()
+        },
+        inconclusive: v
+            .statistics
+            .as_ref()
+            .is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive),
+        note: match (&v.statistics, &v.note) {
+            (Some(st), note) => {
+                let mut text = format!(
+                    "{}; {:.0}% interval{}",
+                    st.method,
+                    st.confidence * 100.0,
+                    st.cv.map(|cv| format!("; CV {:.1}%", cv * 100.0)).unwrap_or_default()
+                );
+                if let Some(m) = st.smallest_detectable {
+                    text.push_str(&format!("; detects changes of {:.1}%+", m * 100.0));
+                }
+                if let Some(n) = note {
+                    text = format!("{n}; {text}");
+                }
+                text
+            }
+            (None, note) => note.clone().unwrap_or_default(),
+        },
+    }
+}
+
+/// The rows of a sweep's verdicts (judged over its cells together).
+fn sweep_slo_rows(sweep: &loadgate_results::Sweep) -> impl Iterator<Item = SloRow> + '_ {
+    let over = sweep.over.clone().unwrap_or_default();
+    let scenario = format!("sweep {} over {over}", sweep.scenario);
+    sweep.verdicts.iter().map(move |v| SloRow {
+        scenario: scenario.clone(),
+        slo: v.slo.clone(),
+        observed: v.observed_text.clone(),
+        threshold: v.threshold_text(),
+        result: if !v.passed {
+            "FAIL".to_owned()
+        } else if v.note.as_deref().is_some_and(|n| n.starts_with("not gated")) {
+            "not gated".to_owned()
+        } else if !v.evaluated() {
+            "not evaluated".to_owned()
+        } else {
+            "pass".to_owned()
+        },
+        inconclusive: false,
+        note: v.note.clone().unwrap_or_default(),
+    })
+}
+
+/// A capacity search's view (`load: capacity`): the capacity, why it stopped, a row per step.
+fn capacity_view(s: &ScenarioResult) -> Option<CapacityView> {
+    let c = s.capacity.as_ref()?;
+    Some(CapacityView {
+        name: s.name.clone(),
+        summary: c.summary(),
+        found: c.capacity.is_some(),
+        rows: crate::lines::capacity_rows(c)
+            .into_iter()
+            .zip(&c.steps)
+            .map(|(cells, step)| CapacityRow { cells, held: step.verdict == loadgate_results::StepVerdict::Pass })
+            .collect(),
+    })
+}
+
+/// An HTTPS instance's handshakes and their times.
+fn tls_row(s: &ScenarioResult) -> Option<TlsRow> {
+    Some(TlsRow {
+        name: s.name.clone(),
+        handshake: spread_line(&s.tls.as_ref()?.handshake_time),
+        tls: tls_line(s, false)?,
+    })
+}
+
+/// A mix's view: a row per named request.
+fn mix_view(s: &ScenarioResult) -> MixView {
+    MixView {
+        name: s.name.clone(),
+        rows: s
+            .by_request
+            .iter()
+            .map(|b| {
+                let p =
+                    |k: &str| b.latency.percentiles.get(k).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
+                MixRow {
+                    request: b.name.clone(),
+                    requests: format::count(b.requests.completed),
+                    throughput: format::rate(b.throughput),
+                    p50: p("p50"),
+                    p90: p("p90"),
+                    p99: p("p99"),
+                    max: if b.latency.count > 0 { format::latency(b.latency.max_us) } else { "-".to_owned() },
+                    errors: format::count(b.errors.total()),
+                    non_2xx: format::count(b.status.non_2xx()),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// An instance's generator and target CPU and the target's memory.
+fn resource_row(r: &RunResults, s: &ScenarioResult) -> ResourceRow {
+    let p = loadgate_results::phase_resources(r, s);
+    let pct = |f: Option<f64>| f.map(|f| format!("{:.0}%", f * 100.0)).unwrap_or_else(|| "-".to_owned());
+    ResourceRow {
+        scenario: s.name.clone(),
+        generator_cpu: pct(p.generator_peak),
+        target_cpu_mean: pct(p.target_cpu_mean),
+        target_cpu_peak: pct(p.target_cpu_peak),
+        target_rss_peak: p.target_rss_peak.map(format::bytes).unwrap_or_else(|| "-".to_owned()),
+    }
+}
+
+/// The pinning of the generator and the target: `(what, requested, applied)`.
+fn pinning_rows(r: &RunResults) -> Vec<(String, String, String)> {
+    vec![
+        (
+            "generator".to_owned(),
+            r.pinning.generator_requested.clone().unwrap_or_else(|| "any".to_owned()),
+            r.pinning.generator_applied.clone().unwrap_or_else(|| "unpinned".to_owned()),
+        ),
+        (
+            "target".to_owned(),
+            r.pinning.target_requested.clone().unwrap_or_else(|| "any".to_owned()),
+            r.pinning.target_applied.clone().unwrap_or_else(|| "unpinned".to_owned()),
+        ),
+    ]
+}
+
+/// The CPU of each generator worker: `worker 0: CPU 2, worker 1: unpinned`.
+fn workers_text(r: &RunResults) -> String {
+    if r.pinning.workers.is_empty() {
+        return "none recorded".to_owned();
+    }
+    r.pinning
+        .workers
+        .iter()
+        .enumerate()
+        .map(|(i, cpu)| format!("worker {i}: {}", cpu.map_or_else(|| "unpinned".to_owned(), |c| format!("CPU {c}"))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How the run was gated, for runs with repetitions: `5 repetitions per gated instance, 95% confidence ...`
+/// ([`Gating::sentence`], the plan's words for it).
+fn gating_sentence(r: &RunResults) -> Option<String> {
+    let g = r.gating.as_ref()?;
+    let gating = Gating {
+        repeat: g.repeat,
+        max_repeat: g.max_repeat,
+        confidence: g.confidence,
+        on_inconclusive: match g.on_inconclusive.as_str() {
+            "fail" => OnInconclusive::Fail,
+            "pass" => OnInconclusive::Pass,
+            _ => OnInconclusive::Inconclusive,
+        },
+        restart: if g.restart == "each_round" { Restart::EachRound } else { Restart::Never },
+        order: if g.order.as_deref() == Some("shuffle") { RoundOrder::Shuffle } else { RoundOrder::Abba },
+        rerun_invalid: g.rerun_invalid,
+        ..Gating::default()
+    };
+    Some(gating.sentence(&g.looks, g.candidate.as_deref(), GatingReader::Report))
 }
 
 /// `n thing` or `n things`.
@@ -1009,19 +1004,6 @@ fn metrics() -> [RepetitionMetric; 4] {
         ("p99", |r| r.latency.percentiles.get("p99").map(|v| *v as f64), true),
         ("max", |r| Some(r.latency.max_us as f64), true),
     ]
-}
-
-/// `6, 9 and 16`.
-fn looks_text(looks: &[u32]) -> String {
-    let mut words: Vec<String> = looks.iter().map(u32::to_string).collect();
-    match words.len() {
-        0 => String::new(),
-        1 => words.remove(0),
-        _ => {
-            let last = words.pop().unwrap_or_default();
-            format!("{} and {last}", words.join(", "))
-        }
-    }
 }
 
 fn show(value: f64, latency: bool) -> String {

@@ -46,7 +46,7 @@ pub struct RunResults {
     /// The verdict on the whole run and the exit code it maps to.
     pub outcome: Outcome,
     /// One entry per matrix scenario with two cells or more, in run order, with its knee. Derived from
-    /// `scenarios` by [`crate::sweeps`] (see [`crate::knee`] for the rules); empty in files written before it
+    /// `scenarios` by [`crate::sweeps`] (see [`crate::knee`](mod@crate::knee) for the rules); empty in files written before it
     /// existed, in which case reports derive it themselves.
     #[serde(default)]
     pub sweeps: Vec<Sweep>,
@@ -774,7 +774,7 @@ pub struct Sweep {
     pub verdicts: Vec<Verdict>,
 }
 
-/// The cell of a sweep where the target stopped scaling: see [`crate::knee`].
+/// The cell of a sweep where the target stopped scaling: see [`crate::knee`](mod@crate::knee).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Knee {
     /// The position of the knee cell among the sweep's cells, from 0 (not the instance's `index`).

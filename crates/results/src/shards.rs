@@ -13,7 +13,7 @@
 //!   measurement, never quietly merged.
 //! - Each instance is merged with [`crate::merge::merge_concurrent`] (histograms added, counts and rates summed,
 //!   timelines aligned by second), its SLOs judged again on the merge ([`crate::evaluate`]), and the outcome
-//!   derived as for any run ([`crate::outcome`]).
+//!   derived as for any run ([`crate::outcome()`]).
 //! - With repetitions, round `r` of the merge is every shard's round `r` (they ran at once): the rounds every
 //!   shard kept are merged with `merge_concurrent`, round by round, and the statistics over repetitions are
 //!   judged once on the merged rounds ([`crate::gate::judge`]): the repetition stays the sample, never the shard.

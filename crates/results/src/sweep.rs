@@ -10,7 +10,7 @@
 //!   throughput never fell). `throughput_drop <= 10%` says "throughput must not fall by more than 10% as the
 //!   swept variable grows".
 //! - **`knee OP V`**, **`plateau OP V`**, **`collapse OP V`**: the value of the swept variable at the knee,
-//!   found by the rules of [`crate::knee`] on the ordered cells: `plateau` is the first saturation (throughput
+//!   found by the rules of [`crate::knee`](mod@crate::knee) on the ordered cells: `plateau` is the first saturation (throughput
 //!   grew by less than 5%, or fell, while mean latency rose by more than 20%), `collapse` the first lasting
 //!   collapse (throughput more than 10% below the best of the cells before, and no later cell back within 10%
 //!   of it), `knee` the sweep's knee as reports name it: the collapse when there is one (it outranks a plateau,

@@ -1,4 +1,5 @@
-//! The crate's error type: every variant renders as a sentence a user can act on.
+//! The crate's error type, every variant of which renders as a sentence a user can act on, and a readiness
+//! probe attempt's failure ([`Failed`]), shared by the probes.
 
 use std::path::PathBuf;
 
@@ -53,4 +54,18 @@ pub enum TargetError {
     /// Pinning the target or reading its processes failed.
     #[error(transparent)]
     Machine(#[from] loadgate_machine::MachineError),
+}
+
+/// Why a probe attempt failed, and whether another attempt could succeed.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub message: String,
+    /// The server answered the handshake with a certificate the load refuses: retrying cannot help.
+    pub fatal: bool,
+}
+
+impl Failed {
+    pub(crate) fn retry(message: String) -> Failed {
+        Failed { message, fatal: false }
+    }
 }

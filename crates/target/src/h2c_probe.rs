@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::tls_probe::Failed;
+use crate::error::Failed;
 
 /// One attempt: connect to the first of `addrs` that accepts, send the preface and `GET target` with
 /// `:authority` `host`, and return the response's status. The whole attempt waits at most `timeout`.

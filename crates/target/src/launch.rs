@@ -26,8 +26,9 @@ use loadgate_model::Protocol;
 use loadgate_plan::ReadyProbe;
 use loadgate_results::TargetExit;
 
+use crate::error::Failed;
 use crate::h2c_probe;
-use crate::tls_probe::{self, Failed, ProbeTls};
+use crate::tls_probe::{self, ProbeTls};
 use crate::watchdog::Watchdog;
 use crate::TargetError;
 use loadgate_machine::procfs;

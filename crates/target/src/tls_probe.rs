@@ -20,6 +20,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::error::Failed;
 use crate::h2c_probe;
 
 /// How a readiness probe speaks TLS: as the load does.
@@ -64,20 +65,6 @@ impl ProbeTls {
             Some(t) => Failed { message: (self.explain)(t), fatal: matches!(t, rustls::Error::InvalidCertificate(_)) },
             None => Failed::retry(format!("{what} failed: {e}")),
         }
-    }
-}
-
-/// Why a probe attempt failed, and whether another attempt could succeed.
-#[derive(Debug)]
-pub(crate) struct Failed {
-    pub message: String,
-    /// The server answered the handshake with a certificate the load refuses: retrying cannot help.
-    pub fatal: bool,
-}
-
-impl Failed {
-    pub(crate) fn retry(message: String) -> Failed {
-        Failed { message, fatal: false }
     }
 }
 
