@@ -119,6 +119,15 @@ pub struct CpuMapping {
     pub cpu: u32,
 }
 
+/// The target process ended during the run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TargetExit {
+    /// Seconds from the start of the run.
+    pub at_seconds: f64,
+    /// The exit status or signal, as text.
+    pub status: String,
+}
+
 /// One sample of the target's resource use.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceSample {

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 pub use loadgate_measure::{
     nearest_rank, new_histogram, value_at_percentile, ByteCounts, ConnectionOpening, ConnectionStats, CpuMapping,
     ErrorCounts, Histograms, HistogramsAddError, Http2Stats, LatencySummary, LoadSummary, Machine, OpeningFailures,
-    PhaseMeasurement, Pinning, Problem, RequestBreakdown, RequestCounts, ResourceSample, StatusCounts, TimelinePoint,
-    TlsErrorCounts, TlsErrorKind, TlsStats, Validity, WorkerStats, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,
+    PhaseMeasurement, Pinning, Problem, RequestBreakdown, RequestCounts, ResourceSample, StatusCounts, TargetExit,
+    TimelinePoint, TlsErrorCounts, TlsErrorKind, TlsStats, Validity, WorkerStats, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,
     SUMMARY_PERCENTILES,
 };
 
@@ -46,7 +46,7 @@ pub struct RunResults {
     /// The verdict on the whole run and the exit code it maps to.
     pub outcome: Outcome,
     /// One entry per matrix scenario with two cells or more, in run order, with its knee. Derived from
-    /// `scenarios` by [`crate::sweeps`] (see [`crate::knee`](mod@crate::knee) for the rules); empty in files written before it
+    /// `scenarios` by [`crate::sweeps`] (see `results::knee` for the rules); empty in files written before it
     /// existed, in which case reports derive it themselves.
     #[serde(default)]
     pub sweeps: Vec<Sweep>,
@@ -260,15 +260,6 @@ pub struct TargetInfo {
     pub samples: Vec<ResourceSample>,
     /// Where the target's stdout and stderr were captured.
     pub log_files: Vec<String>,
-}
-
-/// The target process ended during the run.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct TargetExit {
-    /// Seconds from the start of the run.
-    pub at_seconds: f64,
-    /// The exit status or signal, as text.
-    pub status: String,
 }
 
 /// One scenario instance (a phase, or one cell of a matrix) and what it measured.
@@ -774,7 +765,7 @@ pub struct Sweep {
     pub verdicts: Vec<Verdict>,
 }
 
-/// The cell of a sweep where the target stopped scaling: see [`crate::knee`](mod@crate::knee).
+/// The cell of a sweep where the target stopped scaling: see `results::knee`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Knee {
     /// The position of the knee cell among the sweep's cells, from 0 (not the instance's `index`).

@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use loadgate_measure::TargetExit;
 use loadgate_model::units::CpuList;
 use loadgate_model::Protocol;
 use loadgate_plan::ReadyProbe;
-use loadgate_results::TargetExit;
 
 use crate::error::Failed;
 use crate::h2c_probe;
