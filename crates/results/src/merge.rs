@@ -1,7 +1,7 @@
 //! Combining measurements: histograms added bucket by bucket, never percentiles averaged.
 
 use crate::json::ResultsError;
-use crate::model::{LatencySummary, ScenarioResult, TimelinePoint, Validity};
+use crate::model::{LatencySummary, RequestBreakdown, ScenarioResult, TimelinePoint, Validity};
 
 /// Merges repetitions of one scenario instance (the same name, from several runs) as if they had run back to
 /// back: counts and durations summed, histograms added and the summaries recomputed from them, throughput
@@ -110,6 +110,7 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         }
         merged.bytes.read += part.bytes.read;
         merged.bytes.written += part.bytes.written;
+        add_breakdowns(&mut merged.by_request, &part.by_request)?;
         merged.workers.extend(part.workers.iter().cloned());
         merged.validity = Validity {
             valid: merged.validity.valid && part.validity.valid,
@@ -127,6 +128,10 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         if merged.limited_by.is_none() || (generator(&part.limited_by) && !generator(&merged.limited_by)) {
             merged.limited_by.clone_from(&part.limited_by);
         }
+    }
+    for r in &mut merged.by_request {
+        r.latency = LatencySummary::from_histogram(&r.histogram);
+        r.throughput = if merged.duration > 0.0 { r.requests.completed as f64 / merged.duration } else { 0.0 };
     }
     if merged.duration > 0.0 {
         merged.throughput = merged.requests.completed as f64 / merged.duration;
@@ -150,6 +155,26 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         tls.handshake_time = LatencySummary::from_histogram(&merged.histograms.tls_handshake);
     }
     Ok(merged)
+}
+
+/// Adds `other`'s per-request breakdowns (a mix's or a session's named requests) into `into`, name by name:
+/// counts summed, histograms added (a name only one part has is kept as it is). Latency summaries and
+/// throughputs are derived again once every part is in.
+fn add_breakdowns(into: &mut Vec<RequestBreakdown>, other: &[RequestBreakdown]) -> Result<(), ResultsError> {
+    for r in other {
+        match into.iter_mut().find(|q| q.name == r.name) {
+            Some(q) => {
+                q.requests += &r.requests;
+                q.status += &r.status;
+                q.errors += &r.errors;
+                q.histogram.add(&r.histogram).map_err(|e| {
+                    ResultsError::Merge(format!("the latency histograms of request `{}` do not add: {e}", r.name))
+                })?;
+            }
+            None => into.push(r.clone()),
+        }
+    }
+    Ok(())
 }
 
 /// Adds `other`'s per-second points into `into`, point by point: both count seconds from their phase's start.

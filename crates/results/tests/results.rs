@@ -238,3 +238,37 @@ fn merged_repetitions_add_histograms() {
     assert!(merge_scenarios(&[s.clone(), run.scenarios[2].clone()]).is_err());
     assert!(merge_scenarios(&[]).is_err());
 }
+
+#[test]
+fn merged_parts_add_their_per_request_breakdowns_name_by_name() {
+    let run = sample_run();
+    let mut s = run.scenarios[1].clone();
+    let named = |name: &str, completed: u64, us: u64| {
+        let mut histogram = new_histogram();
+        histogram.record_n(us, completed).unwrap();
+        RequestBreakdown {
+            name: name.to_owned(),
+            requests: RequestCounts { sent: completed, completed, incomplete: 0, unsent: 0 },
+            status: StatusCounts { success: completed, ..Default::default() },
+            errors: ErrorCounts::default(),
+            throughput: 0.0,
+            latency: LatencySummary::from_histogram(&histogram),
+            histogram,
+        }
+    };
+    s.by_request = vec![named("get", 900, 1_000), named("put", 100, 50_000)];
+    let mut other = s.clone();
+    // The second repetition's puts are slow, and it has a request the first lacks.
+    other.by_request = vec![named("put", 100, 90_000), named("delete", 10, 2_000)];
+    for merged in [merge_scenarios(&[s.clone(), other.clone()]).unwrap(), merge_concurrent(&[s, other]).unwrap()] {
+        let by = |name: &str| merged.by_request.iter().find(|r| r.name == name).unwrap();
+        assert_eq!(by("get").requests.completed, 900);
+        assert_eq!(by("put").requests.completed, 200, "both parts' puts");
+        assert_eq!(by("put").status.success, 200);
+        assert_eq!(by("put").histogram.len(), 200);
+        assert!(by("put").latency.percentiles["p99"] >= 89_000, "the slow repetition's puts are in the p99");
+        assert_eq!(by("delete").requests.completed, 10);
+        let expected = 200.0 / merged.duration;
+        assert!((by("put").throughput - expected).abs() < 1e-9, "per the merged duration");
+    }
+}
