@@ -74,41 +74,50 @@ impl ProbeTls {
 /// server that answers the handshake with something that is not TLS).
 pub fn handshake(tls: ProbeTls, addrs: &[SocketAddr], protocol: Protocol, timeout: Duration) -> Result<(), String> {
     let tls = tls.offering(protocol);
-    let mut last = "no address to connect to".to_owned();
-    for addr in addrs {
-        let mut tcp = match TcpStream::connect_timeout(addr, timeout) {
-            Ok(tcp) => tcp,
-            Err(e) => {
-                last = format!("TCP connect to {addr} failed: {e}");
-                continue;
+    let no_address = "no address to connect to".to_owned();
+    let (mut tcp, addr) =
+        connect_first(addrs, timeout, no_address, |addr, e| format!("TCP connect to {addr} failed: {e}"))?;
+    let io = |e: std::io::Error| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(t) => match t {
+            rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
+                format!("{}: does it speak TLS? An `http://` URL names a plain-text server", (tls.explain)(t))
             }
-        };
-        let io = |e: std::io::Error| match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-            Some(t) => match t {
-                rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
-                    format!("{}: does it speak TLS? An `http://` URL names a plain-text server", (tls.explain)(t))
-                }
-                _ => (tls.explain)(t),
-            },
-            None if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                format!("no TLS handshake with {addr} within {timeout:?}: does it speak TLS?")
-            }
-            None => format!("the TLS handshake with {addr} failed: {e} (does it speak TLS?)"),
-        };
-        tcp.set_read_timeout(Some(timeout)).map_err(io)?;
-        tcp.set_write_timeout(Some(timeout)).map_err(io)?;
-        let mut conn =
-            ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(|e| (tls.explain)(&e))?;
-        while conn.is_handshaking() {
-            match conn.complete_io(&mut tcp) {
-                Ok((0, 0)) if conn.is_handshaking() => {
-                    return Err(format!("{addr} closed the connection during the TLS handshake: does it speak TLS?"))
-                }
-                Ok(_) => {}
-                Err(e) => return Err(io(e)),
-            }
+            _ => (tls.explain)(t),
+        },
+        None if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            format!("no TLS handshake with {addr} within {timeout:?}: does it speak TLS?")
         }
-        return Ok(());
+        None => format!("the TLS handshake with {addr} failed: {e} (does it speak TLS?)"),
+    };
+    tcp.set_read_timeout(Some(timeout)).map_err(io)?;
+    tcp.set_write_timeout(Some(timeout)).map_err(io)?;
+    let mut conn = ClientConnection::new(tls.config.clone(), tls.server_name.clone()).map_err(|e| (tls.explain)(&e))?;
+    while conn.is_handshaking() {
+        match conn.complete_io(&mut tcp) {
+            Ok((0, 0)) if conn.is_handshaking() => {
+                return Err(format!("{addr} closed the connection during the TLS handshake: does it speak TLS?"))
+            }
+            Ok(_) => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Connects to the first of `addrs` that accepts within `timeout`. When none does: `none` without an address,
+/// else what `refused` makes of the last connect that failed.
+fn connect_first<E>(
+    addrs: &[SocketAddr],
+    timeout: Duration,
+    none: E,
+    refused: impl Fn(&SocketAddr, std::io::Error) -> E,
+) -> Result<(TcpStream, SocketAddr), E> {
+    let mut last = none;
+    for addr in addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(tcp) => return Ok((tcp, *addr)),
+            Err(e) => last = refused(addr, e),
+        }
     }
     Err(last)
 }
@@ -125,14 +134,11 @@ pub(crate) fn get_status(
     target: &str,
     timeout: Duration,
 ) -> Result<u16, Failed> {
-    let mut last = Failed::retry("no address to connect to".to_owned());
-    for addr in addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
-            Ok(tcp) => return exchange(tls, tcp, *addr, host, target, timeout),
-            Err(e) => last = Failed::retry(format!("TCP connect to {addr} failed: {e}")),
-        }
-    }
-    Err(last)
+    let no_address = Failed::retry("no address to connect to".to_owned());
+    let (tcp, addr) = connect_first(addrs, timeout, no_address, |addr, e| {
+        Failed::retry(format!("TCP connect to {addr} failed: {e}"))
+    })?;
+    exchange(tls, tcp, addr, host, target, timeout)
 }
 
 fn exchange(
@@ -191,22 +197,15 @@ pub(crate) fn get_status_plain(
     target: &str,
     timeout: Duration,
 ) -> Result<u16, Failed> {
-    let mut last = Failed::retry("no address to connect to".to_owned());
-    for addr in addrs {
-        let mut tcp = match TcpStream::connect_timeout(addr, timeout) {
-            Ok(tcp) => tcp,
-            Err(e) => {
-                last = Failed::retry(format!("GET {target} failed: TCP connect to {addr}: {e}"));
-                continue;
-            }
-        };
-        let what = format!("GET {target} at {addr}");
-        let failed = |e: std::io::Error| Failed::retry(format!("{what} failed: {e}"));
-        tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
-        tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
-        return request_status(&mut tcp, host, target, &what, failed);
-    }
-    Err(last)
+    let no_address = Failed::retry("no address to connect to".to_owned());
+    let (mut tcp, addr) = connect_first(addrs, timeout, no_address, |addr, e| {
+        Failed::retry(format!("GET {target} failed: TCP connect to {addr}: {e}"))
+    })?;
+    let what = format!("GET {target} at {addr}");
+    let failed = |e: std::io::Error| Failed::retry(format!("{what} failed: {e}"));
+    tcp.set_read_timeout(Some(timeout)).map_err(failed)?;
+    tcp.set_write_timeout(Some(timeout)).map_err(failed)?;
+    request_status(&mut tcp, host, target, &what, failed)
 }
 
 /// One attempt under `protocol` `http2` or `auto` (the client offers `h2`, see [`ProbeTls::offering`]): connect
