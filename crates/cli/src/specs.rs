@@ -22,7 +22,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// What a [`Job`] is built from.
+    /// What a [`loadgate_runner::Job`] is built from.
     pub(crate) fn into_input(self) -> SpecInput {
         let Loaded { spec, file, dir, text, flags_yaml } = self;
         SpecInput { spec, file, dir, text, flags_yaml }
