@@ -115,7 +115,8 @@ fn three_builds_by_four_connection_counts_make_seed_003s_table() {
 #[test]
 fn repetitions_judge_each_change_with_an_interval_and_a_word() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let slow = run(dir.path(), "slow", 4.0, &["--repeat", "8"]);
+    // 20 ms against 1 ms per request: a loaded machine's scheduling delays (a few ms) cannot turn the order.
+    let slow = run(dir.path(), "slow", 20.0, &["--repeat", "8"]);
     let fast = run(dir.path(), "fast", 1.0, &["--repeat", "8"]);
     let done = loadgate(&[
         "compare",
@@ -137,7 +138,7 @@ fn repetitions_judge_each_change_with_an_interval_and_a_word() {
             let (lo, r, hi) = (est["lower"].as_f64(), est["ratio"].as_f64(), est["upper"].as_f64());
             assert!(lo <= r && r <= hi && lo.is_some(), "{}: {est}", cell["name"]);
             judged += 1;
-            // A 4 ms delay against 1 ms is never judged slower; a round a loaded machine stalls can make a cell
+            // A 20 ms delay against 1 ms is never judged slower; a round a loaded machine stalls can make a cell
             // "can't tell" (that is the interval's honesty), not the other way.
             assert_ne!(ch["word"], "slower", "{}: {m}", cell["name"]);
             if ch["word"] == "faster" {
