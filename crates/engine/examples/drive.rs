@@ -124,7 +124,7 @@ fn main() -> ExitCode {
             StopCondition::Requests { .. } => None,
         },
         cooldown: Duration::ZERO,
-        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None },
+        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None, checks: vec![], captures: vec![] },
         mix: Vec::new(),
         timeout: args.timeout,
         load: LoadPlan {
@@ -155,6 +155,7 @@ fn main() -> ExitCode {
             .collect(),
         slos: vec![],
         session: Vec::new(),
+        checks: Default::default(),
         capacity: None,
         seed: 0,
     };

@@ -63,6 +63,8 @@ enum Piece {
     Gen { index: usize, encode: bool },
     /// `Content-Length: N\r\n` for a body generated per request.
     Length,
+    /// A session variable's value (captured by an earlier step), percent-encoded when `encode`.
+    Var { slot: u16, encode: bool },
 }
 
 /// A request compiled once per phase into literal bytes and generator slots, in wire order. A request without
@@ -103,6 +105,7 @@ impl Builder {
             match s {
                 Segment::Text(t) => self.lit(t.as_bytes()),
                 Segment::Gen { index, encode } => self.pieces.push(Piece::Gen { index: *index, encode: *encode }),
+                Segment::Var { slot, encode } => self.pieces.push(Piece::Var { slot: *slot, encode: *encode }),
             }
         }
     }
@@ -152,7 +155,7 @@ impl Template {
                             }
                         }
                     }
-                    Segment::Text(_) => {}
+                    Segment::Text(_) | Segment::Var { .. } => {}
                 }
             }
             Ok(())
@@ -192,7 +195,7 @@ impl Template {
             b.segments(value);
             b.lit(b"\r\n");
         }
-        let generated_body = body.as_ref().is_some_and(|segs| segs.iter().any(|s| matches!(s, Segment::Gen { .. })));
+        let generated_body = body.as_ref().is_some_and(|segs| segs.iter().any(|s| matches!(s, Segment::Gen { .. } | Segment::Var { .. })));
         if let Some(segs) = &body {
             if !has_length {
                 if generated_body {
@@ -249,6 +252,8 @@ impl Template {
                         g.fill(rng, encode, out);
                     }
                 }
+                // Filled by the session's variables (TODO(issue 30): engine commit).
+                Piece::Var { .. } => {}
                 Piece::Length => {
                     out.extend_from_slice(b"Content-Length: ");
                     write_u64(out, body_len as u64);
@@ -357,6 +362,8 @@ mod tests {
             headers: headers.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
             body: body.map(Into::into),
             dynamic: None,
+            checks: vec![],
+            captures: vec![],
         }
     }
 

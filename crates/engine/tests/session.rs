@@ -14,7 +14,7 @@ use loadgate_plan::{Arrival, RequestPlan, SessionStep, UserStep};
 fn step(name: &str, path: &str) -> SessionStep {
     SessionStep::Request {
         name: name.into(),
-        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None },
+        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None, checks: vec![], captures: vec![] },
     }
 }
 

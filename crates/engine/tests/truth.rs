@@ -552,6 +552,8 @@ fn batch_reads_of_responses_sent_in_pieces_are_not_held_back() {
         headers: vec![],
         body: None,
         dynamic: None,
+        checks: vec![],
+        captures: vec![],
     };
     let r = PhaseBuilder::closed(2)
         .requests(2000)

@@ -31,4 +31,10 @@ pub enum Segment {
         index: usize,
         encode: bool,
     },
+    /// A session variable (a value captured by an earlier step), by its slot in the session's variables;
+    /// `encode` percent-encodes it (query values).
+    Var {
+        slot: u16,
+        encode: bool,
+    },
 }

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | [`units`] | durations, rates, byte sizes, CPU lists, percentages: parsed from what users write, shown back |
 //! | [`mod@spec`] | the validated [`Spec`]: every template rendered, every unit parsed, every matrix cell expanded |
+//! | [`check`] | response checks, captures, session variables and verification (`check:`, `capture:`, `verify:`) |
 //! | [`slo`] | SLO expressions (`p99 < 100ms`): metric, comparison, threshold |
 //! | [`history`] | the `history:` section: drift and change-point SLOs judged against a store of earlier runs |
 //! | [`mod@sweep`] | sweep SLOs over a matrix scenario's cells (`knee >= 256`, `throughput_drop <= 10%`) |
@@ -13,6 +14,7 @@
 //! | [`secrets`] | which values are secret, and the [`secrets::Redactor`] every artifact is written through |
 //! | [`yaml`] | YAML scalars for what loadgate writes (imports, `--print-spec`, Kubernetes manifests) |
 
+pub mod check;
 pub mod diag;
 pub mod generate;
 pub mod history;
@@ -26,6 +28,10 @@ pub mod units;
 pub mod url;
 pub mod yaml;
 
+pub use check::{
+    Capture, CaptureSource, Check, CheckKind, Expected, FailedChecks, JsonExpected, JsonOp, JsonSelector, JsonStep, JsonType,
+    Pattern, StatusSet, TextOp, Variable, Verify, VerifyScenarios,
+};
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};
 pub use history::{Detection, HistoryCheckKind, HistoryGate, HistoryLimit, HistoryReference};

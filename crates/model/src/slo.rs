@@ -37,11 +37,15 @@ pub enum Metric {
     Timeouts,
     /// The highest rate at which a capacity search's steps held their SLOs (`load: capacity` only).
     Capacity,
+    /// Check evaluations that held, over all evaluations (k6's `checks` rate); no evaluation never passes.
+    Checks,
+    /// Check evaluations that failed.
+    CheckFailures,
 }
 
 /// The percentiles every summary carries; an SLO may name any other (`p98`, `p99.95`).
 pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
-const METRIC_NAMES: [&str; 21] = [
+const METRIC_NAMES: [&str; 23] = [
     "p50",
     "p75",
     "p90",
@@ -63,6 +67,8 @@ const METRIC_NAMES: [&str; 21] = [
     "non_2xx",
     "timeouts",
     "capacity",
+    "checks",
+    "check_failures",
 ];
 
 /// What kind of threshold a metric takes.
@@ -84,8 +90,8 @@ impl Metric {
             | Metric::ConnectMax
             | Metric::ConnectMean => MetricKind::Latency,
             Metric::Throughput | Metric::Capacity => MetricKind::Rate,
-            Metric::ErrorRate => MetricKind::Ratio,
-            Metric::Errors | Metric::Non2xx | Metric::Timeouts => MetricKind::Count,
+            Metric::ErrorRate | Metric::Checks => MetricKind::Ratio,
+            Metric::Errors | Metric::Non2xx | Metric::Timeouts | Metric::CheckFailures => MetricKind::Count,
         }
     }
 
@@ -138,6 +144,8 @@ impl fmt::Display for Metric {
             Metric::Non2xx => f.write_str("non_2xx"),
             Metric::Timeouts => f.write_str("timeouts"),
             Metric::Capacity => f.write_str("capacity"),
+            Metric::Checks => f.write_str("checks"),
+            Metric::CheckFailures => f.write_str("check_failures"),
         }
     }
 }
@@ -154,6 +162,8 @@ impl FromStr for Metric {
             "non_2xx" => Metric::Non2xx,
             "timeouts" => Metric::Timeouts,
             "capacity" => Metric::Capacity,
+            "checks" => Metric::Checks,
+            "check_failures" => Metric::CheckFailures,
             "connect_max" => Metric::ConnectMax,
             "connect_mean" | "connect_avg" => Metric::ConnectMean,
             _ => match s.strip_prefix("connect_p") {
@@ -231,6 +241,8 @@ pub struct Slo {
     pub metric: Metric,
     /// Restricts the metric to one named request of a mix: `p99{request=put}`.
     pub request: Option<String>,
+    /// Restricts a check metric (`checks`, `check_failures`) to checks of one name: `check_failures{check=token}`.
+    pub check: Option<String>,
     pub comparison: Comparison,
     pub threshold: Threshold,
     /// Stop the run as soon as this SLO is breached beyond repair (after `delay`).
@@ -246,8 +258,11 @@ pub struct AbortOnFail {
 impl fmt::Display for Slo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.metric)?;
-        if let Some(r) = &self.request {
-            write!(f, "{{request={r}}}")?;
+        match (&self.request, &self.check) {
+            (Some(r), Some(c)) => write!(f, "{{request={r}, check={c}}}")?,
+            (Some(r), None) => write!(f, "{{request={r}}}")?,
+            (None, Some(c)) => write!(f, "{{check={c}}}")?,
+            (None, None) => {}
         }
         write!(f, " {} {}", self.comparison.as_str(), self.threshold)
     }
@@ -318,24 +333,38 @@ impl Slo {
         })?;
         let rhs = rhs.trim();
 
-        // The metric, with an optional `{request=NAME}` filter.
+        // The metric, with an optional filter: `{request=NAME}`, `{check=NAME}` or both, comma-separated.
+        let mut check = None;
         let (name, request) = match lhs.split_once('{') {
             Some((name, filter)) => {
                 let filter =
                     filter.strip_suffix('}').ok_or_else(|| err(format!("`{lhs}` has an unclosed `{{`"), None))?;
-                let value = filter
-                    .trim()
-                    .strip_prefix("request")
-                    .and_then(|r| r.trim_start().strip_prefix('='))
-                    .map(|v| v.trim().to_owned())
-                    .filter(|v| !v.is_empty())
-                    .ok_or_else(|| {
+                let mut request = None;
+                for part in filter.split(',') {
+                    let bad = || {
                         err(
                             format!("`{{{filter}}}` is not a filter"),
-                            Some("the only filter is `{request=NAME}`".into()),
+                            Some("the filters are `{request=NAME}`, and on `checks` and `check_failures` also `{check=NAME}` or `{request=NAME, check=NAME}`".into()),
                         )
-                    })?;
-                (name.trim(), Some(value))
+                    };
+                    let (key, value) = part.split_once('=').ok_or_else(bad)?;
+                    let value = value.trim().to_owned();
+                    if value.is_empty() {
+                        return Err(bad());
+                    }
+                    let slot = match key.trim() {
+                        "request" => &mut request,
+                        "check" => &mut check,
+                        _ => return Err(bad()),
+                    };
+                    if slot.replace(value).is_some() {
+                        return Err(bad());
+                    }
+                }
+                if request.is_none() && check.is_none() {
+                    return Err(err(format!("`{{{filter}}}` is not a filter"), Some("write `{request=NAME}`".into())));
+                }
+                (name.trim(), request)
             }
             None => (lhs, None),
         };
@@ -432,7 +461,13 @@ impl Slo {
                 })?),
             }
         };
-        Ok(Slo { metric, request, comparison, threshold, abort_on_fail: None })
+        if check.is_some() && !matches!(metric, Metric::Checks | Metric::CheckFailures) {
+            return Err(err(
+                format!("`{{check=...}}` filters `checks` and `check_failures` only, not `{metric}`"),
+                Some("gate a check with `check_failures{check=NAME} == 0` or `checks{check=NAME} > 99%`".into()),
+            ));
+        }
+        Ok(Slo { metric, request, check, comparison, threshold, abort_on_fail: None })
     }
 }
 

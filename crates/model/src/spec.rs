@@ -29,6 +29,8 @@ pub struct Spec {
     pub gating: crate::Gating,
     /// Checks judged against a history store of earlier runs (`history:`).
     pub history: Option<crate::HistoryGate>,
+    /// Which scenarios send their requests once and check them before any load (`verify:`).
+    pub verify: crate::Verify,
     pub scenarios: Vec<Scenario>,
     /// Warnings found while validating (errors never reach a `Spec`).
     #[serde(skip)]
@@ -222,6 +224,27 @@ pub struct Cell {
     /// times, in order; empty otherwise. `request` is then the first request step.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub session: Vec<SessionStep>,
+    /// A per-user cookie jar (`cookies:`; on by default with a session).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cookies: bool,
+    /// Whether a failed check fails the response in `error_rate` (`failed_checks:`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub failed_checks: crate::FailedChecks,
+    /// The session's variables (captured values), index = slot.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<crate::Variable>,
+    /// The scenario's own `verify:` (`Some(false)` opts out); `None` follows the spec's `verify:`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<bool>,
+    /// The most bytes of a body that body regexes read (`defaults.check_body_limit`).
+    pub check_body_limit: u64,
+}
+
+/// `check_body_limit`'s default: 64 KiB.
+pub const DEFAULT_CHECK_BODY_LIMIT: u64 = 64 * 1024;
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// One step of a user's session.
@@ -252,6 +275,12 @@ pub struct Request {
     pub body: Option<String>,
     /// Set when some part is generated per request (`{{ seq() }}`, ...): the same fields as segments.
     pub dynamic: Option<DynamicRequest>,
+    /// What the response must satisfy (`check:`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::Check>,
+    /// What a session step takes from its response for later steps (`capture:`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<crate::Capture>,
 }
 
 /// A request with per-request values, compiled into literal segments and generator slots.

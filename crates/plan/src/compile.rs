@@ -47,13 +47,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                 start_offset: offset,
                 duration,
                 cooldown: scenario.cooldown,
-                request: RequestPlan {
-                    method: cell.request.method.clone(),
-                    path: cell.request.path.clone(),
-                    headers: cell.request.headers.clone(),
-                    body: cell.request.body.clone(),
-                    dynamic: cell.request.dynamic.clone(),
-                },
+                request: request_plan(&cell.request),
                 mix: cell
                     .mix
                     .iter()
@@ -78,6 +72,13 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                         loadgate_model::SessionStep::Think { duration } => SessionStep::Think { duration: *duration },
                     })
                     .collect(),
+                checks: PhaseChecks {
+                    cookies: cell.cookies,
+                    failed_checks: cell.failed_checks,
+                    variables: cell.variables.clone(),
+                    verify: verifies(spec.verify.scenarios, cell),
+                    check_body_limit: cell.check_body_limit,
+                },
             };
             offset = match (offset, duration) {
                 (Some(o), Some(d)) => Some(Duration(o.0 + d.0 + scenario.cooldown.0)),
@@ -128,6 +129,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
             .collect(),
         phases,
         history: spec.history.clone(),
+        verify: spec.verify,
         hash: String::new(),
         shard: None,
     };
@@ -157,6 +159,26 @@ fn mix64(index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Whether a cell is verified before the load: its own `verify:` decides, else the spec's (`auto`: when one of
+/// its requests has checks).
+fn verifies(mode: loadgate_model::VerifyScenarios, cell: &loadgate_model::Cell) -> bool {
+    use loadgate_model::VerifyScenarios;
+    if let Some(own) = cell.verify {
+        return own;
+    }
+    let has_checks = !cell.request.checks.is_empty()
+        || cell.mix.iter().any(|m| !m.request.checks.is_empty())
+        || cell.session.iter().any(|s| match s {
+            loadgate_model::SessionStep::Request { request, .. } => !request.checks.is_empty(),
+            loadgate_model::SessionStep::Think { .. } => false,
+        });
+    match mode {
+        VerifyScenarios::Auto => has_checks,
+        VerifyScenarios::All => true,
+        VerifyScenarios::Off => false,
+    }
+}
+
 fn request_plan(r: &loadgate_model::Request) -> RequestPlan {
     RequestPlan {
         method: r.method.clone(),
@@ -164,6 +186,8 @@ fn request_plan(r: &loadgate_model::Request) -> RequestPlan {
         headers: r.headers.clone(),
         body: r.body.clone(),
         dynamic: r.dynamic.clone(),
+        checks: r.checks.clone(),
+        captures: r.captures.clone(),
     }
 }
 

@@ -42,6 +42,9 @@ pub struct ExecutionPlan {
     /// The spec's `history:` checks, judged against a history store after the run (`run --history STORE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<loadgate_model::HistoryGate>,
+    /// The spec's `verify:` (which phases verify is each phase's `checks.verify`); left out when default.
+    #[serde(default, skip_serializing_if = "is_default_verify")]
+    pub verify: loadgate_model::Verify,
     /// Hex SHA-256 (first 16 hex digits) of the plan's canonical JSON without this field. A shard's plan
     /// (`shard` set) keeps the hash of the whole plan it is a slice of: the identity its shards share.
     pub hash: String,
@@ -280,6 +283,9 @@ pub struct Phase {
     /// when set, `request` is the first request step, for display, and results are broken down per request step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub session: Vec<SessionStep>,
+    /// Variables, cookies, how failed checks count, verification (`PhaseChecks`); left out when default.
+    #[serde(default, skip_serializing_if = "PhaseChecks::is_default")]
+    pub checks: PhaseChecks,
 }
 
 /// One step of a user's session.
@@ -312,6 +318,68 @@ pub struct RequestPlan {
     /// the same fields as literal segments and generator slots, filled per request from a source seeded with
     /// the plan's `seed`. `path`, `headers` and `body` above then show the generators as `{seq(0, 1)}`.
     pub dynamic: Option<loadgate_model::DynamicRequest>,
+    /// What the response must satisfy (`check:`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<loadgate_model::Check>,
+    /// What a session step takes from its response for later steps (`capture:`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<loadgate_model::Capture>,
+}
+
+/// A phase's response checking beyond its requests' checks: the session's variables and cookie jar, how a
+/// failed check counts, and whether the phase is verified before the load. The default (no variables, no
+/// jar, failed checks as errors, not verified) is left out of the plan's JSON, so plans without checks hash as
+/// before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseChecks {
+    /// A per-user cookie jar (`cookies:`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cookies: bool,
+    #[serde(default, skip_serializing_if = "is_errors")]
+    pub failed_checks: loadgate_model::FailedChecks,
+    /// The session's variables, index = slot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<loadgate_model::Variable>,
+    /// The phase's requests are sent and checked once before any load (`verify:`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verify: bool,
+    /// The most bytes of a body that body regexes read.
+    #[serde(default = "default_body_limit", skip_serializing_if = "is_default_body_limit")]
+    pub check_body_limit: u64,
+}
+
+impl Default for PhaseChecks {
+    fn default() -> Self {
+        PhaseChecks {
+            cookies: false,
+            failed_checks: Default::default(),
+            variables: Vec::new(),
+            verify: false,
+            check_body_limit: default_body_limit(),
+        }
+    }
+}
+
+impl PhaseChecks {
+    pub fn is_default(&self) -> bool {
+        *self == PhaseChecks::default()
+    }
+}
+
+fn is_default_verify(v: &loadgate_model::Verify) -> bool {
+    *v == loadgate_model::Verify::default()
+}
+
+fn is_errors(f: &loadgate_model::FailedChecks) -> bool {
+    *f == loadgate_model::FailedChecks::Errors
+}
+
+fn default_body_limit() -> u64 {
+    loadgate_model::DEFAULT_CHECK_BODY_LIMIT
+}
+
+fn is_default_body_limit(n: &u64) -> bool {
+    *n == default_body_limit()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -101,6 +101,8 @@ fn measure_parts(
         Metric::Timeouts => Some(errors.timeout as f64),
         // A capacity belongs to a search, never to a request or its parts.
         Metric::Capacity => None,
+        // Checks are measured from the result's check counts (`checks`), not from these parts.
+        Metric::Checks | Metric::CheckFailures => None,
     }
 }
 

@@ -457,6 +457,8 @@ impl PhaseBuilder {
                     headers: vec![("User-Agent".into(), "loadgate-test".into())],
                     body: None,
                     dynamic: None,
+                    checks: vec![],
+                    captures: vec![],
                 },
             ),
             mix: self.mix.clone(),
@@ -478,6 +480,7 @@ impl PhaseBuilder {
             slos: vec![],
             seed: self.seed,
             session: self.session.clone(),
+            checks: Default::default(),
             capacity: None,
         };
         let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None, pacing: self.pacing }).collect();

@@ -389,6 +389,7 @@ fn read_sections(
         candidate,
         gating,
         history,
+        verify: Default::default(),
         scenarios,
         warnings: Vec::new(),
         secrets: Default::default(),

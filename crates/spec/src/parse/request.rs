@@ -449,6 +449,7 @@ fn assemble_request(
                 Segment::Gen { index, .. } => {
                     format!("{{{}}}", gens.get(*index).map(describe_generator).unwrap_or_default())
                 }
+                Segment::Var { slot, .. } => format!("{{var{slot}}}"),
             })
             .collect()
     };
@@ -479,7 +480,15 @@ fn assemble_request(
         body: body_segments.map(merge_text),
         generators,
     });
-    Some(Request { method, path, headers: shown_headers, body: shown_body, dynamic })
+    Some(Request {
+        method,
+        path,
+        headers: shown_headers,
+        body: shown_body,
+        dynamic,
+        checks: Vec::new(),
+        captures: Vec::new(),
+    })
 }
 
 /// Joins neighbouring text segments and drops empty ones.

@@ -586,7 +586,21 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             }
         }
     }
-    Some(Cell { bindings: Vec::new(), request: request?, mix, timeout: timeout?, load: load?, streams, slos, session })
+    Some(Cell {
+        bindings: Vec::new(),
+        request: request?,
+        mix,
+        timeout: timeout?,
+        load: load?,
+        streams,
+        slos,
+        cookies: false,
+        failed_checks: Default::default(),
+        variables: Vec::new(),
+        verify: None,
+        check_body_limit: loadgate_model::DEFAULT_CHECK_BODY_LIMIT,
+        session,
+    })
 }
 
 /// A scenario's `slo` list. `capacity` says whether the scenario's load is a capacity search (`None` when the load
