@@ -716,6 +716,8 @@ fn assemble(
         validity,
         aborted,
         by_request: by_request(phase, finals, duration),
+        checked: Default::default(),
+        checks: Vec::new(),
     }
 }
 
@@ -1041,6 +1043,7 @@ fn by_request(phase: &Phase, finals: &[Box<WorkerFinal>], duration: f64) -> Vec<
                 throughput,
                 latency: LatencySummary::from_histogram(&histogram),
                 histogram,
+                checked: Default::default(),
             }
         })
         .collect()

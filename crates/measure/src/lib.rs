@@ -154,6 +154,86 @@ pub struct RequestBreakdown {
     #[serde(with = "crate::histogram_serde")]
     #[schemars(with = "String", pattern(r"^HISTFAAA"))]
     pub histogram: Histogram<u64>,
+    /// Responses of this request whose checks ran.
+    #[serde(default, skip_serializing_if = "CheckedResponses::is_empty")]
+    pub checked: CheckedResponses,
+}
+
+/// Responses judged by checks (requests with `check:`): what `error_rate` needs besides the status classes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckedResponses {
+    /// Responses whose checks ran.
+    pub responses: u64,
+    /// Responses that failed a check although their status was 2xx or accepted by a `status` check: failed
+    /// responses in `error_rate` under `failed_checks: errors` (the default), not under `separate`.
+    pub failed: u64,
+    /// Non-2xx responses a `status` check accepted: successful responses, not counted in `error_rate`.
+    pub accepted_non_2xx: u64,
+}
+
+impl CheckedResponses {
+    pub fn is_empty(&self) -> bool {
+        *self == CheckedResponses::default()
+    }
+}
+
+impl AddAssign<&CheckedResponses> for CheckedResponses {
+    fn add_assign(&mut self, other: &CheckedResponses) {
+        self.responses += other.responses;
+        self.failed += other.failed;
+        self.accepted_non_2xx += other.accepted_non_2xx;
+    }
+}
+
+/// One check of one request over a phase: how often it held and failed, with the first failures kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckStats {
+    /// The request's name: the mix entry or session step, `request` for a single request.
+    pub request: String,
+    /// The check's name (`status`, `header:content-type`, `json:$.id`, a `name:`, or `capture:<variable>`).
+    pub check: String,
+    /// What it expects, as the spec said it: `status in 200, 201`, `$.id exists`.
+    pub expects: String,
+    pub passed: u64,
+    pub failed: u64,
+    /// The first failures (at most [`MAX_CHECK_EXAMPLES`] per check), secrets masked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<CheckExample>,
+}
+
+/// The most failing examples kept per check.
+pub const MAX_CHECK_EXAMPLES: usize = 3;
+
+/// A response that failed a check, as much as a reader needs to see why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckExample {
+    /// The response's status (0 when the step was not sent).
+    pub status: u16,
+    /// Its `Content-Type`, when it had one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub content_type: String,
+    /// What the check saw: `Content-Type was "application/xml"`, `$.token not found`, `body is 0 bytes`.
+    pub observed: String,
+    /// The body's first bytes (at most 160, lossily UTF-8), or its length only when bodies are secret.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub body_start: String,
+    /// The body's length in bytes.
+    #[serde(default)]
+    pub body_len: u64,
+}
+
+/// Adds the counts of the same check, keeping the first examples up to the bound.
+impl AddAssign<&CheckStats> for CheckStats {
+    fn add_assign(&mut self, other: &CheckStats) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        for e in &other.examples {
+            if self.examples.len() >= MAX_CHECK_EXAMPLES {
+                break;
+            }
+            self.examples.push(e.clone());
+        }
+    }
 }
 
 /// The load a phase applied.
@@ -261,6 +341,13 @@ pub struct ErrorCounts {
     pub timeout: u64,
     /// The response was not valid HTTP/1.1.
     pub protocol: u64,
+    /// Session steps not sent because a value they use was never captured (or would break the request).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missing_value: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Adds another count to this one.
@@ -271,13 +358,14 @@ impl AddAssign<&ErrorCounts> for ErrorCounts {
         self.write += other.write;
         self.timeout += other.timeout;
         self.protocol += other.protocol;
+        self.missing_value += other.missing_value;
     }
 }
 
 impl ErrorCounts {
     /// Failed requests of every kind.
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.protocol
+        self.connect + self.read + self.write + self.timeout + self.protocol + self.missing_value
     }
 }
 
@@ -805,6 +893,10 @@ pub struct PhaseMeasurement {
     pub aborted: Option<String>,
     /// For a request mix: the same measurements per named request, in the mix's order. Empty otherwise.
     pub by_request: Vec<RequestBreakdown>,
+    /// Responses whose checks ran, over all requests.
+    pub checked: CheckedResponses,
+    /// Each check of each request, in the plan's order (requests, then their checks); empty without checks.
+    pub checks: Vec<CheckStats>,
 }
 
 #[cfg(test)]

@@ -313,6 +313,7 @@ mod tests {
             throughput: count as f64 / 10.0,
             latency: LatencySummary::from_histogram(&histogram),
             histogram,
+            checked: Default::default(),
         }
     }
 

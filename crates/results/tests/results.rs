@@ -254,6 +254,7 @@ fn merged_parts_add_their_per_request_breakdowns_name_by_name() {
             throughput: 0.0,
             latency: LatencySummary::from_histogram(&histogram),
             histogram,
+            checked: Default::default(),
         }
     };
     s.by_request = vec![named("get", 900, 1_000), named("put", 100, 50_000)];
