@@ -24,6 +24,22 @@ pub(crate) struct Completed {
     pub close: bool,
 }
 
+/// What sees a response's head and body bytes as the parser frames them (response checks). `()` sees nothing
+/// and compiles away, so [`ResponseParser::feed`] is the plain parser.
+pub(crate) trait Inspect {
+    /// A final (non-1xx) response head, whole: status line and header lines, up to the empty line.
+    fn head(&mut self, status: u16, head: &[u8]);
+    /// Body bytes, in order, without chunk framing or trailers.
+    fn body(&mut self, bytes: &[u8]);
+}
+
+impl Inspect for () {
+    #[inline(always)]
+    fn head(&mut self, _: u16, _: &[u8]) {}
+    #[inline(always)]
+    fn body(&mut self, _: &[u8]) {}
+}
+
 /// A response the parser could not frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ProtocolError(pub String);
@@ -113,13 +129,24 @@ impl ResponseParser {
     /// used and the response if one completed. When no response completes, all of `data` is used.
     ///
     /// `head_request` says whether the response being parsed answers a HEAD request.
+    #[inline]
     pub fn feed(&mut self, data: &[u8], head_request: bool) -> Result<(usize, Option<Completed>), ProtocolError> {
+        self.feed_with(data, head_request, &mut ())
+    }
+
+    /// [`feed`](Self::feed), showing the response's head and body bytes to `inspect`.
+    pub fn feed_with<I: Inspect>(
+        &mut self,
+        data: &[u8],
+        head_request: bool,
+        inspect: &mut I,
+    ) -> Result<(usize, Option<Completed>), ProtocolError> {
         let mut used = 0;
         while used < data.len() {
             let rest = &data[used..];
             match self.state {
                 State::Head => {
-                    let (n, done) = self.feed_head(rest, head_request)?;
+                    let (n, done) = self.feed_head(rest, head_request, inspect)?;
                     used += n;
                     if done.is_some() {
                         return Ok((used, done));
@@ -127,6 +154,7 @@ impl ResponseParser {
                 }
                 State::Fixed(left) => {
                     let take = left.min(rest.len() as u64);
+                    inspect.body(&rest[..take as usize]);
                     used += take as usize;
                     if take == left {
                         self.state = State::Head;
@@ -134,9 +162,12 @@ impl ResponseParser {
                     }
                     self.state = State::Fixed(left - take);
                 }
-                State::UntilEof => return Ok((data.len(), None)),
+                State::UntilEof => {
+                    inspect.body(rest);
+                    return Ok((data.len(), None));
+                }
                 State::Chunked(chunk) => {
-                    let (n, done) = self.feed_chunked(chunk, rest)?;
+                    let (n, done) = self.feed_chunked(chunk, rest, inspect)?;
                     used += n;
                     if done {
                         self.state = State::Head;
@@ -159,7 +190,12 @@ impl ResponseParser {
         outcome
     }
 
-    fn feed_head(&mut self, data: &[u8], head_request: bool) -> Result<(usize, Option<Completed>), ProtocolError> {
+    fn feed_head<I: Inspect>(
+        &mut self,
+        data: &[u8],
+        head_request: bool,
+        inspect: &mut I,
+    ) -> Result<(usize, Option<Completed>), ProtocolError> {
         let already = self.partial.len();
         let parsed = if already == 0 {
             parse_head(data)?
@@ -181,13 +217,19 @@ impl ResponseParser {
             return Ok((data.len(), None));
         };
         let used = head.len - already;
-        if already > 0 {
-            self.partial = Vec::new();
-        }
         let status = head.status;
         if (100..200).contains(&status) && status != 101 {
             // An interim response (100 Continue, 103 Early Hints): the final one follows.
+            if already > 0 {
+                self.partial = Vec::new();
+            }
             return Ok((used, None));
+        }
+        if already > 0 {
+            inspect.head(status, &self.partial[..head.len]);
+            self.partial = Vec::new();
+        } else {
+            inspect.head(status, &data[..head.len]);
         }
         let close = head.close || status == 101;
         self.current = Completed { status, close };
@@ -213,11 +255,17 @@ impl ResponseParser {
     }
 
     /// Walks chunked framing; returns the bytes used and whether the body (with its trailers) ended.
-    fn feed_chunked(&mut self, mut chunk: Chunk, data: &[u8]) -> Result<(usize, bool), ProtocolError> {
+    fn feed_chunked<I: Inspect>(
+        &mut self,
+        mut chunk: Chunk,
+        data: &[u8],
+        inspect: &mut I,
+    ) -> Result<(usize, bool), ProtocolError> {
         let mut i = 0;
         while i < data.len() {
             if let Chunk::Data(left) = chunk {
                 let take = left.min((data.len() - i) as u64);
+                inspect.body(&data[i..i + take as usize]);
                 i += take as usize;
                 chunk = if take == left { Chunk::DataCr } else { Chunk::Data(left - take) };
                 continue;
@@ -514,6 +562,53 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What an inspector saw: each response's status, head and body.
+    #[derive(Default)]
+    struct Seen {
+        heads: Vec<(u16, Vec<u8>)>,
+        bodies: Vec<Vec<u8>>,
+    }
+
+    impl Inspect for Seen {
+        fn head(&mut self, status: u16, head: &[u8]) {
+            self.heads.push((status, head.to_vec()));
+            self.bodies.push(Vec::new());
+        }
+        fn body(&mut self, bytes: &[u8]) {
+            self.bodies.last_mut().expect("a body after its head").extend_from_slice(bytes);
+        }
+    }
+
+    fn inspect(input: &[u8], step: usize) -> Seen {
+        let mut p = ResponseParser::new();
+        let mut seen = Seen::default();
+        for piece in input.chunks(step) {
+            let mut off = 0;
+            while off < piece.len() {
+                let (n, _) = p.feed_with(&piece[off..], false, &mut seen).unwrap();
+                off += n;
+            }
+        }
+        let _ = p.eof();
+        seen
+    }
+
+    #[test]
+    fn the_inspector_sees_heads_and_bodies_without_framing_at_any_split() {
+        let input: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n\
+HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello\
+HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n\
+HTTP/1.1 204 No Content\r\n\r\n\
+HTTP/1.1 500 Oops\r\n\r\nuntil the end";
+        for step in 1..=input.len() {
+            let seen = inspect(input, step);
+            let statuses: Vec<u16> = seen.heads.iter().map(|(s, _)| *s).collect();
+            assert_eq!(statuses, vec![200, 201, 204, 500], "step {step}");
+            assert!(seen.heads[0].1.starts_with(b"HTTP/1.1 200 OK\r\n") && seen.heads[0].1.ends_with(b"\r\n\r\n"));
+            assert_eq!(seen.bodies, vec![b"hello".to_vec(), b"abcde".to_vec(), vec![], b"until the end".to_vec()], "step {step}");
+        }
+    }
 
     /// Feeds `input` in pieces of `step` bytes and collects every completed response.
     fn run(input: &[u8], step: usize, head: bool) -> Result<Vec<Completed>, ProtocolError> {

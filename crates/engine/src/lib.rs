@@ -138,6 +138,7 @@ mod schedule;
 mod sys;
 pub mod tls;
 mod transport;
+mod vars;
 mod worker;
 
 use std::net::SocketAddr;

@@ -248,12 +248,12 @@ impl<'a> Common<'a> {
     ) -> Result<Common<'a>, EngineError> {
         let load = &phase.load;
         let users = matches!(load.arrival, Arrival::Users { .. });
-        let keep_alive = load.connections.keep_alive && !users;
-        let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
         let session = !phase.session.is_empty();
-        if session && !users {
-            return Err(EngineError::InvalidPlan("a session needs user injection (`load: users`)".into()));
-        }
+        // A session is a user with its own connection from its first step to its last (Gatling's model), in
+        // every load: user injection, a closed load (each connection slot runs sessions one after another) and
+        // an open one (each arrival is a session).
+        let keep_alive = load.connections.keep_alive && !users && !session;
+        let pipeline = if keep_alive { usize::try_from(load.connections.pipeline.max(1)).unwrap_or(1) } else { 1 };
         let (steps, ops) = session_steps(phase);
         if session && steps.is_empty() {
             return Err(EngineError::InvalidPlan("the session has no request step".into()));
@@ -356,6 +356,7 @@ impl<'a> Common<'a> {
             built,
             mix_entries: self.mix_entries,
             session: self.ops.clone(),
+            variables: phase.checks.variables.len(),
             pipeline: self.pipeline,
             window: load.connections.pipeline_mode == PipelineMode::Window,
             batch_reads: load.connections.pipeline_reads == loadgate_plan::PipelineReads::Batch,
@@ -674,7 +675,9 @@ fn assemble(
     let http2 = http2_stats(&t.h2, load.connections.streams);
     let validity = judge(&t, &ran, http2.as_ref());
     let throughput = if duration > 0.0 { t.requests.completed as f64 / duration } else { 0.0 };
-    let users = ran.users;
+    // Sessions count users in every load (each session is a user), as user injection does.
+    let users = ran.users || !phase.session.is_empty();
+    let keep_alive = load.connections.keep_alive && !users;
     PhaseMeasurement {
         index: phase.index,
         name: phase.name.clone(),
@@ -687,11 +690,11 @@ fn assemble(
             model: ran.model.into(),
             target_rate: ran.target_rate,
             achieved_rate: ran.achieved_rate,
-            pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
+            pipeline: if keep_alive { load.connections.pipeline.max(1) } else { 1 },
             pipeline_reads: finals.iter().any(|f| f.batches_read_whole).then(|| "batch".to_owned()),
             batches_held: (t.batches_held > 0).then_some(t.batches_held),
             batches_forced: (t.batches_held > 0).then_some(t.batches_forced),
-            keep_alive: load.connections.keep_alive && !users,
+            keep_alive,
             users_started: users.then_some(ran.users_started),
             users_finished: users.then_some(ran.users_finished),
             users_peak_active: users.then_some(t.users_peak),

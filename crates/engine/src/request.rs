@@ -5,7 +5,8 @@ use std::sync::Arc;
 use loadgate_plan::RequestPlan;
 use loadgate_plan::{Generator, Segment};
 
-use crate::data::{write_u64, Gen, Picker, Rng};
+use crate::data::{percent_encode, write_u64, Gen, Picker, Rng};
+use crate::vars::Vars;
 
 /// A phase's request, serialized once, and repeated so that a write of `n` pipelined requests starting at any
 /// byte offset is a single contiguous slice.
@@ -50,7 +51,7 @@ pub(crate) fn serialize(plan: &RequestPlan, host: &str, keep_alive: bool) -> Res
     let static_only = RequestPlan { dynamic: None, ..plan.clone() };
     let t = Template::new(&static_only, host, keep_alive)?;
     let mut out = Vec::new();
-    t.render(&mut [], &mut Rng::new(0), &mut out, &mut Vec::new());
+    t.render(&mut [], &mut Rng::new(0), None, &mut out, &mut Vec::new());
     Ok(out)
 }
 
@@ -78,8 +79,31 @@ pub(crate) struct Template {
     /// There is a [`Piece::Length`]: the body is rendered first, to know its length.
     measure_body: bool,
     generators: Vec<Generator>,
+    /// The session variables the request uses, with where (what a value there must not contain).
+    uses: Vec<(u16, Place)>,
     /// The method is HEAD: responses carry no body.
     pub head: bool,
+}
+
+/// Where a variable's value goes in a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// The request line, as it is: no space or control byte.
+    Path,
+    /// Percent-encoded (a query value): anything goes.
+    Encoded,
+    /// A header value: no CR, LF or NUL.
+    Header,
+    /// The body: anything goes.
+    Body,
+}
+
+/// Why a session step cannot be sent: a variable it uses was never captured, or holds what would break the
+/// request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    Missing(u16),
+    Unsafe(u16),
 }
 
 struct Builder {
@@ -179,6 +203,21 @@ impl Template {
             check_gens(b, &|_| false, "the body")?;
         }
 
+        let mut uses = Vec::new();
+        let mut note_vars = |segs: &[Segment], place: Place| {
+            for s in segs {
+                if let Segment::Var { slot, encode } = s {
+                    uses.push((*slot, if *encode { Place::Encoded } else { place }));
+                }
+            }
+        };
+        note_vars(&path, Place::Path);
+        for (_, value) in &headers {
+            note_vars(value, Place::Header);
+        }
+        if let Some(b) = &body {
+            note_vars(b, Place::Body);
+        }
         let mut b = Builder { text: Vec::new(), pieces: Vec::new() };
         b.lit(method.as_bytes());
         b.lit(b" ");
@@ -221,8 +260,27 @@ impl Template {
             measure_body,
             body_start,
             generators,
+            uses,
             head: method.eq_ignore_ascii_case("HEAD"),
         })
+    }
+
+    /// Whether the request can be sent with these variables: each it uses is set and fits where it goes.
+    pub fn blocked(&self, vars: &Vars) -> Option<Blocked> {
+        for &(slot, place) in &self.uses {
+            let Some(v) = vars.get(slot) else {
+                return Some(Blocked::Missing(slot));
+            };
+            let bad = match place {
+                Place::Path => v.iter().any(|&b| b <= b' ' || b == 0x7f),
+                Place::Header => v.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0),
+                Place::Encoded | Place::Body => false,
+            };
+            if bad {
+                return Some(Blocked::Unsafe(slot));
+            }
+        }
+        None
     }
 
     /// The generators of this request with their state for worker `worker` of `workers`.
@@ -232,18 +290,27 @@ impl Template {
 
     /// Appends one request to `out`. `gens` is this template's generator state (from
     /// [`generators`](Self::generators)); `scratch` holds a generated body while its length is measured.
-    pub fn render(&self, gens: &mut [Gen], rng: &mut Rng, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    /// `vars` fills the session variables the request uses (see [`blocked`](Self::blocked)).
+    pub fn render(&self, gens: &mut [Gen], rng: &mut Rng, vars: Option<&Vars>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
         if self.measure_body {
             scratch.clear();
-            self.render_pieces(&self.pieces[self.body_start..], gens, rng, scratch, 0);
-            self.render_pieces(&self.pieces[..self.body_start], gens, rng, out, scratch.len());
+            self.render_pieces(&self.pieces[self.body_start..], gens, rng, vars, scratch, 0);
+            self.render_pieces(&self.pieces[..self.body_start], gens, rng, vars, out, scratch.len());
             out.extend_from_slice(scratch);
         } else {
-            self.render_pieces(&self.pieces, gens, rng, out, 0);
+            self.render_pieces(&self.pieces, gens, rng, vars, out, 0);
         }
     }
 
-    fn render_pieces(&self, pieces: &[Piece], gens: &mut [Gen], rng: &mut Rng, out: &mut Vec<u8>, body_len: usize) {
+    fn render_pieces(
+        &self,
+        pieces: &[Piece],
+        gens: &mut [Gen],
+        rng: &mut Rng,
+        vars: Option<&Vars>,
+        out: &mut Vec<u8>,
+        body_len: usize,
+    ) {
         for p in pieces {
             match *p {
                 Piece::Lit(a, b) => out.extend_from_slice(&self.text[a..b]),
@@ -252,8 +319,15 @@ impl Template {
                         g.fill(rng, encode, out);
                     }
                 }
-                // Filled by the session's variables (TODO(issue 30): engine commit).
-                Piece::Var { .. } => {}
+                Piece::Var { slot, encode } => {
+                    if let Some(v) = vars.and_then(|v| v.get(slot)) {
+                        if encode {
+                            percent_encode(v, out);
+                        } else {
+                            out.extend_from_slice(v);
+                        }
+                    }
+                }
                 Piece::Length => {
                     out.extend_from_slice(b"Content-Length: ");
                     write_u64(out, body_len as u64);
@@ -310,22 +384,28 @@ impl Built {
     pub fn next(&mut self, out: &mut Vec<u8>) -> u32 {
         // The choice has its own source, so that the sequence of choices does not depend on the values.
         let entry = self.picker.as_ref().map_or(0, |p| p.pick(&mut Rng::keyed(self.seed, self.index, PICK)));
-        self.render(entry, out);
+        self.render(entry, None, out);
         u32::try_from(entry).unwrap_or(0)
     }
 
     /// Renders entry `entry` as the request of the current global index, then moves to the next index.
-    fn render(&mut self, entry: usize, out: &mut Vec<u8>) {
+    fn render(&mut self, entry: usize, vars: Option<&Vars>, out: &mut Vec<u8>) {
         let mut data = Rng::keyed(self.seed, self.index, VALUES);
         self.index = self.index.wrapping_add(self.stride);
         if let Some((t, gens)) = self.entries.get_mut(entry) {
-            t.render(gens, &mut data, out, &mut self.scratch);
+            t.render(gens, &mut data, vars, out, &mut self.scratch);
         }
     }
 
-    /// Appends a request of entry `entry` (a session's request step) to `out`, without choosing.
-    pub fn next_of(&mut self, entry: u32, out: &mut Vec<u8>) {
-        self.render(entry as usize, out);
+    /// Appends a request of entry `entry` (a session's request step) to `out`, without choosing, its session
+    /// variables from `vars`.
+    pub fn next_of(&mut self, entry: u32, vars: Option<&Vars>, out: &mut Vec<u8>) {
+        self.render(entry as usize, vars, out);
+    }
+
+    /// Whether entry `entry` can be sent with these variables.
+    pub fn blocked(&self, entry: u32, vars: &Vars) -> Option<Blocked> {
+        self.entries.get(entry as usize).and_then(|(t, _)| t.blocked(vars))
     }
 
     /// Per entry: the method is HEAD.

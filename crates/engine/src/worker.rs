@@ -58,7 +58,8 @@ use loadgate_plan::ConnectRate;
 
 use crate::codec::{Completed, Eof, ResponseParser};
 use crate::opening::{self, Opened, OpeningCounts};
-use crate::request::{Built, RequestBytes};
+use crate::request::{Blocked, Built, RequestBytes};
+use crate::vars::Vars;
 use crate::rt::{self, Rt, Task};
 use crate::schedule::WorkerSchedule;
 use crate::tls::{self, TlsClient, TlsConn, WorkerTls};
@@ -101,6 +102,8 @@ pub(crate) struct WorkerConfig {
     pub mix_entries: usize,
     /// User injection with a session: what each user does on its connection, in order (empty otherwise).
     pub session: Vec<SessionOp>,
+    /// The session's variables (captured values), by slot: how many.
+    pub variables: usize,
     /// Requests in flight per connection (1 without pipelining).
     pub pipeline: usize,
     /// Window mode: add a request as each completes; batch mode: only when all completed.
@@ -711,11 +714,17 @@ impl Ctx {
         self.built.as_ref().map_or(0, |b| b.borrow_mut().next(out))
     }
 
-    /// Serializes the request of `entry` (a session step) into `out`.
-    fn build_entry(&self, entry: u32, out: &mut Vec<u8>) {
+    /// Serializes the request of `entry` (a session step) into `out`, with the user's variables.
+    fn build_entry(&self, entry: u32, vars: Option<&Vars>, out: &mut Vec<u8>) {
         if let Some(b) = &self.built {
-            b.borrow_mut().next_of(entry, out);
+            b.borrow_mut().next_of(entry, vars, out);
         }
+    }
+
+    /// Whether a session step cannot be sent with the user's variables.
+    fn blocked(&self, entry: u32, vars: Option<&Vars>) -> Option<Blocked> {
+        let (b, vars) = (self.built.as_ref()?, vars?);
+        b.borrow().blocked(entry, vars)
     }
 
     /// The session's request step after step `after` (or its first with `None`), and the think time before it.
@@ -1085,8 +1094,18 @@ async fn serve<D: Driver>(ctx: &Ctx, io: &mut SlotIo, mut driver: D, quota: &mut
         let Some((step, entry)) = next.filter(|_| !cfg.stop.is_stopped()) else {
             return End::Reconnect { server_closed: false };
         };
+        if ctx.blocked(entry, io.vars.as_deref()).is_some() {
+            // A value the step uses was never captured (or would break the request): the step is not sent, and
+            // the user's session ends, as it does when a request fails.
+            let mut s = ctx.stats.borrow_mut();
+            s.c.errors.missing_value += 1;
+            if let Some(e) = s.entry(entry) {
+                e.errors.missing_value += 1;
+            }
+            return End::Reconnect { server_closed: false };
+        }
         io.step = step;
-        ctx.build_entry(entry, &mut io.out);
+        ctx.build_entry(entry, io.vars.as_deref(), &mut io.out);
         let now = Instant::now();
         let mut s = ctx.stats.borrow_mut();
         s.c.sent += 1;
@@ -1100,7 +1119,7 @@ async fn serve<D: Driver>(ctx: &Ctx, io: &mut SlotIo, mut driver: D, quota: &mut
 
 /// One connection slot: connect, drive requests over the connection, reconnect when needed, until done.
 async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
-    let mut io = SlotIo::new(id);
+    let mut io = SlotIo::new(id, ctx.cfg.variables);
     let mut backoff = BACKOFF_MIN;
     let mut ever_connected = false;
     let cfg = &ctx.cfg;
@@ -1131,7 +1150,10 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     let (first, _) = ctx.next_step(None);
                     let (step, entry) = first.unwrap_or((0, 0));
                     io.step = step;
-                    ctx.build_entry(entry, &mut io.out);
+                    if let Some(vars) = io.vars.as_deref_mut() {
+                        vars.clear();
+                    }
+                    ctx.build_entry(entry, io.vars.as_deref(), &mut io.out);
                     ctx.stats.borrow_mut().c.users_started += 1;
                     pre = Some((t, entry));
                 }
@@ -1297,11 +1319,14 @@ struct SlotIo {
     peer_closed: bool,
     /// Batched reads of the current connection (pipelined batches only).
     batch: Batching,
+    /// Sessions with variables: the user's captured values (allocated once per slot, reused by its users).
+    vars: Option<Box<Vars>>,
 }
 
 impl SlotIo {
-    fn new(id: usize) -> Self {
+    fn new(id: usize, variables: usize) -> Self {
         SlotIo {
+            vars: (variables > 0).then(|| Box::new(Vars::new(variables))),
             id,
             step: 0,
             in_flight: VecDeque::new(),
