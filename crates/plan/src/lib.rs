@@ -5,6 +5,7 @@ mod compile;
 mod display;
 pub mod model;
 mod shard;
+pub mod verify;
 
 pub use compile::{compile, plan_hash, split_even, split_weighted};
 pub use display::describe_load;

@@ -209,6 +209,24 @@ impl Session {
         Ok(result)
     }
 
+    /// Runs a verification phase (`loadgate_plan::verify::probe`) on the first worker: a few requests whose
+    /// responses are checked before any load. Not measured as a phase: no events, SLOs or policies.
+    pub fn verify(&mut self, probe: &Phase) -> Result<ScenarioResult, EngineError> {
+        let stop = StopSignal::new();
+        if let Ok(mut s) = self.current_stop.lock() {
+            *s = stop.clone();
+        }
+        if self.halted().is_some() {
+            stop.stop("stopped before the verification");
+        }
+        let workers = &self.workers[..self.workers.len().min(1)];
+        let measured =
+            loadgate_engine::run_phase(probe, workers, &self.target.engine, &stop, &mut |_| {
+                loadgate_engine::Control::Continue
+            })?;
+        Ok(loadgate_results::ScenarioResult::from(measured))
+    }
+
     /// The resource samples so far.
     pub fn samples(&self) -> Samples {
         self.sampler.as_ref().map(Sampler::snapshot).unwrap_or_default()
