@@ -19,11 +19,12 @@ use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan, Work
 
 use crate::opening::{LiveOpening, OpeningCounts};
 use crate::tls::TlsClient;
-use loadgate_measure::{ConnectionOpening, OpeningFailures};
+use loadgate_measure::{CheckStats, CheckedResponses, ConnectionOpening, OpeningFailures};
 use loadgate_plan::ConnectRate;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
+use crate::worker::tally::CheckTally;
 use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, OpeningProgress, StopSignal, Target, Tick};
 
@@ -675,6 +676,16 @@ fn assemble(
     let http2 = http2_stats(&t.h2, load.connections.streams);
     let validity = judge(&t, &ran, http2.as_ref());
     let throughput = if duration > 0.0 { t.requests.completed as f64 / duration } else { 0.0 };
+    let (checks, checked_by_entry) = checks_result(phase, finals);
+    let mut by_request = by_request(phase, finals, duration);
+    let mut checked = CheckedResponses::default();
+    for (i, c) in checked_by_entry.iter().enumerate() {
+        checked += c;
+        // Entries are the breakdown's requests (a mix or a session), or the single request (no breakdown).
+        if let Some(b) = by_request.get_mut(i) {
+            b.checked = *c;
+        }
+    }
     // Sessions count users in every load (each session is a user), as user injection does.
     let users = ran.users || !phase.session.is_empty();
     let keep_alive = load.connections.keep_alive && !users;
@@ -718,9 +729,9 @@ fn assemble(
         workers: t.workers,
         validity,
         aborted,
-        by_request: by_request(phase, finals, duration),
-        checked: Default::default(),
-        checks: Vec::new(),
+        by_request,
+        checked,
+        checks,
     }
 }
 
@@ -1002,6 +1013,61 @@ fn tls_warnings(warnings: &mut Vec<Problem>, tls: &TlsStats) {
             ),
         });
     }
+}
+
+/// The requests a phase's workers tell apart, as entries: the session's request steps, the mix's entries, or the
+/// single request (named after its scenario), with their names.
+pub(crate) fn entries(phase: &Phase) -> Vec<(&str, &loadgate_plan::RequestPlan)> {
+    if !phase.session.is_empty() {
+        phase
+            .session
+            .iter()
+            .filter_map(|s| match s {
+                SessionStep::Request { name, request } => Some((name.as_str(), request)),
+                SessionStep::Think { .. } => None,
+            })
+            .collect()
+    } else if !phase.mix.is_empty() {
+        phase.mix.iter().map(|m| (m.name.as_str(), &m.request)).collect()
+    } else {
+        vec![(phase.scenario.as_str(), &phase.request)]
+    }
+}
+
+/// Each check (then each capture, as the check `capture:<name>`) of each entry with the workers' counts summed,
+/// and the responses the checks judged: in total and per entry.
+fn checks_result(phase: &Phase, finals: &[Box<WorkerFinal>]) -> (Vec<CheckStats>, Vec<CheckedResponses>) {
+    let entries = entries(phase);
+    let tallies: Vec<&CheckTally> = finals.iter().filter_map(|f| f.checks.as_ref()).collect();
+    let Some((first, rest)) = tallies.split_first() else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut sum = CheckTally::new(&entries.iter().map(|(_, r)| r.checks.len() + r.captures.len()).collect::<Vec<_>>());
+    sum.add(first);
+    for t in rest {
+        sum.add(t);
+    }
+    let mut stats = Vec::new();
+    for (e, (name, request)) in entries.iter().enumerate() {
+        let described = request
+            .checks
+            .iter()
+            .map(|c| (c.name.clone(), loadgate_model::check::describe(&c.kind)))
+            .chain(request.captures.iter().map(|c| {
+                (format!("capture:{}", c.name), loadgate_model::check::describe_capture(&c.source))
+            }));
+        for ((check, expects), count) in described.zip(sum.entry(e)) {
+            stats.push(CheckStats {
+                request: (*name).to_owned(),
+                check,
+                expects,
+                passed: count.passed,
+                failed: count.failed,
+                examples: count.examples.clone(),
+            });
+        }
+    }
+    (stats, sum.checked)
 }
 
 /// Per mix entry (or session request step): the workers' measurements summed, in the mix's (session's) order.

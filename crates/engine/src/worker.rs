@@ -68,6 +68,7 @@ use crate::{EngineError, StopSignal};
 
 mod batch;
 mod http2;
+pub(crate) mod tally;
 
 use batch::{Batching, Stall};
 pub(crate) use http2::H2Counters;
@@ -224,6 +225,8 @@ pub(crate) struct WorkerFinal {
     pub by_entry: Vec<EntryStats>,
     /// A connection read a pipelined batch whole (`pipeline_reads: batch` took effect).
     pub batches_read_whole: bool,
+    /// Response checks' counts (phases with checks or captures).
+    pub checks: Option<tally::CheckTally>,
 }
 
 /// The measurements of one mix entry on one worker.
@@ -433,6 +436,8 @@ struct Stats {
     slots_connected: u64,
     /// Per mix entry (empty without a mix).
     by_entry: Vec<EntryStats>,
+    /// Response checks' counts (phases with checks or captures).
+    checks: Option<tally::CheckTally>,
 }
 
 impl Stats {
@@ -586,6 +591,7 @@ impl Ctx {
             interval_peak_active: 0,
             slots_connected: 0,
             by_entry: (0..cfg.mix_entries).map(|_| EntryStats::new()).collect(),
+            checks: None,
         };
         let built = cfg.built.take();
         let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
@@ -876,6 +882,7 @@ impl Ctx {
             spin_seconds: self.cfg.precise.then(|| self.rt.spun().as_secs_f64()),
             by_entry: std::mem::take(&mut stats.by_entry),
             batches_read_whole: self.held.get(),
+            checks: stats.checks.take(),
         }
     }
 }

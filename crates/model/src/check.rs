@@ -493,6 +493,87 @@ pub fn default_name(kind: &CheckKind) -> String {
     }
 }
 
+/// What a check expects, in words, for reports: `status in 2xx, 304`, `Content-Type matches ^application/json`,
+/// `$.total >= 1`, `body is 13 B to 64 KiB`.
+pub fn describe(kind: &CheckKind) -> String {
+    fn text_ops(subject: &str, ops: &[TextOp]) -> String {
+        let parts: Vec<String> = ops
+            .iter()
+            .map(|op| match op {
+                TextOp::Exists(true) => format!("{subject} exists"),
+                TextOp::Exists(false) => format!("{subject} is absent"),
+                TextOp::Equals(e) => format!("{subject} equals \"{e}\""),
+                TextOp::Contains(t) => format!("{subject} contains \"{t}\""),
+                TextOp::Matches(p) => format!("{subject} matches {}", p.0),
+            })
+            .collect();
+        if parts.is_empty() {
+            format!("{subject} exists")
+        } else {
+            parts.join(", ")
+        }
+    }
+    match kind {
+        CheckKind::Status { set } => format!("status in {set}"),
+        CheckKind::Header { name, ops } => text_ops(&header_case(name), ops),
+        CheckKind::BodyContains { text } => format!("body contains \"{text}\""),
+        CheckKind::BodyMatches { pattern } => format!("body matches {}", pattern.0),
+        CheckKind::BodyEquals { expected } => format!("body equals \"{expected}\""),
+        CheckKind::BodySize { min, max } => match (min, max) {
+            (Some(a), Some(b)) if a == b => format!("body is {a} bytes"),
+            (Some(a), Some(b)) => format!("body is {a} to {b} bytes"),
+            (Some(a), None) => format!("body is at least {a} bytes"),
+            (None, Some(b)) => format!("body is at most {b} bytes"),
+            (None, None) => "a body of any size".into(),
+        },
+        CheckKind::Json { selector, ops } => {
+            let s = &selector.text;
+            let parts: Vec<String> = ops
+                .iter()
+                .map(|op| match op {
+                    JsonOp::Exists(true) => format!("{s} exists"),
+                    JsonOp::Exists(false) => format!("{s} is absent"),
+                    JsonOp::Equals(JsonExpected::Number(n)) => format!("{s} == {n}"),
+                    JsonOp::Equals(JsonExpected::Bool(b)) => format!("{s} == {b}"),
+                    JsonOp::Equals(JsonExpected::Null) => format!("{s} is null"),
+                    JsonOp::Equals(JsonExpected::Text(e)) => format!("{s} == \"{e}\""),
+                    JsonOp::Contains(t) => format!("{s} contains \"{t}\""),
+                    JsonOp::Matches(p) => format!("{s} matches {}", p.0),
+                    JsonOp::Compare { cmp, value } => format!("{s} {} {value}", cmp.as_str()),
+                    JsonOp::Type(t) => format!("{s} is a {}", t.name()),
+                })
+                .collect();
+            if parts.is_empty() {
+                format!("{s} exists")
+            } else {
+                parts.join(", ")
+            }
+        }
+    }
+}
+
+/// `content-type` as `Content-Type`, for reading.
+fn header_case(name: &str) -> String {
+    name.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// What a capture expects, in words: `$.json.token found`, `Location matches ^/anything/(\d+)$`.
+pub fn describe_capture(source: &CaptureSource) -> String {
+    match source {
+        CaptureSource::Json { selector } => format!("{} found", selector.text),
+        CaptureSource::Header { name, regex: None } => format!("{} present", header_case(name)),
+        CaptureSource::Header { name, regex: Some(p) } => format!("{} matches {}", header_case(name), p.0),
+        CaptureSource::Regex { pattern } => format!("body matches {}", pattern.0),
+        CaptureSource::Cookie { name } => format!("Set-Cookie {name}"),
+    }
+}
+
 /// Whether a check's name can be written in an SLO filter (`check_failures{check=NAME}`).
 pub fn name_is_filterable(name: &str) -> bool {
     !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || matches!(c, '{' | '}' | ',' | '='))
