@@ -436,9 +436,11 @@ fn requests(
         None if phase.mix.is_empty() => (vec![&phase.request], keep_alive),
         None => (phase.mix.iter().map(|m| &m.request).collect(), keep_alive),
     };
+    // A session's steps send the user's cookies (`cookies:`, on by default with a session).
+    let cookies = steps.is_some() && phase.checks.cookies;
     let templates = requests
         .into_iter()
-        .map(|r| Template::new(r, &target.host, keep_alive).map(Arc::new))
+        .map(|r| Template::with_cookies(r, &target.host, keep_alive, cookies).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
         .map_err(invalid)?;
     Ok((None, templates))

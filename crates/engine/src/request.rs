@@ -51,7 +51,7 @@ pub(crate) fn serialize(plan: &RequestPlan, host: &str, keep_alive: bool) -> Res
     let static_only = RequestPlan { dynamic: None, ..plan.clone() };
     let t = Template::new(&static_only, host, keep_alive)?;
     let mut out = Vec::new();
-    t.render(&mut [], &mut Rng::new(0), None, &mut out, &mut Vec::new());
+    t.render(&mut [], &mut Rng::new(0), UserValues::default(), &mut out, &mut Vec::new());
     Ok(out)
 }
 
@@ -66,6 +66,23 @@ enum Piece {
     Length,
     /// A session variable's value (captured by an earlier step), percent-encoded when `encode`.
     Var { slot: u16, encode: bool },
+    /// The user's cookies for this request's path (`Cookie: a=1; b=2\r\n`), when it has any.
+    Cookies,
+}
+
+/// A user's cookie jar as requests read it: the `Cookie` header line for a request path, when one applies.
+pub(crate) trait CookieHeader {
+    /// The cookies whose path matches `path`, as a bitmask over the jar's (at most 32) cookies.
+    fn matching(&self, path: &[u8]) -> u32;
+    /// Appends `Cookie: a=1; b=2\r\n` for the cookies of `mask` (nothing for an empty mask).
+    fn write_header(&self, mask: u32, out: &mut Vec<u8>);
+}
+
+/// What a user's request is filled with besides generated values: its variables and its cookies.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct UserValues<'a> {
+    pub vars: Option<&'a Vars>,
+    pub cookies: Option<&'a dyn CookieHeader>,
 }
 
 /// A request compiled once per phase into literal bytes and generator slots, in wire order. A request without
@@ -144,6 +161,17 @@ impl Template {
     /// checked before the load starts: the method and header names are tokens, the literal path and header
     /// values hold no forbidden bytes, and no generator can produce one there.
     pub fn new(plan: &RequestPlan, host: &str, keep_alive: bool) -> Result<Template, InvalidRequest> {
+        Self::with_cookies(plan, host, keep_alive, false)
+    }
+
+    /// [`new`](Self::new); with `cookies`, the request sends the user's cookies for its path (unless it sets
+    /// its own `Cookie` header).
+    pub fn with_cookies(
+        plan: &RequestPlan,
+        host: &str,
+        keep_alive: bool,
+        cookies: bool,
+    ) -> Result<Template, InvalidRequest> {
         let method = plan.method.trim();
         if method.is_empty() || !method.bytes().all(is_token_byte) {
             return Err(InvalidRequest(format!("the method `{}` is not a valid HTTP token", plan.method)));
@@ -190,6 +218,7 @@ impl Template {
         let mut has_host = false;
         let mut has_length = false;
         let mut has_connection = false;
+        let mut has_cookie = false;
         for (name, value) in &headers {
             if name.is_empty() || !name.bytes().all(is_token_byte) {
                 return Err(InvalidRequest(format!("the header name `{name}` is not a valid HTTP token")));
@@ -198,6 +227,7 @@ impl Template {
             has_host |= name.eq_ignore_ascii_case("host");
             has_length |= name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding");
             has_connection |= name.eq_ignore_ascii_case("connection");
+            has_cookie |= name.eq_ignore_ascii_case("cookie");
         }
         if let Some(b) = &body {
             check_gens(b, &|_| false, "the body")?;
@@ -248,6 +278,9 @@ impl Template {
         if !keep_alive && !has_connection {
             b.lit(b"Connection: close\r\n");
         }
+        if cookies && !has_cookie {
+            b.pieces.push(Piece::Cookies);
+        }
         b.lit(b"\r\n");
         let body_start = b.pieces.len();
         if let Some(segs) = &body {
@@ -291,26 +324,30 @@ impl Template {
     /// Appends one request to `out`. `gens` is this template's generator state (from
     /// [`generators`](Self::generators)); `scratch` holds a generated body while its length is measured.
     /// `vars` fills the session variables the request uses (see [`blocked`](Self::blocked)).
-    pub fn render(&self, gens: &mut [Gen], rng: &mut Rng, vars: Option<&Vars>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    pub fn render(&self, gens: &mut [Gen], rng: &mut Rng, user: UserValues<'_>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        let start = out.len();
         if self.measure_body {
             scratch.clear();
-            self.render_pieces(&self.pieces[self.body_start..], gens, rng, vars, scratch, 0);
-            self.render_pieces(&self.pieces[..self.body_start], gens, rng, vars, out, scratch.len());
+            self.render_pieces(&self.pieces[self.body_start..], gens, rng, user, scratch, 0, 0);
+            self.render_pieces(&self.pieces[..self.body_start], gens, rng, user, out, scratch.len(), start);
             out.extend_from_slice(scratch);
         } else {
-            self.render_pieces(&self.pieces, gens, rng, vars, out, 0);
+            self.render_pieces(&self.pieces, gens, rng, user, out, 0, start);
         }
     }
 
+    #[expect(clippy::too_many_arguments, reason = "one request's parts, each used once")]
     fn render_pieces(
         &self,
         pieces: &[Piece],
         gens: &mut [Gen],
         rng: &mut Rng,
-        vars: Option<&Vars>,
+        user: UserValues<'_>,
         out: &mut Vec<u8>,
         body_len: usize,
+        line_start: usize,
     ) {
+        let vars = user.vars;
         for p in pieces {
             match *p {
                 Piece::Lit(a, b) => out.extend_from_slice(&self.text[a..b]),
@@ -326,6 +363,20 @@ impl Template {
                         } else {
                             out.extend_from_slice(v);
                         }
+                    }
+                }
+                Piece::Cookies => {
+                    if let Some(jar) = user.cookies {
+                        // The request line is `METHOD PATH HTTP/1.1`: the path is between its spaces.
+                        let line = &out[line_start.min(out.len())..];
+                        let path = line
+                            .iter()
+                            .position(|&b| b == b' ')
+                            .map(|a| &line[a + 1..])
+                            .map(|rest| &rest[..rest.iter().position(|&b| b == b' ').unwrap_or(rest.len())])
+                            .unwrap_or(b"/");
+                        let mask = jar.matching(path);
+                        jar.write_header(mask, out);
                     }
                 }
                 Piece::Length => {
@@ -384,23 +435,23 @@ impl Built {
     pub fn next(&mut self, out: &mut Vec<u8>) -> u32 {
         // The choice has its own source, so that the sequence of choices does not depend on the values.
         let entry = self.picker.as_ref().map_or(0, |p| p.pick(&mut Rng::keyed(self.seed, self.index, PICK)));
-        self.render(entry, None, out);
+        self.render(entry, UserValues::default(), out);
         u32::try_from(entry).unwrap_or(0)
     }
 
     /// Renders entry `entry` as the request of the current global index, then moves to the next index.
-    fn render(&mut self, entry: usize, vars: Option<&Vars>, out: &mut Vec<u8>) {
+    fn render(&mut self, entry: usize, user: UserValues<'_>, out: &mut Vec<u8>) {
         let mut data = Rng::keyed(self.seed, self.index, VALUES);
         self.index = self.index.wrapping_add(self.stride);
         if let Some((t, gens)) = self.entries.get_mut(entry) {
-            t.render(gens, &mut data, vars, out, &mut self.scratch);
+            t.render(gens, &mut data, user, out, &mut self.scratch);
         }
     }
 
-    /// Appends a request of entry `entry` (a session's request step) to `out`, without choosing, its session
-    /// variables from `vars`.
-    pub fn next_of(&mut self, entry: u32, vars: Option<&Vars>, out: &mut Vec<u8>) {
-        self.render(entry as usize, vars, out);
+    /// Appends a request of entry `entry` (a session's request step) to `out`, without choosing, filled with
+    /// the user's variables and cookies.
+    pub fn next_of(&mut self, entry: u32, user: UserValues<'_>, out: &mut Vec<u8>) {
+        self.render(entry as usize, user, out);
     }
 
     /// Whether entry `entry` can be sent with these variables.

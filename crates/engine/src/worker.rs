@@ -58,7 +58,7 @@ use loadgate_plan::ConnectRate;
 
 use crate::codec::{Completed, Eof, ResponseParser};
 use crate::opening::{self, Opened, OpeningCounts};
-use crate::request::{Blocked, Built, RequestBytes};
+use crate::request::{Blocked, Built, RequestBytes, UserValues};
 use crate::vars::Vars;
 use crate::rt::{self, Rt, Task};
 use crate::schedule::WorkerSchedule;
@@ -723,7 +723,7 @@ impl Ctx {
     /// Serializes the request of `entry` (a session step) into `out`, with the user's variables.
     fn build_entry(&self, entry: u32, vars: Option<&Vars>, out: &mut Vec<u8>) {
         if let Some(b) = &self.built {
-            b.borrow_mut().next_of(entry, vars, out);
+            b.borrow_mut().next_of(entry, UserValues { vars, cookies: None }, out);
         }
     }
 
