@@ -124,7 +124,15 @@ fn main() -> ExitCode {
             StopCondition::Requests { .. } => None,
         },
         cooldown: Duration::ZERO,
-        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None, checks: vec![], captures: vec![] },
+        request: RequestPlan {
+            method: "GET".into(),
+            path: path.into(),
+            headers: vec![],
+            body: None,
+            dynamic: None,
+            checks: vec![],
+            captures: vec![],
+        },
         mix: Vec::new(),
         timeout: args.timeout,
         load: LoadPlan {

@@ -606,7 +606,11 @@ HTTP/1.1 500 Oops\r\n\r\nuntil the end";
             let statuses: Vec<u16> = seen.heads.iter().map(|(s, _)| *s).collect();
             assert_eq!(statuses, vec![200, 201, 204, 500], "step {step}");
             assert!(seen.heads[0].1.starts_with(b"HTTP/1.1 200 OK\r\n") && seen.heads[0].1.ends_with(b"\r\n\r\n"));
-            assert_eq!(seen.bodies, vec![b"hello".to_vec(), b"abcde".to_vec(), vec![], b"until the end".to_vec()], "step {step}");
+            assert_eq!(
+                seen.bodies,
+                vec![b"hello".to_vec(), b"abcde".to_vec(), vec![], b"until the end".to_vec()],
+                "step {step}"
+            );
         }
     }
 

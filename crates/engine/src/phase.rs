@@ -24,6 +24,7 @@ use loadgate_plan::ConnectRate;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
+use crate::worker::inspect::CheckPlan;
 use crate::worker::tally::CheckTally;
 use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, OpeningProgress, StopSignal, Target, Tick};
@@ -217,6 +218,8 @@ struct Common<'a> {
     timeout: Duration,
     drain: Duration,
     by_count: bool,
+    /// Response checks, captures and cookies, compiled once for every worker.
+    checks: Option<Arc<CheckPlan>>,
 }
 
 fn configure(
@@ -295,6 +298,13 @@ impl<'a> Common<'a> {
             timeout,
             drain,
             by_count: matches!(load.stop, StopCondition::Requests { .. }),
+            checks: CheckPlan::new(
+                &entries(phase).into_iter().map(|(_, r)| r).collect::<Vec<_>>(),
+                phase.checks.check_body_limit,
+                session && phase.checks.cookies,
+            )
+            .map_err(|e| EngineError::InvalidPlan(e.0))?
+            .map(Arc::new),
         })
     }
 
@@ -358,6 +368,7 @@ impl<'a> Common<'a> {
             mix_entries: self.mix_entries,
             session: self.ops.clone(),
             variables: phase.checks.variables.len(),
+            checks: self.checks.clone(),
             pipeline: self.pipeline,
             window: load.connections.pipeline_mode == PipelineMode::Window,
             batch_reads: load.connections.pipeline_reads == loadgate_plan::PipelineReads::Batch,
@@ -1051,13 +1062,13 @@ fn checks_result(phase: &Phase, finals: &[Box<WorkerFinal>]) -> (Vec<CheckStats>
     }
     let mut stats = Vec::new();
     for (e, (name, request)) in entries.iter().enumerate() {
-        let described = request
-            .checks
-            .iter()
-            .map(|c| (c.name.clone(), loadgate_model::check::describe(&c.kind)))
-            .chain(request.captures.iter().map(|c| {
-                (format!("capture:{}", c.name), loadgate_model::check::describe_capture(&c.source))
-            }));
+        let described =
+            request.checks.iter().map(|c| (c.name.clone(), loadgate_model::check::describe(&c.kind))).chain(
+                request
+                    .captures
+                    .iter()
+                    .map(|c| (format!("capture:{}", c.name), loadgate_model::check::describe_capture(&c.source))),
+            );
         for ((check, expects), count) in described.zip(sum.entry(e)) {
             stats.push(CheckStats {
                 request: (*name).to_owned(),

@@ -264,7 +264,9 @@ impl Template {
             b.segments(value);
             b.lit(b"\r\n");
         }
-        let generated_body = body.as_ref().is_some_and(|segs| segs.iter().any(|s| matches!(s, Segment::Gen { .. } | Segment::Var { .. })));
+        let generated_body = body
+            .as_ref()
+            .is_some_and(|segs| segs.iter().any(|s| matches!(s, Segment::Gen { .. } | Segment::Var { .. })));
         if let Some(segs) = &body {
             if !has_length {
                 if generated_body {
@@ -324,7 +326,14 @@ impl Template {
     /// Appends one request to `out`. `gens` is this template's generator state (from
     /// [`generators`](Self::generators)); `scratch` holds a generated body while its length is measured.
     /// `vars` fills the session variables the request uses (see [`blocked`](Self::blocked)).
-    pub fn render(&self, gens: &mut [Gen], rng: &mut Rng, user: UserValues<'_>, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    pub fn render(
+        &self,
+        gens: &mut [Gen],
+        rng: &mut Rng,
+        user: UserValues<'_>,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) {
         let start = out.len();
         if self.measure_body {
             scratch.clear();

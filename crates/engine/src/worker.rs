@@ -59,15 +59,16 @@ use loadgate_plan::ConnectRate;
 use crate::codec::{Completed, Eof, ResponseParser};
 use crate::opening::{self, Opened, OpeningCounts};
 use crate::request::{Blocked, Built, RequestBytes, UserValues};
-use crate::vars::Vars;
 use crate::rt::{self, Rt, Task};
 use crate::schedule::WorkerSchedule;
 use crate::tls::{self, TlsClient, TlsConn, WorkerTls};
 use crate::transport::{self, ConnectError, Stream, TcpConn, TlsFailure};
+use crate::vars::Vars;
 use crate::{EngineError, StopSignal};
 
 mod batch;
 mod http2;
+pub(crate) mod inspect;
 pub(crate) mod tally;
 
 use batch::{Batching, Stall};
@@ -105,6 +106,8 @@ pub(crate) struct WorkerConfig {
     pub session: Vec<SessionOp>,
     /// The session's variables (captured values), by slot: how many.
     pub variables: usize,
+    /// Response checks, captures and cookies (`None`: the connections run the plain parser).
+    pub checks: Option<Arc<inspect::CheckPlan>>,
     /// Requests in flight per connection (1 without pipelining).
     pub pipeline: usize,
     /// Window mode: add a request as each completes; batch mode: only when all completed.
@@ -591,7 +594,7 @@ impl Ctx {
             interval_peak_active: 0,
             slots_connected: 0,
             by_entry: (0..cfg.mix_entries).map(|_| EntryStats::new()).collect(),
-            checks: None,
+            checks: cfg.checks.as_ref().map(|p| tally::CheckTally::new(&p.counts())),
         };
         let built = cfg.built.take();
         let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
@@ -721,9 +724,9 @@ impl Ctx {
     }
 
     /// Serializes the request of `entry` (a session step) into `out`, with the user's variables.
-    fn build_entry(&self, entry: u32, vars: Option<&Vars>, out: &mut Vec<u8>) {
+    fn build_entry(&self, entry: u32, user: UserValues<'_>, out: &mut Vec<u8>) {
         if let Some(b) = &self.built {
-            b.borrow_mut().next_of(entry, UserValues { vars, cookies: None }, out);
+            b.borrow_mut().next_of(entry, user, out);
         }
     }
 
@@ -1112,7 +1115,7 @@ async fn serve<D: Driver>(ctx: &Ctx, io: &mut SlotIo, mut driver: D, quota: &mut
             return End::Reconnect { server_closed: false };
         }
         io.step = step;
-        ctx.build_entry(entry, io.vars.as_deref(), &mut io.out);
+        ctx.build_entry(entry, user_values(&io.vars, &io.jar), &mut io.out);
         let now = Instant::now();
         let mut s = ctx.stats.borrow_mut();
         s.c.sent += 1;
@@ -1126,7 +1129,7 @@ async fn serve<D: Driver>(ctx: &Ctx, io: &mut SlotIo, mut driver: D, quota: &mut
 
 /// One connection slot: connect, drive requests over the connection, reconnect when needed, until done.
 async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
-    let mut io = SlotIo::new(id, ctx.cfg.variables);
+    let mut io = SlotIo::new(id, &ctx.cfg);
     let mut backoff = BACKOFF_MIN;
     let mut ever_connected = false;
     let cfg = &ctx.cfg;
@@ -1160,7 +1163,10 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                     if let Some(vars) = io.vars.as_deref_mut() {
                         vars.clear();
                     }
-                    ctx.build_entry(entry, io.vars.as_deref(), &mut io.out);
+                    if let Some(jar) = io.jar.as_deref_mut() {
+                        jar.clear();
+                    }
+                    ctx.build_entry(entry, user_values(&io.vars, &io.jar), &mut io.out);
                     ctx.stats.borrow_mut().c.users_started += 1;
                     pre = Some((t, entry));
                 }
@@ -1328,12 +1334,20 @@ struct SlotIo {
     batch: Batching,
     /// Sessions with variables: the user's captured values (allocated once per slot, reused by its users).
     vars: Option<Box<Vars>>,
+    /// Sessions with cookies: the user's jar.
+    jar: Option<Box<inspect::Jar>>,
+    /// Phases with checks: what the response being read is found to be (made at the first checked response).
+    inspector: Option<Box<inspect::Inspector>>,
 }
 
 impl SlotIo {
-    fn new(id: usize, variables: usize) -> Self {
+    fn new(id: usize, cfg: &WorkerConfig) -> Self {
+        let variables = cfg.variables;
+        let cookies = cfg.checks.as_ref().is_some_and(|c| c.cookies);
         SlotIo {
             vars: (variables > 0).then(|| Box::new(Vars::new(variables))),
+            jar: cookies.then(Box::default),
+            inspector: None,
             id,
             step: 0,
             in_flight: VecDeque::new(),
@@ -1577,8 +1591,21 @@ impl SlotIo {
         let n = data.len();
         let mut off = 0;
         while off < n {
-            let head = ctx.is_head(self.in_flight.front().map(|f| f.entry));
-            match self.parser.feed(&data[off..], head) {
+            let entry = self.in_flight.front().map(|f| f.entry);
+            let head = ctx.is_head(entry);
+            let checks = match (&ctx.cfg.checks, entry) {
+                (Some(plan), Some(e)) if plan.inspects(e) => plan.entry(e),
+                _ => None,
+            };
+            let fed = match checks {
+                Some(checks) => {
+                    let inspector = self.inspector.get_or_insert_with(Box::default);
+                    let mut seeing = inspect::Inspecting { inspector, checks, vars: self.vars.as_deref() };
+                    self.parser.feed_with(&data[off..], head, &mut seeing)
+                }
+                _ => self.parser.feed(&data[off..], head),
+            };
+            match fed {
                 Err(_) => {
                     self.fail_all(stats, Failure::Protocol);
                     return Some(End::Reconnect { server_closed: false });
@@ -1656,7 +1683,16 @@ impl SlotIo {
             self.fail_all(stats, Failure::Protocol);
             return Some(End::Reconnect { server_closed: false });
         };
+        let entry = request.entry;
         self.record(ctx, stats, request, done.status, now);
+        if let (Some(plan), Some(inspector), Some(tally)) =
+            (&ctx.cfg.checks, self.inspector.as_deref_mut(), stats.checks.as_mut())
+        {
+            if let Some(checks) = plan.entry(entry).filter(|_| plan.inspects(entry)) {
+                let (vars, jar) = (self.vars.as_deref_mut(), self.jar.as_deref_mut());
+                inspector.finish(checks, entry as usize, vars, jar, tally);
+            }
+        }
         if done.close {
             self.close_after_response(ctx, stats, quota);
             return Some(End::Reconnect { server_closed: ctx.cfg.keep_alive });
@@ -1732,6 +1768,11 @@ impl SlotIo {
         }
         End::Reconnect { server_closed: ctx.cfg.keep_alive }
     }
+}
+
+/// What a user's next request is filled with: its variables and cookies.
+fn user_values<'a>(vars: &'a Option<Box<Vars>>, jar: &'a Option<Box<inspect::Jar>>) -> UserValues<'a> {
+    UserValues { vars: vars.as_deref(), cookies: jar.as_deref().map(|j| j as &dyn crate::request::CookieHeader) }
 }
 
 /// Counts `n` requests failed with `kind` (a protocol failure counts once even with nothing in flight).

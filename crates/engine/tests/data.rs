@@ -71,7 +71,15 @@ fn dynamic(
 }
 
 fn static_request(method: &str, path: &str, body: Option<&str>) -> RequestPlan {
-    RequestPlan { method: method.into(), path: path.into(), headers: vec![], body: body.map(Into::into), dynamic: None, checks: vec![], captures: vec![] }
+    RequestPlan {
+        method: method.into(),
+        path: path.into(),
+        headers: vec![],
+        body: body.map(Into::into),
+        dynamic: None,
+        checks: vec![],
+        captures: vec![],
+    }
 }
 
 /// `PUT /v0/entity?id={seq(100, 3)}&n={random_int(5, 9)}&p={pick(['a b', 'c'])}` with a UUID and a hex header

@@ -14,7 +14,15 @@ use loadgate_plan::{Arrival, RequestPlan, SessionStep, UserStep};
 fn step(name: &str, path: &str) -> SessionStep {
     SessionStep::Request {
         name: name.into(),
-        request: RequestPlan { method: "GET".into(), path: path.into(), headers: vec![], body: None, dynamic: None, checks: vec![], captures: vec![] },
+        request: RequestPlan {
+            method: "GET".into(),
+            path: path.into(),
+            headers: vec![],
+            body: None,
+            dynamic: None,
+            checks: vec![],
+            captures: vec![],
+        },
     }
 }
 

@@ -29,8 +29,8 @@ pub mod url;
 pub mod yaml;
 
 pub use check::{
-    Capture, CaptureSource, Check, CheckKind, Expected, FailedChecks, JsonExpected, JsonOp, JsonSelector, JsonStep, JsonType,
-    Pattern, StatusSet, TextOp, Variable, Verify, VerifyScenarios,
+    Capture, CaptureSource, Check, CheckKind, Expected, FailedChecks, JsonExpected, JsonOp, JsonSelector, JsonStep,
+    JsonType, Pattern, StatusSet, TextOp, Variable, Verify, VerifyScenarios,
 };
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};

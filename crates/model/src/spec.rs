@@ -250,6 +250,7 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
 /// One step of a user's session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[expect(clippy::large_enum_variant, reason = "a session has a few steps, read once per spec")]
 pub enum SessionStep {
     /// Send the request and wait for its response.
     Request { name: String, request: Request },

@@ -291,6 +291,7 @@ pub struct Phase {
 /// One step of a user's session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[expect(clippy::large_enum_variant, reason = "a session has a few steps, compiled once per phase")]
 pub enum SessionStep {
     /// Send the request and wait for its response; measured under `name`.
     Request { name: String, request: RequestPlan },

@@ -13,11 +13,8 @@ pub fn probe(phase: &Phase, requests: u32) -> Phase {
     let requests = u64::from(requests.clamp(1, 100));
     let mut p = phase.clone();
     if !p.mix.is_empty() && p.session.is_empty() {
-        p.session = p
-            .mix
-            .iter()
-            .map(|m| SessionStep::Request { name: m.name.clone(), request: m.request.clone() })
-            .collect();
+        p.session =
+            p.mix.iter().map(|m| SessionStep::Request { name: m.name.clone(), request: m.request.clone() }).collect();
         p.mix.clear();
     }
     p.load = LoadPlan {

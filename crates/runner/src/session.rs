@@ -220,10 +220,9 @@ impl Session {
             stop.stop("stopped before the verification");
         }
         let workers = &self.workers[..self.workers.len().min(1)];
-        let measured =
-            loadgate_engine::run_phase(probe, workers, &self.target.engine, &stop, &mut |_| {
-                loadgate_engine::Control::Continue
-            })?;
+        let measured = loadgate_engine::run_phase(probe, workers, &self.target.engine, &stop, &mut |_| {
+            loadgate_engine::Control::Continue
+        })?;
         Ok(loadgate_results::ScenarioResult::from(measured))
     }
 

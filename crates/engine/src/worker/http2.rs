@@ -64,6 +64,9 @@ struct Open {
     status: u16,
     /// DATA bytes received since the stream's window was last handed back.
     recv: u32,
+    /// Phases with checks: what the stream's response is found to be (status and body; HTTP/2 header fields
+    /// are not read by checks).
+    inspector: Option<Box<super::inspect::Inspector>>,
 }
 
 /// A request taken from the source whose stream is not open yet; `None`: the phase's static request.
@@ -137,6 +140,9 @@ pub(super) struct H2<S> {
     /// that ends the hold is armed.
     held_since: Option<Instant>,
     hold_armed: bool,
+    /// Inspectors of completed streams, for the next streams (phases with checks).
+    #[expect(clippy::vec_box, reason = "moved between streams' boxes and here without copying their buffers")]
+    spare: Vec<Box<super::inspect::Inspector>>,
 }
 
 /// The connection cannot go on: a protocol error (or a header block that cannot be decoded).
@@ -176,6 +182,7 @@ impl<S: Stream> H2<S> {
             armed: false,
             held_since: None,
             hold_armed: false,
+            spare: Vec::new(),
         }
     }
 
@@ -276,7 +283,13 @@ impl<S: Stream> H2<S> {
                 self.wbuf.extend_from_slice(chunk);
                 first = false;
             }
-            self.open.push(Open { id, req: InFlight { sent: now, ..q.req }, status: 0, recv: 0 });
+            let inspector = ctx
+                .cfg
+                .checks
+                .as_ref()
+                .filter(|p| p.inspects(q.req.entry))
+                .map(|_| self.spare.pop().unwrap_or_default());
+            self.open.push(Open { id, req: InFlight { sent: now, ..q.req }, status: 0, recv: 0, inspector });
             if !end_stream {
                 self.blocked = Some(Blocked { id, window: self.init_window, rest: body, in_static: q.bytes.is_none() });
                 self.send_body(ctx);
@@ -354,12 +367,37 @@ impl<S: Stream> H2<S> {
 
     /// The stream ended: its response is recorded at `arrived`.
     fn complete(&mut self, ctx: &Ctx, io: &mut SlotIo, stats: &mut Stats, at: usize, arrived: Instant) {
-        let o = self.open.remove(at);
+        let mut o = self.open.remove(at);
         if self.blocked.as_ref().is_some_and(|b| b.id == o.id) {
             // The server answered before the whole body went: the rest is not needed.
             self.blocked = None;
         }
+        let entry = o.req.entry;
         io.record(ctx, stats, o.req, o.status, arrived);
+        if let Some(mut inspector) = o.inspector.take() {
+            if let (Some(checks), Some(tally)) =
+                (ctx.cfg.checks.as_ref().and_then(|p| p.entry(entry)), stats.checks.as_mut())
+            {
+                let (vars, jar) = (io.vars.as_deref_mut(), io.jar.as_deref_mut());
+                inspector.finish(checks, entry as usize, vars, jar, tally);
+            }
+            self.spare.push(inspector);
+        }
+    }
+
+    /// Shows a stream's inspector its response's status (at its final HEADERS) or body bytes (DATA).
+    fn inspect(&mut self, ctx: &Ctx, io: &SlotIo, at: usize, status: Option<u16>, data: &[u8]) {
+        let o = &mut self.open[at];
+        let (Some(inspector), Some(checks)) =
+            (o.inspector.as_deref_mut(), ctx.cfg.checks.as_ref().and_then(|p| p.entry(o.req.entry)))
+        else {
+            return;
+        };
+        let mut seeing = super::inspect::Inspecting { inspector, checks, vars: io.vars.as_deref() };
+        match status {
+            Some(s) => crate::codec::Inspect::head(&mut seeing, s, b""),
+            None => crate::codec::Inspect::body(&mut seeing, data),
+        }
     }
 
     /// Handles every whole frame at the start of `data`; returns the bytes used.
@@ -414,6 +452,14 @@ impl<S: Stream> H2<S> {
                     self.conn_recv = 0;
                 }
                 if let Some(at) = self.open.iter().position(|o| o.id == h.stream) {
+                    if self.open[at].inspector.is_some() {
+                        let mut data = payload;
+                        if h.flags & h2::PADDED != 0 {
+                            let pad = usize::from(data.first().copied().unwrap_or(0));
+                            data = data.get(1..data.len().saturating_sub(pad).max(1)).unwrap_or(&[]);
+                        }
+                        self.inspect(ctx, io, at, None, data);
+                    }
                     if h.flags & h2::END_STREAM != 0 {
                         self.complete(ctx, io, stats, at, arrived);
                     } else {
@@ -594,6 +640,7 @@ impl<S: Stream> H2<S> {
         }
         if status != 0 {
             self.open[at].status = status;
+            self.inspect(ctx, io, at, Some(status), b"");
         }
         if end_stream {
             self.complete(ctx, io, stats, at, arrived);

@@ -1,0 +1,3 @@
+//! Response checks (issue 30).
+
+pub(crate) mod json;
