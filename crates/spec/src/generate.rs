@@ -69,18 +69,53 @@ pub(crate) fn has_marks(text: &str) -> bool {
     text.contains(MARK)
 }
 
-/// Splits rendered text into literal and generator segments (marker indexes as rendered).
-pub(crate) fn split_marks(text: &str) -> Vec<(bool, String)> {
-    let mut out = Vec::new();
-    let mut parts = text.split(MARK);
-    let mut is_mark = false;
-    for part in parts.by_ref() {
-        if !part.is_empty() || is_mark {
-            out.push((is_mark, part.to_owned()));
-        }
-        is_mark = !is_mark;
+/// A piece of rendered text: literal text, a generator's slot, or a session variable's (captured by an earlier
+/// step, or by this step or a later one: a use before the capture).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    Text(String),
+    Gen(usize),
+    Var(u16),
+    Later(u16),
+}
+
+/// The marker a session variable renders to: `set` when an earlier step captures it, else a "later" marker that
+/// reading refuses. Mixed case, so that `upper`, `lower`, `capitalize` and `title` change it and the filtered use
+/// is refused rather than passed through unfiltered.
+pub(crate) fn var_marker(slot: u16, set: bool) -> String {
+    if set {
+        format!("{MARK}vV{slot}{MARK}")
+    } else {
+        format!("{MARK}uU{slot}{MARK}")
     }
-    out
+}
+
+/// Splits rendered text into its parts; `None` when a marker was changed (by a filter or a slice) and cannot be
+/// read back.
+pub(crate) fn parse_marks(text: &str) -> Option<Vec<Part>> {
+    if text.matches(MARK).count() % 2 != 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, part) in text.split(MARK).enumerate() {
+        if i % 2 == 0 {
+            if !part.is_empty() {
+                out.push(Part::Text(part.to_owned()));
+            }
+            continue;
+        }
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        out.push(if let Some(slot) = part.strip_prefix("vV").filter(|s| digits(s)) {
+            Part::Var(slot.parse().ok()?)
+        } else if let Some(slot) = part.strip_prefix("uU").filter(|s| digits(s)) {
+            Part::Later(slot.parse().ok()?)
+        } else if digits(part) {
+            Part::Gen(part.parse().ok()?)
+        } else {
+            return None;
+        });
+    }
+    Some(out)
 }
 
 fn arg_err(msg: impl Into<String>) -> minijinja::Error {

@@ -17,6 +17,22 @@ pub(crate) struct Cx<'a> {
     pub bindings: &'a [(String, minijinja::Value)],
     /// Per-request generators (`seq()`, ...) are allowed: only in a request's path, query, headers and body.
     pub dynamic: bool,
+    /// The session's variables a session step's templates see (bound in `bindings` to their markers).
+    pub vars: &'a [SessionVar],
+    /// Captured values work here but generators do not (a check's expected value).
+    pub vars_only: bool,
+}
+
+/// A session variable as one step sees it: its name, its slot, and the step that first captures it.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionVar {
+    pub name: String,
+    pub slot: u16,
+    /// The step that captures it first: its name and line.
+    pub step: String,
+    pub line: Option<usize>,
+    /// Captured by the step being read itself.
+    pub here: bool,
 }
 
 /// A mapping whose keys were checked against the allowed ones.
@@ -50,15 +66,18 @@ impl Cx<'_> {
         match &node.kind {
             NodeKind::Str(s) if Templates::is_template(s) => {
                 match self.templates.render(s, self.bindings, self.dynamic) {
-                    Ok(text) if crate::generate::has_marks(&text) && self.dynamic => {
-                        Some(Node { kind: NodeKind::Str(text), span: node.span, from_template: true })
-                    }
-                    Ok(text) if crate::generate::has_marks(&text) => {
-                        self.outside_request(node, path);
-                        None
-                    }
                     Ok(text) => {
-                        Some(Node { kind: crate::loader::parse_scalar(&text), span: node.span, from_template: true })
+                        if !self.vars.is_empty() && !self.vars_whole(s, &text, node, path) {
+                            return None;
+                        }
+                        if !crate::generate::has_marks(&text) {
+                            return Some(Node {
+                                kind: crate::loader::parse_scalar(&text),
+                                span: node.span,
+                                from_template: true,
+                            });
+                        }
+                        self.marked(s, text, node, path)
                     }
                     Err(e) if e.outside_request => {
                         self.outside_request(node, path);
@@ -76,7 +95,116 @@ impl Cx<'_> {
         }
     }
 
+    /// Rendered text with markers: kept where its generators and variables work, refused elsewhere.
+    fn marked(&mut self, template: &str, text: String, node: &Node, path: &Path) -> Option<Node> {
+        use crate::generate::Part;
+        let Some(parts) = crate::generate::parse_marks(&text) else {
+            self.used_whole(template, node, path);
+            return None;
+        };
+        if let Some(slot) = parts.iter().find_map(|p| match p {
+            Part::Later(slot) => Some(*slot),
+            _ => None,
+        }) {
+            self.used_before(slot, node, path);
+            return None;
+        }
+        let generated = parts.iter().any(|p| matches!(p, Part::Gen(_)));
+        let captured = parts.iter().any(|p| matches!(p, Part::Var(_)));
+        if generated && !self.dynamic {
+            self.outside_request(node, path);
+            return None;
+        }
+        if captured && !self.dynamic && !self.vars_only {
+            self.diags.push(
+                Diagnostic::error(path, node.span, "a captured value cannot be used here")
+                    .found(node.describe())
+                    .expected("a value fixed for the whole phase")
+                    .help(
+                        "captured values work in a later step's `path`, `query`, `headers` and `body`, and in a \
+                         check's `equals`",
+                    ),
+            );
+            return None;
+        }
+        Some(Node { kind: NodeKind::Str(text), span: node.span, from_template: true })
+    }
+
+    /// A template that reads a session variable must keep its marker whole (`{{ token }}`, `'Bearer ' ~ token`):
+    /// a filter or a test on it would run on the marker, not on the value captured at run time.
+    fn vars_whole(&mut self, template: &str, text: &str, node: &Node, path: &Path) -> bool {
+        let read = self.templates.names_used(template);
+        let parts = crate::generate::parse_marks(text).unwrap_or_default();
+        for v in self.vars.iter().filter(|v| read.contains(&v.name)) {
+            let kept = parts.iter().any(|p| {
+                matches!(p, crate::generate::Part::Var(s) | crate::generate::Part::Later(s) if *s == v.slot)
+            });
+            if !kept {
+                self.used_whole(template, node, path);
+                return false;
+            }
+        }
+        true
+    }
+
+    fn used_whole(&mut self, template: &str, node: &Node, path: &Path) {
+        let read = self.templates.names_used(template);
+        let d = match self.vars.iter().find(|v| read.contains(&v.name)) {
+            Some(v) => Diagnostic::error(
+                path,
+                node.span,
+                format!("a captured value is used only whole: `{}` changes `{}`", template.trim(), v.name),
+            )
+            .found(node.describe())
+            .help(format!(
+                "the value is known only when the request is sent: write `{{{{ {} }}}}`, or join text to it with \
+                 `~` (`{{{{ 'Bearer ' ~ {} }}}}`)",
+                v.name, v.name
+            )),
+            None => Diagnostic::error(path, node.span, "a generated value is used only whole")
+                .found(node.describe())
+                .help("a generator's value is made per request: write `{{ seq() }}`, or join text to it with `~`"),
+        };
+        self.diags.push(d);
+    }
+
+    fn used_before(&mut self, slot: u16, node: &Node, path: &Path) {
+        let Some(v) = self.vars.iter().find(|v| v.slot == slot) else { return };
+        let at = v.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+        let d = if v.here {
+            Diagnostic::error(
+                path,
+                node.span,
+                format!("`{}` is used before it is captured: this step (`{}`) captures it", v.name, v.step),
+            )
+            .found(node.describe())
+            .help("a step's request and checks see only what earlier steps captured: use it in a later step")
+        } else {
+            Diagnostic::error(
+                path,
+                node.span,
+                format!("`{}` is used before it is captured: step `{}`{at} captures it", v.name, v.step),
+            )
+            .found(node.describe())
+            .help(format!("move step `{}` before this one, or use `{}` in a later step", v.step, v.name))
+        };
+        self.diags.push(d);
+    }
+
     fn outside_request(&mut self, node: &Node, path: &Path) {
+        if self.vars_only {
+            self.diags.push(
+                Diagnostic::error(path, node.span, "a check's expected value cannot use generators")
+                    .found(node.describe())
+                    .expected("text, variables, or values captured by earlier steps")
+                    .help(format!(
+                        "{}() make a new value per request, which a response cannot be checked against; capture the \
+                         value sent back instead",
+                        crate::generate::GENERATORS.join("(), ")
+                    )),
+            );
+            return;
+        }
         self.diags.push(
             Diagnostic::error(path, node.span, "per-request generators only work in a request")
                 .found(node.describe())

@@ -100,6 +100,11 @@ impl Templates {
         self.compile(text).map(|(_, reads)| reads.into_iter().collect()).unwrap_or_default()
     }
 
+    /// Whether `name` is a spec variable (or `env`), or a function templates call.
+    pub fn is_defined(&self, name: &str) -> bool {
+        self.names.contains(name) || self.env.borrow().globals().any(|(g, _)| g == name)
+    }
+
     /// The values of the environment variables that templates read (`{{ env.NAME }}`).
     pub fn env_values_read(&self) -> Vec<String> {
         let read = self.env_read.lock().unwrap_or_else(|p| p.into_inner());

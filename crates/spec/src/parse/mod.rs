@@ -1,6 +1,7 @@
 //! From a located node tree to a validated [`Spec`]: variables resolved, templates rendered, units parsed,
 //! matrix cells expanded, every problem reported at once.
 
+mod check;
 mod gating;
 mod hardware;
 mod history;
@@ -43,6 +44,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "gating",
     "history",
     "defaults",
+    "verify",
     "scenarios",
 ];
 pub(crate) const HISTORY_KEYS: &[&str] = &["branch", "reference", "machine", "drift", "change_points", "detection"];
@@ -59,7 +61,7 @@ pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_
 pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
 pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked", "tls"];
-pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout"];
+pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout", "failed_checks", "check_body_limit"];
 pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "description",
     "gate",
@@ -74,10 +76,37 @@ pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "load",
     "slo",
     "sweep",
+    "cookies",
+    "verify",
+    "failed_checks",
 ];
-pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body"];
-pub(crate) const MIX_REQUEST_KEYS: &[&str] = &["weight", "method", "path", "query", "headers", "body"];
-pub(crate) const SESSION_STEP_KEYS: &[&str] = &["name", "think", "method", "path", "query", "headers", "body"];
+pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body", "check", "capture"];
+pub(crate) const MIX_REQUEST_KEYS: &[&str] =
+    &["weight", "method", "path", "query", "headers", "body", "check", "capture"];
+pub(crate) const SESSION_STEP_KEYS: &[&str] =
+    &["name", "think", "method", "path", "query", "headers", "body", "check", "capture"];
+pub(crate) const CHECK_KEYS: &[&str] = &[
+    "name",
+    "status",
+    "header",
+    "body_contains",
+    "body_matches",
+    "body_equals",
+    "body_size",
+    "json",
+    "exists",
+    "equals",
+    "contains",
+    "matches",
+    "gt",
+    "ge",
+    "lt",
+    "le",
+    "type",
+];
+pub(crate) const BODY_SIZE_KEYS: &[&str] = &["min", "max"];
+pub(crate) const CAPTURE_KEYS: &[&str] = &["json", "header", "regex", "cookie", "default", "max_length"];
+pub(crate) const VERIFY_KEYS: &[&str] = &["scenarios", "requests"];
 pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity"];
 pub(crate) const CLOSED_KEYS: &[&str] = &[
     "connections",
@@ -230,7 +259,7 @@ fn read_sections(
     env_read_by_vars: &[String],
 ) -> Option<Spec> {
     let path = Path::root();
-    let mut cx = Cx { diags, templates, bindings: &[], dynamic: false };
+    let mut cx = Cx { diags, templates, bindings: &[], dynamic: false, vars: &[], vars_only: false };
     let top = cx.map(root, &path, TOP_KEYS, "the spec")?;
 
     if let Some((node, p)) = cx.required(&top, "version", "the spec") {
@@ -309,6 +338,10 @@ fn read_sections(
         Some((n, p)) => read_defaults(&mut cx, n, &p),
         None => Some(Defaults::default()),
     };
+    let verify = match top.get("verify") {
+        Some((n, p)) => read_verify(&mut cx, n, &p),
+        None => Some(loadgate_model::Verify::default()),
+    };
     let mut scenarios = Vec::new();
     if let Some((node, p)) = cx.required(&top, "scenarios", "the spec") {
         match &node.kind {
@@ -318,7 +351,8 @@ fn read_sections(
                 ),
             ),
             NodeKind::Map(entries) => {
-                let defaults = defaults.clone().unwrap_or_default();
+                let mut defaults = defaults.clone().unwrap_or_default();
+                defaults.heads = heads_of(target.as_ref(), candidate.as_ref().and_then(|c| c.as_ref()));
                 let prefix = match &target {
                     Some(Target::Url { base_url } | Target::Command { base_url, .. }) => base_url.prefix.clone(),
                     _ => String::new(),
@@ -364,7 +398,7 @@ fn read_sections(
         }
     }
     let (name, hardware, target, secret_names) = (name?, hardware?, target?, secret_names?);
-    let (candidate, gating, history) = (candidate?, gating?, history?);
+    let (candidate, gating, history, verify) = (candidate?, gating?, history?, verify?);
     if cx.diags.has_errors() {
         return None;
     }
@@ -389,7 +423,7 @@ fn read_sections(
         candidate,
         gating,
         history,
-        verify: Default::default(),
+        verify,
         scenarios,
         warnings: Vec::new(),
         secrets: Default::default(),
@@ -517,6 +551,70 @@ fn streams_node(load: &Node, path: Path) -> (Path, Option<Span>) {
         }
     }
     (path, load.span)
+}
+
+/// Whether the targets' response heads are read as HTTP/1.1: HTTP/2 on either side reads `:status` only.
+fn heads_of(target: Option<&Target>, candidate: Option<&Target>) -> check::Heads {
+    let one = |t: &Target| match t.protocol() {
+        loadgate_model::Protocol::Http2 => check::Heads::Http2,
+        loadgate_model::Protocol::Auto if !t.plain_http1() => check::Heads::MaybeHttp2,
+        _ => check::Heads::Http1,
+    };
+    let all: Vec<check::Heads> = target.into_iter().chain(candidate).map(one).collect();
+    if all.contains(&check::Heads::Http2) {
+        check::Heads::Http2
+    } else if all.contains(&check::Heads::MaybeHttp2) {
+        check::Heads::MaybeHttp2
+    } else {
+        check::Heads::Http1
+    }
+}
+
+/// `verify:`: `auto` (the default), `all`, `off` (or `false`), or `{ scenarios, requests }`.
+fn read_verify(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<loadgate_model::Verify> {
+    use loadgate_model::{Verify, VerifyScenarios};
+    const WORDS: &[(&str, VerifyScenarios)] =
+        &[("auto", VerifyScenarios::Auto), ("all", VerifyScenarios::All), ("off", VerifyScenarios::Off)];
+    let scenarios = |cx: &mut Cx<'_>, n: &Node, p: &Path| match &n.kind {
+        NodeKind::Bool(false) => Some(VerifyScenarios::Off),
+        NodeKind::Bool(true) => {
+            cx.error(
+                Diagnostic::error(p, n.span, "`verify: true` does not say which scenarios")
+                    .expected("`auto`, `all` or `off`")
+                    .found(n.describe())
+                    .help("`auto` (the default) verifies the scenarios whose requests have checks; `all` every scenario"),
+            );
+            None
+        }
+        _ => read_choice(cx, n, p, "`verify`", WORDS),
+    };
+    let NodeKind::Map(_) = node.kind else {
+        return scenarios(cx, node, path).map(|scenarios| Verify { scenarios, ..Verify::default() });
+    };
+    let f = cx.map(node, path, VERIFY_KEYS, "`verify`")?;
+    let mut v = Verify::default();
+    let mut ok = f.unknown.is_empty();
+    if let Some((n, p)) = f.get("scenarios") {
+        match scenarios(cx, n, &p) {
+            Some(s) => v.scenarios = s,
+            None => ok = false,
+        }
+    }
+    if let Some((n, p)) = f.get("requests") {
+        match cx.uint(n, &p, "`verify.requests`", 1) {
+            Some(r) if r <= 100 => v.requests = r as u32,
+            Some(_) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`verify.requests` is too large")
+                        .expected("at most 100: verification checks the requests, the load measures them")
+                        .found(n.describe()),
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(v)
 }
 
 // Helpers the sections share.

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use crate::diag::Diagnostic;
 use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
-use crate::read::{list, Cx};
+use crate::read::{list, Cx, SessionVar};
 use crate::units::Duration;
 
+use super::check::{read_captures, read_checks, Heads, RequestInfo};
 use super::{
-    enum_error, positive_duration, read_string_map, valid_scenario_name, DEFAULTS_KEYS, MIX_REQUEST_KEYS, REQUEST_KEYS,
-    SESSION_STEP_KEYS,
+    enum_error, positive_duration, read_choice, read_string_map, valid_scenario_name, DEFAULTS_KEYS, MIX_REQUEST_KEYS,
+    REQUEST_KEYS, SESSION_STEP_KEYS,
 };
 
 const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"];
@@ -20,6 +21,25 @@ const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH",
 pub(super) struct Defaults {
     pub(super) headers: Vec<(String, String)>,
     pub(super) timeout: Option<Duration>,
+    pub(super) failed_checks: Option<loadgate_model::FailedChecks>,
+    pub(super) check_body_limit: Option<u64>,
+    /// Not a default the spec writes: whether the targets' response heads are read as HTTP/1.1 (header checks,
+    /// header captures and cookies need them), from `target.protocol`.
+    pub(super) heads: Heads,
+    /// Not a default either: whether the scenario being read gates checks (`checks`, `check_failures`), so that
+    /// every check's name must be one an SLO filter can write.
+    pub(super) checks_gated: bool,
+}
+
+/// The largest `defaults.check_body_limit`: 16 MiB.
+const MAX_CHECK_BODY_LIMIT: u64 = 16 << 20;
+
+/// A named request being read (a mix entry or a session step): its name, and for a session step the slots of
+/// the session's variables.
+pub(super) struct StepCx<'a> {
+    pub name: &'a str,
+    pub slots: &'a [(String, u16)],
+    pub session: bool,
 }
 
 fn read_headers(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<(String, String)>> {
@@ -74,7 +94,32 @@ pub(super) fn read_defaults(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option
         d.timeout = read_timeout(cx, n, &p);
         ok &= d.timeout.is_some();
     }
+    if let Some((n, p)) = f.get("failed_checks") {
+        d.failed_checks = read_failed_checks(cx, n, &p);
+        ok &= d.failed_checks.is_some();
+    }
+    if let Some((n, p)) = f.get("check_body_limit") {
+        match cx.unit::<crate::units::ByteSize>(n, &p, "`check_body_limit`") {
+            Some(b) if (1..=MAX_CHECK_BODY_LIMIT).contains(&b.0) => d.check_body_limit = Some(b.0),
+            Some(_) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, "`check_body_limit` is out of range")
+                        .expected("from 1B to 16MiB")
+                        .found(n.describe())
+                        .help("it bounds the memory of every connection whose requests have a body regex"),
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
     ok.then_some(d)
+}
+
+/// `failed_checks: errors | separate`.
+pub(super) fn read_failed_checks(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<loadgate_model::FailedChecks> {
+    use loadgate_model::FailedChecks;
+    read_choice(cx, n, p, "`failed_checks`", &[("errors", FailedChecks::Errors), ("separate", FailedChecks::Separate)])
 }
 
 pub(super) fn read_timeout(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<Duration> {
@@ -98,7 +143,7 @@ pub(super) fn read_session(
     path: &Path,
     defaults: &Defaults,
     prefix: &str,
-) -> Option<Vec<SessionStep>> {
+) -> Option<(Vec<SessionStep>, Vec<loadgate_model::Variable>)> {
     const EXAMPLE: &str = "`session: [{ name: home, path: / }, { think: 1s }, { name: cart, path: /cart }]`";
     let NodeKind::Seq(items) = &node.kind else {
         cx.error(
@@ -108,8 +153,9 @@ pub(super) fn read_session(
         );
         return None;
     };
+    let (defs, mut ok) = gather_captures(cx, items, path);
+    let slots: Vec<(String, u16)> = defs.iter().map(|d| (d.name.clone(), d.slot)).collect();
     let mut out = Vec::new();
-    let mut ok = true;
     let mut names: Vec<String> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let p = path.index(i);
@@ -185,7 +231,35 @@ pub(super) fn read_session(
                 );
             }
         }
-        let request = read_request_with(cx, &request_node, &p, defaults, prefix, SESSION_STEP_KEYS);
+        // Earlier steps' captures are bound to their markers, later ones' to markers that say so.
+        let step_vars: Vec<SessionVar> = defs
+            .iter()
+            .map(|d| SessionVar {
+                name: d.name.clone(),
+                slot: d.slot,
+                step: d.step.clone(),
+                line: d.line,
+                here: d.index == i,
+            })
+            .collect();
+        let mut bindings: Vec<(String, minijinja::Value)> = defs
+            .iter()
+            .map(|d| (d.name.clone(), minijinja::Value::from(crate::generate::var_marker(d.slot, d.index < i))))
+            .collect();
+        bindings.extend(cx.bindings.iter().cloned());
+        let step_name = name.clone().unwrap_or_else(|| format!("step{}", i + 1));
+        let step = StepCx { name: &step_name, slots: &slots, session: true };
+        let request = {
+            let mut scx = Cx {
+                diags: &mut *cx.diags,
+                templates: cx.templates,
+                bindings: &bindings,
+                dynamic: false,
+                vars: &step_vars,
+                vars_only: false,
+            };
+            read_request_with(&mut scx, &request_node, &p, defaults, prefix, SESSION_STEP_KEYS, Some(&step))
+        };
         match (name, request) {
             (Some(name), Some(request)) => out.push(SessionStep::Request { name, request }),
             _ => ok = false,
@@ -210,8 +284,97 @@ pub(super) fn read_session(
             );
             None
         }
-        Some(_) => Some(out),
+        Some(_) => {
+            // Each variable holds the longest value any of its captures may take.
+            let mut variables: Vec<loadgate_model::Variable> =
+                defs.iter().map(|d| loadgate_model::Variable { name: d.name.clone(), max_len: 0 }).collect();
+            for s in &out {
+                if let SessionStep::Request { request, .. } = s {
+                    for c in &request.captures {
+                        if let Some(v) = variables.get_mut(c.slot as usize) {
+                            v.max_len = v.max_len.max(c.max_len);
+                        }
+                    }
+                }
+            }
+            Some((out, variables))
+        }
     }
+}
+
+/// A session variable: the first step that captures it gives it its slot.
+struct CaptureDef {
+    name: String,
+    slot: u16,
+    /// The step's index and name, and the line of its capture.
+    index: usize,
+    step: String,
+    line: Option<usize>,
+}
+
+/// Gives each name the session's steps capture a slot, in order of first capture; refuses names that are not
+/// identifiers or that shadow a variable, and more than 64 of them.
+fn gather_captures(cx: &mut Cx<'_>, items: &[Node], path: &Path) -> (Vec<CaptureDef>, bool) {
+    let mut defs: Vec<CaptureDef> = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        let Some(NodeKind::Map(entries)) = item.get("capture").map(|c| &c.kind) else { continue };
+        let step = match item.get("name").map(|n| &n.kind) {
+            Some(NodeKind::Str(s)) => s.clone(),
+            _ => format!("step{}", i + 1),
+        };
+        for (k, _) in entries {
+            let p = path.index(i).key("capture").key(&k.name);
+            let width = k.name.chars().count();
+            if !super::vars::valid_var_name(&k.name) {
+                cx.error(
+                    Diagnostic::error(&p, k.span, format!("capture name `{}` is not an identifier", k.name))
+                        .width(width)
+                        .expected("letters, digits and `_`, not starting with a digit: later steps read it as `{{ name }}`"),
+                );
+                ok = false;
+                continue;
+            }
+            let matrix = cx.bindings.iter().any(|(b, _)| *b == k.name);
+            if matrix || cx.templates.is_defined(&k.name) {
+                let what = if matrix {
+                    "matrix variable"
+                } else if crate::generate::GENERATORS.contains(&k.name.as_str()) || k.name == "range" {
+                    "function"
+                } else {
+                    "spec variable"
+                };
+                cx.error(
+                    Diagnostic::error(&p, k.span, format!("capture `{}` has the name of the {what} `{}`", k.name, k.name))
+                        .width(width)
+                        .expected("a name no variable or function of the spec has")
+                        .help(format!("`{{{{ {} }}}}` would be ambiguous: name the capture `{}_value`", k.name, k.name)),
+                );
+                ok = false;
+                continue;
+            }
+            if defs.iter().any(|d| d.name == k.name) {
+                continue;
+            }
+            if defs.len() == loadgate_model::check::MAX_VARIABLES {
+                cx.error(
+                    Diagnostic::error(&p, k.span, "the session captures more than 64 variables")
+                        .width(width)
+                        .expected("at most 64 capture names per session"),
+                );
+                ok = false;
+                continue;
+            }
+            defs.push(CaptureDef {
+                name: k.name.clone(),
+                slot: defs.len() as u16,
+                index: i,
+                step: step.clone(),
+                line: k.span.map(|s| s.line),
+            });
+        }
+    }
+    (defs, ok)
 }
 
 pub(super) fn read_mix(
@@ -265,7 +428,8 @@ pub(super) fn read_mix(
                 }
             }
         }
-        match read_request_with(cx, &request_node, &p, defaults, prefix, MIX_REQUEST_KEYS) {
+        let entry = StepCx { name: &k.name, slots: &[], session: false };
+        match read_request_with(cx, &request_node, &p, defaults, prefix, MIX_REQUEST_KEYS, Some(&entry)) {
             Some(request) => out.push(MixRequest { name: k.name.clone(), weight, request }),
             None => ok = false,
         }
@@ -292,7 +456,7 @@ pub(super) fn read_request(
     defaults: &Defaults,
     prefix: &str,
 ) -> Option<Request> {
-    read_request_with(cx, node, path, defaults, prefix, REQUEST_KEYS)
+    read_request_with(cx, node, path, defaults, prefix, REQUEST_KEYS, None)
 }
 
 fn read_request_with(
@@ -302,6 +466,7 @@ fn read_request_with(
     defaults: &Defaults,
     prefix: &str,
     keys: &[&str],
+    step: Option<&StepCx<'_>>,
 ) -> Option<Request> {
     let f = cx.map(node, path, keys, "`request`")?;
     // The method stays fixed; path, query, headers and body may generate values per request.
@@ -391,10 +556,38 @@ fn read_request_with(
         b
     });
     cx.dynamic = false;
+    let who = step.map_or_else(|| "the request".to_owned(), |s| format!("`{}`", s.name));
+    let info = RequestInfo {
+        who,
+        method: method.as_deref().unwrap_or("GET"),
+        heads: defaults.heads,
+        checks_gated: defaults.checks_gated,
+    };
+    let checks = match f.get("check") {
+        Some((n, p)) => read_checks(cx, n, &p, &info),
+        None => Some(Vec::new()),
+    };
+    let captures = match (f.get("capture"), step) {
+        (None, _) => Some(Vec::new()),
+        (Some((n, p)), Some(step)) if step.session => read_captures(cx, n, &p, &info, step.slots),
+        (Some((_, p)), _) => {
+            let on = if step.is_some() { "a `requests:` entry" } else { "a `request:`" };
+            cx.error(
+                Diagnostic::error(&p, f.key_span("capture"), format!("`capture` on {on} feeds nothing"))
+                    .width("capture".len())
+                    .expected("`capture` on a step of a `session:`")
+                    .help("captures feed later steps of a session: make it a `session:` whose later steps use the value"),
+            );
+            None
+        }
+    };
     if !ok {
         return None;
     }
-    assemble_request(cx, method?, prefix, &req_path?, &query, headers, body)
+    let mut request = assemble_request(cx, method?, prefix, &req_path?, &query, headers, body)?;
+    request.checks = checks?;
+    request.captures = captures?;
+    Some(request)
 }
 
 /// Builds the request: static text where nothing is generated, segments and generators where something is.
@@ -407,19 +600,23 @@ fn assemble_request(
     headers: Vec<(String, String)>,
     body: Option<String>,
 ) -> Option<Request> {
-    use crate::generate::{has_marks, split_marks, Generator, Segment};
+    use crate::generate::{has_marks, parse_marks, Generator, Part, Segment};
     let mut generators: Vec<Generator> = Vec::new();
-    // Turns rendered text into segments; `encode` percent-encodes literal text now and generated values later.
+    let var_names: Vec<(u16, String)> = cx.vars.iter().map(|v| (v.slot, v.name.clone())).collect();
+    // Turns rendered text into segments; `encode` percent-encodes literal text now, generated and captured values
+    // later. (Markers that do not read back were refused while rendering.)
     let mut segments = |text: &str, encode: bool| -> Vec<Segment> {
-        split_marks(text)
+        parse_marks(text)
+            .unwrap_or_else(|| vec![Part::Text(text.to_owned())])
             .into_iter()
-            .filter_map(|(is_mark, part)| {
-                if !is_mark {
-                    return Some(Segment::Text(if encode { percent_encode(&part) } else { part }));
+            .filter_map(|part| match part {
+                Part::Text(t) => Some(Segment::Text(if encode { percent_encode(&t) } else { t })),
+                Part::Gen(i) => {
+                    generators.push(cx.templates.registry.get(i)?);
+                    Some(Segment::Gen { index: generators.len() - 1, encode })
                 }
-                let g = part.parse::<usize>().ok().and_then(|i| cx.templates.registry.get(i))?;
-                generators.push(g);
-                Some(Segment::Gen { index: generators.len() - 1, encode })
+                Part::Var(slot) => Some(Segment::Var { slot, encode }),
+                Part::Later(_) => None,
             })
             .collect()
     };
@@ -449,7 +646,10 @@ fn assemble_request(
                 Segment::Gen { index, .. } => {
                     format!("{{{}}}", gens.get(*index).map(describe_generator).unwrap_or_default())
                 }
-                Segment::Var { slot, .. } => format!("{{var{slot}}}"),
+                Segment::Var { slot, .. } => match var_names.iter().find(|(s, _)| s == slot) {
+                    Some((_, name)) => format!("{{{{ {name} }}}}"),
+                    None => format!("{{var{slot}}}"),
+                },
             })
             .collect()
     };

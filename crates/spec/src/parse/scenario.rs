@@ -277,7 +277,14 @@ pub(super) fn read_scenario(
             format!("{name}[{}]", bindings_text.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
         let mut cell_diags = Diagnostics::default();
         let mut cell_cx =
-            Cx { diags: &mut cell_diags, templates: cx.templates, bindings: &bindings_value, dynamic: false };
+            Cx {
+                diags: &mut cell_diags,
+                templates: cx.templates,
+                bindings: &bindings_value,
+                dynamic: false,
+                vars: &[],
+                vars_only: false,
+            };
         match read_cell(&mut cell_cx, &f, defaults, prefix) {
             Some(mut cell) => {
                 cell.bindings = bindings_text;
@@ -498,9 +505,14 @@ fn read_sweep(
 }
 
 fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str) -> Option<Cell> {
+    // Whether an SLO of the scenario gates checks: then every check's name must be one a filter can write.
+    let mut scenario_defaults = defaults.clone();
+    scenario_defaults.checks_gated = gates_checks(f);
+    let defaults = &scenario_defaults;
     // `request` (one request), `requests` (a weighted mix of named ones) or `session` (named steps per user).
     let mut mix = Vec::new();
     let mut session = Vec::new();
+    let mut variables = Vec::new();
     let request = match cx.one_of(f, &["request", "requests", "session"], "the scenario") {
         Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
         Some("requests") => f.get("requests").and_then(|(n, p)| {
@@ -508,7 +520,7 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             mix.first().map(|m: &MixRequest| m.request.clone())
         }),
         Some(_) => f.get("session").and_then(|(n, p)| {
-            session = read_session(cx, n, &p, defaults, prefix)?;
+            (session, variables) = read_session(cx, n, &p, defaults, prefix)?;
             session.iter().find_map(|s| match s {
                 SessionStep::Request { request, .. } => Some(request.clone()),
                 SessionStep::Think { .. } => None,
@@ -528,18 +540,28 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
         Some((l, s)) => (Some(l), s),
         None => (None, 1),
     };
-    if let (Some(load), Some((n, p))) = (&load, f.get("session")) {
-        if !matches!(load, Load::Users { .. }) {
-            cx.error(
-                Diagnostic::error(&p, f.key_span("session").or(n.span), "`session` needs the `users` load model")
-                    .expected("`load: { users: ... }` beside a `session`")
-                    .help(
-                        "a session is what one user does from connect to close; closed and open loads send single \
-                         requests: use `request` or `requests`, or inject users with \
-                         `load: { users: { ramp: 100, over: 10s } }`",
-                    ),
-            );
-            return None;
+    // A user waits for each response before its next step: one request in flight per connection.
+    if let (Some(load), true) = (&load, f.has("session")) {
+        let pipeline = match load {
+            Load::Closed { pipeline, .. } => *pipeline,
+            _ => 1,
+        };
+        for (key, n) in [("pipeline", pipeline), ("streams", streams)] {
+            if n > 1 {
+                let (p, span) = match f.get("load") {
+                    Some((ln, lp)) => super::key_node(ln, lp, key),
+                    None => (f.path.key("load"), None),
+                };
+                cx.error(
+                    Diagnostic::error(&p, span, format!("a session waits for each response: `{key}: {n}` is refused"))
+                        .expected(format!("`{key}: 1` (the default) beside a `session`"))
+                        .help(format!(
+                            "each step of a user's session is sent when the response to the last has come; for \
+                             more load, add connections or users instead of `{key}`"
+                        )),
+                );
+                return None;
+            }
         }
     }
     let capacity = load.as_ref().map(|l| matches!(l, Load::Capacity { .. }));
@@ -586,21 +608,181 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             }
         }
     }
+    let request = request?;
+    check_slos(cx, f, &slos, &request, &mix, &session)?;
+    let cookies = read_cookies(cx, f, !session.is_empty(), defaults.heads)?;
+    let verify = match f.get("verify") {
+        Some((n, p)) => Some(cx.boolean(n, &p, "`verify`")?),
+        None => None,
+    };
+    let failed_checks = match f.get("failed_checks") {
+        Some((n, p)) => super::request::read_failed_checks(cx, n, &p)?,
+        None => defaults.failed_checks.unwrap_or_default(),
+    };
     Some(Cell {
         bindings: Vec::new(),
-        request: request?,
+        request,
         mix,
         timeout: timeout?,
         load: load?,
         streams,
         slos,
-        cookies: false,
-        failed_checks: Default::default(),
-        variables: Vec::new(),
-        verify: None,
-        check_body_limit: loadgate_model::DEFAULT_CHECK_BODY_LIMIT,
+        cookies,
+        failed_checks,
+        variables,
+        verify,
+        check_body_limit: defaults.check_body_limit.unwrap_or(loadgate_model::DEFAULT_CHECK_BODY_LIMIT),
         session,
     })
+}
+
+/// Whether the scenario's SLOs (as written) gate `checks` or `check_failures`.
+fn gates_checks(f: &Fields<'_>) -> bool {
+    let Some((node, _)) = f.get("slo") else { return false };
+    let single = [node.clone()];
+    let items: &[Node] = match &node.kind {
+        NodeKind::Seq(items) => items,
+        _ => &single,
+    };
+    items.iter().any(|item| {
+        let expr = match &item.kind {
+            NodeKind::Map(_) => item.get("expr"),
+            _ => Some(item),
+        };
+        matches!(expr.map(|e| &e.kind), Some(NodeKind::Str(s))
+            if Slo::parse(s).is_ok_and(|slo| matches!(slo.metric, Metric::Checks | Metric::CheckFailures)))
+    })
+}
+
+/// `cookies:`: on by default with a session, refused without one.
+fn read_cookies(cx: &mut Cx<'_>, f: &Fields<'_>, session: bool, heads: super::check::Heads) -> Option<bool> {
+    use super::check::Heads;
+    let explicit = match f.get("cookies") {
+        Some((n, p)) => Some(cx.boolean(n, &p, "`cookies`")?),
+        None => None,
+    };
+    let (path, span) = (f.path.key("cookies"), f.key_span("cookies"));
+    if explicit == Some(true) && !session {
+        cx.error(
+            Diagnostic::error(&path, span, "`cookies: true` needs a `session:`")
+                .width("cookies".len())
+                .expected("a `session:` beside `cookies`")
+                .help(
+                    "each user keeps its own cookies from one step of its session to the next; single requests and \
+                     mixes have no user to keep them",
+                ),
+        );
+        return None;
+    }
+    match (explicit, heads) {
+        (Some(true), Heads::Http2 | Heads::MaybeHttp2) => {
+            super::check::heads_problem(cx, &path, span, heads, "`cookies`");
+            Some(heads == Heads::MaybeHttp2)
+        }
+        (None, Heads::Http2) if session => {
+            let (p, s) = (f.path.key("session"), f.key_span("session"));
+            cx.error(
+                Diagnostic::warning(&p, s, "the session keeps no cookies over HTTP/2")
+                    .help("`Set-Cookie` is read from HTTP/1.1 heads only; set `cookies: false` to say so, or `target.protocol: http1` for cookies"),
+            );
+            Some(false)
+        }
+        (explicit, _) => Some(explicit.unwrap_or(session)),
+    }
+}
+
+/// Where the `i`th SLO of the scenario is.
+fn slo_at(f: &Fields<'_>, i: usize) -> (Path, Option<crate::node::Span>) {
+    match f.get("slo") {
+        Some((node, p)) => match &node.kind {
+            NodeKind::Seq(items) => (p.index(i), items.get(i).and_then(|n| n.span).or(node.span)),
+            _ => (p, node.span),
+        },
+        None => (f.path.clone(), f.node.span),
+    }
+}
+
+/// The SLOs on checks: the scenario has checks, each `{check=NAME}` names one (of the request `{request=...}`
+/// names), and none aborts the run.
+fn check_slos(
+    cx: &mut Cx<'_>,
+    f: &Fields<'_>,
+    slos: &[Slo],
+    request: &Request,
+    mix: &[MixRequest],
+    session: &[SessionStep],
+) -> Option<()> {
+    // (request name, check name): captures are checks `capture:<name>`.
+    let mut checks: Vec<(Option<String>, String)> = Vec::new();
+    let mut add = |name: Option<&String>, r: &Request| {
+        checks.extend(r.checks.iter().map(|c| (name.cloned(), c.name.clone())));
+        checks.extend(r.captures.iter().map(|c| (name.cloned(), format!("capture:{}", c.name))));
+    };
+    if !mix.is_empty() {
+        mix.iter().for_each(|m| add(Some(&m.name), &m.request));
+    } else if !session.is_empty() {
+        for s in session {
+            if let SessionStep::Request { name, request } = s {
+                add(Some(name), request);
+            }
+        }
+    } else {
+        add(None, request);
+    }
+    let mut ok = true;
+    for (i, slo) in slos.iter().enumerate() {
+        if !matches!(slo.metric, Metric::Checks | Metric::CheckFailures) {
+            continue;
+        }
+        let (p, span) = slo_at(f, i);
+        if checks.is_empty() {
+            cx.error(
+                Diagnostic::error(&p, span, format!("`{slo}` but no request of this scenario has a `check:`"))
+                    .expected("a `check:` on a request of the scenario")
+                    .help("add checks, such as `check: [{ status: 200 }]`, or remove the SLO"),
+            );
+            ok = false;
+            continue;
+        }
+        if slo.abort_on_fail.is_some() {
+            cx.error(
+                Diagnostic::error(&p, span, format!("`abort_on_fail` is not supported on `{}`", slo.metric))
+                    .expected(format!("`{slo}` without `abort_on_fail`"))
+                    .help("check SLOs are judged when the phase ends; `abort_on_fail` on `error_rate` stops a run whose responses fail (failed checks count as errors under `failed_checks: errors`)"),
+            );
+            ok = false;
+        }
+        if let Some(name) = &slo.check {
+            let of_request: Vec<&str> = checks
+                .iter()
+                .filter(|(r, _)| slo.request.is_none() || *r == slo.request)
+                .map(|(_, c)| c.as_str())
+                .fold(Vec::new(), |mut v, c| {
+                    if !v.contains(&c) {
+                        v.push(c);
+                    }
+                    v
+                });
+            if !of_request.contains(&name.as_str()) {
+                let whose = match &slo.request {
+                    Some(r) => format!("request `{r}`"),
+                    None => "this scenario".to_owned(),
+                };
+                let d = Diagnostic::error(&p, span, format!("`{slo}` names no check of {whose}"))
+                    .expected(if of_request.is_empty() {
+                        format!("a check of {whose}")
+                    } else {
+                        format!("one of {}", list(&of_request))
+                    });
+                cx.error(match did_you_mean(name, of_request.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{s}`?")),
+                    None => d.help("a check is named by its `name:`, else by its subject (`status`, `header:content-type`, `json:$.id`); a capture by `capture:<name>`"),
+                });
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(())
 }
 
 /// A scenario's `slo` list. `capacity` says whether the scenario's load is a capacity search (`None` when the load

@@ -43,7 +43,7 @@ pub(super) fn read_vars(
     let no_data =
         crate::generate::DataFiles { base: None, allow_outside: false, max_bytes: 0, read: Default::default() };
     let env_only = Templates::new(BTreeMap::new(), opts.env.clone(), no_data);
-    let mut cx = Cx { diags, templates: &env_only, bindings: &[], dynamic: false };
+    let mut cx = Cx { diags, templates: &env_only, bindings: &[], dynamic: false, vars: &[], vars_only: false };
     let mut declared: Vec<(String, Option<Span>)> = Vec::new();
     if let Some((key, node)) = vars_entry {
         let path = Path::root().key("vars");
