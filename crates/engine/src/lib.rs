@@ -127,7 +127,7 @@
 //! Warnings: `generator_saturated` (a worker used 90% or more of its CPU), `incomplete_requests`,
 //! `ephemeral_ports_exhausted` (connects failed with `EADDRNOTAVAIL`).
 
-// Response checks (issue 30): the streaming JSON selector the worker's inspector runs.
+// Response checks (issue 30): what the worker's inspector runs (`worker::inspect`).
 pub(crate) mod check;
 mod codec;
 mod data;

@@ -303,7 +303,7 @@ impl<'a> Common<'a> {
                 phase.checks.check_body_limit,
                 session && phase.checks.cookies,
             )
-            .map_err(|e| EngineError::InvalidPlan(e.0))?
+            .map_err(EngineError::InvalidPlan)?
             .map(Arc::new),
         })
     }
@@ -1028,23 +1028,9 @@ fn tls_warnings(warnings: &mut Vec<Problem>, tls: &TlsStats) {
     }
 }
 
-/// The requests a phase's workers tell apart, as entries: the session's request steps, the mix's entries, or the
-/// single request (named after its scenario), with their names.
+/// The requests a phase's workers tell apart (see `loadgate_plan::verify::entries`).
 pub(crate) fn entries(phase: &Phase) -> Vec<(&str, &loadgate_plan::RequestPlan)> {
-    if !phase.session.is_empty() {
-        phase
-            .session
-            .iter()
-            .filter_map(|s| match s {
-                SessionStep::Request { name, request } => Some((name.as_str(), request)),
-                SessionStep::Think { .. } => None,
-            })
-            .collect()
-    } else if !phase.mix.is_empty() {
-        phase.mix.iter().map(|m| (m.name.as_str(), &m.request)).collect()
-    } else {
-        vec![(phase.scenario.as_str(), &phase.request)]
-    }
+    loadgate_plan::verify::entries(phase)
 }
 
 /// Each check (then each capture, as the check `capture:<name>`) of each entry with the workers' counts summed,

@@ -72,10 +72,8 @@ enum Piece {
 
 /// A user's cookie jar as requests read it: the `Cookie` header line for a request path, when one applies.
 pub(crate) trait CookieHeader {
-    /// The cookies whose path matches `path`, as a bitmask over the jar's (at most 32) cookies.
-    fn matching(&self, path: &[u8]) -> u32;
-    /// Appends `Cookie: a=1; b=2\r\n` for the cookies of `mask` (nothing for an empty mask).
-    fn write_header(&self, mask: u32, out: &mut Vec<u8>);
+    /// Appends `Cookie: a=1; b=2\r\n` for the cookies whose path matches `path` (nothing when none does).
+    fn write_header(&self, path: &[u8], out: &mut Vec<u8>);
 }
 
 /// What a user's request is filled with besides generated values: its variables and its cookies.
@@ -306,9 +304,10 @@ impl Template {
             let Some(v) = vars.get(slot) else {
                 return Some(Blocked::Missing(slot));
             };
+            let (in_header, in_path) = crate::check::capture::unsafe_in(v);
             let bad = match place {
-                Place::Path => v.iter().any(|&b| b <= b' ' || b == 0x7f),
-                Place::Header => v.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0),
+                Place::Path => in_path.is_some(),
+                Place::Header => in_header.is_some(),
                 Place::Encoded | Place::Body => false,
             };
             if bad {
@@ -384,8 +383,17 @@ impl Template {
                             .map(|a| &line[a + 1..])
                             .map(|rest| &rest[..rest.iter().position(|&b| b == b' ').unwrap_or(rest.len())])
                             .unwrap_or(b"/");
-                        let mask = jar.matching(path);
-                        jar.write_header(mask, out);
+                        // The path is copied out of `out` before the header is appended to it: on the stack,
+                        // as paths are short.
+                        let mut stack = [0u8; 1024];
+                        if path.len() <= stack.len() {
+                            let n = path.len();
+                            stack[..n].copy_from_slice(path);
+                            jar.write_header(&stack[..n], out);
+                        } else {
+                            let long = path.to_vec();
+                            jar.write_header(&long, out);
+                        }
                     }
                 }
                 Piece::Length => {

@@ -56,6 +56,8 @@ use loadgate_measure::{new_histogram, ErrorCounts, StatusCounts};
 
 use loadgate_plan::ConnectRate;
 
+use crate::check::cookie::Jar;
+use crate::check::Inspector;
 use crate::codec::{Completed, Eof, ResponseParser};
 use crate::opening::{self, Opened, OpeningCounts};
 use crate::request::{Blocked, Built, RequestBytes, UserValues};
@@ -409,6 +411,8 @@ struct Ctx {
     stall: Box<[Cell<Stall>]>,
     /// A connection held its reads back for a whole batch.
     held: Cell<bool>,
+    /// Phases with checks: the worker's regex caches, per entry.
+    caches: RefCell<Option<inspect::WorkerCaches>>,
 }
 
 struct Stats {
@@ -613,6 +617,7 @@ impl Ctx {
             batching,
             stall: (0..slots).map(|_| Cell::new(Stall::None)).collect(),
             held: Cell::new(false),
+            caches: RefCell::new(cfg.checks.as_ref().map(|p| p.caches())),
             rt,
             deadline,
             start,
@@ -1116,6 +1121,7 @@ async fn serve<D: Driver>(ctx: &Ctx, io: &mut SlotIo, mut driver: D, quota: &mut
         }
         io.step = step;
         ctx.build_entry(entry, user_values(&io.vars, &io.jar), &mut io.out);
+        io.remember_path();
         let now = Instant::now();
         let mut s = ctx.stats.borrow_mut();
         s.c.sent += 1;
@@ -1167,6 +1173,7 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                         jar.clear();
                     }
                     ctx.build_entry(entry, user_values(&io.vars, &io.jar), &mut io.out);
+                    io.remember_path();
                     ctx.stats.borrow_mut().c.users_started += 1;
                     pre = Some((t, entry));
                 }
@@ -1335,9 +1342,11 @@ struct SlotIo {
     /// Sessions with variables: the user's captured values (allocated once per slot, reused by its users).
     vars: Option<Box<Vars>>,
     /// Sessions with cookies: the user's jar.
-    jar: Option<Box<inspect::Jar>>,
+    jar: Option<Box<Jar>>,
+    /// Sessions with cookies: the path of the user's request in flight (a cookie without `Path` belongs to it).
+    path: Vec<u8>,
     /// Phases with checks: what the response being read is found to be (made at the first checked response).
-    inspector: Option<Box<inspect::Inspector>>,
+    inspector: Option<Box<Inspector>>,
 }
 
 impl SlotIo {
@@ -1346,7 +1355,8 @@ impl SlotIo {
         let cookies = cfg.checks.as_ref().is_some_and(|c| c.cookies);
         SlotIo {
             vars: (variables > 0).then(|| Box::new(Vars::new(variables))),
-            jar: cookies.then(Box::default),
+            jar: cookies.then(|| Box::new(Jar::new())),
+            path: Vec::new(),
             inspector: None,
             id,
             step: 0,
@@ -1361,6 +1371,14 @@ impl SlotIo {
             answered: false,
             peer_closed: false,
             batch: Batching::new(),
+        }
+    }
+
+    /// Sessions with cookies: keeps the path of the request just built (in `out`), for its response's cookies.
+    fn remember_path(&mut self) {
+        if self.jar.is_some() {
+            self.path.clear();
+            self.path.extend_from_slice(inspect::request_path(&self.out));
         }
     }
 
@@ -1597,11 +1615,19 @@ impl SlotIo {
                 (Some(plan), Some(e)) if plan.inspects(e) => plan.entry(e),
                 _ => None,
             };
-            let fed = match checks {
-                Some(checks) => {
-                    let inspector = self.inspector.get_or_insert_with(Box::default);
-                    let mut seeing = inspect::Inspecting { inspector, checks, vars: self.vars.as_deref() };
-                    self.parser.feed_with(&data[off..], head, &mut seeing)
+            let fed = match (checks, ctx.cfg.checks.as_ref()) {
+                (Some(checks), Some(plan)) => {
+                    let inspector = self.inspector.get_or_insert_with(|| Box::new(plan.inspector()));
+                    let mut caches = ctx.caches.borrow_mut();
+                    let caches = caches.as_mut().and_then(|c| c.entry(entry.unwrap_or(0)));
+                    match caches {
+                        Some(caches) => {
+                            let vars = self.vars.as_deref();
+                            let mut seeing = inspect::Inspecting { inspector, checks, caches, vars };
+                            self.parser.feed_with(&data[off..], head, &mut seeing)
+                        }
+                        None => self.parser.feed(&data[off..], head),
+                    }
                 }
                 _ => self.parser.feed(&data[off..], head),
             };
@@ -1688,9 +1714,15 @@ impl SlotIo {
         if let (Some(plan), Some(inspector), Some(tally)) =
             (&ctx.cfg.checks, self.inspector.as_deref_mut(), stats.checks.as_mut())
         {
-            if let Some(checks) = plan.entry(entry).filter(|_| plan.inspects(entry)) {
-                let (vars, jar) = (self.vars.as_deref_mut(), self.jar.as_deref_mut());
-                inspector.finish(checks, entry as usize, vars, jar, tally);
+            let mut caches = ctx.caches.borrow_mut();
+            let caches = caches.as_mut().and_then(|c| c.entry(entry));
+            if let (Some(checks), Some(caches)) = (plan.entry(entry).filter(|_| plan.inspects(entry)), caches) {
+                let user = inspect::UserSide {
+                    vars: self.vars.as_deref_mut(),
+                    jar: self.jar.as_deref_mut(),
+                    request_path: &self.path,
+                };
+                inspect::judge(inspector, checks, caches, entry, user, tally);
             }
         }
         if done.close {
@@ -1771,7 +1803,7 @@ impl SlotIo {
 }
 
 /// What a user's next request is filled with: its variables and cookies.
-fn user_values<'a>(vars: &'a Option<Box<Vars>>, jar: &'a Option<Box<inspect::Jar>>) -> UserValues<'a> {
+fn user_values<'a>(vars: &'a Option<Box<Vars>>, jar: &'a Option<Box<Jar>>) -> UserValues<'a> {
     UserValues { vars: vars.as_deref(), cookies: jar.as_deref().map(|j| j as &dyn crate::request::CookieHeader) }
 }
 

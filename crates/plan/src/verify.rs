@@ -47,6 +47,28 @@ pub fn probe(phase: &Phase, requests: u32) -> Phase {
     p
 }
 
+/// The requests a phase's results tell apart, with the names their checks and breakdowns carry: the session's
+/// request steps, the mix's entries, or the single request (named [`SINGLE_REQUEST`]).
+pub fn entries(phase: &Phase) -> Vec<(&str, &RequestPlan)> {
+    if !phase.session.is_empty() {
+        phase
+            .session
+            .iter()
+            .filter_map(|s| match s {
+                SessionStep::Request { name, request } => Some((name.as_str(), request)),
+                SessionStep::Think { .. } => None,
+            })
+            .collect()
+    } else if !phase.mix.is_empty() {
+        phase.mix.iter().map(|m| (m.name.as_str(), &m.request)).collect()
+    } else {
+        vec![(SINGLE_REQUEST, &phase.request)]
+    }
+}
+
+/// The name of a phase's single request (not a mix, not a session) in its check counts.
+pub const SINGLE_REQUEST: &str = "request";
+
 /// What makes two phases' verifications the same: their requests (a matrix of 100 cells over one request
 /// verifies once).
 pub fn probe_key(phase: &Phase) -> String {

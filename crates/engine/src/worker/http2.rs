@@ -66,7 +66,7 @@ struct Open {
     recv: u32,
     /// Phases with checks: what the stream's response is found to be (status and body; HTTP/2 header fields
     /// are not read by checks).
-    inspector: Option<Box<super::inspect::Inspector>>,
+    inspector: Option<Box<crate::check::Inspector>>,
 }
 
 /// A request taken from the source whose stream is not open yet; `None`: the phase's static request.
@@ -142,7 +142,7 @@ pub(super) struct H2<S> {
     hold_armed: bool,
     /// Inspectors of completed streams, for the next streams (phases with checks).
     #[expect(clippy::vec_box, reason = "moved between streams' boxes and here without copying their buffers")]
-    spare: Vec<Box<super::inspect::Inspector>>,
+    spare: Vec<Box<crate::check::Inspector>>,
 }
 
 /// The connection cannot go on: a protocol error (or a header block that cannot be decoded).
@@ -288,7 +288,7 @@ impl<S: Stream> H2<S> {
                 .checks
                 .as_ref()
                 .filter(|p| p.inspects(q.req.entry))
-                .map(|_| self.spare.pop().unwrap_or_default());
+                .map(|p| self.spare.pop().unwrap_or_else(|| Box::new(p.inspector())));
             self.open.push(Open { id, req: InFlight { sent: now, ..q.req }, status: 0, recv: 0, inspector });
             if !end_stream {
                 self.blocked = Some(Blocked { id, window: self.init_window, rest: body, in_static: q.bytes.is_none() });
@@ -375,11 +375,17 @@ impl<S: Stream> H2<S> {
         let entry = o.req.entry;
         io.record(ctx, stats, o.req, o.status, arrived);
         if let Some(mut inspector) = o.inspector.take() {
-            if let (Some(checks), Some(tally)) =
-                (ctx.cfg.checks.as_ref().and_then(|p| p.entry(entry)), stats.checks.as_mut())
+            let mut caches = ctx.caches.borrow_mut();
+            let caches = caches.as_mut().and_then(|c| c.entry(entry));
+            if let (Some(checks), Some(tally), Some(caches)) =
+                (ctx.cfg.checks.as_ref().and_then(|p| p.entry(entry)), stats.checks.as_mut(), caches)
             {
-                let (vars, jar) = (io.vars.as_deref_mut(), io.jar.as_deref_mut());
-                inspector.finish(checks, entry as usize, vars, jar, tally);
+                let user = super::inspect::UserSide {
+                    vars: io.vars.as_deref_mut(),
+                    jar: io.jar.as_deref_mut(),
+                    request_path: &io.path,
+                };
+                super::inspect::judge(&mut inspector, checks, caches, entry, user, tally);
             }
             self.spare.push(inspector);
         }
@@ -393,9 +399,13 @@ impl<S: Stream> H2<S> {
         else {
             return;
         };
-        let mut seeing = super::inspect::Inspecting { inspector, checks, vars: io.vars.as_deref() };
+        let mut caches = ctx.caches.borrow_mut();
+        let Some(caches) = caches.as_mut().and_then(|c| c.entry(o.req.entry)) else { return };
+        let mut seeing = super::inspect::Inspecting { inspector, checks, caches, vars: io.vars.as_deref() };
         match status {
-            Some(s) => crate::codec::Inspect::head(&mut seeing, s, b""),
+            // HTTP/2 header fields are not read by checks (HPACK-decoding them is left out): the head is the
+            // status line alone.
+            Some(s) => crate::codec::Inspect::head(&mut seeing, s, format!("HTTP/2 {s}\r\n\r\n").as_bytes()),
             None => crate::codec::Inspect::body(&mut seeing, data),
         }
     }
