@@ -119,6 +119,9 @@ pub struct Exporter {
     linger: Duration,
     flush: Duration,
     version: String,
+    /// The last push's time in milliseconds: each push is later (a receiver refuses two different samples
+    /// of a series at one timestamp).
+    last_ms: Mutex<i64>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -172,6 +175,7 @@ impl Exporter {
             linger: config.linger,
             flush: config.flush,
             version: config.version,
+            last_ms: Mutex::new(0),
         })
     }
 
@@ -191,10 +195,16 @@ impl Exporter {
             Ok(a) => a.series(),
             Err(_) => return,
         };
-        let now = now_ns();
+        let mut now = now_ns();
+        if let Ok(mut last) = self.last_ms.lock() {
+            let ms = ((now / 1_000_000) as i64).max(*last + 1);
+            *last = ms;
+            now = now.max(ms as u64 * 1_000_000);
+        }
+        let ms = (now / 1_000_000) as i64;
         for (kind, _, sender) in &self.senders {
             let body = match kind {
-                OutputKind::PrometheusRemoteWrite => crate::remote_write::encode(&series, (now / 1_000_000) as i64),
+                OutputKind::PrometheusRemoteWrite => crate::remote_write::encode(&series, ms),
                 OutputKind::Otlp => crate::otlp::encode(&series, self.start_ns, now, &self.version),
             };
             sender.offer(body);
