@@ -128,7 +128,8 @@ impl Prometheus {
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let config = dir.path().join("prometheus.yml");
-        let scrape = if scrape.is_empty() { "scrape_configs: []\n".to_owned() } else { format!("scrape_configs:\n{scrape}") };
+        let scrape =
+            if scrape.is_empty() { "scrape_configs: []\n".to_owned() } else { format!("scrape_configs:\n{scrape}") };
         std::fs::write(&config, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n{scrape}"))
             .expect("config");
         let port = free_port();
@@ -330,16 +331,8 @@ fn an_endpoint_down_or_silent_changes_no_count_and_is_reported() {
     let exported = dir.path().join("exported");
     let down = format!("prometheus=http://127.0.0.1:{}/api/v1/write", free_port());
     let silent = format!("otlp=http://127.0.0.1:{}/v1/metrics", silent_server());
-    let done = loadgate(&[
-        "run",
-        &spec,
-        "--out",
-        exported.to_str().expect("utf-8"),
-        "--output",
-        &down,
-        "--output",
-        &silent,
-    ]);
+    let done =
+        loadgate(&["run", &spec, "--out", exported.to_str().expect("utf-8"), "--output", &down, "--output", &silent]);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
     let (a, b) = (results(&plain, "counted"), results(&exported, "counted"));
     for what in ["requests", "status", "errors"] {
@@ -378,7 +371,8 @@ fn the_dashboard_has_what_grafana_imports() {
         .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
         .filter_map(|t| t["expr"].as_str().map(str::to_owned))
         .collect();
-    for metric in ["loadgate_requests_total", "loadgate_errors_total", "loadgate_connections", "loadgate_send_lag_seconds"]
+    for metric in
+        ["loadgate_requests_total", "loadgate_errors_total", "loadgate_connections", "loadgate_send_lag_seconds"]
     {
         assert!(exprs.iter().any(|e| e.contains(metric)), "a panel over {metric}");
     }

@@ -141,7 +141,8 @@ impl Exporter {
         let mut senders = Vec::new();
         for o in &config.outputs {
             let url = shown_url(&o.url);
-            let endpoint = Endpoint::parse(&o.url).map_err(|message| ExportError::Output { url: url.clone(), message })?;
+            let endpoint =
+                Endpoint::parse(&o.url).map_err(|message| ExportError::Output { url: url.clone(), message })?;
             let mut headers: Vec<(String, String)> = match o.kind {
                 OutputKind::PrometheusRemoteWrite => {
                     crate::remote_write::HEADERS.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()

@@ -50,7 +50,12 @@ pub struct Reply {
 }
 
 /// Sends `body` with `headers`; each connect, write and read waits at most `timeout`.
-pub fn post(endpoint: &Endpoint, headers: &[(String, String)], body: &[u8], timeout: Duration) -> Result<Reply, String> {
+pub fn post(
+    endpoint: &Endpoint,
+    headers: &[(String, String)],
+    body: &[u8],
+    timeout: Duration,
+) -> Result<Reply, String> {
     let addrs: Vec<SocketAddr> = (endpoint.host.as_str(), endpoint.port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve {}: {e}", endpoint.host))?
@@ -112,9 +117,8 @@ pub fn post(endpoint: &Endpoint, headers: &[(String, String)], body: &[u8], time
 fn complete(reply: &[u8]) -> bool {
     let Some(end) = reply.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
     let head = String::from_utf8_lossy(&reply[..end]).to_ascii_lowercase();
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()));
+    let length =
+        head.lines().find_map(|l| l.strip_prefix("content-length:").and_then(|v| v.trim().parse::<usize>().ok()));
     length.is_some_and(|n| reply.len() >= end + 4 + n)
 }
 

@@ -177,7 +177,8 @@ pub fn request(series: &[Series], start_ns: u64, now_ns: u64, version: &str) -> 
             };
             match s.metric.kind {
                 Kind::Counter => {
-                    m.sum = Some(Sum { data_points: Vec::new(), aggregation_temporality: CUMULATIVE, is_monotonic: true })
+                    m.sum =
+                        Some(Sum { data_points: Vec::new(), aggregation_temporality: CUMULATIVE, is_monotonic: true })
                 }
                 Kind::Gauge => m.gauge = Some(Gauge { data_points: Vec::new() }),
                 Kind::Histogram => {

@@ -202,10 +202,18 @@ pub struct Metric {
     pub unit: &'static str,
 }
 
-pub const REQUESTS: Metric =
-    Metric { name: "loadgate_requests_total", kind: Kind::Counter, help: "Requests that got a complete response.", unit: "{request}" };
-pub const SENT: Metric =
-    Metric { name: "loadgate_requests_sent_total", kind: Kind::Counter, help: "Requests written to a connection.", unit: "{request}" };
+pub const REQUESTS: Metric = Metric {
+    name: "loadgate_requests_total",
+    kind: Kind::Counter,
+    help: "Requests that got a complete response.",
+    unit: "{request}",
+};
+pub const SENT: Metric = Metric {
+    name: "loadgate_requests_sent_total",
+    kind: Kind::Counter,
+    help: "Requests written to a connection.",
+    unit: "{request}",
+};
 pub const ERRORS: Metric = Metric {
     name: "loadgate_errors_total",
     kind: Kind::Counter,
@@ -341,11 +349,9 @@ impl Aggregate {
                     "loadgate_in_flight" => out.push(number(i.in_flight)),
                     "loadgate_connections" => out.push(number(i.connections)),
                     "loadgate_phase_active" => out.push(number(u64::from(i.active))),
-                    "loadgate_latency_seconds" => out.push(Series {
-                        metric,
-                        labels: labels.clone(),
-                        value: Value::Histogram(i.latency.clone()),
-                    }),
+                    "loadgate_latency_seconds" => {
+                        out.push(Series { metric, labels: labels.clone(), value: Value::Histogram(i.latency.clone()) })
+                    }
                     _ => {
                         if i.send_lag.count > 0 {
                             out.push(Series {

@@ -270,9 +270,17 @@ impl Job {
                 Some(config) => {
                     let run_id = match &request.shard {
                         Some(s) => s.run_id.clone(),
-                        None => format!("{}-{}", plan.hash.chars().take(12).collect::<String>(), crate::clock::now_rfc3339()),
+                        None => format!(
+                            "{}-{}",
+                            plan.hash.chars().take(12).collect::<String>(),
+                            crate::clock::now_rfc3339()
+                        ),
                     };
-                    let shard = request.shard.as_ref().map(|s| format!("{}/{}", s.slice.index, s.slice.count)).unwrap_or_default();
+                    let shard = request
+                        .shard
+                        .as_ref()
+                        .map(|s| format!("{}/{}", s.slice.index, s.slice.count))
+                        .unwrap_or_default();
                     let mut exporting =
                         crate::export::Exporting::start(config, run_id, shard, observer).map_err(RunError::Export)?;
                     let outcome = crate::run(&plan, &request, &mut exporting);
