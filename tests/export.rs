@@ -230,9 +230,9 @@ fn the_metrics_endpoint_scraped_by_prometheus_matches_results() {
     let spec = write_spec(dir.path(), &SPEC.replace("duration: 2s", "duration: 3s"));
     let out = dir.path().join("out");
     let addr = format!("127.0.0.1:{listen}");
-    let args = ["run", &spec, "--out", out.to_str().expect("utf-8"), "--metrics-listen", &addr];
     // The endpoint waits at the end until the final values were scraped (bounded).
-    let done = loadgate(&[&args[..], &["--metrics-linger", "60s", "-q"]].concat());
+    let args = ["run", &spec, "--out", out.to_str().expect("utf-8"), "--metrics-listen", &addr, "--metrics-linger", "60s", "-q"];
+    let done = loadgate(&args);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
     let r = results(&out, "export");
     let n = completed(&r);
@@ -263,7 +263,8 @@ fn otlp_receiver() -> (u16, Received) {
             let mut r = BufReader::new(stream);
             if let Some((line, body)) = read_request(&mut r) {
                 assert!(line.starts_with("POST /v1/metrics "), "{line}");
-                let request = prost::Message::decode(body.as_slice()).expect("an OTLP protobuf");
+                let request: loadgate_export::otlp::ExportMetricsServiceRequest =
+                    prost::Message::decode(body.as_slice()).expect("an OTLP protobuf");
                 seen.lock().expect("lock").push(request);
                 let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
             }
