@@ -283,6 +283,20 @@ pub struct RunArgs {
     /// credential header).
     #[arg(long, requires = "shard", hide = true)]
     pub from_flags: bool,
+    /// Stream live metrics while the run goes, to `prometheus=URL` (Prometheus remote write, native
+    /// histograms: `http://HOST:9090/api/v1/write`) or `otlp=URL` (OTLP/HTTP protobuf:
+    /// `http://HOST:4318/v1/metrics`). Repeatable; plain http. An endpoint that is down or slow never slows the
+    /// load: what it could not take is dropped, counted and reported (and in `export.json`).
+    #[arg(long = "output", value_name = "KIND=URL", value_parser = loadgate_model::output::OutputSpec::parse_flag)]
+    pub outputs: Vec<loadgate_model::output::OutputSpec>,
+    /// Serve the live metrics on `http://ADDR/metrics` for a Prometheus that scrapes (text format; histograms
+    /// as classic buckets at the native histogram's boundaries), for example `127.0.0.1:9464`. At the end of
+    /// the run it waits up to `--metrics-linger` for a scrape of the final values.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// How long `--metrics-listen` waits at the end for a scrape of the final values.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub metrics_linger: loadgate_model::units::Duration,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]

@@ -278,6 +278,10 @@ fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOpt
         shard_cpus: args.shard_cpus.clone(),
         history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         from_flags: args.from_flags,
+        export: loadgate_export::ExportConfig {
+            linger: args.metrics_linger.0,
+            ..loadgate_export::ExportConfig::new(args.outputs.clone(), args.metrics_listen.clone())
+        },
     })
 }
 

@@ -99,7 +99,7 @@ impl Observer for Renderer<'_> {
                     p.opening(*connections, *opened, *failed, *elapsed, *done);
                 }
             }
-            Event::Tick { phase, elapsed, point } => {
+            Event::Tick { phase, elapsed, point, .. } => {
                 if let Some(p) = &mut self.progress {
                     p.tick(phase, *elapsed, point);
                 }

@@ -174,6 +174,12 @@ pub struct Tick<'a> {
     pub interval_latency: &'a hdrhistogram::Histogram<u64>,
     /// Cumulative since the phase start.
     pub total_latency: &'a hdrhistogram::Histogram<u64>,
+    /// This interval's failed requests by kind (their sum is `point.errors`).
+    pub interval_errors: &'a loadgate_measure::ErrorCounts,
+    /// This interval's complete responses by status class.
+    pub interval_status: &'a loadgate_measure::StatusCounts,
+    /// This interval's send lags (open loads; empty otherwise).
+    pub interval_send_lag: &'a hdrhistogram::Histogram<u64>,
 }
 
 /// While a phase's keep-alive connections open, before it measures: how far the opening got, about once a

@@ -164,6 +164,9 @@ pub(crate) fn run(
                 point: &point,
                 interval_latency: &merged.latency,
                 total_latency: &agg.total,
+                interval_errors: &merged.error_kinds,
+                interval_status: &merged.status,
+                interval_send_lag: &merged.send_lag,
             };
             if let Control::Abort(reason) = on_tick(&tick) {
                 stop.stop(reason);
@@ -561,6 +564,11 @@ impl Aggregator {
                 if m.service_time.add(&snap.service_time).is_err() {
                     merge_by_values(&mut m.service_time, &snap.service_time);
                 }
+                if m.send_lag.add(&snap.send_lag).is_err() {
+                    merge_by_values(&mut m.send_lag, &snap.send_lag);
+                }
+                m.error_kinds += &snap.error_kinds;
+                m.status += &snap.status;
             }
             None => {
                 self.pending.insert(snap.interval, snap);

@@ -198,6 +198,34 @@ pub(crate) struct Snapshot {
     pub in_flight: u64,
     /// A whole second (the worker ran through it), not the worker's final partial one.
     pub full: bool,
+    /// The interval's failed requests by kind and complete responses by status class (for live export).
+    pub error_kinds: ErrorCounts,
+    pub status: StatusCounts,
+    /// The interval's send lags (open loads; empty otherwise).
+    pub send_lag: Histogram<u64>,
+}
+
+/// The failed requests counted since `last`, by kind.
+fn error_delta(now: &ErrorCounts, last: &ErrorCounts) -> ErrorCounts {
+    ErrorCounts {
+        connect: now.connect.saturating_sub(last.connect),
+        read: now.read.saturating_sub(last.read),
+        write: now.write.saturating_sub(last.write),
+        timeout: now.timeout.saturating_sub(last.timeout),
+        protocol: now.protocol.saturating_sub(last.protocol),
+        missing_value: now.missing_value.saturating_sub(last.missing_value),
+    }
+}
+
+/// The complete responses counted since `last`, by status class.
+fn status_delta(now: &StatusCounts, last: &StatusCounts) -> StatusCounts {
+    StatusCounts {
+        informational: now.informational.saturating_sub(last.informational),
+        success: now.success.saturating_sub(last.success),
+        redirection: now.redirection.saturating_sub(last.redirection),
+        client_error: now.client_error.saturating_sub(last.client_error),
+        server_error: now.server_error.saturating_sub(last.server_error),
+    }
 }
 
 /// Everything a worker measured.
@@ -426,6 +454,8 @@ struct Stats {
     interval: Histogram<u64>,
     /// The interval's service times (open loads), for the timeline.
     interval_service: Histogram<u64>,
+    /// The interval's send lags (open loads), added to `send_lag` at each snapshot.
+    interval_send_lag: Histogram<u64>,
     /// Requests written whose outcome is not known yet.
     in_flight: u64,
     /// Requests taken from the source that wait for their connection (keep-alive off).
@@ -588,6 +618,7 @@ impl Ctx {
             tls: TlsCounters::default(),
             interval: new_histogram(),
             interval_service: new_histogram(),
+            interval_send_lag: new_histogram(),
             in_flight: 0,
             acquired_unsent: 0,
             thinking: 0,
@@ -830,6 +861,12 @@ impl Ctx {
             add_into(&mut stats.service_time, &stats.interval_service);
             std::mem::replace(&mut stats.interval_service, new_histogram())
         };
+        let send_lag = if stats.interval_send_lag.is_empty() {
+            new_histogram()
+        } else {
+            add_into(&mut stats.send_lag, &stats.interval_send_lag);
+            std::mem::replace(&mut stats.interval_send_lag, new_histogram())
+        };
         let snap = Snapshot {
             interval,
             service_time,
@@ -842,6 +879,9 @@ impl Ctx {
             connections_open: stats.interval_peak_open.max(stats.conns_open),
             in_flight: stats.interval_peak_active.max(stats.active()),
             full,
+            error_kinds: error_delta(&c.errors, &last.errors),
+            status: status_delta(&c.status, &last.status),
+            send_lag,
         };
         stats.interval_peak_active = stats.active();
         stats.interval_peak_open = stats.conns_open;
@@ -1742,7 +1782,7 @@ impl SlotIo {
         stats.interval.saturating_record(latency);
         if ctx.open_loop {
             stats.interval_service.saturating_record(micros(now.saturating_duration_since(sent)));
-            stats.send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
+            stats.interval_send_lag.saturating_record(micros(sent.saturating_duration_since(intended)));
         } else if !ctx.service_is_latency() {
             stats.service_time.saturating_record(micros(now.saturating_duration_since(sent)));
         }

@@ -19,6 +19,7 @@ pub mod diag;
 pub mod generate;
 pub mod history;
 pub mod location;
+pub mod output;
 pub mod secrets;
 pub mod slo;
 pub mod spec;

@@ -27,4 +27,8 @@ pub enum RunError {
     /// start.
     #[error("{0}")]
     Shards(String),
+
+    /// The live export could not start (`--metrics-listen` on an address in use).
+    #[error("{0}")]
+    Export(#[source] loadgate_export::ExportError),
 }

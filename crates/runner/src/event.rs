@@ -31,8 +31,20 @@ pub enum Event<'a> {
     /// While a phase's keep-alive connections open, before it measures: about once a second when the opening
     /// lasts that long, and once more (`done`) when every connection has been tried.
     Opening { phase: &'a Phase, connections: u64, opened: u64, failed: u64, elapsed: Duration, done: bool },
-    /// Once a second while a phase runs: the interval's counts and latencies.
-    Tick { phase: &'a Phase, elapsed: Duration, point: &'a TimelinePoint },
+    /// One run of a scenario instance is about to start on a side: `round` is the repetition (runs that
+    /// repeat or compare), `side` the A/B side (A/B runs). Its phases' events follow.
+    InstanceStarting { phase: &'a Phase, round: Option<u32>, side: Option<crate::schedule::Side> },
+    /// Once a second while a phase runs: the interval's counts and latencies, with the interval's histograms
+    /// (microseconds) and its failed requests and responses by class.
+    Tick {
+        phase: &'a Phase,
+        elapsed: Duration,
+        point: &'a TimelinePoint,
+        latency: &'a hdrhistogram::Histogram<u64>,
+        send_lag: &'a hdrhistogram::Histogram<u64>,
+        errors: &'a loadgate_results::ErrorCounts,
+        status: &'a loadgate_results::StatusCounts,
+    },
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
     /// or the candidate (B).
     RepetitionFinished { phase: &'a Phase, round: u32, side: crate::schedule::Side, result: &'a ScenarioResult },

@@ -84,6 +84,8 @@ pub struct JobOptions {
     pub history: Option<HistoryRequest>,
     /// `--from-flags`: this shard runs the spec a run from command-line flags made (named as the run's own).
     pub from_flags: bool,
+    /// Live metrics while the run goes (`--output`, `--metrics-listen`); nothing when empty.
+    pub export: loadgate_export::ExportConfig,
 }
 
 impl JobOptions {
@@ -102,6 +104,7 @@ impl JobOptions {
             shard_cpus: None,
             history: None,
             from_flags: false,
+            export: loadgate_export::ExportConfig::new(Vec::new(), None),
         }
     }
 }
@@ -120,6 +123,8 @@ pub struct Job {
     request: RunRequest,
     secrets: Redactor,
     work: Work,
+    /// The live export, when the job has outputs (runs only, never a merge).
+    export: Option<loadgate_export::ExportConfig>,
 }
 
 impl Job {
@@ -166,7 +171,8 @@ impl Job {
             }
             _ => Work::Run(Box::new(plan)),
         };
-        Ok(Job { secrets: spec.secrets.clone(), request, work })
+        let export = export_config(&spec, &options);
+        Ok(Job { secrets: spec.secrets.clone(), request, work, export })
     }
 
     /// `loadgate repro`: the plan of the run `ci` describes (read from `path`), rebuilt identically from the spec
@@ -195,7 +201,9 @@ impl Job {
         let source = Some(loadgate_repro::embed(&rebuilt.text, &rebuilt.spec, &rebuilt.overrides));
         // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
         let request = request(&rebuilt.spec, ci.spec.file.clone(), dir, source, None, &options);
-        let job = Job { secrets: rebuilt.spec.secrets.clone(), request, work: Work::Run(Box::new(rebuilt.plan)) };
+        let export = export_config(&rebuilt.spec, &options);
+        let job =
+            Job { secrets: rebuilt.spec.secrets.clone(), request, work: Work::Run(Box::new(rebuilt.plan)), export };
         Ok((job, work))
     }
 
@@ -222,7 +230,12 @@ impl Job {
         request.history = options.history;
         let dir = options.out_root.join(&name);
         let interrupted = options.interrupt.is_interrupted();
-        Ok(Job { request, secrets: Redactor::default(), work: Work::Merge { plan, parts, dir, interrupted } })
+        Ok(Job {
+            request,
+            secrets: Redactor::default(),
+            work: Work::Merge { plan, parts, dir, interrupted },
+            export: None,
+        })
     }
 
     /// The compiled plan (for a merge, the one rebuilt from the shards' spec, when it could be).
@@ -251,9 +264,31 @@ impl Job {
     /// Runs the job: the plan through [`crate::run()`], local shards through [`crate::shard_merge::run_local`], a
     /// merge through [`crate::shard_merge::merge_and_report`]. Blocks until it ends; events go to `observer`.
     pub fn run(self, observer: &mut dyn Observer) -> Result<RunOutcome, RunError> {
-        let Job { request, work, .. } = self;
+        let Job { request, work, export, .. } = self;
         match work {
-            Work::Run(plan) => crate::run(&plan, &request, observer),
+            Work::Run(plan) => match export {
+                Some(config) => {
+                    let run_id = match &request.shard {
+                        Some(s) => s.run_id.clone(),
+                        None => format!(
+                            "{}-{}",
+                            plan.hash.chars().take(12).collect::<String>(),
+                            crate::clock::now_rfc3339()
+                        ),
+                    };
+                    let shard = request
+                        .shard
+                        .as_ref()
+                        .map(|s| format!("{}/{}", s.slice.index, s.slice.count))
+                        .unwrap_or_default();
+                    let mut exporting =
+                        crate::export::Exporting::start(config, run_id, shard, observer).map_err(RunError::Export)?;
+                    let outcome = crate::run(&plan, &request, &mut exporting);
+                    exporting.close(None);
+                    outcome
+                }
+                None => crate::run(&plan, &request, observer),
+            },
             Work::Local { plan, local, .. } => crate::shard_merge::run_local(
                 &plan,
                 &local,
@@ -293,6 +328,12 @@ pub fn compile(spec: &Spec, slice: Option<Slice>) -> Result<ExecutionPlan, JobEr
 }
 
 /// The one place a [`RunRequest`] is built from a spec and the options.
+/// The live export of a spec's run: the command line's outputs, `--metrics-listen`; `None` without either.
+fn export_config(_spec: &Spec, options: &JobOptions) -> Option<loadgate_export::ExportConfig> {
+    let config = options.export.clone();
+    (!config.is_empty()).then_some(config)
+}
+
 fn request(
     spec: &Spec,
     spec_file: String,

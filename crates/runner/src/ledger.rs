@@ -169,6 +169,9 @@ impl<'a> Ledger<'a> {
             };
             return self.stop(|| reason.to_owned(), schedule);
         }
+        let round = self.statistical.then_some(unit.round);
+        let side = (self.sides.len() > 1).then_some(unit.side);
+        observer.event(&Event::InstanceStarting { phase, round, side });
         let result = match crate::capacity::run_instance(session, phase, self.request.baseline.as_ref(), observer) {
             Ok(r) => r,
             Err(e) => {

@@ -15,6 +15,7 @@
 //! | the schedule's tasks executed: repetitions kept, merged and judged, the reports rewritten | [`run()`] |
 //! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
 //! | one run of several shards: the synchronised start, the merge, local shards | [`shards`], [`shard_merge`] |
+//! | live metrics while the run goes (`--output`, `--metrics-listen`): an observer that feeds [`loadgate_export`] | [`export`] |
 //! | the spec's `history:` checks judged against a history store, the run recorded in it (`--history`) | [`memory`] |
 //!
 //! # Composing runs
@@ -49,6 +50,7 @@ pub mod capacity;
 pub mod clock;
 mod error;
 mod event;
+pub mod export;
 pub mod interrupt;
 pub mod job;
 mod ledger;

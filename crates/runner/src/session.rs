@@ -188,6 +188,10 @@ impl Session {
                     phase: tick.phase,
                     elapsed: tick.elapsed,
                     point: tick.point,
+                    latency: tick.interval_latency,
+                    send_lag: tick.interval_send_lag,
+                    errors: tick.interval_errors,
+                    status: tick.interval_status,
                 });
                 abort.check(tick)
             },
