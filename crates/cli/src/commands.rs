@@ -278,6 +278,7 @@ fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOpt
         shard_cpus: args.shard_cpus.clone(),
         history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         from_flags: args.from_flags,
+        checkpoint: Some(args.checkpoint.as_std()),
     })
 }
 

@@ -136,6 +136,7 @@ mod request;
 mod rt;
 mod schedule;
 mod sys;
+mod timeline;
 pub mod tls;
 mod transport;
 mod worker;
@@ -146,6 +147,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use loadgate_plan::{ExecutionPlan, Phase, WorkerPlan};
+pub use phase::Progress;
 
 /// Where the load goes. Resolved by the CLI (from the plan's `TargetPlan`, after the target is up).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,6 +173,8 @@ pub struct Tick<'a> {
     pub interval_latency: &'a hdrhistogram::Histogram<u64>,
     /// Cumulative since the phase start.
     pub total_latency: &'a hdrhistogram::Histogram<u64>,
+    /// The phase so far, made a measurement on request (a checkpoint).
+    pub progress: Progress<'a>,
 }
 
 /// While a phase's keep-alive connections open, before it measures: how far the opening got, about once a

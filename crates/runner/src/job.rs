@@ -84,6 +84,8 @@ pub struct JobOptions {
     pub history: Option<HistoryRequest>,
     /// `--from-flags`: this shard runs the spec a run from command-line flags made (named as the run's own).
     pub from_flags: bool,
+    /// `--checkpoint`: how often the results so far are written while the run goes (`None`: never).
+    pub checkpoint: Option<std::time::Duration>,
 }
 
 impl JobOptions {
@@ -102,6 +104,7 @@ impl JobOptions {
             shard_cpus: None,
             history: None,
             from_flags: false,
+            checkpoint: None,
         }
     }
 }
@@ -318,6 +321,7 @@ fn request(
         pin_within_affinity: options.pin_within_affinity,
         shard_cpus: options.shard_cpus.clone(),
         history: options.history.clone(),
+        checkpoint: options.checkpoint,
     }
 }
 
