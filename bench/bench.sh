@@ -24,6 +24,9 @@
 # pair, the three arms' order walking through all six orders, and adds its per-pair ratios (this loadgate / baseline)
 # to the spread table: a change to the engine is judged against its own before on the same machine, not only
 # against the peer.
+# The `memory` case holds 10,000 keep-alive connections with each of loadgate and wrk and compares their resident
+# sets (peak from rusage, steady from /proc mid-run); loadgate above MEM_MAX_RATIO (default 1.0) times wrk's peak is
+# printed as a REGRESSION and the script exits 1 after its tables.
 set -euo pipefail
 
 NGINX_CPU=${NGINX_CPU:-0}
@@ -37,7 +40,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
-CASES=${*:-closed pipeline pipeline-each open open-oha conns10k conns16k opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open}
+CASES=${*:-closed pipeline pipeline-each open open-oha conns10k conns16k memory opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open}
 # The TLS cases (https*, h2) use nginx's `ssl` on PORT+1 (HTTP/1.1 and h2 by ALPN) with a self-signed certificate
 # made by openssl; h2c uses `http2` on PORT+2 (prior knowledge). TLS_PORT and H2C_PORT override them.
 TLS_PORT=${TLS_PORT:-$((PORT + 1))}
@@ -207,6 +210,55 @@ pacing_run() {
   ' "$work"/pc/*/results.json
 }
 
+# memory_run FILE CMD...: runs CMD pinned to GEN_CPU; appends "peak_kib steady_kib" to FILE: the peak resident set
+# from rusage (`/usr/bin/time`, everything the process ever held, its reports included) and the median of its
+# VmRSS, sampled from /proc every half second, over the middle half of the run (the connections open, the load
+# going).
+memory_run() {
+  local file=$1 tpid pid peak steady
+  shift
+  for _ in $(seq 70); do [ "$(ss -Htan state time-wait | wc -l)" -lt 1000 ] && break; sleep 1; done
+  /usr/bin/time -f "%M" -o "$work/mem.time" taskset -c "$GEN_CPU" "$@" >"$work/out" 2>&1 &
+  tpid=$!
+  pid=""
+  for _ in $(seq 100); do pid=$(pgrep -P "$tpid" | head -1) && [ -n "$pid" ] && break; sleep 0.05; done
+  : >"$work/mem.samples"
+  while kill -0 "$tpid" 2>/dev/null; do
+    awk -v t="$(date +%s.%N)" '/^VmRSS/ {print t, $2}' "/proc/$pid/status" 2>/dev/null >>"$work/mem.samples" || true
+    sleep 0.5
+  done
+  wait "$tpid" || true
+  peak=$(tail -1 "$work/mem.time")
+  steady=$(awk 'NR == 1 {t0 = $1} {t[NR] = $1; v[NR] = $2} END {
+      span = t[NR] - t0; for (i = 1; i <= NR; i++) if (t[i] >= t0 + span / 4 && t[i] <= t0 + span * 3 / 4) print v[i] }' \
+    "$work/mem.samples" | median)
+  echo "$peak ${steady:-0}" >>"$file"
+}
+
+# memory_row NAME CONNS: loadgate and wrk each holding CONNS keep-alive connections to nginx, RUNS pairs in
+# alternating order; prints the medians and the ratios, and marks a loadgate above MEM_MAX_RATIO (default 1.0)
+# times wrk's peak as a regression (the script then exits 1).
+memory_row() {
+  local name=$1 conns=$2 i
+  : >"$work/mem.wrk"; : >"$work/mem.lg"
+  for i in $(seq 0 $((RUNS - 1))); do
+    if [ $((i % 2)) = 0 ]; then
+      memory_run "$work/mem.wrk" wrk -t1 -c"$conns" -d"${DUR}s" "$URL"
+      memory_run "$work/mem.lg" $LG "$URL" -t 1 -c "$conns" -d "${DUR}s"
+    else
+      memory_run "$work/mem.lg" $LG "$URL" -t 1 -c "$conns" -d "${DUR}s"
+      memory_run "$work/mem.wrk" wrk -t1 -c"$conns" -d"${DUR}s" "$URL"
+    fi
+  done
+  local wp ws lp ls
+  wp=$(cut -d' ' -f1 "$work/mem.wrk" | median); ws=$(cut -d' ' -f2 "$work/mem.wrk" | median)
+  lp=$(cut -d' ' -f1 "$work/mem.lg" | median); ls=$(cut -d' ' -f2 "$work/mem.lg" | median)
+  awk -v n="$name" -v wp="$wp" -v ws="$ws" -v lp="$lp" -v ls="$ls" -v max="${MEM_MAX_RATIO:-1.0}" 'BEGIN {
+    printf "| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %s |\n", n, wp / 1024, ws / 1024, lp / 1024, ls / 1024,
+      lp / wp, (ws > 0 ? ls / ws : 0), (lp / wp > max ? "**REGRESSION**: above " max "x wrk" : "ok") }' | tee -a "$work/memory.md"
+  echo "    RSS KiB per run (peak steady): wrk $(tr '\n' ';' <"$work/mem.wrk") loadgate $(tr '\n' ';' <"$work/mem.lg")" >&2
+}
+
 URL="http://127.0.0.1:$PORT/"
 TLS_URL="https://127.0.0.1:$TLS_PORT/"
 H2C_URL="http://127.0.0.1:$H2C_PORT/"
@@ -244,6 +296,13 @@ for c in $CASES; do
       "$LG $URL -t 1 -c 32 -d ${DUR}s --no-keepalive" ;;
     conns10k) SETTLE=1 row "10,000 keep-alive connections" wrk "wrk -t1 -c10000 -d${DUR}s $URL" "$LG $URL -t 1 -c 10000 -d ${DUR}s" ;;
     conns16k) SETTLE=1 row "16,384 keep-alive connections" - - "$LG $URL -t 1 -c 16384 -d ${DUR}s" ;;
+    memory)
+      # Memory per connection (issue 33): the resident set of 10,000 keep-alive connections, loadgate vs wrk.
+      echo
+      echo "| memory | wrk peak MiB | wrk steady MiB | loadgate peak MiB | loadgate steady MiB | peak ratio | steady ratio | |"
+      echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+      memory_row "10,000 keep-alive connections" 10000
+      echo ;;
     https) row "HTTPS keep-alive, 64 connections" "wrk (OpenSSL)" "wrk -t1 -c64 -d${DUR}s $TLS_URL" \
       "$LG $TLS_URL -k -t 1 -c 64 -d ${DUR}s" ;;
     https-nokeepalive) row "HTTPS keep-alive off, 32 concurrent" ab "ab -q -c 32 -t $DUR -n 100000000 $TLS_URL" \
@@ -289,6 +348,10 @@ for c in $CASES; do
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
+if [ -s "$work/memory.md" ] && grep -q REGRESSION "$work/memory.md"; then
+  echo "bench: loadgate's memory per connection grew past wrk's (the memory case)" >&2
+  MEMORY_REGRESSED=1
+fi
 if [ -s "$work/spread.md" ]; then
   echo
   echo "Per-pair ratios over $RUNS pairs: median, min-max, interquartile range"
@@ -297,3 +360,4 @@ if [ -s "$work/spread.md" ]; then
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   cat "$work/spread.md"
 fi
+[ -z "${MEMORY_REGRESSED:-}" ] || exit 1

@@ -297,6 +297,12 @@ pub struct RunArgs {
     /// How long `--metrics-listen` waits at the end for a scrape of the final values.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub metrics_linger: loadgate_model::units::Duration,
+    /// While the run goes, write the results so far to results.partial.json in the reports directory this
+    /// often (30s, 5m; 0s: never), so that a run killed before its end (SIGKILL, the OOM killer) leaves what it
+    /// measured: `loadgate report results.partial.json` renders it, marked incomplete. A run that writes its
+    /// reports removes it.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub checkpoint: loadgate_model::units::Duration,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]
@@ -308,6 +314,10 @@ pub struct RunArgs {
 pub enum PacingArg {
     Default,
     Precise,
+}
+
+fn parse_duration(text: &str) -> Result<loadgate_model::units::Duration, String> {
+    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }
 
 fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {

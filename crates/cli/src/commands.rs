@@ -282,6 +282,7 @@ fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOpt
             linger: args.metrics_linger.0,
             ..loadgate_export::ExportConfig::new(args.outputs.clone(), args.metrics_listen.clone())
         },
+        checkpoint: Some(args.checkpoint.as_std()),
     })
 }
 

@@ -138,6 +138,7 @@ mod request;
 mod rt;
 mod schedule;
 mod sys;
+mod timeline;
 pub mod tls;
 mod transport;
 mod vars;
@@ -149,6 +150,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use loadgate_plan::{ExecutionPlan, Phase, WorkerPlan};
+pub use phase::Progress;
 
 /// Where the load goes. Resolved by the CLI (from the plan's `TargetPlan`, after the target is up).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +182,8 @@ pub struct Tick<'a> {
     pub interval_status: &'a loadgate_measure::StatusCounts,
     /// This interval's send lags (open loads; empty otherwise).
     pub interval_send_lag: &'a hdrhistogram::Histogram<u64>,
+    /// The phase so far, made a measurement on request (a checkpoint).
+    pub progress: Progress<'a>,
 }
 
 /// While a phase's keep-alive connections open, before it measures: how far the opening got, about once a

@@ -24,9 +24,10 @@ use loadgate_plan::ConnectRate;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
+use crate::timeline::Timeline;
 use crate::worker::inspect::CheckPlan;
 use crate::worker::tally::CheckTally;
-use crate::worker::{self, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
+use crate::worker::{self, Counters, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
 use crate::{Control, EngineError, OpeningProgress, StopSignal, Target, Tick};
 
 /// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
@@ -123,7 +124,12 @@ pub(crate) fn run(
     }
 
     let schedule = Schedule::from_arrival(&phase.load.arrival);
-    let mut agg = Aggregator::new(n);
+    let planned_secs = match phase.load.stop {
+        StopCondition::Duration { duration } => Some(duration.as_secs_f64()),
+        StopCondition::Requests { .. } => None,
+    };
+    let mut agg = Aggregator::new(n, Timeline::new(planned_secs, crate::timeline::MAX_POINTS));
+    let make_point = |first: u64, s: &Snapshot, t: f64| timeline_point(first, s, schedule.as_ref(), t, phase);
     let mut finals: Vec<Option<Box<WorkerFinal>>> = (0..n).map(|_| None).collect();
     let mut lost = None;
     let mut suspect = None;
@@ -156,22 +162,25 @@ pub(crate) fn run(
         }
         // Ticks for every complete full second.
         while let Some((index, merged)) = agg.next_complete() {
-            let point = timeline_point(index, &merged, schedule.as_ref(), index as f64 + 1.0, phase);
-            agg.total.add(&merged.latency).unwrap_or_else(|_| merge_by_values(&mut agg.total, &merged.latency));
+            let point = make_point(index, &merged, index as f64 + 1.0);
+            add_histogram(&mut agg.total, &merged.latency);
+            add_histogram(&mut agg.total_service, &merged.service_time);
+            let elapsed = Duration::from_secs(index + 1);
             let tick = Tick {
                 phase,
-                elapsed: Duration::from_secs(index + 1),
+                elapsed,
                 point: &point,
                 interval_latency: &merged.latency,
                 total_latency: &agg.total,
                 interval_errors: &merged.error_kinds,
                 interval_status: &merged.status,
                 interval_send_lag: &merged.send_lag,
+                progress: Progress { phase, elapsed, agg: &agg, opening: opening.as_ref() },
             };
             if let Control::Abort(reason) = on_tick(&tick) {
                 stop.stop(reason);
             }
-            agg.timeline.push(point);
+            agg.timeline.add(index, merged, &make_point);
         }
     }
     for h in handles {
@@ -184,17 +193,107 @@ pub(crate) fn run(
     let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
     let elapsed = end.saturating_duration_since(start).as_secs_f64();
     // The last, partial second (workers that ended early reported theirs already).
-    for (index, merged) in agg.drain_rest() {
-        let t = (index as f64 + 1.0).min(elapsed.max(index as f64));
-        agg.timeline.push(timeline_point(index, &merged, schedule.as_ref(), t, phase));
-    }
-    let mut result =
-        assemble(phase, workers, stop, schedule.as_ref(), start, &finals, agg.timeline, target.tls.as_ref());
+    let rest = agg.drain_rest();
+    let timeline = agg.timeline.finish(rest, elapsed, &make_point);
+    let mut result = assemble(phase, workers, stop, schedule.as_ref(), start, &finals, timeline, target.tls.as_ref());
     if let Some(o) = opening {
         opening_warnings(&mut result.validity, &o, phase.load.connections.connections);
         result.connections.opening = Some(o);
     }
     Ok(result)
+}
+
+/// A phase in progress, at one of its ticks: [`Progress::measurement`] makes a result of what it measured so
+/// far, for a checkpoint of a run that may not live to its end.
+pub struct Progress<'a> {
+    phase: &'a Phase,
+    elapsed: Duration,
+    agg: &'a Aggregator,
+    opening: Option<&'a ConnectionOpening>,
+}
+
+impl std::fmt::Debug for Progress<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress").field("phase", &self.phase.name).field("elapsed", &self.elapsed).finish()
+    }
+}
+
+impl Progress<'_> {
+    /// The phase so far as a measurement: the workers' counters as of their latest second, the latency and
+    /// service time histograms and the timeline of its full seconds, `aborted` saying it was still running.
+    /// It has no per-worker CPU, no per-request breakdown and no validity verdict (nothing is judged before the
+    /// phase ends).
+    pub fn measurement(&self) -> PhaseMeasurement {
+        let phase = self.phase;
+        let load = &phase.load;
+        let mut requests = RequestCounts::default();
+        let mut status = StatusCounts::default();
+        let mut errors = ErrorCounts::default();
+        let mut connections = ConnectionStats { planned: load.connections.connections, ..Default::default() };
+        let mut bytes = ByteCounts::default();
+        for c in &self.agg.latest {
+            requests += &RequestCounts { sent: c.sent, completed: c.completed, incomplete: 0, unsent: 0 };
+            status += &c.status;
+            errors += &c.errors;
+            connections.opened += c.opened;
+            connections.failed += c.connect_failed;
+            connections.reconnects += c.reconnects;
+            bytes.read += c.bytes_read;
+            bytes.written += c.bytes_written;
+        }
+        let points = self.agg.timeline.points();
+        connections.peak_open = points.iter().map(|p| p.connections_open).max().unwrap_or(0);
+        connections.opening = self.opening.cloned();
+        let secs = self.elapsed.as_secs_f64();
+        let (model, users) = load_model(&load.arrival);
+        let schedule = Schedule::from_arrival(&load.arrival);
+        let target_rate =
+            schedule.as_ref().filter(|_| secs > 0.0).map(|s| slice_share(phase) * s.count_at(secs) / secs);
+        let achieved_rate = schedule.as_ref().map(|_| if secs > 0.0 { requests.sent as f64 / secs } else { 0.0 });
+        // A closed keep-alive load records each latency once, as its service time too.
+        let service = if self.agg.total_service.is_empty() && schedule.is_none() {
+            self.agg.total.clone()
+        } else {
+            self.agg.total_service.clone()
+        };
+        PhaseMeasurement {
+            index: phase.index,
+            name: phase.name.clone(),
+            scenario: phase.scenario.clone(),
+            matrix: phase.matrix.clone(),
+            gate: phase.gate,
+            started_at_offset: phase.start_offset.map_or(0.0, |d| d.as_secs_f64()),
+            duration: secs,
+            load: LoadSummary {
+                model: model.into(),
+                target_rate,
+                achieved_rate,
+                pipeline: if load.connections.keep_alive && !users { load.connections.pipeline.max(1) } else { 1 },
+                keep_alive: load.connections.keep_alive && !users,
+                ..Default::default()
+            },
+            throughput: if secs > 0.0 { requests.completed as f64 / secs } else { 0.0 },
+            requests,
+            status,
+            errors,
+            connections,
+            bytes,
+            latency: LatencySummary::from_histogram(&self.agg.total),
+            service_time: LatencySummary::from_histogram(&service),
+            send_lag: LatencySummary::default(),
+            connect_time: LatencySummary::default(),
+            tls: None,
+            http2: None,
+            histograms: Histograms { latency: self.agg.total.clone(), service_time: service, ..Default::default() },
+            timeline: points.to_vec(),
+            workers: Vec::new(),
+            validity: Validity { valid: true, ..Default::default() },
+            aborted: Some(format!("still running, {secs:.0} s into the phase")),
+            by_request: Vec::new(),
+            checked: Default::default(),
+            checks: Vec::new(),
+        }
+    }
 }
 
 /// What every worker of a phase shares: the load's settings, the requests, the session, the target and the
@@ -532,22 +631,36 @@ fn split_exactly(total: u64, parts: usize) -> Vec<u64> {
 }
 
 /// Merges the workers' snapshots of each second.
-struct Aggregator {
+pub(crate) struct Aggregator {
     /// The next interval each worker will report; `u64::MAX` once it is done.
     next: Vec<u64>,
     pending: BTreeMap<u64, Snapshot>,
     total: Histogram<u64>,
-    timeline: Vec<TimelinePoint>,
+    /// The service times of the full seconds so far (for checkpoints).
+    total_service: Histogram<u64>,
+    /// Each worker's counters as of its latest snapshot (for checkpoints).
+    latest: Vec<Counters>,
+    timeline: Timeline,
 }
 
 impl Aggregator {
-    fn new(workers: usize) -> Self {
-        Self { next: vec![0; workers], pending: BTreeMap::new(), total: new_histogram(), timeline: Vec::new() }
+    fn new(workers: usize, timeline: Timeline) -> Self {
+        Self {
+            next: vec![0; workers],
+            pending: BTreeMap::new(),
+            total: new_histogram(),
+            total_service: new_histogram(),
+            latest: vec![Counters::default(); workers],
+            timeline,
+        }
     }
 
-    fn add(&mut self, worker: usize, snap: Snapshot) {
+    fn add(&mut self, worker: usize, mut snap: Snapshot) {
         if let Some(n) = self.next.get_mut(worker) {
             *n = (*n).max(snap.interval + 1);
+        }
+        if let Some(c) = self.latest.get_mut(worker) {
+            *c = std::mem::take(&mut snap.totals);
         }
         match self.pending.get_mut(&snap.interval) {
             Some(m) => {
@@ -599,6 +712,13 @@ impl Aggregator {
     }
 }
 
+/// Adds `from` into `into`; values outside `into`'s range count at its highest.
+pub(crate) fn add_histogram(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    if into.add(from).is_err() {
+        merge_by_values(into, from);
+    }
+}
+
 fn merge_by_values(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     for v in from.iter_recorded() {
         let _ = into.record_n(v.value_iterated_to().min(into.high()), v.count_at_value());
@@ -614,9 +734,10 @@ fn slice_share(phase: &Phase) -> f64 {
     }
 }
 
-fn timeline_point(index: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64, phase: &Phase) -> TimelinePoint {
+/// The point of the seconds from `first` to `t` (seconds from the phase's start), merged in `s`.
+fn timeline_point(first: u64, s: &Snapshot, schedule: Option<&Schedule>, t: f64, phase: &Phase) -> TimelinePoint {
     let target_rate = schedule.map(|sch| {
-        let t0 = index as f64;
+        let t0 = first as f64;
         let width = (t - t0).max(1e-9);
         slice_share(phase) * (sch.count_at(t) - sch.count_at(t0)) / width
     });
@@ -874,12 +995,7 @@ fn how_it_ran(phase: &Phase, schedule: Option<&Schedule>, t: &Totals, measured: 
         Some(p) if !aborted => p,
         _ => measured.as_secs_f64(),
     };
-    let (model, users) = match load.arrival {
-        Arrival::Closed => ("closed", false),
-        Arrival::Constant { .. } => ("constant", false),
-        Arrival::Ramp { .. } => ("ramp", false),
-        Arrival::Users { .. } => ("users", true),
-    };
+    let (model, users) = load_model(&load.arrival);
     let target_rate =
         schedule.filter(|_| load_secs > 0.0).map(|s| slice_share(phase) * s.count_at(load_secs) / load_secs);
     let errors = &t.errors;
@@ -894,6 +1010,16 @@ fn how_it_ran(phase: &Phase, schedule: Option<&Schedule>, t: &Totals, measured: 
     let arrivals = if session { users_started } else { t.requests.sent };
     let achieved_rate = schedule.map(|_| if load_secs > 0.0 { arrivals as f64 / load_secs } else { 0.0 });
     Ran { model, users, target_rate, achieved_rate, users_started, users_finished }
+}
+
+/// The load model's name, and whether it injects users.
+fn load_model(arrival: &Arrival) -> (&'static str, bool) {
+    match arrival {
+        Arrival::Closed => ("closed", false),
+        Arrival::Constant { .. } => ("constant", false),
+        Arrival::Ramp { .. } => ("ramp", false),
+        Arrival::Users { .. } => ("users", true),
+    }
 }
 
 /// The phase's HTTP/2 statistics, when a connection spoke HTTP/2 (`streams`: the concurrent streams asked for).

@@ -203,6 +203,8 @@ pub(crate) struct Snapshot {
     pub status: StatusCounts,
     /// The interval's send lags (open loads; empty otherwise).
     pub send_lag: Histogram<u64>,
+    /// The worker's counters since the phase's start (for checkpoints of a phase in progress).
+    pub totals: Counters,
 }
 
 /// The failed requests counted since `last`, by kind.
@@ -882,6 +884,7 @@ impl Ctx {
             error_kinds: error_delta(&c.errors, &last.errors),
             status: status_delta(&c.status, &last.status),
             send_lag,
+            totals: c.clone(),
         };
         stats.interval_peak_active = stats.active();
         stats.interval_peak_open = stats.conns_open;
@@ -1063,15 +1066,12 @@ async fn yield_now() {
     .await;
 }
 
-/// A connection ready for requests.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "moved once into the slot's future, which holds the connection either way; a box would add an \
-              allocation per connection and an indirection per read"
-)]
+/// A connection ready for requests. A TLS connection (a kilobyte and more of rustls state) is boxed until
+/// it moves into the boxed future that serves it: every slot's future holds a `Conn`, and plain TCP must not
+/// pay for TLS (no indirection per read either way: the served future holds the connection inline).
 enum Conn {
     Plain(TcpConn),
-    Tls(TlsConn),
+    Tls(Box<TlsConn>),
 }
 
 /// Opens a connection: the TCP connect (timed as `connect_time`) unless the opening made it already (`pre`),
@@ -1091,7 +1091,8 @@ async fn open(ctx: &Ctx, began: Instant, pre: Option<TcpConn>) -> Result<(Conn, 
     let Some(client) = &ctx.tls else {
         return Ok((Conn::Plain(tcp), connected));
     };
-    match tls::handshake(&ctx.rt, tcp, client, ctx.cfg.timeout).await {
+    // The handshake's state lives on the heap while it runs: the slot's own future stays small.
+    match Box::pin(tls::handshake(&ctx.rt, tcp, client, ctx.cfg.timeout)).await {
         Ok((conn, hs)) => {
             let done = Instant::now();
             let mut s = ctx.stats.borrow_mut();
@@ -1103,7 +1104,7 @@ async fn open(ctx: &Ctx, began: Instant, pre: Option<TcpConn>) -> Result<(Conn, 
                 Some(rustls::ProtocolVersion::TLSv1_2) => s.tls.tls12 += 1,
                 _ => {}
             }
-            Ok((Conn::Tls(conn), done))
+            Ok((Conn::Tls(Box::new(conn)), done))
         }
         Err(failure) => {
             let message = failure.message.clone();
@@ -1253,17 +1254,20 @@ async fn slot_main(ctx: Rc<Ctx>, id: usize, mut quota: Option<u64>) {
                 ever_connected = true;
                 backoff = BACKOFF_MIN;
                 // One engine loop, monomorphized per transport: the plain path never looks at TLS.
+                // Plain HTTP/1.1 is served inline; TLS and HTTP/2, whose state is kilobytes, from a future boxed
+                // per connection, so that a slot's own future (every slot has one) stays the size plain HTTP/1.1
+                // needs.
                 let end = match conn {
                     Conn::Plain(stream) if cfg.http2 => {
-                        serve(&ctx, &mut io, http2::H2::new(stream, false), &mut quota).await
+                        Box::pin(serve(&ctx, &mut io, http2::H2::new(stream, false), &mut quota)).await
                     }
                     Conn::Plain(stream) => serve(&ctx, &mut io, Http1(stream), &mut quota).await,
                     Conn::Tls(stream) if cfg.http2 || stream.is_h2() => {
                         // ALPN chose HTTP/2 (`protocol: auto`): polling before blocking is for HTTP/1.1 only.
                         ctx.rt.poll_before_block(Duration::ZERO);
-                        serve(&ctx, &mut io, http2::H2::new(stream, true), &mut quota).await
+                        Box::pin(serve(&ctx, &mut io, http2::H2::new(*stream, true), &mut quota)).await
                     }
-                    Conn::Tls(stream) => serve(&ctx, &mut io, Http1(stream), &mut quota).await,
+                    Conn::Tls(stream) => Box::pin(serve(&ctx, &mut io, Http1(*stream), &mut quota)).await,
                 };
                 let refused = io.peer_closed && !io.answered;
                 io.reset();
@@ -1882,6 +1886,24 @@ fn micros(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size of the futures an async fn returns, from the fn itself (no arguments needed).
+    fn future_size<A, B, C, F: Future>(_: impl Fn(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    fn a_connection_slot_costs_little_memory() {
+        let slot = future_size(slot_main);
+        eprintln!(
+            "slot future {slot} B; SlotIo {} B; Conn {} B; TcpConn {} B; TlsConn {} B; H2<TcpConn> {} B",
+            std::mem::size_of::<SlotIo>(),
+            std::mem::size_of::<Conn>(),
+            std::mem::size_of::<TcpConn>(),
+            std::mem::size_of::<crate::tls::TlsConn>(),
+            std::mem::size_of::<http2::H2<TcpConn>>(),
+        );
+    }
 
     fn source(rate: u64) -> (OpenSource, Instant) {
         let arrival = loadgate_plan::Arrival::Constant { rate: loadgate_model::units::Rate::from_per_sec(rate) };

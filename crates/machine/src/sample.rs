@@ -234,11 +234,11 @@ fn run(cfg: SamplerConfig, shared: &Shared) {
         {
             let mut s = lock(&shared.samples);
             if let Some(ts) = target_sample {
-                s.target.push(ts);
+                push_bounded(&mut s.target, ts);
             }
             for (tid, sample) in thread_samples {
                 match s.workers.iter_mut().find(|w| w.tid == tid) {
-                    Some(w) => w.samples.push(sample),
+                    Some(w) => push_bounded(&mut w.samples, sample),
                     None => s.workers.push(WorkerSeries { tid, samples: vec![sample] }),
                 }
             }
@@ -253,9 +253,39 @@ fn run(cfg: SamplerConfig, shared: &Shared) {
     }
 }
 
+/// The most samples a series keeps (two hours of seconds).
+pub const MAX_SAMPLES: usize = 7200;
+
+/// Appends a sample; a series that reaches [`MAX_SAMPLES`] merges its samples two by two (the later time, the
+/// mean CPU, the larger memory), so that a run of hours or days keeps a bounded series.
+fn push_bounded(series: &mut Vec<ResourceSample>, sample: ResourceSample) {
+    series.push(sample);
+    if series.len() >= MAX_SAMPLES {
+        let mut old = std::mem::take(series).into_iter();
+        while let Some(a) = old.next() {
+            series.push(match old.next() {
+                Some(b) => ResourceSample { t: b.t, cpu: (a.cpu + b.cpu) / 2.0, rss_bytes: a.rss_bytes.max(b.rss_bytes) },
+                None => a,
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_series_of_days_stays_bounded() {
+        let mut series = Vec::new();
+        for i in 0..100_000u64 {
+            push_bounded(&mut series, ResourceSample { t: i as f64, cpu: 0.5, rss_bytes: i });
+            assert!(series.len() < MAX_SAMPLES);
+        }
+        assert!(series.windows(2).all(|w| w[0].t < w[1].t));
+        assert!(series.iter().all(|s| (s.cpu - 0.5).abs() < 1e-9));
+        assert_eq!(series.last().map(|s| (s.t, s.rss_bytes)), Some((99_999.0, 99_999)));
+    }
 
     #[test]
     fn samples_a_busy_thread() {

@@ -843,6 +843,15 @@ fn headline(r: &RunResults) -> (&'static str, String) {
             if failed > 0 { format!(" {failed} of {} failed as well.", plural(evaluated, "gated SLO")) } else { String::new() }
         ),
         OutcomeStatus::RunFailed => "The run could not be carried out.".to_owned(),
+        OutcomeStatus::Incomplete if r.checkpoint.is_some() => format!(
+            "The run is incomplete: this is a checkpoint, written {} into the run{}; it had not finished, and nothing was judged after it{}.",
+            format::seconds(r.checkpoint.as_ref().map_or(0.0, |c| c.run_seconds)),
+            r.checkpoint.as_ref().and_then(|c| c.in_progress.as_deref()).map_or_else(String::new, |p| format!(" while {p} was still running")),
+            match r.not_run.len() {
+                0 => String::new(),
+                n => format!("; {} {} not run", plural(n, "scenario instance"), were(n)),
+            }
+        ),
         OutcomeStatus::Incomplete => format!(
             "The run is incomplete: it did not finish (interrupted), so the results cover only the phases that ran{}.",
             match r.not_run.len() {

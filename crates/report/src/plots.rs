@@ -118,9 +118,11 @@ fn table(s: &ScenarioResult) -> TimelineTable {
         since = points[end - 1].t;
         start = end;
     }
+    // A long phase's points cover several seconds each (the engine bounds its timeline): its first point's end.
+    let seconds_per_point = points.first().map_or(1, |p| (p.t.round() as usize).max(1));
     TimelineTable {
         name: s.name.clone(),
-        seconds_per_row: per_row,
+        seconds_per_row: per_row * seconds_per_point,
         users: s.timeline.iter().any(|p| p.users_active.is_some()),
         rows,
     }

@@ -70,6 +70,25 @@ pub struct RunResults {
     /// each history verdict, this run last, with their change points. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<crate::history::HistorySeries>,
+    /// Set in a checkpoint (`results.partial.json`, written every `run --checkpoint` interval while the run
+    /// goes): the results the run had when it was written, the instance in progress with what it had measured
+    /// so far. A run that finishes writes `results.json` without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// When and where in the run a checkpoint was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Checkpoint {
+    /// RFC 3339 UTC.
+    pub written_at: String,
+    /// Seconds from the run's start.
+    pub run_seconds: f64,
+    /// The scenario instance that was running (its entry in `scenarios` is what it had measured by then:
+    /// counts, latency histograms and the timeline of its full seconds, `aborted` saying it was still running);
+    /// `None` between instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<String>,
 }
 
 impl RunResults {
@@ -100,6 +119,7 @@ impl RunResults {
             shard: None,
             shards: Vec::new(),
             history: Vec::new(),
+            checkpoint: None,
         }
     }
 }

@@ -121,6 +121,16 @@ pub fn unreachable_over_tls(s: &crate::model::ScenarioResult) -> Option<String> 
     })
 }
 
+/// Why a checkpoint is incomplete, in words: `these results are a checkpoint written 3000 s into the run, while
+/// soak was still running: the run had not finished`.
+pub fn checkpoint_reason(c: &crate::model::Checkpoint) -> String {
+    format!(
+        "these results are a checkpoint written {} into the run{}: the run had not finished",
+        crate::format::seconds(c.run_seconds),
+        c.in_progress.as_deref().map_or_else(String::new, |p| format!(", while {p} was still running"))
+    )
+}
+
 /// Derives the outcome of a run from its results; see the [module documentation](self) for the rules.
 pub fn outcome(results: &RunResults) -> Outcome {
     let mut findings: Vec<(OutcomeStatus, String)> = Vec::new();
@@ -137,7 +147,9 @@ pub fn outcome(results: &RunResults) -> Outcome {
             format!("the target exited during the run, {:.1}s after the start: {}", exit.at_seconds, exit.status),
         ));
     }
-    if results.finished_at.is_none() {
+    if let Some(c) = &results.checkpoint {
+        findings.push((OutcomeStatus::Incomplete, checkpoint_reason(c)));
+    } else if results.finished_at.is_none() {
         let mut reason = "the run did not finish (interrupted)".to_owned();
         if let Some(s) = results.scenarios.iter().rev().find(|s| s.aborted.is_some()) {
             reason = format!("the run did not finish: {} was stopped ({})", s.name, s.aborted.as_deref().unwrap_or(""));

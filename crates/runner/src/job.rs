@@ -86,6 +86,8 @@ pub struct JobOptions {
     pub from_flags: bool,
     /// Live metrics while the run goes (`--output`, `--metrics-listen`); nothing when empty.
     pub export: loadgate_export::ExportConfig,
+    /// `--checkpoint`: how often the results so far are written while the run goes (`None`: never).
+    pub checkpoint: Option<std::time::Duration>,
 }
 
 impl JobOptions {
@@ -105,6 +107,7 @@ impl JobOptions {
             history: None,
             from_flags: false,
             export: loadgate_export::ExportConfig::new(Vec::new(), None),
+            checkpoint: None,
         }
     }
 }
@@ -359,6 +362,7 @@ fn request(
         pin_within_affinity: options.pin_within_affinity,
         shard_cpus: options.shard_cpus.clone(),
         history: options.history.clone(),
+        checkpoint: options.checkpoint,
     }
 }
 

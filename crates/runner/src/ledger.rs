@@ -3,6 +3,7 @@
 //! [`Task`] takes. [`crate::run()`] is the loop that asks the schedule and hands each task here.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use loadgate_machine::hardware::AppliedPinning;
@@ -13,6 +14,7 @@ use loadgate_results::{
 };
 
 use crate::abort::aborted_by_slo;
+use crate::checkpoint::Checkpointer;
 use crate::clock::now_rfc3339;
 use crate::event::{Event, Observer};
 use crate::reports::{ReportWriter, WriteFailure};
@@ -48,6 +50,8 @@ pub(crate) struct Ledger<'a> {
     stopped: bool,
     /// Why, for the instances it leaves unrun.
     stop_reason: Option<String>,
+    /// The run's checkpoints (`RunRequest::checkpoint`).
+    checkpoint: Option<Arc<Checkpointer>>,
 }
 
 impl<'a> Ledger<'a> {
@@ -68,6 +72,13 @@ impl<'a> Ledger<'a> {
         let session_opts =
             SessionOptions { saturation: plan.hardware.saturation, interrupt: request.interrupt.clone(), origin };
         let n = plan.phases.len();
+        let checkpoint = request
+            .checkpoint
+            .filter(|every| !every.is_zero())
+            .map(|every| Arc::new(Checkpointer::new(&dir, every, origin, request.secrets.clone())));
+        if let Some(c) = &checkpoint {
+            c.set_base(&results);
+        }
         let mut ledger = Ledger {
             plan,
             request,
@@ -88,6 +99,7 @@ impl<'a> Ledger<'a> {
             earlier_samples: Vec::new(),
             stopped: false,
             stop_reason: None,
+            checkpoint,
         };
         match ledger.start_sessions(observer) {
             Ok(sessions) => ledger.sessions = sessions,
@@ -119,7 +131,15 @@ impl<'a> Ledger<'a> {
             source_dir: self.request.source_dir.as_deref(),
             builtin: &self.request.builtin,
         };
-        start_sessions(self.plan, self.sides, &target_opts, &self.workers, &self.session_opts, observer)
+        let mut sessions =
+            start_sessions(self.plan, self.sides, &target_opts, &self.workers, &self.session_opts, observer)?;
+        if let Some(c) = &self.checkpoint {
+            c.set_base(&self.results);
+            for s in &mut sessions {
+                s.set_checkpoint(Arc::clone(c));
+            }
+        }
+        Ok(sessions)
     }
 
     /// Stops the run: the instance in progress is still judged with what it has.
@@ -229,6 +249,9 @@ impl<'a> Ledger<'a> {
                 }
             }
             write_reports(&mut self.reports, &mut self.results, &mut self.failures, observer);
+            if let Some(c) = &self.checkpoint {
+                c.set_base(&self.results);
+            }
         }
         let current = self.results.scenarios.iter().find(|s| s.index == phase.index);
         let inconclusive = current.is_some_and(|s| {
@@ -330,6 +353,10 @@ impl<'a> Ledger<'a> {
             info.cpus = results.pinning.generator_applied.clone();
         }
         write_reports(&mut self.reports, &mut self.results, &mut self.failures, observer);
+        // The reports hold everything the checkpoint did; it stays only when they could not be written.
+        if let Some(c) = self.checkpoint.take().filter(|_| self.failures.is_empty()) {
+            c.remove();
+        }
         wrap_up(self.results, self.dir, self.failures, &self.reports, request, observer)
     }
 }

@@ -10,6 +10,7 @@
 //! | the phases in order on the engine, `abort_on_fail`, saturation policy, SLO evaluation | [`Session::run_phase`] |
 //! | reports rewritten atomically after every phase, the step summary | [`reports::ReportWriter`] |
 //! | interruption (Ctrl-C, SIGTERM, a library caller) | [`Interrupt`] |
+//! | the results so far written every interval while the run goes (`results.partial.json`) | [`checkpoint`] |
 //! | what the user gave (a spec, flags, a results.json to reproduce, shard results) turned into what runs | [`Job`] |
 //! | what runs next: rounds, A/B sides, sequential looks, reruns of invalid rounds, the end (pure) | [`schedule::Schedule`] |
 //! | the schedule's tasks executed: repetitions kept, merged and judged, the reports rewritten | [`run()`] |
@@ -47,6 +48,7 @@
 
 pub mod abort;
 pub mod capacity;
+pub mod checkpoint;
 pub mod clock;
 mod error;
 mod event;

@@ -44,6 +44,9 @@ pub struct RunRequest {
     pub shard_cpus: Option<loadgate_model::units::CpuList>,
     /// Record the run in a history store and judge the plan's `history:` checks against it (see [`crate::memory`]).
     pub history: Option<crate::memory::HistoryRequest>,
+    /// Write the results so far to `results.partial.json` this often while the run goes (see
+    /// [`crate::checkpoint`]); `None` or zero: never.
+    pub checkpoint: Option<std::time::Duration>,
 }
 
 impl RunRequest {
@@ -75,6 +78,7 @@ impl RunRequest {
             pin_within_affinity: false,
             shard_cpus: None,
             history: None,
+            checkpoint: None,
         }
     }
 }

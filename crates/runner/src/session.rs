@@ -43,6 +43,8 @@ pub struct Session {
     sampler: Option<Sampler>,
     /// The CPUs the target may use (its pinning, or the machine's), for judging its CPU saturated.
     target_cpus: usize,
+    /// The run's checkpoints, written at the phases' ticks (`run --checkpoint`).
+    checkpoint: Option<Arc<crate::checkpoint::Checkpointer>>,
 }
 
 /// Why a session will not run another phase.
@@ -108,7 +110,23 @@ impl Session {
         })
         .ok();
         let target_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Session { workers, target, opts, current_stop, target_died, watcher_done, watcher, sampler, target_cpus }
+        Session {
+            workers,
+            target,
+            opts,
+            current_stop,
+            target_died,
+            watcher_done,
+            watcher,
+            sampler,
+            target_cpus,
+            checkpoint: None,
+        }
+    }
+
+    /// Writes the run's checkpoints at the ticks of the phases this session runs.
+    pub fn set_checkpoint(&mut self, checkpoint: Arc<crate::checkpoint::Checkpointer>) {
+        self.checkpoint = Some(checkpoint);
     }
 
     /// The CPUs the target is pinned to, when it is (by default the machine's CPUs).
@@ -168,6 +186,7 @@ impl Session {
         let offset = self.opts.origin.elapsed().as_secs_f64();
         // Both callbacks tell the observer, one at a time on this thread.
         let observer = std::cell::RefCell::new(observer);
+        let checkpoint = self.checkpoint.clone();
         let measured = loadgate_engine::run_phase_reporting(
             phase,
             &self.workers,
@@ -193,6 +212,9 @@ impl Session {
                     errors: tick.interval_errors,
                     status: tick.interval_status,
                 });
+                if let Some(failed) = checkpoint.as_ref().and_then(|c| c.tick(tick, offset)) {
+                    observer.borrow_mut().event(&Event::Warning(failed));
+                }
                 abort.check(tick)
             },
         )?;
