@@ -188,6 +188,9 @@ mod tests {
             in_flight: 1,
             full: true,
             totals: Default::default(),
+            error_kinds: Default::default(),
+            status: Default::default(),
+            send_lag: new_histogram(),
         }
     }
 
