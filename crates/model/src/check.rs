@@ -34,15 +34,32 @@ impl Eq for Check {}
 #[serde(tag = "subject", rename_all = "snake_case")]
 pub enum CheckKind {
     /// The status is one of the set.
-    Status { set: StatusSet },
+    Status {
+        set: StatusSet,
+    },
     /// A header (name lower-cased); every operator must hold for one field of that name.
-    Header { name: String, ops: Vec<TextOp> },
-    BodyContains { text: String },
-    BodyMatches { pattern: Pattern },
-    BodyEquals { expected: Expected },
-    BodySize { min: Option<u64>, max: Option<u64> },
+    Header {
+        name: String,
+        ops: Vec<TextOp>,
+    },
+    BodyContains {
+        text: String,
+    },
+    BodyMatches {
+        pattern: Pattern,
+    },
+    BodyEquals {
+        expected: Expected,
+    },
+    BodySize {
+        min: Option<u64>,
+        max: Option<u64>,
+    },
     /// The first value the selector finds, in document order; every operator must hold.
-    Json { selector: JsonSelector, ops: Vec<JsonOp> },
+    Json {
+        selector: JsonSelector,
+        ops: Vec<JsonOp>,
+    },
 }
 
 impl CheckKind {
@@ -72,7 +89,10 @@ pub enum JsonOp {
     Contains(String),
     Matches(Pattern),
     /// A number compared with this one.
-    Compare { cmp: crate::Comparison, value: f64 },
+    Compare {
+        cmp: crate::Comparison,
+        value: f64,
+    },
     Type(JsonType),
 }
 
@@ -246,8 +266,8 @@ impl<'de> Deserialize<'de> for StatusSet {
         let items = Vec::<String>::deserialize(d)?;
         let mut set = StatusSet::EMPTY;
         for i in items {
-            let one = StatusSet::parse_item(&i)
-                .ok_or_else(|| serde::de::Error::custom(format!("`{i}` is not a status")))?;
+            let one =
+                StatusSet::parse_item(&i).ok_or_else(|| serde::de::Error::custom(format!("`{i}` is not a status")))?;
             set = set.union(one);
         }
         Ok(set)
@@ -295,7 +315,11 @@ impl JsonSelector {
             at: at + 1,
         };
         if chars.first() != Some(&'$') {
-            return Err(err(0, "it must start with `$`".into(), Some("write `$.name`, `$.items[0].id` or `$['a key']`")));
+            return Err(err(
+                0,
+                "it must start with `$`".into(),
+                Some("write `$.name`, `$.items[0].id` or `$['a key']`"),
+            ));
         }
         let mut i = 1;
         let mut steps = Vec::new();
@@ -325,7 +349,11 @@ impl JsonSelector {
                     }
                     if j == start {
                         let found = chars.get(start).map_or("the end".to_string(), |c| format!("`{c}`"));
-                        return Err(err(start, format!("a name must follow the `.` at character {}, found {found}", i + 1), Some("quote other names: `$['a key']`")));
+                        return Err(err(
+                            start,
+                            format!("a name must follow the `.` at character {}, found {found}", i + 1),
+                            Some("quote other names: `$['a key']`"),
+                        ));
                     }
                     steps.push(JsonStep::Key(chars[start..j].iter().collect()));
                     i = j;
@@ -341,13 +369,28 @@ impl JsonSelector {
                         let mut key = String::new();
                         loop {
                             match chars.get(j) {
-                                None => return Err(err(open, format!("the `[` at character {} is not closed", open + 1), None)),
+                                None => {
+                                    return Err(err(
+                                        open,
+                                        format!("the `[` at character {} is not closed", open + 1),
+                                        None,
+                                    ))
+                                }
                                 Some('\\') => match chars.get(j + 1) {
                                     Some(c @ ('\'' | '"' | '\\')) => {
                                         key.push(*c);
                                         j += 2;
                                     }
-                                    _ => return Err(err(j, format!("the `\\` at character {} escapes only a quote or a backslash", j + 1), None)),
+                                    _ => {
+                                        return Err(err(
+                                            j,
+                                            format!(
+                                                "the `\\` at character {} escapes only a quote or a backslash",
+                                                j + 1
+                                            ),
+                                            None,
+                                        ))
+                                    }
                                 },
                                 Some(c) if *c == quote => {
                                     j += 1;
@@ -375,23 +418,49 @@ impl JsonSelector {
                     if inner == "*" {
                         steps.push(JsonStep::AnyIndex);
                     } else if !inner.is_empty() && inner.chars().all(|c| c.is_ascii_digit()) {
-                        let n = inner.parse::<u32>().map_err(|_| err(i + 1, format!("the index `{inner}` is too large"), None))?;
+                        let n = inner
+                            .parse::<u32>()
+                            .map_err(|_| err(i + 1, format!("the index `{inner}` is too large"), None))?;
                         steps.push(JsonStep::Index(n));
                     } else if inner.starts_with('?') {
-                        return Err(err(i + 1, "filters `[?(...)]` need the whole document".into(), Some("select by position (`[0]`) or every element (`[*]`)")));
+                        return Err(err(
+                            i + 1,
+                            "filters `[?(...)]` need the whole document".into(),
+                            Some("select by position (`[0]`) or every element (`[*]`)"),
+                        ));
                     } else if inner.starts_with('-') {
-                        return Err(err(i + 1, "negative indexes are known only when the array closes".into(), Some("count from the start: `[0]`")));
+                        return Err(err(
+                            i + 1,
+                            "negative indexes are known only when the array closes".into(),
+                            Some("count from the start: `[0]`"),
+                        ));
                     } else if inner.contains(':') {
-                        return Err(err(i + 1, "slices `[a:b]` select several values; a check reads one".into(), Some("select one element: `[0]`")));
+                        return Err(err(
+                            i + 1,
+                            "slices `[a:b]` select several values; a check reads one".into(),
+                            Some("select one element: `[0]`"),
+                        ));
                     } else if inner.contains(',') {
-                        return Err(err(i + 1, "unions `[a,b]` select several values; a check reads one".into(), Some("make them two checks")));
+                        return Err(err(
+                            i + 1,
+                            "unions `[a,b]` select several values; a check reads one".into(),
+                            Some("make them two checks"),
+                        ));
                     } else {
-                        return Err(err(i + 1, format!("`[{inner}]` is neither an index, `*` nor a quoted name"), Some("write `[0]`, `[*]` or `['name']`")));
+                        return Err(err(
+                            i + 1,
+                            format!("`[{inner}]` is neither an index, `*` nor a quoted name"),
+                            Some("write `[0]`, `[*]` or `['name']`"),
+                        ));
                     }
                     i = close + 1;
                 }
                 c => {
-                    return Err(err(i, format!("expected `.` or `[` at character {}, found `{c}`", i + 1), Some("write `$.a.b`, `$.items[0].id` or `$['a key']`")));
+                    return Err(err(
+                        i,
+                        format!("expected `.` or `[` at character {}, found `{c}`", i + 1),
+                        Some("write `$.a.b`, `$.items[0].id` or `$['a key']`"),
+                    ));
                 }
             }
         }
@@ -510,7 +579,10 @@ mod tests {
     fn selectors_of_the_subset() {
         assert_eq!(steps("$"), vec![]);
         assert_eq!(steps("$.a.b"), vec![JsonStep::Key("a".into()), JsonStep::Key("b".into())]);
-        assert_eq!(steps("$.items[0].id"), vec![JsonStep::Key("items".into()), JsonStep::Index(0), JsonStep::Key("id".into())]);
+        assert_eq!(
+            steps("$.items[0].id"),
+            vec![JsonStep::Key("items".into()), JsonStep::Index(0), JsonStep::Key("id".into())]
+        );
         assert_eq!(steps("$['a key'][\"b\\\"c\"]"), vec![JsonStep::Key("a key".into()), JsonStep::Key("b\"c".into())]);
         assert_eq!(steps("$.*[*]"), vec![JsonStep::AnyKey, JsonStep::AnyIndex]);
         assert_eq!(steps("$.ünï-c_0"), vec![JsonStep::Key("ünï-c_0".into())]);
