@@ -424,8 +424,8 @@ fn looks_text(looks: &[u32]) -> String {
 }
 
 /// Whether an SLO is judged over repetitions (one value per repetition, with an interval): latency and
-/// throughput of the whole instance with `<`, `<=`, `>` or `>=`. Counts, rates, `==` and per-request SLOs are
-/// judged on the merge, as in one run.
+/// throughput of the whole instance with `<`, `<=`, `>` or `>=`. Counts, rates (the check metrics `checks` and
+/// `check_failures` among them), `==` and per-request SLOs are judged on the merge, as in one run.
 pub fn judged_over_repetitions(slo: &Slo) -> bool {
     slo.request.is_none()
         && slo.comparison != Comparison::Eq

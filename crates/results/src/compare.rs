@@ -681,6 +681,7 @@ mod tests {
                     latency: base.latency.clone(),
                     valid: true,
                     histograms: base.histograms.clone(),
+                    checked: Default::default(),
                     capacity: None,
                 })
                 .collect();

@@ -215,6 +215,9 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         verdicts: Vec::new(),
         aborted: None,
         by_request: Vec::new(),
+        checked: Default::default(),
+        checks: Vec::new(),
+        failed_checks: Default::default(),
         repetitions: Vec::new(),
         discarded_rounds: Vec::new(),
         ab_baseline: None,
@@ -665,4 +668,99 @@ pub fn history_series() -> crate::history::HistorySeries {
             regression: true,
         }],
     }
+}
+
+/// A run with response checks (`check:`): the scenario `formats` sends a mix of `ok` (`/json`, which holds both
+/// its checks) and `bad` (`/xml`, whose `json-type` check fails 100 times in 10,000: the server answered
+/// `application/xml`), 99.75% of 40,000 evaluations held, and fails `check_failures{check=json-type} == 0`;
+/// `login`, not gated, failed `capture:token` 20 times in 1,000 with no SLO reading checks (the
+/// `checks_failed_ungated` warning). Times are fixed.
+pub fn sample_checks_run() -> RunResults {
+    let mut run = sample_run();
+    run.spec.name = "httpbin-checks".to_owned();
+    run.spec.file = "specs/httpbin-checks.yaml".to_owned();
+    run.spec.description = Some("Response checks against httpbin.".to_owned());
+    let base = sample_shapes().into_iter().next().expect("the sample has a warmup");
+    let formats = Shape {
+        name: "formats",
+        scenario: "formats",
+        gate: true,
+        duration: 10.0,
+        connections: 16,
+        opened: 16,
+        completed: 20_000,
+        latency: (800.0, 300.0),
+        slos: vec!["check_failures{check=json-type} == 0", "checks > 99.5%", "error_rate < 1%"],
+        ..base.clone()
+    };
+    let login = Shape {
+        name: "login",
+        scenario: "login",
+        gate: false,
+        duration: 5.0,
+        offset: 10.0,
+        connections: 4,
+        opened: 4,
+        completed: 2_000,
+        latency: (1_200.0, 400.0),
+        slos: vec!["p99 < 50ms"],
+        ..base
+    };
+    let stats = |request: &str, check: &str, expects: &str, passed: u64, failed: u64| CheckStats {
+        request: request.to_owned(),
+        check: check.to_owned(),
+        expects: expects.to_owned(),
+        passed,
+        failed,
+        examples: Vec::new(),
+    };
+    let xml = CheckExample {
+        status: 200,
+        content_type: "application/xml".to_owned(),
+        observed: "Content-Type was \"application/xml\"".to_owned(),
+        body_start: "<?xml version='1.0' encoding='us-ascii'?>\\n\\n<!--  A SAMPLE set of slides  -->…".to_owned(),
+        body_len: 522,
+    };
+    let mut f = scenario(0, &formats);
+    f.checks = vec![
+        stats("ok", "status", "status in 200", 10_000, 0),
+        stats("ok", "json:$.slideshow.author", "$.slideshow.author equals \"Yours Truly\"", 10_000, 0),
+        stats("bad", "status", "status in 200", 10_000, 0),
+        CheckStats {
+            examples: vec![xml.clone(), xml],
+            ..stats("bad", "json-type", "Content-Type matching `^application/json`", 9_900, 100)
+        },
+    ];
+    f.checked = CheckedResponses { responses: 20_000, failed: 100, accepted_non_2xx: 0 };
+    let slos: Vec<Slo> = formats.slos.iter().filter_map(|t| parse_slo(t)).collect();
+    f.verdicts = evaluate(&slos, &f, None);
+    crate::checks::warn_ungated(&mut f, &slos);
+
+    let mut l = scenario(1, &login);
+    let unsent = CheckExample {
+        status: 0,
+        observed: "`token` was not captured: $.json.token not found".to_owned(),
+        ..CheckExample::default()
+    };
+    let captured = CheckExample {
+        status: 200,
+        content_type: "application/json".to_owned(),
+        observed: "$.json.token not found".to_owned(),
+        body_start: "{\"args\": {}, \"json\": {\"user\": \"ada\"}}".to_owned(),
+        body_len: 38,
+    };
+    l.checks = vec![
+        CheckStats { examples: vec![captured], ..stats("login", "capture:token", "$.json.token exists", 980, 20) },
+        CheckStats { examples: vec![unsent], ..stats("me", "status", "status in 200", 980, 20) },
+    ];
+    l.checked = CheckedResponses { responses: 2_000, failed: 40, accepted_non_2xx: 0 };
+    let slos: Vec<Slo> = login.slos.iter().filter_map(|t| parse_slo(t)).collect();
+    l.verdicts = evaluate(&slos, &l, None);
+    crate::checks::warn_ungated(&mut l, &slos);
+
+    run.scenarios = vec![f, l];
+    run.verification = vec![VerifiedScenario { name: "formats".to_owned(), sent: 2, passed: 2, message: None }];
+    run.outcome = outcome(&run);
+    run.sweeps = sweeps(&run);
+    run
 }

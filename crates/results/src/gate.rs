@@ -10,7 +10,8 @@
 //!   request for a latency, no rate held for a capacity) on either side, a candidate round of 0/s against a `>=`
 //!   relative limit (no ratio exists, and 0 misses any positive limit), or anything else the statistics refuse
 //!   fails the check, with a note naming the round.
-//! - Count and rate SLOs (`errors == 0`, `error_rate < 1%`, `non_2xx`, `timeouts`), `==` comparisons and
+//! - Count and rate SLOs (`errors == 0`, `error_rate < 1%`, `non_2xx`, `timeouts`, `checks`,
+//!   `check_failures`), `==` comparisons and
 //!   per-request SLOs are judged on the merge, as in a single run: an error is an error in any repetition.
 
 use crate::json::ResultsError;
@@ -161,6 +162,7 @@ pub fn judge(
         }
     }
     merged.verdicts = verdicts;
+    crate::checks::warn_ungated(&mut merged, slos);
     merged.ab_baseline = paired_merge.map(Box::new);
     Ok(merged)
 }
@@ -239,6 +241,7 @@ pub fn repetition_result(template: &ScenarioResult, r: &Repetition) -> ScenarioR
     s.requests = r.requests.clone();
     s.status = r.status.clone();
     s.errors = r.errors.clone();
+    s.checked = r.checked;
     s.duration = r.duration;
     if let Some(c) = &mut s.capacity {
         c.capacity = r.capacity;
@@ -264,6 +267,7 @@ fn merged_with_repetitions(parts: &[ScenarioResult], rounds: &[u32]) -> Result<S
             latency: p.latency.clone(),
             valid: p.validity.valid,
             histograms: p.histograms.clone(),
+            checked: p.checked,
             capacity: p.capacity.as_ref().and_then(|c| c.capacity),
         })
         .collect();

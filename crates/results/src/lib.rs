@@ -39,9 +39,13 @@
 //!   with each change against the first (or the previous) run and, over repetitions, its interval and a word;
 //! - [`history`]: a metric's series over a history store's runs with its change points ([`history::HistorySeries`]),
 //!   carried in [`RunResults::history`] by a run judged against its history;
+//! - [`checks`]: response checks (`check:`): their merge, the `checks_failed_ungated` warning and their words;
+//!   the `checks` and `check_failures` SLOs are judged in [`verdict`], and [`verify::judge`] turns a
+//!   verification's result into a pass or a message;
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
 pub mod capacity;
+pub mod checks;
 pub mod compare;
 pub mod fixture;
 pub mod format;
@@ -60,6 +64,7 @@ pub mod stats;
 pub mod sweep;
 pub mod users;
 pub mod verdict;
+pub mod verify;
 
 pub use hgrm::hgrm;
 pub use json::{from_json, json_schema, to_json, ResultsError};
@@ -73,6 +78,6 @@ pub use shards::{merge_shards, merge_shards_against, ShardPart};
 pub use stats::{Check, CheckVerdict, Design, Goal, Lean, StatsError, Verdict3};
 pub use sweep::{judge_sweep, sweeps_judged, SweepObjectives};
 pub use users::{peak_users_active, response_time_buckets};
-pub use verdict::{baseline_for, error_rate, evaluate, measure};
+pub use verdict::{baseline_for, error_rate, evaluate, measure, measure_checks};
 
 pub use loadgate_measure::histogram_serde;

@@ -6,7 +6,8 @@ use crate::model::{LatencySummary, RequestBreakdown, ScenarioResult, TimelinePoi
 /// Merges repetitions of one scenario instance (the same name, from several runs) as if they had run back to
 /// back: counts and durations summed, histograms added and the summaries recomputed from them, throughput
 /// recomputed as completed requests over the summed duration, rates weighted by duration, timelines
-/// concatenated (each shifted by the durations before it), the measurement valid only if every part was.
+/// concatenated (each shifted by the durations before it), the measurement valid only if every part was; checks
+/// added by (request, check), keeping the first examples.
 /// Verdicts are dropped: evaluate the SLOs again on the merged result ([`crate::evaluate`]).
 pub fn merge_scenarios(parts: &[ScenarioResult]) -> Result<ScenarioResult, ResultsError> {
     merge_parts(parts, Together::BackToBack)
@@ -111,6 +112,8 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         merged.bytes.read += part.bytes.read;
         merged.bytes.written += part.bytes.written;
         add_breakdowns(&mut merged.by_request, &part.by_request)?;
+        merged.checked += &part.checked;
+        crate::checks::add_checks(&mut merged.checks, &part.checks);
         merged.workers.extend(part.workers.iter().cloned());
         merged.validity = Validity {
             valid: merged.validity.valid && part.validity.valid,
@@ -147,6 +150,13 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         searches.sort_by(|a, b| a.capacity.unwrap_or(-1.0).total_cmp(&b.capacity.unwrap_or(-1.0)));
         merged.capacity = searches.get((searches.len() - 1) / 2).map(|c| (*c).clone());
     }
+    // The parts were judged by the same SLOs: a part that warned that no SLO gates its failed checks speaks for
+    // the merge, whose warnings are written again from the merged counts.
+    if parts.iter().any(|p| p.validity.warnings.iter().any(|w| w.kind == crate::checks::UNGATED)) {
+        merged.validity.warnings.retain(|w| w.kind != crate::checks::UNGATED);
+        let warnings = crate::checks::ungated_warnings(&merged);
+        merged.validity.warnings.extend(warnings);
+    }
     merged.latency = LatencySummary::from_histogram(&merged.histograms.latency);
     merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
     merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);
@@ -167,6 +177,7 @@ fn add_breakdowns(into: &mut Vec<RequestBreakdown>, other: &[RequestBreakdown]) 
                 q.requests += &r.requests;
                 q.status += &r.status;
                 q.errors += &r.errors;
+                q.checked += &r.checked;
                 q.histogram.add(&r.histogram).map_err(|e| {
                     ResultsError::Merge(format!("the latency histograms of request `{}` do not add: {e}", r.name))
                 })?;

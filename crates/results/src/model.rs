@@ -10,11 +10,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use loadgate_measure::{
-    nearest_rank, new_histogram, value_at_percentile, ByteCounts, ConnectionOpening, ConnectionStats, CpuMapping,
-    ErrorCounts, Histograms, HistogramsAddError, Http2Stats, LatencySummary, LoadSummary, Machine, OpeningFailures,
-    PhaseMeasurement, Pinning, Problem, RequestBreakdown, RequestCounts, ResourceSample, StatusCounts, TargetExit,
-    TimelinePoint, TlsErrorCounts, TlsErrorKind, TlsStats, Validity, WorkerStats, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG,
-    SUMMARY_PERCENTILES,
+    nearest_rank, new_histogram, value_at_percentile, ByteCounts, CheckExample, CheckStats, CheckedResponses,
+    ConnectionOpening, ConnectionStats, CpuMapping, ErrorCounts, Histograms, HistogramsAddError, Http2Stats,
+    LatencySummary, LoadSummary, Machine, OpeningFailures, PhaseMeasurement, Pinning, Problem, RequestBreakdown,
+    RequestCounts, ResourceSample, StatusCounts, TargetExit, TimelinePoint, TlsErrorCounts, TlsErrorKind, TlsStats,
+    Validity, WorkerStats, HISTOGRAM_MAX_US, HISTOGRAM_SIGFIG, SUMMARY_PERCENTILES,
 };
 
 /// The version of `results.json`. Bump on any change that an older reader would misread.
@@ -70,6 +70,10 @@ pub struct RunResults {
     /// each history verdict, this run last, with their change points. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<crate::history::HistorySeries>,
+    /// The verification before the load (`verify:`): each verified scenario, in plan order, with its requests
+    /// sent once and checked and the first failure. Empty when nothing was verified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verification: Vec<VerifiedScenario>,
     /// Set in a checkpoint (`results.partial.json`, written every `run --checkpoint` interval while the run
     /// goes): the results the run had when it was written, the instance in progress with what it had measured
     /// so far. A run that finishes writes `results.json` without it.
@@ -89,6 +93,21 @@ pub struct Checkpoint {
     /// `None` between instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<String>,
+}
+
+/// One verified scenario: how many requests it sent, how many held every check, and why it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerifiedScenario {
+    /// The scenario (the phase's name).
+    pub name: String,
+    /// Requests sent (a session's steps each count).
+    pub sent: u64,
+    /// Responses that held every check (or, without checks, were 2xx).
+    pub passed: u64,
+    /// The first failure, for people: `GET /html returned 200 text/html; charset=utf-8, expected Content-Type
+    /// matching `^application/json`; body starts: <!DOCTYPE html>...`. `None` when every check held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl RunResults {
@@ -120,6 +139,7 @@ impl RunResults {
             shards: Vec::new(),
             history: Vec::new(),
             checkpoint: None,
+            verification: Vec::new(),
         }
     }
 }
@@ -351,6 +371,19 @@ pub struct ScenarioResult {
     /// For a request mix: the same measurements per named request, in the mix's order. Empty otherwise.
     #[serde(default)]
     pub by_request: Vec<RequestBreakdown>,
+    /// Responses whose checks ran (`check:`), over all requests: what `error_rate` needs besides the status
+    /// classes. Empty without checks.
+    #[serde(default, skip_serializing_if = "CheckedResponses::is_empty")]
+    pub checked: CheckedResponses,
+    /// Each check of each request, in the plan's order: how often it held and failed, with the first failures.
+    /// Empty without checks. The `checks` and `check_failures` SLOs read it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckStats>,
+    /// Whether a response that failed a check counts as failed in `error_rate` (`errors`, the default) or only
+    /// in the check metrics (`separate`).
+    #[serde(default, skip_serializing_if = "is_errors")]
+    #[schemars(with = "FailedChecksSchema")]
+    pub failed_checks: FailedChecks,
     /// With repetitions: each repetition on its own (this result is their merge: histograms added, counts
     /// summed). Empty for a single run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -374,9 +407,26 @@ pub struct ScenarioResult {
     pub capacity: Option<Capacity>,
 }
 
+pub use loadgate_model::FailedChecks;
+
+fn is_errors(f: &FailedChecks) -> bool {
+    *f == FailedChecks::Errors
+}
+
+/// The schema of [`FailedChecks`] (the model's type has no schema of its own).
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[expect(dead_code, reason = "only its schema is used")]
+enum FailedChecksSchema {
+    /// A failed check makes the response failed in `error_rate`.
+    Errors,
+    /// Failed checks show only in `checks` and `check_failures`.
+    Separate,
+}
+
 impl From<PhaseMeasurement> for ScenarioResult {
     /// The result of a phase as the engine measured it, not judged yet: no verdicts, no limit, no repetitions,
-    /// resources or capacity.
+    /// resources or capacity; failed checks count as errors until the caller sets the phase's `failed_checks`.
     fn from(m: PhaseMeasurement) -> Self {
         ScenarioResult {
             index: m.index,
@@ -407,6 +457,9 @@ impl From<PhaseMeasurement> for ScenarioResult {
             verdicts: Vec::new(),
             aborted: m.aborted,
             by_request: m.by_request,
+            checked: m.checked,
+            checks: m.checks,
+            failed_checks: FailedChecks::default(),
             repetitions: Vec::new(),
             discarded_rounds: Vec::new(),
             ab_baseline: None,
@@ -615,6 +668,9 @@ pub struct Repetition {
     /// Whether the generator delivered what the plan asked in this repetition.
     pub valid: bool,
     pub histograms: Histograms,
+    /// This repetition's checked responses (for its own `error_rate`); empty without checks.
+    #[serde(default, skip_serializing_if = "CheckedResponses::is_empty")]
+    pub checked: CheckedResponses,
     /// For a capacity search: the capacity this repetition's search found (`None` when no rate held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<f64>,

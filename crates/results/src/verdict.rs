@@ -12,7 +12,15 @@
 //! - **`error_rate`** is `(errors + non-2xx responses) / (completed responses + errors)`, where `errors` counts
 //!   every request that failed without a complete response (connect, read, write, timeout, protocol). Requests
 //!   still in flight when the phase ended are in neither term.
+//!   With checks (`check:`), a non-2xx response a `status` check accepted is not failed, and under
+//!   `failed_checks: errors` (the default) a response that failed a check is: the numerator is `errors +
+//!   non-2xx - accepted non-2xx + failed checks` (per request too, from the request's own counts).
 //! - **`errors`**, **`non_2xx`** and **`timeouts`** are counts over the phase.
+//! - **`checks`** is the check evaluations that held over all evaluations, and **`check_failures`** the ones that
+//!   failed, over the checks the filter selects (`{request=NAME}`: the request's checks, a single request's
+//!   being `request`; `{check=NAME}`: every check of that name). With no evaluation selected the value is
+//!   `None`, and a gated SLO **fails** ("nothing measured: no response was checked by `NAME`"): no samples never
+//!   pass (k6#4283).
 //! - **Baseline thresholds** (`p99 <= baseline * 1.10`) take the same metric from the baseline's scenario instance
 //!   of the same name ([`baseline_for`]), times the factor. Without a baseline (no `--baseline`, or the baseline has
 //!   no such instance) the SLO is *not evaluated*: its verdict passes with a note, so a first run on a new branch
@@ -33,7 +41,10 @@ use std::str::FromStr;
 use loadgate_model::{Metric, MetricKind, Slo, Threshold};
 
 use crate::format;
-use crate::model::{ErrorCounts, RequestBreakdown, RequestCounts, RunResults, ScenarioResult, StatusCounts, Verdict};
+use crate::model::{
+    CheckStats, CheckedResponses, ErrorCounts, FailedChecks, RequestBreakdown, RequestCounts, RunResults,
+    ScenarioResult, StatusCounts, Verdict,
+};
 
 /// The note on a verdict of a `gate: false` scenario.
 pub const NOTE_NOT_GATED: &str = "not gated (gate: false)";
@@ -56,24 +67,62 @@ pub fn baseline_for<'a>(baseline: &'a RunResults, result: &ScenarioResult) -> Op
 /// The value of a metric in a scenario, in the metric's unit: microseconds for latencies, requests per second,
 /// a fraction for `error_rate`, a count otherwise. `None` when there is nothing to measure it on.
 pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
-    if metric == Metric::Capacity {
-        return s.capacity.as_ref().and_then(|c| c.capacity);
+    match metric {
+        Metric::Capacity => s.capacity.as_ref().and_then(|c| c.capacity),
+        Metric::Checks | Metric::CheckFailures => measure_checks(metric, &s.checks, None, None),
+        _ => measure_parts(
+            metric,
+            &s.histograms.latency,
+            Some(&s.histograms.connect_time),
+            s.throughput,
+            Counts { requests: &s.requests, status: &s.status, errors: &s.errors, checked: &s.checked },
+            s.failed_checks,
+        ),
     }
-    measure_parts(
-        metric,
-        &s.histograms.latency,
-        Some(&s.histograms.connect_time),
-        s.throughput,
-        &s.requests,
-        &s.status,
-        &s.errors,
-    )
 }
 
 /// The value of a metric for one named request of a mix, by the same rules as [`measure`]. Connect times
-/// belong to connections, not to requests: `None`.
-pub fn measure_request(metric: Metric, r: &RequestBreakdown) -> Option<f64> {
-    measure_parts(metric, &r.histogram, None, r.throughput, &r.requests, &r.status, &r.errors)
+/// belong to connections, not to requests: `None`. `failed_checks` is the instance's.
+pub fn measure_request(metric: Metric, r: &RequestBreakdown, failed_checks: FailedChecks) -> Option<f64> {
+    measure_parts(
+        metric,
+        &r.histogram,
+        None,
+        r.throughput,
+        Counts { requests: &r.requests, status: &r.status, errors: &r.errors, checked: &r.checked },
+        failed_checks,
+    )
+}
+
+/// `checks` (evaluations that held over all) or `check_failures` (evaluations that failed) over the checks that
+/// `request` and `check` select (every one when `None`); `None` when the selection evaluated nothing.
+pub fn measure_checks(
+    metric: Metric,
+    checks: &[CheckStats],
+    request: Option<&str>,
+    check: Option<&str>,
+) -> Option<f64> {
+    let (passed, failed) = checks
+        .iter()
+        .filter(|c| request.is_none_or(|r| c.request == r) && check.is_none_or(|n| c.check == n))
+        .fold((0u64, 0u64), |(p, f), c| (p.saturating_add(c.passed), f.saturating_add(c.failed)));
+    let evaluated = passed.saturating_add(failed);
+    if evaluated == 0 {
+        return None;
+    }
+    match metric {
+        Metric::Checks => Some(passed as f64 / evaluated as f64),
+        Metric::CheckFailures => Some(failed as f64),
+        _ => None,
+    }
+}
+
+/// The counts a request's or an instance's error rate is made of.
+struct Counts<'a> {
+    requests: &'a RequestCounts,
+    status: &'a StatusCounts,
+    errors: &'a ErrorCounts,
+    checked: &'a CheckedResponses,
 }
 
 fn measure_parts(
@@ -81,10 +130,10 @@ fn measure_parts(
     h: &hdrhistogram::Histogram<u64>,
     connect: Option<&hdrhistogram::Histogram<u64>>,
     throughput: f64,
-    requests: &RequestCounts,
-    status: &StatusCounts,
-    errors: &ErrorCounts,
+    counts: Counts<'_>,
+    failed_checks: FailedChecks,
 ) -> Option<f64> {
+    let Counts { requests, status, errors, checked } = counts;
     match metric {
         Metric::Percentile(p) => (!h.is_empty()).then(|| crate::value_at_percentile(h, p) as f64),
         Metric::Max => (!h.is_empty()).then(|| h.max() as f64),
@@ -95,7 +144,7 @@ fn measure_parts(
         Metric::ConnectMax => connect.filter(|c| !c.is_empty()).map(|c| c.max() as f64),
         Metric::ConnectMean => connect.filter(|c| !c.is_empty()).map(|c| c.mean()),
         Metric::Throughput => throughput.is_finite().then_some(throughput),
-        Metric::ErrorRate => rate_of_errors(requests, status, errors),
+        Metric::ErrorRate => rate_of_errors(requests, status, errors, checked, failed_checks),
         Metric::Errors => Some(errors.total() as f64),
         Metric::Non2xx => Some(status.non_2xx() as f64),
         Metric::Timeouts => Some(errors.timeout as f64),
@@ -106,15 +155,28 @@ fn measure_parts(
     }
 }
 
-/// `(errors + non-2xx) / (completed + errors)`; `None` when no request completed or failed.
+/// `(errors + non-2xx - non-2xx accepted by a status check + responses that failed a check, under
+/// failed_checks: errors) / (completed + errors)`; `None` when no request completed or failed.
 pub fn error_rate(s: &ScenarioResult) -> Option<f64> {
-    rate_of_errors(&s.requests, &s.status, &s.errors)
+    rate_of_errors(&s.requests, &s.status, &s.errors, &s.checked, s.failed_checks)
 }
 
-fn rate_of_errors(requests: &RequestCounts, status: &StatusCounts, errors: &ErrorCounts) -> Option<f64> {
+fn rate_of_errors(
+    requests: &RequestCounts,
+    status: &StatusCounts,
+    errors: &ErrorCounts,
+    checked: &CheckedResponses,
+    failed_checks: FailedChecks,
+) -> Option<f64> {
     let errors = errors.total();
     let denominator = requests.completed.saturating_add(errors);
-    (denominator > 0).then(|| (errors.saturating_add(status.non_2xx())) as f64 / denominator as f64)
+    let failed_checks = match failed_checks {
+        FailedChecks::Errors => checked.failed,
+        FailedChecks::Separate => 0,
+    };
+    let failed =
+        errors.saturating_add(status.non_2xx().saturating_sub(checked.accepted_non_2xx)).saturating_add(failed_checks);
+    (denominator > 0).then(|| failed as f64 / denominator as f64)
 }
 
 /// The named request's breakdown in a result.
@@ -157,16 +219,22 @@ pub(crate) fn threshold_number(metric: Metric, threshold: Threshold) -> Option<f
 
 fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioResult>) -> Verdict {
     let kind = slo.metric.kind();
-    // A per-request SLO reads the named request's breakdown, here and in the baseline.
-    let request = slo.request.as_deref().map(|name| (name, breakdown(result, name)));
+    let on_checks = is_check_metric(slo.metric);
+    // A per-request SLO reads the named request's breakdown, here and in the baseline; a check metric reads the
+    // checks its filter selects instead (a single request has no breakdown, and its checks are `request`'s).
+    let request = slo.request.as_deref().filter(|_| !on_checks).map(|name| (name, breakdown(result, name)));
+    let measure_in =
+        |s: &ScenarioResult| measure_checks(slo.metric, &s.checks, slo.request.as_deref(), slo.check.as_deref());
     let observed = match request {
+        _ if on_checks => measure_in(result),
         None => measure(slo.metric, result),
-        Some((_, Some(r))) => measure_request(slo.metric, r),
+        Some((_, Some(r))) => measure_request(slo.metric, r, result.failed_checks),
         Some((_, None)) => None,
     };
     let measure_baseline = |b: &ScenarioResult| match request {
+        _ if on_checks => measure_in(b),
         None => measure(slo.metric, b),
-        Some((name, _)) => breakdown(b, name).and_then(|r| measure_request(slo.metric, r)),
+        Some((name, _)) => breakdown(b, name).and_then(|r| measure_request(slo.metric, r, b.failed_checks)),
     };
     let mut verdict = Verdict {
         slo: slo.to_string(),
@@ -218,6 +286,8 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
                                 Some(c) => format!("no rate held: {}", c.stop_reason),
                                 None => "nothing measured: the scenario ran no capacity search".to_owned(),
                             }
+                        } else if on_checks {
+                            nothing_checked(slo)
                         } else if slo.metric.is_connect() {
                             format!("nothing measured: {} needs connections that opened", slo.metric)
                         } else {
@@ -237,6 +307,22 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
         verdict.ungate();
     }
     verdict
+}
+
+/// Whether a metric reads the check counts (`checks`, `check_failures`).
+pub fn is_check_metric(metric: Metric) -> bool {
+    matches!(metric, Metric::Checks | Metric::CheckFailures)
+}
+
+/// The note of a check SLO whose filter selected no evaluation: `nothing measured: no response was checked by
+/// `token``.
+fn nothing_checked(slo: &Slo) -> String {
+    match (slo.request.as_deref(), slo.check.as_deref()) {
+        (None, Some(c)) => format!("nothing measured: no response was checked by `{c}`"),
+        (Some(r), Some(c)) => format!("nothing measured: no response of `{r}` was checked by `{c}`"),
+        (Some(r), None) => format!("nothing measured: no response of `{r}` was checked"),
+        (None, None) => "nothing measured: no response was checked".to_owned(),
+    }
 }
 
 impl Verdict {
@@ -295,7 +381,7 @@ impl Verdict {
 mod tests {
     use super::*;
     use crate::fixture::{exponential_histogram, sample_run};
-    use crate::model::LatencySummary;
+    use crate::model::{CheckStats, CheckedResponses, LatencySummary};
 
     fn per_request(text: &str, name: &str) -> Slo {
         let mut slo = Slo::parse(text).unwrap();
@@ -356,5 +442,154 @@ mod tests {
         assert!(!v.passed && (v.threshold_value - expected).abs() < 1e-6, "{v:#?}");
         let v = &evaluate(std::slice::from_ref(&slo), &s, Some(&run.scenarios[4]))[0];
         assert!(v.passed && !v.evaluated(), "the baseline has no `put`: {v:#?}");
+    }
+
+    fn with_checks(failed_checks: FailedChecks) -> ScenarioResult {
+        let mut s = sample_run().scenarios[1].clone();
+        s.requests = RequestCounts { sent: 1000, completed: 1000, incomplete: 0, unsent: 0 };
+        s.status = StatusCounts { success: 990, client_error: 10, ..Default::default() };
+        s.errors = ErrorCounts::default();
+        s.failed_checks = failed_checks;
+        // 10 404s a status check accepted, 20 2xx responses that failed a check.
+        s.checked = CheckedResponses { responses: 1000, failed: 20, accepted_non_2xx: 10 };
+        let stats = |request: &str, check: &str, passed: u64, failed: u64| CheckStats {
+            request: request.to_owned(),
+            check: check.to_owned(),
+            expects: String::new(),
+            passed,
+            failed,
+            examples: Vec::new(),
+        };
+        s.checks = vec![
+            stats("login", "status", 500, 0),
+            stats("login", "capture:token", 480, 20),
+            stats("me", "status", 500, 0),
+        ];
+        s
+    }
+
+    fn slo(text: &str) -> Slo {
+        Slo::parse(text).unwrap()
+    }
+
+    #[test]
+    fn failed_checks_count_in_error_rate_unless_separate() {
+        let s = with_checks(FailedChecks::Errors);
+        assert_eq!(error_rate(&s), Some(0.02), "10 accepted 404s are not failed, 20 failed checks are");
+        let s = with_checks(FailedChecks::Separate);
+        assert_eq!(error_rate(&s), Some(0.0));
+        // Without checks, today's rule.
+        let mut s = with_checks(FailedChecks::Errors);
+        s.checked = CheckedResponses::default();
+        assert_eq!(error_rate(&s), Some(0.01));
+        // Per request, from the request's own counts.
+        let mut s = with_checks(FailedChecks::Errors);
+        let mut b = breakdown("login", 100, 1_000.0, 0);
+        b.checked = CheckedResponses { responses: 100, failed: 5, accepted_non_2xx: 0 };
+        s.by_request = vec![b];
+        let v = evaluate(&[per_request("error_rate < 1%", "login")], &s, None);
+        assert_eq!(v[0].observed, Some(0.05));
+        s.failed_checks = FailedChecks::Separate;
+        let v = evaluate(&[per_request("error_rate < 1%", "login")], &s, None);
+        assert_eq!(v[0].observed, Some(0.0));
+    }
+
+    #[test]
+    fn check_slos_read_the_checks_their_filter_selects() {
+        let s = with_checks(FailedChecks::Errors);
+        let v = evaluate(
+            &[
+                slo("checks > 98%"),
+                slo("check_failures == 0"),
+                slo("check_failures{check=status} == 0"),
+                slo("checks{request=login} >= 98%"),
+                slo("checks{request=login, check=capture:token} == 100%"),
+                slo("checks{request=me} == 100%"),
+            ],
+            &s,
+            None,
+        );
+        assert_eq!(v[0].observed, Some(1480.0 / 1500.0));
+        assert!(v[0].passed, "{:#?}", v[0]);
+        assert!(!v[1].passed && v[1].observed == Some(20.0), "{:#?}", v[1]);
+        assert!(v[2].passed && v[2].observed == Some(0.0), "{:#?}", v[2]);
+        assert!(v[3].passed && v[3].observed == Some(0.98), "{:#?}", v[3]);
+        assert!(!v[4].passed && v[4].observed == Some(0.96), "{:#?}", v[4]);
+        assert!(v[5].passed && v[5].observed == Some(1.0), "{:#?}", v[5]);
+        assert_eq!(measure(Metric::Checks, &s), Some(1480.0 / 1500.0));
+    }
+
+    /// grafana/k6#4283: a check SLO with nothing to judge never passes.
+    #[test]
+    fn no_evaluation_never_passes_a_check_slo() {
+        let s = with_checks(FailedChecks::Errors);
+        let v = evaluate(
+            &[slo("check_failures{check=token} == 0"), slo("checks{request=logout} == 100%"), slo("checks == 100%")],
+            &s,
+            None,
+        );
+        assert!(!v[0].passed && v[0].observed.is_none(), "{:#?}", v[0]);
+        assert_eq!(v[0].note.as_deref(), Some("nothing measured: no response was checked by `token`"));
+        assert!(v[0].evaluated());
+        assert_eq!(v[1].note.as_deref(), Some("nothing measured: no response of `logout` was checked"));
+        let mut none = s.clone();
+        none.checks.clear();
+        let v = evaluate(&[slo("checks == 100%")], &none, None);
+        assert!(!v[0].passed && v[0].note.as_deref() == Some("nothing measured: no response was checked"));
+        // The same over repetitions: judged on the merge.
+        assert!(!loadgate_model::judged_over_repetitions(&slo("checks > 99%")));
+        assert!(!loadgate_model::judged_over_repetitions(&slo("check_failures < 10")));
+        let merged = crate::gate::judge(
+            &[slo("check_failures{check=token} == 0")],
+            &[none.clone(), none],
+            &[1, 2],
+            crate::gate::Baseline::None,
+            0.95,
+        )
+        .unwrap();
+        assert!(!merged.verdicts[0].passed, "{:#?}", merged.verdicts[0]);
+    }
+
+    #[test]
+    fn failed_checks_no_slo_reads_are_a_warning() {
+        let mut s = with_checks(FailedChecks::Errors);
+        crate::checks::warn_ungated(&mut s, &[slo("p99 < 10ms")]);
+        let w: Vec<&str> = s
+            .validity
+            .warnings
+            .iter()
+            .filter(|w| w.kind == "checks_failed_ungated")
+            .map(|w| w.message.as_str())
+            .collect();
+        assert_eq!(w, ["`login`: 20 of 500 responses failed `capture:token`, and no SLO gates checks"]);
+        // Again: replaced, not added.
+        crate::checks::warn_ungated(&mut s, &[slo("p99 < 10ms")]);
+        assert_eq!(s.validity.warnings.iter().filter(|w| w.kind == "checks_failed_ungated").count(), 1);
+        // Merged repetitions carry it with the merged counts.
+        let merged = crate::merge_scenarios(&[s.clone(), s.clone()]).unwrap();
+        let w: Vec<&str> = merged
+            .validity
+            .warnings
+            .iter()
+            .filter(|w| w.kind == "checks_failed_ungated")
+            .map(|w| w.message.as_str())
+            .collect();
+        assert_eq!(w, ["`login`: 40 of 1,000 responses failed `capture:token`, and no SLO gates checks"]);
+        assert_eq!(merged.checked.failed, 40);
+        assert_eq!((merged.checks[1].passed, merged.checks[1].failed), (960, 40));
+        let mut part = s.clone();
+        let mut b = breakdown("login", 100, 1_000.0, 0);
+        b.checked = CheckedResponses { responses: 100, failed: 5, accepted_non_2xx: 1 };
+        part.by_request = vec![b];
+        let merged = crate::merge_concurrent(&[part.clone(), part]).unwrap();
+        assert_eq!(merged.by_request[0].checked, CheckedResponses { responses: 200, failed: 10, accepted_non_2xx: 2 });
+        // An error_rate SLO gates them under `errors`, not under `separate`.
+        crate::checks::warn_ungated(&mut s, &[slo("error_rate < 1%")]);
+        assert!(s.validity.warnings.iter().all(|w| w.kind != "checks_failed_ungated"));
+        s.failed_checks = FailedChecks::Separate;
+        crate::checks::warn_ungated(&mut s, &[slo("error_rate < 1%")]);
+        assert!(s.validity.warnings.iter().any(|w| w.kind == "checks_failed_ungated"));
+        crate::checks::warn_ungated(&mut s, &[slo("check_failures == 0")]);
+        assert!(s.validity.warnings.iter().all(|w| w.kind != "checks_failed_ungated"));
     }
 }

@@ -219,6 +219,7 @@ impl Session {
             },
         )?;
         let mut result = loadgate_results::ScenarioResult::from(measured);
+        result.failed_checks = phase.checks.failed_checks;
         result.started_at_offset = offset;
         // The phase's resource figures, fixed now from the samples taken while it ran: every report shows these.
         let end = self.opts.origin.elapsed().as_secs_f64();
@@ -232,6 +233,7 @@ impl Session {
         apply_limit_policy(&mut result, &context);
         let baseline = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
         result.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);
+        loadgate_results::checks::warn_ungated(&mut result, &phase.slos);
         Ok(result)
     }
 
