@@ -295,7 +295,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// How long `--metrics-listen` waits at the end for a scrape of the final values.
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub metrics_linger: loadgate_model::units::Duration,
     /// While the run goes, write the results so far to results.partial.json in the reports directory this
     /// often (30s, 5m; 0s: never), so that a run killed before its end (SIGKILL, the OOM killer) leaves what it

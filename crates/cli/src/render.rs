@@ -89,6 +89,13 @@ impl Observer for Renderer<'_> {
                 }
                 out.info(&format!("target {kind} at {base_url}"));
             }
+            Event::Verified { scenario, sent, failed: None } => {
+                let what = if *sent == 1 { "1 request".to_owned() } else { format!("{sent} requests") };
+                out.info(&format!("verified {scenario}: {what}, every check held"));
+            }
+            Event::Verified { scenario, failed: Some(why), .. } => {
+                out.error(&format!("error: verification failed, no load was sent\n  {scenario}: {why}"));
+            }
             Event::TargetExited { status } => out.error(&format!("error: the target exited during the run: {status}")),
             Event::PhaseStarted { phase } => {
                 self.end_progress();

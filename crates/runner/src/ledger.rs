@@ -105,6 +105,9 @@ impl<'a> Ledger<'a> {
             Ok(sessions) => ledger.sessions = sessions,
             Err(reason) => return Err(Box::new(ledger.not_started(&reason, observer))),
         }
+        if let Err(reason) = ledger.verify(observer) {
+            return Err(Box::new(ledger.not_started(&reason, observer)));
+        }
         ledger.results.target = ledger.sessions[0].target().info();
         if ledger.statistical {
             let candidate = ledger.sessions.get(1).map(|s| s.target().base_url.clone());
@@ -122,6 +125,37 @@ impl<'a> Ledger<'a> {
         settle(&mut self.results, self.plan);
         write_reports(&mut self.reports, &mut self.results, &mut self.failures, observer);
         wrap_up(self.results, self.dir, self.failures, &self.reports, self.request, observer)
+    }
+
+    /// Verification before the load (`verify:`, TechEmpower's verify): each phase that verifies sends its
+    /// requests once (`verify.requests` times) on one connection of each side, through the engine and its
+    /// checks, before the first phase; the same requests verify once. `Err`: what came back, and the run stops.
+    fn verify(&mut self, observer: &mut dyn Observer) -> Result<(), String> {
+        let plan = self.plan;
+        let mut verified = std::collections::HashSet::new();
+        for (side, session) in self.sessions.iter_mut().enumerate() {
+            for phase in plan.phases.iter().filter(|p| p.checks.verify) {
+                if !verified.insert((side, loadgate_plan::verify::probe_key(phase))) {
+                    continue;
+                }
+                let probe = loadgate_plan::verify::probe(phase, plan.verify.requests);
+                let name = if side == 0 { phase.scenario.clone() } else { format!("{} (candidate)", phase.scenario) };
+                let result =
+                    session.verify(&probe).map_err(|e| format!("the verification of `{name}` could not run: {e}"))?;
+                let judged = loadgate_results::verify::judge(&name, &loadgate_plan::verify::entries(&probe), &result);
+                observer.event(&Event::Verified {
+                    scenario: &name,
+                    sent: judged.sent,
+                    failed: judged.message.as_deref(),
+                });
+                let failed = judged.message.clone();
+                self.results.verification.push(judged);
+                if let Some(why) = failed {
+                    return Err(format!("verification failed, no load was sent: {name}: {why}"));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn start_sessions(&self, observer: &mut dyn Observer) -> Result<Vec<Session>, String> {
