@@ -377,7 +377,7 @@ fn cookie_jar_is_per_user() {
     let s = read::scenario(&run.results, "cookies");
     let set = read::check(s, "set", "status");
     assert_eq!((set.passed, set.failed), (50, 0), "{set:#?}");
-    // Each user read back the `sid` it was given, not another user's.
+    // Each user read back the `sid` it was given, not another user's (they wait between the steps together).
     let read_back = read::check(s, "read", "json:$.cookies.sid");
     assert_eq!((read_back.passed, read_back.failed), (50, 0), "{read_back:#?}");
     assert!(read::verdict(s, "check_failures == 0").0, "{:#}", s["verdicts"]);
@@ -427,8 +427,7 @@ fn header_id_into_path_closed() {
         assert_eq!((read::completed(b), read::errors(b)), (200, 0), "{name}: {b:#}");
     }
     for c in read::checks(s) {
-        assert_eq!(c.failed, 0, "{c:#?}");
-        assert!(c.passed >= 200, "{c:#?}");
+        assert_eq!((c.passed, c.failed), (200, 0), "{c:#?}");
     }
     // 200 sessions on 4 connections and the verification's one, whose `seq(start=1000)` starts at 1000 too.
     let log = httpbin.requests_at_least(402);
@@ -580,5 +579,5 @@ fn verification_fails_before_load() {
         .find(|n| n.attribute("name") == Some("httpbin-verify: run"))
         .unwrap_or_else(|| panic!("no run testcase:\n{junit}"));
     let error = case.children().find(|n| n.has_tag_name("error")).unwrap_or_else(|| panic!("an error:\n{junit}"));
-    assert!(error.attribute("message").unwrap_or_default().contains("verification"), "{junit}");
+    assert!(error.attribute("message").unwrap_or_default().contains(said), "{junit}");
 }
