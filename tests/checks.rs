@@ -145,7 +145,10 @@ mod read {
 
     /// Failed requests of every kind (transport errors and values missing).
     pub fn errors(b: &Value) -> u64 {
-        ["connect", "read", "write", "timeout", "protocol", "missing_value"].iter().map(|k| count(&b["errors"][k])).sum()
+        ["connect", "read", "write", "timeout", "protocol", "missing_value"]
+            .iter()
+            .map(|k| count(&b["errors"][k]))
+            .sum()
     }
 
     /// The verdict of an SLO, as the spec wrote it: (passed, observed).
@@ -323,7 +326,9 @@ fn token_flows_into_authorization() {
     let me = read::request(s, "me");
     assert_eq!(read::success(me), 20, "{me:#}");
     let checks = read::checks(s);
-    for (request, check) in [("login", "status"), ("me", "status"), ("me", "json:$.authenticated"), ("me", "same-token")] {
+    for (request, check) in
+        [("login", "status"), ("me", "status"), ("me", "json:$.authenticated"), ("me", "same-token")]
+    {
         assert!(checks.iter().any(|c| c.request == request && c.check == check), "no {request}/{check}: {checks:#?}");
     }
     for c in &checks {
@@ -517,7 +522,10 @@ fn failed_checks_are_counted_and_gated() {
     let md = run.file("report.md");
     assert!(md.contains("Checks"), "{md}");
     assert!(
-        md.lines().any(|l| l.starts_with('|') && l.contains("bad") && l.contains("json-type") && l.contains(&bad.to_string())),
+        md.lines().any(|l| l.starts_with('|')
+            && l.contains("bad")
+            && l.contains("json-type")
+            && l.contains(&bad.to_string())),
         "report.md has the failing check's row:\n{md}"
     );
 }
