@@ -189,7 +189,7 @@ mod read {
     }
 }
 
-/// A spec written into a fresh directory; run it with [`run`].
+/// A spec written into a fresh directory; [`Spec::run`] runs it.
 struct Spec {
     dir: tempfile::TempDir,
     path: PathBuf,
