@@ -5,6 +5,7 @@
 #   RUNS=1 DUR=5 bench/bench.sh closed pipeline
 #   RUNS=10 LOCK=/tmp/loadgate-bench.lock bench/bench.sh pipeline   # 10 pairs, the lock held per pair
 #   BASELINE=/tmp/loadgate-before RUNS=10 bench/bench.sh pipeline     # also an older build, in every pair
+#   RUNS=12 bench/bench.sh check-text check-json                      # (or CASES="check-text check-json")
 #
 # nginx (Debian) runs one worker pinned to NGINX_CPU (default 0) and answers GET / with the 13-byte
 # `Hello, World!`; every generator runs pinned to GEN_CPU (default 1) with `taskset`. loadgate and the peer
@@ -27,6 +28,10 @@
 # The `memory` case holds 10,000 keep-alive connections with each of loadgate and wrk and compares their resident
 # sets (peak from rusage, steady from /proc mid-run); loadgate above MEM_MAX_RATIO (default 1.0) times wrk's peak is
 # printed as a REGRESSION and the script exits 1 after its tables.
+# The response-check cases (check-text, check-json) have loadgate on both arms: the same spec with its checks (the
+# loadgate arm) and without them (the peer arm), so their CPU/req ratio is the cost of checking (the goal: at most
+# 1.3x for check-json). Both specs come from `run --url ... --print-spec`, as the other cases' flags, with
+# `verify: off` so that both arms send the same requests.
 set -euo pipefail
 
 NGINX_CPU=${NGINX_CPU:-0}
@@ -40,7 +45,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # PROFILE=profiling uses the build with debug info (`cargo build --profile profiling -p loadgate`), for perf.
 PROFILE=${PROFILE:-release}
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/$PROFILE/loadgate}
-CASES=${*:-closed pipeline pipeline-each open open-oha conns10k conns16k memory opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open}
+CASES=${*:-${CASES:-closed pipeline pipeline-each open open-oha conns10k conns16k memory opening pacing nokeepalive https https-nokeepalive https-full h2 h2c https-open check-text check-json}}
 # The TLS cases (https*, h2) use nginx's `ssl` on PORT+1 (HTTP/1.1 and h2 by ALPN) with a self-signed certificate
 # made by openssl; h2c uses `http2` on PORT+2 (prior knowledge). TLS_PORT and H2C_PORT override them.
 TLS_PORT=${TLS_PORT:-$((PORT + 1))}
@@ -259,6 +264,17 @@ memory_row() {
   echo "    RSS KiB per run (peak steady): wrk $(tr '\n' ';' <"$work/mem.wrk") loadgate $(tr '\n' ';' <"$work/mem.lg")" >&2
 }
 
+# check_specs NAME PATH CHECKS: writes $work/NAME-unchecked.yaml, the spec of `run --url http://127.0.0.1:PORT/PATH
+# -t 1 -c 64 -d DUR` (--print-spec), and $work/NAME-checked.yaml, the same with `check: CHECKS` on its request and
+# `verify: off` (no request before the load: both arms send the same requests).
+check_specs() {
+  local name=$1 path=$2 checks=$3
+  "$LOADGATE" run --url "http://127.0.0.1:$PORT$path" -t 1 -c 64 -d "${DUR}s" --print-spec >"$work/$name-unchecked.yaml"
+  awk -v checks="$checks" '{ print } /^    request:$/ { print "      check: " checks }
+    END { print "verify: off" }' "$work/$name-unchecked.yaml" >"$work/$name-checked.yaml"
+  grep -q '^      check: ' "$work/$name-checked.yaml" || { echo "$name: could not write the spec" >&2; exit 2; }
+}
+
 URL="http://127.0.0.1:$PORT/"
 TLS_URL="https://127.0.0.1:$TLS_PORT/"
 H2C_URL="http://127.0.0.1:$H2C_PORT/"
@@ -345,6 +361,19 @@ for c in $CASES; do
         done
       done
       echo ;;
+    check-text)
+      # Two checks on nginx's 13-byte `Hello, World!`: the status, and the body streamed against the text.
+      check_specs check-text / '[{ status: 200 }, { body_equals: "Hello, World!" }]'
+      row "closed, 64 connections, status and body_equals on 13 bytes" "loadgate unchecked" \
+        "$LOADGATE -q run --out $work/pu $work/check-text-unchecked.yaml" \
+        "$LOADGATE -q run --out $work/lg $work/check-text-checked.yaml" ;;
+    check-json)
+      # One JSON check on the 297-byte /json: `$.token` is the last key, so the whole document is tokenized before
+      # it resolves (the worst case for one selector).
+      check_specs check-json /json '[{ json: $.token, equals: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0NzExIn0.c2lnbmF0dXJl" }]'
+      row "closed, 64 connections, one JSON check on 297 bytes" "loadgate unchecked" \
+        "$LOADGATE -q run --out $work/pu $work/check-json-unchecked.yaml" \
+        "$LOADGATE -q run --out $work/lg $work/check-json-checked.yaml" ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done

@@ -1,5 +1,7 @@
 # Sourced by the bench scripts: one nginx worker pinned to a CPU that answers GET / with the 13-byte
-# `Hello, World!` and counts the requests it answered (stub_status), stopped and cleaned up on exit.
+# `Hello, World!` and GET /json with a 297-byte JSON user record (`$work/www/user.json`, one line, its `token` the
+# last key: what the response-check cases of bench.sh check), and counts the requests it answered (stub_status),
+# stopped and cleaned up on exit.
 #
 #   . "$HERE/nginx.sh"                       # makes the scratch directory $work, removed on exit
 #   nginx_start CPU PORT [TLS_PORT [H2C_PORT]]
@@ -20,7 +22,11 @@ trap nginx_cleanup EXIT
 nginx_start() {
   local cpu=$1 port=$2 tls_port=${3:-} h2c_port=${4:-} tls="" h2c=""
   NGINX_PORT=$port
-  mkdir -p "$work/tmp"
+  mkdir -p "$work/tmp" "$work/www"
+  # No newline at the end: the body is the one line.
+  printf '%s' '{"id":4711,"name":"Ada Lovelace","email":"ada@example.com","active":true,"roles":["admin","editor"],"address":{"street":"12 St James'"'"'s Square","city":"London","zip":"SW1Y 4JH"},"orders":[{"id":1,"total":12.5},{"id":2,"total":99.99}],"token":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0NzExIn0.c2lnbmF0dXJl"}' >"$work/www/user.json"
+  # nginx's worker (nobody, under a root master) reads it: it may pass through $work (0700 from mktemp) into www/.
+  chmod 711 "$work"; chmod 755 "$work/www"; chmod 644 "$work/www/user.json"
   if [ -n "$tls_port" ]; then
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
       -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
@@ -56,6 +62,7 @@ http {
   server {
     listen 127.0.0.1:$port backlog=65535 reuseport;
     location = / { return 200 "Hello, World!"; }
+    location = /json { default_type application/json; alias $work/www/user.json; }
     location = /nginx_status { stub_status; }
   }
   $tls

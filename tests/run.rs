@@ -331,6 +331,9 @@ fn every_spec_in_specs_runs_at_its_smallest_scale_against_the_builtin_target() {
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        // It needs httpbin (its checks fail against the built-in server, so its verification exits 3):
+        // tests/checks.rs runs it against httpbin.
+        .filter(|p| !p.ends_with("httpbin-flows.yaml"))
         .collect();
     specs.sort();
     assert!(specs.len() >= 7);
