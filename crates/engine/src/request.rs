@@ -124,6 +124,9 @@ pub(crate) enum Blocked {
 struct Builder {
     text: Vec<u8>,
     pieces: Vec<Piece>,
+    /// Pieces before this index are never extended: the body's first text starts a piece of its own, so that a
+    /// body rendered apart (to measure its length) is the body's pieces alone.
+    sealed: usize,
 }
 
 impl Builder {
@@ -133,8 +136,9 @@ impl Builder {
         }
         let start = self.text.len();
         self.text.extend_from_slice(bytes);
+        let open = self.pieces.len() > self.sealed;
         match self.pieces.last_mut() {
-            Some(Piece::Lit(_, end)) if *end == start => *end = self.text.len(),
+            Some(Piece::Lit(_, end)) if open && *end == start => *end = self.text.len(),
             _ => self.pieces.push(Piece::Lit(start, self.text.len())),
         }
     }
@@ -246,7 +250,7 @@ impl Template {
         if let Some(b) = &body {
             note_vars(b, Place::Body);
         }
-        let mut b = Builder { text: Vec::new(), pieces: Vec::new() };
+        let mut b = Builder { text: Vec::new(), pieces: Vec::new(), sealed: 0 };
         b.lit(method.as_bytes());
         b.lit(b" ");
         b.segments(&path);
@@ -283,6 +287,7 @@ impl Template {
         }
         b.lit(b"\r\n");
         let body_start = b.pieces.len();
+        b.sealed = body_start;
         if let Some(segs) = &body {
             b.segments(segs);
         }
@@ -566,6 +571,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_generated_body_is_measured_whole_with_variables_and_cookies() {
+        use loadgate_model::DynamicRequest;
+        struct OneCookie;
+        impl CookieHeader for OneCookie {
+            fn write_header(&self, path: &[u8], out: &mut Vec<u8>) {
+                if path.starts_with(b"/anything") {
+                    out.extend_from_slice(b"Cookie: sid=u1\r\n");
+                }
+            }
+        }
+        let t = |s: &str| Segment::Text(s.into());
+        let dynamic = DynamicRequest {
+            path: vec![t("/anything/"), Segment::Var { slot: 0, encode: false }],
+            headers: vec![("Authorization".into(), vec![t("Bearer "), Segment::Var { slot: 1, encode: false }])],
+            body: Some(vec![t("{\"token\": \"tok-"), Segment::Gen { index: 0, encode: false }, t("\"}")]),
+            generators: vec![Generator::Seq { start: 7, step: 1 }],
+        };
+        let plan = RequestPlan { dynamic: Some(dynamic), ..plan("POST", &[], None) };
+        let template = Template::with_cookies(&plan, "h", true, true).unwrap();
+        let mut vars = Vars::new(2);
+        assert_eq!(template.blocked(&vars), Some(Blocked::Missing(0)));
+        vars.set(0, b"1042");
+        vars.set(1, b"a\r\nb");
+        assert_eq!(template.blocked(&vars), Some(Blocked::Unsafe(1)));
+        vars.set(1, b"tok-1");
+        assert_eq!(template.blocked(&vars), None);
+        let mut gens = template.generators(0, 1);
+        let mut out = Vec::new();
+        let user = UserValues { vars: Some(&vars), cookies: Some(&OneCookie) };
+        template.render(&mut gens, &mut Rng::new(0), user, &mut out, &mut Vec::new());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "POST /anything/1042 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer tok-1\r\nContent-Length: 18\r\n\
+             Cookie: sid=u1\r\n\r\n{\"token\": \"tok-7\"}"
+        );
     }
 
     #[test]
