@@ -566,8 +566,11 @@ pub fn default_name(kind: &CheckKind) -> String {
 /// `$.total >= 1`, `body is 13 B to 64 KiB`.
 pub fn describe(kind: &CheckKind) -> String {
     fn text_ops(subject: &str, ops: &[TextOp]) -> String {
+        // `exists` goes without saying beside another operator.
+        let others = ops.iter().any(|op| !matches!(op, TextOp::Exists(true)));
         let parts: Vec<String> = ops
             .iter()
+            .filter(|op| !(others && matches!(op, TextOp::Exists(true))))
             .map(|op| match op {
                 TextOp::Exists(true) => format!("{subject} exists"),
                 TextOp::Exists(false) => format!("{subject} is absent"),
@@ -597,8 +600,10 @@ pub fn describe(kind: &CheckKind) -> String {
         },
         CheckKind::Json { selector, ops } => {
             let s = &selector.text;
+            let others = ops.iter().any(|op| !matches!(op, JsonOp::Exists(true)));
             let parts: Vec<String> = ops
                 .iter()
+                .filter(|op| !(others && matches!(op, JsonOp::Exists(true))))
                 .map(|op| match op {
                     JsonOp::Exists(true) => format!("{s} exists"),
                     JsonOp::Exists(false) => format!("{s} is absent"),
