@@ -454,7 +454,6 @@ pub enum JsonTypeDoc {
 #[schemars(untagged)]
 pub enum StatusCheckDoc {
     One(StatusItemDoc),
-    #[schemars(length(min = 1))]
     Many(Vec<StatusItemDoc>),
 }
 
