@@ -511,3 +511,82 @@ fn streams_without_http2_or_keep_alive_is_a_located_warning() {
     let out = validate("h2", h2, "closed: { connections: 2, duration: 1s, streams: 4 }");
     assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn a_plan_carries_checks_captures_and_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("checks.yaml");
+    std::fs::write(
+        &file,
+        r#"version: 1
+name: checks
+target: { builtin: plaintext }
+verify: { scenarios: all, requests: 2 }
+scenarios:
+  single:
+    request:
+      path: /json
+      check:
+        - status: [200, 2xx]
+        - { header: Content-Type, matches: '^application/json' }
+        - { body_contains: Hello }
+        - { body_matches: 'Hel+o' }
+        - { body_equals: "Hello, World!" }
+        - { body_size: { max: 64KiB } }
+        - { json: "$.items[0].id", equals: 1, name: first-id }
+    load: { closed: { connections: 2, requests: 10 } }
+    slo: ["check_failures{check=first-id} == 0"]
+  flow:
+    session:
+      - name: login
+        path: /login
+        capture:
+          token: { json: $.token }
+          id: { header: Location, regex: '(\d+)$' }
+          csrf: { regex: 'csrf=(\w+)' }
+          sid: { cookie: session }
+      - name: me
+        path: "/items/{{ id }}"
+        headers: { Authorization: "Bearer {{ token }}" }
+        check: [{ json: $.token, equals: "{{ token }}" }]
+    load: { closed: { connections: 2, requests: 10 } }
+"#,
+    )
+    .unwrap();
+    let path = file.to_string_lossy().into_owned();
+    let out = loadgate(&["validate", &path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = loadgate(&["plan", "--json", &path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["verify"]["scenarios"], "all", "{:#}", plan["verify"]);
+    assert_eq!(plan["verify"]["requests"], 2);
+    let single = &plan["phases"][0];
+    let subjects: Vec<&str> = single["request"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"]["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        ["status", "header", "body_contains", "body_matches", "body_equals", "body_size", "json"],
+        "{:#}",
+        single["request"]["checks"]
+    );
+    assert_eq!(single["request"]["checks"][6]["name"], "first-id");
+    assert_eq!(single["checks"]["verify"], true);
+    let flow = &plan["phases"][1];
+    assert_eq!(flow["checks"]["cookies"], true, "{:#}", flow["checks"]);
+    let vars: Vec<&str> =
+        flow["checks"]["variables"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(vars, ["token", "id", "csrf", "sid"]);
+    let login = &flow["session"][0]["request"];
+    let from: Vec<&str> =
+        login["captures"].as_array().unwrap().iter().map(|c| c["source"]["from"].as_str().unwrap()).collect();
+    assert_eq!(from, ["json", "header", "regex", "cookie"], "{login:#}");
+    let me = &flow["session"][1]["request"];
+    assert_eq!(me["checks"][0]["name"], "json:$.token");
+    let shown = me.to_string();
+    assert!(shown.contains("\"var\""), "the path holds a variable's slot: {me:#}");
+}

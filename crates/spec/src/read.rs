@@ -136,9 +136,9 @@ impl Cx<'_> {
         let read = self.templates.names_used(template);
         let parts = crate::generate::parse_marks(text).unwrap_or_default();
         for v in self.vars.iter().filter(|v| read.contains(&v.name)) {
-            let kept = parts.iter().any(|p| {
-                matches!(p, crate::generate::Part::Var(s) | crate::generate::Part::Later(s) if *s == v.slot)
-            });
+            let kept = parts
+                .iter()
+                .any(|p| matches!(p, crate::generate::Part::Var(s) | crate::generate::Part::Later(s) if *s == v.slot));
             if !kept {
                 self.used_whole(template, node, path);
                 return false;

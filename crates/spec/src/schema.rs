@@ -34,6 +34,10 @@ pub struct SpecDoc {
     pub gating: Option<GatingDoc>,
     pub history: Option<HistoryDoc>,
     pub defaults: Option<DefaultsDoc>,
+    /// Which scenarios send their requests and check the responses once before any load is sent: `auto` (the
+    /// default: those whose requests have checks), `all` (requests without checks by the 2xx rule), `off` (or
+    /// `false`), or `{ scenarios, requests }`. A verification that fails stops the run before the load (exit 3).
+    pub verify: Option<VerifyDoc>,
     /// Scenarios by name, run in the order written.
     pub scenarios: BTreeMap<String, ScenarioDoc>,
 }
@@ -342,6 +346,209 @@ pub struct DefaultsDoc {
     pub headers: Option<BTreeMap<String, ScalarDoc>>,
     /// The per-request timeout (default 10s).
     pub timeout: Option<DurationText>,
+    /// Whether a response that failed a check is a failed response in `error_rate`: `errors` (the default, as
+    /// Gatling's KO) or `separate` (failed checks show only in `checks` and `check_failures`, as in k6).
+    pub failed_checks: Option<FailedChecksDoc>,
+    /// The most bytes of a body that body regexes (`body_matches`, a `regex` capture) read, per connection
+    /// (default 64KiB, at most 16MiB); a longer body fails them.
+    pub check_body_limit: Option<SizeText>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum FailedChecksDoc {
+    Errors,
+    Separate,
+}
+
+/// `auto`, `all`, `off` (or `false`), or `{ scenarios, requests }`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum VerifyDoc {
+    Scenarios(VerifyScenariosDoc),
+    Detailed(VerifyDetailDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct VerifyDetailDoc {
+    pub scenarios: Option<VerifyScenariosDoc>,
+    /// Requests (sessions, with a session) sent per verified scenario: 1 to 100 (default 1).
+    pub requests: Option<Count>,
+}
+
+/// Which scenarios are verified: `auto`, `all`, `off` or `false`.
+pub struct VerifyScenariosDoc;
+impl JsonSchema for VerifyScenariosDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "VerifyScenarios".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "`auto` (scenarios whose requests have checks), `all`, `off` or `false`.",
+            "enum": ["auto", "all", "off", false]
+        })
+    }
+}
+
+/// One check of a response: exactly one subject (`status`, `header`, `body_contains`, `body_matches`,
+/// `body_equals`, `body_size`, `json`), its operators (all must hold), and an optional `name`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CheckDoc {
+    /// The check's name in results and SLO filters (`check_failures{check=NAME}`): no whitespace, `{`, `}`, `,`
+    /// or `=`. Default: the subject, as `status`, `header:content-type`, `body_contains`, `json:$.a.b`.
+    pub name: Option<String>,
+    /// The statuses that pass: `200`, a class `2xx`, or a list such as `[200, 201]` or `[2xx, 304]`. With a
+    /// `status` check, it alone decides whether the status is a success.
+    pub status: Option<StatusCheckDoc>,
+    /// A response header, by name (case-insensitive); passes when one field of that name meets every operator
+    /// (`exists` by default). HTTP/1.1 only.
+    pub header: Option<String>,
+    /// The body contains this text.
+    pub body_contains: Option<String>,
+    /// A regex finds a match in the body (at most `defaults.check_body_limit` bytes are read).
+    pub body_matches: Option<String>,
+    /// The body is exactly this text (captured values allowed: `"{{ token }}"`).
+    pub body_equals: Option<String>,
+    /// The body's size: `13B`, or `{ min: 1B, max: 64KiB }`.
+    pub body_size: Option<BodySizeDoc>,
+    /// A JSON selector (`$.a.b`, `$.items[0].id`, `$['a key']`, `$.items[*].id`): the first value it finds, in
+    /// document order, meets every operator (`exists` by default).
+    pub json: Option<String>,
+    /// `header` and `json`: the value is there (`true`, the default) or not (`false`, alone).
+    pub exists: Option<BoolDoc>,
+    /// `header`: the value, trimmed, is this text. `json`: the value equals this one, typed by YAML (`1` matches
+    /// `1`, `1.0` and `1e0`; `"1"` only the string). Captured values allowed, generators not.
+    pub equals: Option<JsonScalarDoc>,
+    /// `header` and `json`: the value (a string's decoded content) contains this text.
+    pub contains: Option<String>,
+    /// `header` and `json`: a regex finds a match in the value.
+    pub matches: Option<String>,
+    /// `json`: the value is a number above this one.
+    pub gt: Option<NumberDoc>,
+    /// `json`: a number at least this one.
+    pub ge: Option<NumberDoc>,
+    /// `json`: a number below this one.
+    pub lt: Option<NumberDoc>,
+    /// `json`: a number at most this one.
+    pub le: Option<NumberDoc>,
+    /// `json`: the value's type.
+    #[schemars(rename = "type")]
+    pub json_type: Option<JsonTypeDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum JsonTypeDoc {
+    String,
+    Number,
+    Boolean,
+    Null,
+    Object,
+    Array,
+}
+
+/// A status, a class, or a list of them.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum StatusCheckDoc {
+    One(StatusItemDoc),
+    Many(Vec<StatusItemDoc>),
+}
+
+/// A status from 100 to 599, or a class `1xx` to `5xx`.
+pub struct StatusItemDoc;
+impl JsonSchema for StatusItemDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StatusItem".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A status from 100 to 599 (`200`), or a class `1xx` to `5xx`.",
+            "anyOf": [
+                { "type": "integer", "minimum": 100, "maximum": 599 },
+                { "type": "string", "pattern": "^\\s*([1-5][0-9][0-9]|[1-5][xX][xX])\\s*$" },
+                { "type": "string", "pattern": TEMPLATE }
+            ]
+        })
+    }
+}
+
+/// `13B`, or `{ min, max }`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum BodySizeDoc {
+    Exact(SizeText),
+    Range(BodySizeRangeDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BodySizeRangeDoc {
+    pub min: Option<SizeText>,
+    pub max: Option<SizeText>,
+}
+
+/// A string, number, boolean or null.
+pub struct JsonScalarDoc;
+impl JsonSchema for JsonScalarDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonScalar".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A string, number, boolean or null.",
+            "type": ["string", "number", "boolean", "null"]
+        })
+    }
+}
+
+/// A number, or a template.
+pub struct NumberDoc;
+impl JsonSchema for NumberDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Number".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [ { "type": "number" }, { "type": "string", "pattern": TEMPLATE } ]
+        })
+    }
+}
+
+/// Where a captured value comes from: `json`, `header` (optionally narrowed by `regex`), `regex` over the body,
+/// or `cookie`.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CaptureDoc {
+    /// A JSON selector: the first value it finds (a string's decoded content, else the value's text).
+    pub json: Option<String>,
+    /// A response header's value (HTTP/1.1 only).
+    pub header: Option<String>,
+    /// A regex: over the header with `header`, else over the body; group 1, or the whole match.
+    pub regex: Option<String>,
+    /// The value of this response's `Set-Cookie` of that name (HTTP/1.1 only).
+    pub cookie: Option<String>,
+    /// Used when nothing is found; without it, nothing found fails the check `capture:<name>` and the steps
+    /// that use the variable are not sent.
+    pub default: Option<String>,
+    /// The longest value kept (default 4KiB, at most 64KiB); a longer one is refused like a missing one.
+    pub max_length: Option<SizeText>,
+}
+
+/// `capture` works on session steps only.
+pub struct CaptureRefusedDoc;
+impl JsonSchema for CaptureRefusedDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CaptureOutsideSession".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Captures feed later steps of a session: `capture` works on `session:` steps only.",
+            "not": {}
+        })
+    }
 }
 
 /// One load test: a request (or a weighted mix of named requests, or a session per user), a load model, and the
@@ -362,8 +569,10 @@ pub struct ScenarioDoc {
     pub request: Option<RequestDoc>,
     /// A weighted mix of named requests, chosen per request (`p99{request=NAME}` gates one of them).
     pub requests: Option<BTreeMap<String, MixRequestDoc>>,
-    /// What each user does from connect to close (`load: users` only): named requests, each waiting for its
-    /// response, and think times, in order, on one connection.
+    /// What each user does from connect to close: named requests, each waiting for its response, and think
+    /// times, in order, on one connection. With `users`, each user is a session; with `closed`, each connection
+    /// runs the session over and over; with `open`, `ramp` and `capacity`, each arrival is a session. Never with
+    /// `pipeline` or `streams` above 1.
     #[schemars(length(min = 1))]
     pub session: Option<Vec<SessionStepDoc>>,
     /// The per-request timeout (wrk `--timeout`).
@@ -378,6 +587,14 @@ pub struct ScenarioDoc {
     /// Objectives over the cells of the matrix together, ordered by one swept variable: `knee >= 256`,
     /// `throughput_drop <= 10%`, `p99@largest <= 3 * p99@smallest`.
     pub sweep: Option<SweepDoc>,
+    /// A cookie jar per user, sent and filled across a session's steps: on by default with a `session`, refused
+    /// without one. HTTP/1.1 only.
+    pub cookies: Option<BoolDoc>,
+    /// `false` leaves the scenario out of the verification before the load (`true` verifies it whatever the
+    /// spec's `verify:` says).
+    pub verify: Option<BoolDoc>,
+    /// This scenario's `failed_checks` (see `defaults.failed_checks`).
+    pub failed_checks: Option<FailedChecksDoc>,
 }
 
 /// The cells of a matrix judged together (`sweep:`).
@@ -401,6 +618,7 @@ macro_rules! request_doc {
         $(#[$meta:meta])*
         pub struct $name:ident { $($(#[$field_meta:meta])* pub $field:ident: $field_ty:ty,)* }
         path: $path:ty,
+        capture: $capture:ty,
         $(docs: { method: $method:literal, path: $path_doc:literal, query: $query:literal, body: $body:literal, },)?
     ) => {
         $(#[$meta])*
@@ -418,6 +636,12 @@ macro_rules! request_doc {
             pub headers: Option<BTreeMap<String, ScalarDoc>>,
             $(#[doc = $body])?
             pub body: Option<String>,
+            /// What the response must satisfy: a list of checks, each one subject (`status`, `header`,
+            /// `body_contains`, `body_matches`, `body_equals`, `body_size`, `json`) with its operators.
+            #[schemars(length(max = 32))]
+            pub check: Option<Vec<CheckDoc>>,
+            /// Values a session step takes from its response for later steps (`{{ name }}`): names to sources.
+            pub capture: $capture,
         }
     };
 }
@@ -425,6 +649,7 @@ macro_rules! request_doc {
 request_doc! {
     pub struct RequestDoc {}
     path: String,
+    capture: Option<CaptureRefusedDoc>,
     docs: {
         method: "The HTTP method (default GET).",
         path: "The path (and query) after the base URL; must start with `/`.",
@@ -440,6 +665,7 @@ request_doc! {
         pub weight: Option<Count>,
     }
     path: String,
+    capture: Option<CaptureRefusedDoc>,
 }
 
 request_doc! {
@@ -451,6 +677,7 @@ request_doc! {
         pub think: Option<DurationText>,
     }
     path: Option<String>,
+    capture: Option<BTreeMap<String, CaptureDoc>>,
 }
 
 #[derive(JsonSchema)]
@@ -868,6 +1095,10 @@ mod tests {
         assert_eq!(props(&schema, "AbortDelayDoc"), sorted(ABORT_KEYS));
         assert_eq!(props(&schema, "SweepDoc"), sorted(SWEEP_KEYS));
         assert_eq!(props(&schema, "TargetDoc"), sorted(TARGET_KEYS));
+        assert_eq!(props(&schema, "CheckDoc"), sorted(CHECK_KEYS));
+        assert_eq!(props(&schema, "CaptureDoc"), sorted(CAPTURE_KEYS));
+        assert_eq!(props(&schema, "BodySizeRangeDoc"), sorted(BODY_SIZE_KEYS));
+        assert_eq!(props(&schema, "VerifyDetailDoc"), sorted(VERIFY_KEYS));
         let load: Vec<String> = schema["$defs"]["LoadDoc"]["oneOf"]
             .as_array()
             .unwrap()

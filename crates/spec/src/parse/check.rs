@@ -134,20 +134,17 @@ fn read_check(
         _ => &[],
     };
     for op in JSON_OPS.iter().filter(|op| f.has(op) && !allowed.contains(op)) {
-        let d = Diagnostic::error(
-            &path.key(op),
-            f.key_span(op),
-            format!("`{op}` does not apply to a `{subject}` check"),
-        )
-        .width(op.chars().count());
+        let d =
+            Diagnostic::error(&path.key(op), f.key_span(op), format!("`{op}` does not apply to a `{subject}` check"))
+                .width(op.chars().count());
         cx.error(match subject {
-            "header" => d
-                .expected(format!("one of {}", list(HEADER_OPS)))
-                .help("numbers and types are compared on `json` only"),
+            "header" => {
+                d.expected(format!("one of {}", list(HEADER_OPS))).help("numbers and types are compared on `json` only")
+            }
             "status" => d.expected("no operator").help("the statuses are the check: `status: [200, 201]` or `2xx`"),
-            _ => d.expected("no operator").help(format!(
-                "`{subject}` is compared with its own value; operators go with `header` and `json`"
-            )),
+            _ => d
+                .expected("no operator")
+                .help(format!("`{subject}` is compared with its own value; operators go with `header` and `json`")),
         });
         ok = false;
     }
@@ -164,15 +161,12 @@ fn read_check(
             }
             Some(CheckKind::Header { name: name?, ops: ops? })
         }
-        "body_contains" => {
-            non_empty_text(cx, subject_node, &subject_path, "`body_contains`").map(|text| CheckKind::BodyContains { text })
-        }
-        "body_matches" => {
-            read_regex(cx, subject_node, &subject_path, "`body_matches`").map(|pattern| CheckKind::BodyMatches { pattern })
-        }
-        "body_equals" => {
-            read_expected(cx, subject_node, &subject_path, "`body_equals`").map(|expected| CheckKind::BodyEquals { expected })
-        }
+        "body_contains" => non_empty_text(cx, subject_node, &subject_path, "`body_contains`")
+            .map(|text| CheckKind::BodyContains { text }),
+        "body_matches" => read_regex(cx, subject_node, &subject_path, "`body_matches`")
+            .map(|pattern| CheckKind::BodyMatches { pattern }),
+        "body_equals" => read_expected(cx, subject_node, &subject_path, "`body_equals`")
+            .map(|expected| CheckKind::BodyEquals { expected }),
         "body_size" => read_body_size(cx, subject_node, &subject_path),
         _ => {
             let selector = read_selector(cx, subject_node, &subject_path);
@@ -449,10 +443,14 @@ fn exists_conflict(cx: &mut Cx<'_>, f: &Fields<'_>, exists: Option<bool>, others
     if exists == Some(false) {
         if let Some(other) = others.iter().find(|o| f.has(o)) {
             cx.error(
-                Diagnostic::error(&f.path.key("exists"), f.key_span("exists"), format!("`exists: false` contradicts `{other}`"))
-                    .width("exists".len())
-                    .expected("`exists: false` alone")
-                    .help(format!("a missing value has nothing to compare: drop `{other}`, or make it two checks")),
+                Diagnostic::error(
+                    &f.path.key("exists"),
+                    f.key_span("exists"),
+                    format!("`exists: false` contradicts `{other}`"),
+                )
+                .width("exists".len())
+                .expected("`exists: false` alone")
+                .help(format!("a missing value has nothing to compare: drop `{other}`, or make it two checks")),
             );
             return true;
         }
@@ -652,7 +650,9 @@ fn read_capture(
     if !matches!(node.kind, NodeKind::Map(_)) {
         cx.error(
             Diagnostic::error(path, node.span, "a capture must be a mapping")
-                .expected("`{ json: $.token }`, `{ header: Location }`, `{ regex: 'id=(\\d+)' }` or `{ cookie: session }`")
+                .expected(
+                    "`{ json: $.token }`, `{ header: Location }`, `{ regex: 'id=(\\d+)' }` or `{ cookie: session }`",
+                )
                 .found(node.describe()),
         );
         return None;

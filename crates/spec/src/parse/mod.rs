@@ -582,7 +582,9 @@ fn read_verify(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<loadgate_mod
                 Diagnostic::error(p, n.span, "`verify: true` does not say which scenarios")
                     .expected("`auto`, `all` or `off`")
                     .found(n.describe())
-                    .help("`auto` (the default) verifies the scenarios whose requests have checks; `all` every scenario"),
+                    .help(
+                        "`auto` (the default) verifies the scenarios whose requests have checks; `all` every scenario",
+                    ),
             );
             None
         }

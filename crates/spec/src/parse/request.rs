@@ -330,7 +330,9 @@ fn gather_captures(cx: &mut Cx<'_>, items: &[Node], path: &Path) -> (Vec<Capture
                 cx.error(
                     Diagnostic::error(&p, k.span, format!("capture name `{}` is not an identifier", k.name))
                         .width(width)
-                        .expected("letters, digits and `_`, not starting with a digit: later steps read it as `{{ name }}`"),
+                        .expected(
+                            "letters, digits and `_`, not starting with a digit: later steps read it as `{{ name }}`",
+                        ),
                 );
                 ok = false;
                 continue;
@@ -345,10 +347,14 @@ fn gather_captures(cx: &mut Cx<'_>, items: &[Node], path: &Path) -> (Vec<Capture
                     "spec variable"
                 };
                 cx.error(
-                    Diagnostic::error(&p, k.span, format!("capture `{}` has the name of the {what} `{}`", k.name, k.name))
-                        .width(width)
-                        .expected("a name no variable or function of the spec has")
-                        .help(format!("`{{{{ {} }}}}` would be ambiguous: name the capture `{}_value`", k.name, k.name)),
+                    Diagnostic::error(
+                        &p,
+                        k.span,
+                        format!("capture `{}` has the name of the {what} `{}`", k.name, k.name),
+                    )
+                    .width(width)
+                    .expected("a name no variable or function of the spec has")
+                    .help(format!("`{{{{ {} }}}}` would be ambiguous: name the capture `{}_value`", k.name, k.name)),
                 );
                 ok = false;
                 continue;
@@ -576,7 +582,9 @@ fn read_request_with(
                 Diagnostic::error(&p, f.key_span("capture"), format!("`capture` on {on} feeds nothing"))
                     .width("capture".len())
                     .expected("`capture` on a step of a `session:`")
-                    .help("captures feed later steps of a session: make it a `session:` whose later steps use the value"),
+                    .help(
+                        "captures feed later steps of a session: make it a `session:` whose later steps use the value",
+                    ),
             );
             None
         }

@@ -276,15 +276,14 @@ pub(super) fn read_scenario(
         let cell_name =
             format!("{name}[{}]", bindings_text.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
         let mut cell_diags = Diagnostics::default();
-        let mut cell_cx =
-            Cx {
-                diags: &mut cell_diags,
-                templates: cx.templates,
-                bindings: &bindings_value,
-                dynamic: false,
-                vars: &[],
-                vars_only: false,
-            };
+        let mut cell_cx = Cx {
+            diags: &mut cell_diags,
+            templates: cx.templates,
+            bindings: &bindings_value,
+            dynamic: false,
+            vars: &[],
+            vars_only: false,
+        };
         match read_cell(&mut cell_cx, &f, defaults, prefix) {
             Some(mut cell) => {
                 cell.bindings = bindings_text;
@@ -768,12 +767,13 @@ fn check_slos(
                     Some(r) => format!("request `{r}`"),
                     None => "this scenario".to_owned(),
                 };
-                let d = Diagnostic::error(&p, span, format!("`{slo}` names no check of {whose}"))
-                    .expected(if of_request.is_empty() {
+                let d = Diagnostic::error(&p, span, format!("`{slo}` names no check of {whose}")).expected(
+                    if of_request.is_empty() {
                         format!("a check of {whose}")
                     } else {
                         format!("one of {}", list(&of_request))
-                    });
+                    },
+                );
                 cx.error(match did_you_mean(name, of_request.iter().copied()) {
                     Some(s) => d.help(format!("did you mean `{s}`?")),
                     None => d.help("a check is named by its `name:`, else by its subject (`status`, `header:content-type`, `json:$.id`); a capture by `capture:<name>`"),
