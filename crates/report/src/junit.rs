@@ -29,6 +29,10 @@
 //!   (`type="slo"`) with observed against threshold and the knee's explanation; its time is 0 (the time of the
 //!   load is on the cells' own testcases).
 //!
+//! - an instance with checks (`check:`) lists every check's counts in its first testcase's `system-out`, and a
+//!   failed `checks` or `check_failures` SLO's failure lists the failing checks it selects, each with its count
+//!   and first failing response.
+//!
 //! The testsuite's properties carry the plan hash, the loadgate version, the machine, the pinning, the outcome,
 //! the knee of each sweep (`sweep.<scenario>.knee`) and the capacity each search found (`capacity.<instance>`).
 //! A capacity search's testcases carry the time of all its steps, and its `system-out` the curve of every step. The `system-out` of every cell of a sweep with a knee
@@ -36,7 +40,7 @@
 
 use std::time::Duration;
 
-use loadgate_results::{OutcomeStatus, RunResults, ScenarioResult, Verdict};
+use loadgate_results::{format, OutcomeStatus, RunResults, ScenarioResult, Verdict};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::text::text_summary;
@@ -84,10 +88,11 @@ fn suite(run: &RunResults) -> TestSuite {
                 summary.push_str(&format!("  Knee of sweep {}{which}: {}.\n", sweep.scenario, k.explanation));
             }
         }
+        let first_out = format!("{summary}{}", check_counts(s));
         for (i, mut case) in cases(s, inconclusive.as_ref()).into_iter().enumerate() {
             case.set_classname(run.spec.name.as_str());
             case.set_time(if i == 0 { seconds(ran) } else { Duration::ZERO });
-            case.set_system_out(summary.as_str());
+            case.set_system_out(if i == 0 { first_out.as_str() } else { summary.as_str() });
             suite.add_test_case(case);
         }
     }
@@ -263,6 +268,55 @@ fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
     cases
 }
 
+/// Every check of an instance with its counts, for the `system-out` of its first testcase: `  login/status:
+/// 1,000 passed, 0 failed (status in 200)`; empty without checks.
+fn check_counts(s: &ScenarioResult) -> String {
+    let mut out = String::new();
+    if s.checks.is_empty() {
+        return out;
+    }
+    out.push_str("  Check counts:\n");
+    for c in &s.checks {
+        out.push_str(&format!(
+            "    {}/{}: {} passed, {} failed ({})\n",
+            c.request,
+            c.check,
+            format::count(c.passed),
+            format::count(c.failed),
+            c.expects
+        ));
+    }
+    out
+}
+
+/// For a failed `checks` or `check_failures` SLO: the failing checks it selects, each with its count and first
+/// failing response, one a line (each starting with a line break); empty for other SLOs.
+fn failing_checks(s: &ScenarioResult, v: &Verdict) -> String {
+    let Ok(slo) = loadgate_model::Slo::parse(&v.slo) else { return String::new() };
+    if !loadgate_results::verdict::is_check_metric(slo.metric) {
+        return String::new();
+    }
+    let mut out = String::new();
+    for c in s.checks.iter().filter(|c| {
+        c.failed > 0
+            && slo.request.as_deref().is_none_or(|r| r == c.request)
+            && slo.check.as_deref().is_none_or(|n| n == c.check)
+    }) {
+        out.push_str(&format!(
+            "\n{}/{}: {} of {} failed, expected {}",
+            c.request,
+            c.check,
+            format::count(c.failed),
+            format::count(c.passed + c.failed),
+            c.expects
+        ));
+        if let Some(e) = c.examples.first() {
+            out.push_str(&format!("; first: {}", loadgate_results::checks::example_text(e, 160)));
+        }
+    }
+    out
+}
+
 fn verdict_status(s: &ScenarioResult, v: &Verdict, inconclusive: CountedAs<'_>) -> TestCaseStatus {
     // INCONCLUSIVE is neither a pass nor a failure: a skipped testcase whose message says why, unless
     // `on_inconclusive` counts it as a failure (then it fails, as the exit code does) or as a pass (it stays
@@ -287,6 +341,7 @@ fn verdict_status(s: &ScenarioResult, v: &Verdict, inconclusive: CountedAs<'_>) 
     }
     if !v.passed {
         let mut description = format!("SLO `{}` failed on {}: {}", v.slo, s.name, v.explain());
+        description.push_str(&failing_checks(s, v));
         if let Some(why) = &s.aborted {
             description.push_str(&format!("\nthe phase was stopped early: {why}"));
         }

@@ -54,7 +54,8 @@ pub use loadgate_results::hgrm;
 pub use markdown::{markdown, markdown_summary, View, DEFAULT_TEMPLATE};
 pub use repro::repro_comparison;
 pub use text::{
-    summary_table, text_summary, wrk2_latency_spectrum, wrk2_uncorrected_spectrum, wrk_latency_distribution,
+    summary_table, text_summary, verified_line, wrk2_latency_spectrum, wrk2_uncorrected_spectrum,
+    wrk_latency_distribution,
 };
 
 use std::borrow::Cow;

@@ -315,3 +315,35 @@ mod opening_tests {
         );
     }
 }
+
+/// `99.75% of 40,000 evaluations held`; `None` without checks.
+pub(crate) fn checks_line(s: &ScenarioResult) -> Option<String> {
+    if s.checks.is_empty() {
+        return None;
+    }
+    let (passed, evaluated) = loadgate_results::checks::totals(&s.checks);
+    let noun = if evaluated == 1 { "evaluation" } else { "evaluations" };
+    Some(format!("{} of {} {noun} held", loadgate_results::checks::held(passed, evaluated), format::count(evaluated)))
+}
+
+/// A line per failing check: `bad/json-type 100 failed: 200 application/xml, Content-Type was
+/// "application/xml"; body starts <?xml …` (a single request's checks without the request's name).
+pub(crate) fn failing_check_lines(s: &ScenarioResult) -> Vec<String> {
+    s.checks
+        .iter()
+        .filter(|c| c.failed > 0)
+        .map(|c| {
+            let name = if c.request == loadgate_results::verify::SINGLE_REQUEST {
+                c.check.clone()
+            } else {
+                format!("{}/{}", c.request, c.check)
+            };
+            let example = c
+                .examples
+                .first()
+                .map(|e| format!(": {}", loadgate_results::checks::example_text(e, 40)))
+                .unwrap_or_default();
+            format!("{name} {} failed{example}", format::count(c.failed))
+        })
+        .collect()
+}

@@ -16,7 +16,9 @@
 //!   `code_cell` for a code span outside / inside a table (a fence longer than any run of backticks inside).
 
 use loadgate_model::{Gating, GatingReader, OnInconclusive, Restart, RoundOrder};
-use loadgate_results::{format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult, Verdict};
+use loadgate_results::{
+    checks, format, response_time_buckets, KneeKind, OutcomeStatus, RunResults, ScenarioResult, Verdict,
+};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
@@ -192,6 +194,8 @@ pub struct View {
     pub http2: Vec<Http2Row>,
     /// One entry per instance that sent a mix of named requests.
     pub mixes: Vec<MixView>,
+    /// One entry per instance whose requests had checks (`check:`): a row per check.
+    pub checks: Vec<ChecksView>,
     /// The plots written beside the report (SVG files), in order.
     pub plots: Vec<crate::plots::PlotLink>,
     /// Per scenario instance: its per-second timeline as a compact table.
@@ -307,6 +311,31 @@ pub struct MixRow {
     pub max: String,
     pub errors: String,
     pub non_2xx: String,
+}
+
+/// A scenario instance's checks: how many evaluations held, and a row per check.
+#[derive(Debug, Serialize)]
+pub struct ChecksView {
+    pub name: String,
+    /// `99.75% of 40,000 evaluations held`.
+    pub summary: String,
+    pub rows: Vec<CheckRow>,
+}
+
+/// One check of one request.
+#[derive(Debug, Serialize)]
+pub struct CheckRow {
+    pub request: String,
+    pub check: String,
+    pub expects: String,
+    pub passed: String,
+    pub failed: String,
+    /// The first failing response in one line (`200 application/xml, Content-Type was "application/xml"; body
+    /// starts <?xml …`); empty when the check never failed.
+    pub first_failure: String,
+    /// The first failing response's status, Content-Type, what the check saw and its body's start, as
+    /// `(label, value)` rows (report.html shows them in a `<details>`); empty when the check never failed.
+    pub example: Vec<(String, String)>,
 }
 
 /// What one scenario instance consumed.
@@ -486,6 +515,7 @@ impl View {
                 .filter_map(|s| Some(Http2Row { name: s.name.clone(), http2: http2_line(s)? }))
                 .collect(),
             mixes: r.scenarios.iter().filter(|s| !s.by_request.is_empty()).map(mix_view).collect(),
+            checks: r.scenarios.iter().filter(|s| !s.checks.is_empty()).map(checks_view).collect(),
             not_run: r.not_run.clone(),
             plots: crate::plots::plot_links(r),
             timelines: crate::plots::timeline_tables(r),
@@ -675,6 +705,49 @@ fn mix_view(s: &ScenarioResult) -> MixView {
             })
             .collect(),
     }
+}
+
+/// An instance's checks: the share that held and a row per check.
+fn checks_view(s: &ScenarioResult) -> ChecksView {
+    ChecksView {
+        name: s.name.clone(),
+        summary: crate::lines::checks_line(s).unwrap_or_default(),
+        rows: s
+            .checks
+            .iter()
+            .map(|c| {
+                let first = c.examples.first();
+                CheckRow {
+                    request: c.request.clone(),
+                    check: c.check.clone(),
+                    expects: c.expects.clone(),
+                    passed: format::count(c.passed),
+                    failed: format::count(c.failed),
+                    first_failure: first.map(|e| checks::example_text(e, 60)).unwrap_or_default(),
+                    example: first.map(example_rows).unwrap_or_default(),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// A failing response as label/value rows: status, Content-Type, what the check saw, the body's start.
+fn example_rows(e: &loadgate_results::CheckExample) -> Vec<(String, String)> {
+    let mut rows =
+        vec![("status".to_owned(), if e.status == 0 { "not sent".to_owned() } else { e.status.to_string() })];
+    if !e.content_type.is_empty() {
+        rows.push(("Content-Type".to_owned(), e.content_type.clone()));
+    }
+    if !e.observed.is_empty() {
+        rows.push(("observed".to_owned(), e.observed.clone()));
+    }
+    if e.status != 0 {
+        rows.push(("body".to_owned(), format::bytes(e.body_len)));
+    }
+    if !e.body_start.is_empty() {
+        rows.push(("body starts".to_owned(), e.body_start.clone()));
+    }
+    rows
 }
 
 /// An instance's generator and target CPU and the target's memory.

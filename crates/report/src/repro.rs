@@ -131,6 +131,7 @@ mod tests {
             latency: first.latency.clone(),
             valid: true,
             histograms: first.histograms.clone(),
+            checked: Default::default(),
             capacity: None,
         };
         first.repetitions = [0.96, 1.0, 1.03, 0.98, 1.05]

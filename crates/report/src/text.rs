@@ -125,6 +125,12 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         let _ = writeln!(out, "  HTTP/2: {h2}");
     }
 
+    if let Some(checks) = crate::lines::checks_line(s) {
+        let _ = writeln!(out, "  Checks: {checks}");
+        for line in crate::lines::failing_check_lines(s) {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
     if let Some(c) = &s.capacity {
         let _ = writeln!(out, "  Capacity: {}", c.summary());
         let _ = writeln!(
@@ -446,5 +452,19 @@ mod wrk_tests {
         assert_eq!(wrk_units(635), "  635.00us");
         assert_eq!(wrk_units(1_320), "    1.32ms");
         assert_eq!(wrk_units(1_500_000), "    1.50s ");
+    }
+}
+
+/// The terminal's line for a verified scenario: `verified formats: 2 requests, every check held`, or its failure:
+/// `verification of formats failed: GET /html returned 200 text/html, ...`.
+pub fn verified_line(v: &loadgate_results::VerifiedScenario) -> String {
+    match &v.message {
+        None => format!(
+            "verified {}: {} {}, every check held",
+            v.name,
+            format::count(v.sent),
+            if v.sent == 1 { "request" } else { "requests" }
+        ),
+        Some(why) => format!("verification of {} failed: {why}", v.name),
     }
 }

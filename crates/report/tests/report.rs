@@ -824,3 +824,46 @@ fn markdown_shows_names_as_written_and_adds_no_markup_of_theirs() {
         "{md}"
     );
 }
+
+#[test]
+fn checks_reach_every_report() {
+    let r = loadgate_results::fixture::sample_checks_run();
+    let text: String = r.scenarios.iter().map(text_summary).collect::<Vec<_>>().join("\n");
+    assert!(text.contains("Checks: 99.75% of 40,000 evaluations held"), "{text}");
+    assert!(
+        text.contains(
+            "bad/json-type 100 failed: 200 application/xml, Content-Type was \"application/xml\"; body starts <?xml"
+        ),
+        "{text}"
+    );
+    insta::assert_snapshot!("checks_text", text);
+    let md = markdown(&r, None).unwrap();
+    let table: String = md
+        .lines()
+        .skip_while(|l| !l.starts_with("### Checks: formats"))
+        .take_while(|l| !l.starts_with("### Checks: login"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(table.contains("| request | check | expects | passed | failed | first failure |"), "{md}");
+    insta::assert_snapshot!("checks_markdown_table", table);
+    assert!(md.contains("checks\\_failed\\_ungated") || md.contains("no SLO gates checks"), "{md}");
+    let xml = junit(&r).unwrap();
+    insta::assert_snapshot!("checks_junit", xml);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let failing = doc
+        .descendants()
+        .find(|n| {
+            n.has_tag_name("testcase") && n.attribute("name") == Some("formats: check_failures{check=json-type} == 0")
+        })
+        .unwrap();
+    let failure = failing.children().find(|n| n.has_tag_name("failure")).unwrap();
+    let text = failure.text().unwrap_or_default();
+    assert!(text.contains("bad/json-type: 100 of 10,000 failed") && text.contains("application/xml"), "{text}");
+    let first = doc.descendants().find(|n| n.has_tag_name("testcase")).unwrap();
+    let out = first.children().find(|n| n.has_tag_name("system-out")).and_then(|n| n.text()).unwrap_or_default();
+    assert!(out.contains("ok/json:$.slideshow.author: 10,000 passed, 0 failed"), "{out}");
+    let page = html(&r, &[]).unwrap();
+    parse_html(&page).unwrap();
+    assert!(page.contains("<details><summary>200 application&#x2f;xml"), "{page}");
+    assert_eq!(verified_line(&r.verification[0]), "verified formats: 2 requests, every check held");
+}
