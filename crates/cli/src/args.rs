@@ -170,6 +170,11 @@ impl VarArgs {
     }
 }
 
+/// A duration such as `5s` or `1m`.
+fn parse_linger(s: &str) -> Result<std::time::Duration, String> {
+    s.parse::<loadgate_model::units::Duration>().map(|d| d.0).map_err(|e| e.to_string())
+}
+
 fn parse_set(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
@@ -295,8 +300,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// How long `--metrics-listen` waits at the end for a scrape of the final values.
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    pub metrics_linger: loadgate_model::units::Duration,
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_linger)]
+    pub metrics_linger: std::time::Duration,
     #[command(flatten)]
     pub shards: ShardArgs,
     #[command(flatten)]
