@@ -170,6 +170,11 @@ impl VarArgs {
     }
 }
 
+/// A duration such as `5s` or `1m`.
+fn parse_linger(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration(s).map(|d| d.0)
+}
+
 fn parse_set(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
@@ -295,8 +300,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// How long `--metrics-listen` waits at the end for a scrape of the final values.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub metrics_linger: loadgate_model::units::Duration,
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_linger)]
+    pub metrics_linger: std::time::Duration,
     /// While the run goes, write the results so far to results.partial.json in the reports directory this
     /// often (30s, 5m; 0s: never), so that a run killed before its end (SIGKILL, the OOM killer) leaves what it
     /// measured: `loadgate report results.partial.json` renders it, marked incomplete. A run that writes its

@@ -279,7 +279,7 @@ fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOpt
         history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         from_flags: args.from_flags,
         export: loadgate_export::ExportConfig {
-            linger: args.metrics_linger.0,
+            linger: args.metrics_linger,
             ..loadgate_export::ExportConfig::new(args.outputs.clone(), args.metrics_listen.clone())
         },
         checkpoint: Some(args.checkpoint.as_std()),
