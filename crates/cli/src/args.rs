@@ -172,7 +172,7 @@ impl VarArgs {
 
 /// A duration such as `5s` or `1m`.
 fn parse_linger(s: &str) -> Result<std::time::Duration, String> {
-    s.parse::<loadgate_model::units::Duration>().map(|d| d.0).map_err(|e| e.to_string())
+    s.parse::<loadgate_model::units::Duration>().map(|d| d.0).map_err(|e| format!("expected {}", e.expected))
 }
 
 fn parse_set(s: &str) -> Result<(String, String), String> {
