@@ -67,7 +67,9 @@ fn a_run_killed_by_sigkill_leaves_a_checkpoint_that_report_renders_as_incomplete
     assert_eq!(status.code(), None, "killed by a signal");
 
     let r = read_json(&partial).expect("the checkpoint survives the kill");
-    assert!(r["scenarios"][1]["requests"]["completed"].as_u64() >= before["scenarios"][1]["requests"]["completed"].as_u64());
+    assert!(
+        r["scenarios"][1]["requests"]["completed"].as_u64() >= before["scenarios"][1]["requests"]["completed"].as_u64()
+    );
     assert_eq!(r["outcome"]["status"], "incomplete", "{}", r["outcome"]);
     assert!(r["finished_at"].is_null());
     assert!(r["checkpoint"]["run_seconds"].as_f64().unwrap() > 0.0, "{}", r["checkpoint"]);

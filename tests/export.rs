@@ -231,7 +231,17 @@ fn the_metrics_endpoint_scraped_by_prometheus_matches_results() {
     let out = dir.path().join("out");
     let addr = format!("127.0.0.1:{listen}");
     // The endpoint waits at the end until the final values were scraped (bounded).
-    let args = ["run", &spec, "--out", out.to_str().expect("utf-8"), "--metrics-listen", &addr, "--metrics-linger", "60s", "-q"];
+    let args = [
+        "run",
+        &spec,
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--metrics-listen",
+        &addr,
+        "--metrics-linger",
+        "60s",
+        "-q",
+    ];
     let done = loadgate(&args);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
     let r = results(&out, "export");

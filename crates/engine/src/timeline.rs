@@ -47,12 +47,7 @@ impl Timeline {
 
     /// Adds second `index` (merged over the workers). A point ends with the second that completes its width;
     /// `point` makes it from its first second, its merged snapshot and its end (seconds from the phase start).
-    pub(crate) fn add(
-        &mut self,
-        index: u64,
-        snap: Snapshot,
-        point: &dyn Fn(u64, &Snapshot, f64) -> TimelinePoint,
-    ) {
+    pub(crate) fn add(&mut self, index: u64, snap: Snapshot, point: &dyn Fn(u64, &Snapshot, f64) -> TimelinePoint) {
         self.fold(index, snap);
         if (index + 1) % self.width == 0 {
             self.close(index as f64 + 1.0, point);

@@ -264,7 +264,9 @@ fn push_bounded(series: &mut Vec<ResourceSample>, sample: ResourceSample) {
         let mut old = std::mem::take(series).into_iter();
         while let Some(a) = old.next() {
             series.push(match old.next() {
-                Some(b) => ResourceSample { t: b.t, cpu: (a.cpu + b.cpu) / 2.0, rss_bytes: a.rss_bytes.max(b.rss_bytes) },
+                Some(b) => {
+                    ResourceSample { t: b.t, cpu: (a.cpu + b.cpu) / 2.0, rss_bytes: a.rss_bytes.max(b.rss_bytes) }
+                }
                 None => a,
             });
         }

@@ -100,8 +100,11 @@ impl Checkpointer {
 
     fn write(&self, results: &mut RunResults, in_progress: Option<String>) -> Result<(), String> {
         results.finished_at = None;
-        results.checkpoint =
-            Some(Checkpoint { written_at: now_rfc3339(), run_seconds: self.origin.elapsed().as_secs_f64(), in_progress });
+        results.checkpoint = Some(Checkpoint {
+            written_at: now_rfc3339(),
+            run_seconds: self.origin.elapsed().as_secs_f64(),
+            in_progress,
+        });
         results.outcome = loadgate_results::outcome(results);
         let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
         crate::reports::write_atomic(&self.path, &self.secrets.scrub(&json))

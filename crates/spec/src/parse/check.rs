@@ -47,7 +47,7 @@ pub(super) struct RequestInfo<'a> {
 
 /// `check:`: a list of checks, each one subject with its operators and an optional `name`.
 pub(super) fn read_checks(cx: &mut Cx<'_>, node: &Node, path: &Path, info: &RequestInfo<'_>) -> Option<Vec<Check>> {
-    let Some(items) = cx.list(node, path, "`check`") else { return None };
+    let items = cx.list(node, path, "`check`")?;
     if items.len() > MAX_CHECKS {
         cx.error(
             Diagnostic::error(path, node.span, format!("{} has {} checks", info.who, items.len()))
