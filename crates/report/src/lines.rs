@@ -286,36 +286,6 @@ pub fn capacity_step_line(s: &loadgate_results::CapacityStep) -> String {
     format!("step {step} ({stage}) {rate}: achieved {achieved}, p50 {p50}, p99 {p99}, {errors} errors: {verdict}")
 }
 
-#[cfg(test)]
-mod opening_tests {
-    use super::opening_line;
-    use loadgate_results::{fixture, ConnectionOpening, OpeningFailures};
-
-    #[test]
-    fn the_opening_line_says_what_the_opening_met() {
-        let mut s = fixture::sweep_cell(16_384, 30_000.0, 2.0);
-        assert_eq!(opening_line(&s), None);
-        s.connections.planned = 16_384;
-        s.connections.opening = Some(ConnectionOpening {
-            connect_rate: "auto".into(),
-            opened: 16_380,
-            failed: OpeningFailures { timed_out: 4, ..OpeningFailures::default() },
-            duration_s: 4.8123,
-            rate_per_s: 3_403.7,
-            slow_connects: 12,
-            backoffs: 2,
-            first_error: Some("connect timed out".into()),
-        });
-        assert_eq!(
-            opening_line(&s).as_deref(),
-            Some(
-                "16,380 of 16,384 in 4.81s (3,404/s, connect_rate auto), 4 not opened, 12 slow connects retried, \
-                 2 backoffs"
-            )
-        );
-    }
-}
-
 /// `99.75% of 40,000 evaluations held`; `None` without checks.
 pub(crate) fn checks_line(s: &ScenarioResult) -> Option<String> {
     if s.checks.is_empty() {
@@ -346,4 +316,34 @@ pub(crate) fn failing_check_lines(s: &ScenarioResult) -> Vec<String> {
             format!("{name} {} failed{example}", format::count(c.failed))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod opening_tests {
+    use super::opening_line;
+    use loadgate_results::{fixture, ConnectionOpening, OpeningFailures};
+
+    #[test]
+    fn the_opening_line_says_what_the_opening_met() {
+        let mut s = fixture::sweep_cell(16_384, 30_000.0, 2.0);
+        assert_eq!(opening_line(&s), None);
+        s.connections.planned = 16_384;
+        s.connections.opening = Some(ConnectionOpening {
+            connect_rate: "auto".into(),
+            opened: 16_380,
+            failed: OpeningFailures { timed_out: 4, ..OpeningFailures::default() },
+            duration_s: 4.8123,
+            rate_per_s: 3_403.7,
+            slow_connects: 12,
+            backoffs: 2,
+            first_error: Some("connect timed out".into()),
+        });
+        assert_eq!(
+            opening_line(&s).as_deref(),
+            Some(
+                "16,380 of 16,384 in 4.81s (3,404/s, connect_rate auto), 4 not opened, 12 slow connects retried, \
+                 2 backoffs"
+            )
+        );
+    }
 }

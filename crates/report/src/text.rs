@@ -437,6 +437,20 @@ pub fn wrk2_uncorrected_spectrum(s: &ScenarioResult) -> String {
     wrk2_block(&s.histograms.service_time, "Uncorrected Latency (measured without taking delayed starts into account)")
 }
 
+/// The terminal's line for a verified scenario: `verified formats: 2 requests, every check held`, or its failure:
+/// `verification of formats failed: GET /html returned 200 text/html, ...`.
+pub fn verified_line(v: &loadgate_results::VerifiedScenario) -> String {
+    match &v.message {
+        None => format!(
+            "verified {}: {} {}, every check held",
+            v.name,
+            format::count(v.sent),
+            if v.sent == 1 { "request" } else { "requests" }
+        ),
+        Some(why) => format!("verification of {} failed: {why}", v.name),
+    }
+}
+
 #[cfg(test)]
 mod wrk_tests {
     use super::*;
@@ -452,19 +466,5 @@ mod wrk_tests {
         assert_eq!(wrk_units(635), "  635.00us");
         assert_eq!(wrk_units(1_320), "    1.32ms");
         assert_eq!(wrk_units(1_500_000), "    1.50s ");
-    }
-}
-
-/// The terminal's line for a verified scenario: `verified formats: 2 requests, every check held`, or its failure:
-/// `verification of formats failed: GET /html returned 200 text/html, ...`.
-pub fn verified_line(v: &loadgate_results::VerifiedScenario) -> String {
-    match &v.message {
-        None => format!(
-            "verified {}: {} {}, every check held",
-            v.name,
-            format::count(v.sent),
-            if v.sent == 1 { "request" } else { "requests" }
-        ),
-        Some(why) => format!("verification of {} failed: {why}", v.name),
     }
 }
