@@ -89,12 +89,11 @@ impl Observer for Renderer<'_> {
                 }
                 out.info(&format!("target {kind} at {base_url}"));
             }
-            Event::Verified { scenario, sent, failed: None } => {
-                let what = if *sent == 1 { "1 request".to_owned() } else { format!("{sent} requests") };
-                out.info(&format!("verified {scenario}: {what}, every check held"));
+            Event::Verified { verified } if verified.message.is_none() => {
+                out.info(&loadgate_report::verified_line(verified));
             }
-            Event::Verified { scenario, failed: Some(why), .. } => {
-                out.error(&format!("error: verification failed, no load was sent\n  {scenario}: {why}"));
+            Event::Verified { verified } => {
+                out.error(&format!("error: no load was sent: {}", loadgate_report::verified_line(verified)));
             }
             Event::TargetExited { status } => out.error(&format!("error: the target exited during the run: {status}")),
             Event::PhaseStarted { phase } => {

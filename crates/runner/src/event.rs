@@ -26,9 +26,9 @@ pub enum Event<'a> {
     TargetReady { kind: &'a str, base_url: &'a str, pid: Option<u32>, waited: Option<Duration> },
     /// The target exited while the load ran: the current phase stops, and the run cannot be carried out.
     TargetExited { status: String },
-    /// A scenario's requests were sent once and checked before any load (`verify:`); `failed` says what came
-    /// back when a check failed (the run then stops, exit 3).
-    Verified { scenario: &'a str, sent: u64, failed: Option<&'a str> },
+    /// A scenario's requests were sent once and checked before any load (`verify:`); its `message` says what
+    /// came back when a check failed (the run then stops, exit 3).
+    Verified { verified: &'a loadgate_results::VerifiedScenario },
     /// A phase begins.
     PhaseStarted { phase: &'a Phase },
     /// While a phase's keep-alive connections open, before it measures: about once a second when the opening

@@ -143,11 +143,7 @@ impl<'a> Ledger<'a> {
                 let result =
                     session.verify(&probe).map_err(|e| format!("the verification of `{name}` could not run: {e}"))?;
                 let judged = loadgate_results::verify::judge(&name, &loadgate_plan::verify::entries(&probe), &result);
-                observer.event(&Event::Verified {
-                    scenario: &name,
-                    sent: judged.sent,
-                    failed: judged.message.as_deref(),
-                });
+                observer.event(&Event::Verified { verified: &judged });
                 let failed = judged.message.clone();
                 self.results.verification.push(judged);
                 if let Some(why) = failed {
