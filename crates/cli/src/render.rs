@@ -93,7 +93,8 @@ impl Observer for Renderer<'_> {
                 out.info(&loadgate_report::verified_line(verified));
             }
             Event::Verified { verified } => {
-                out.error(&format!("error: no load was sent: {}", loadgate_report::verified_line(verified)));
+                let why = verified.message.as_deref().unwrap_or_default();
+                out.error(&format!("error: verification failed, no load was sent\n  {}: {why}", verified.name));
             }
             Event::TargetExited { status } => out.error(&format!("error: the target exited during the run: {status}")),
             Event::PhaseStarted { phase } => {

@@ -68,7 +68,10 @@ fn a_whole_run_reports_its_lifecycle_and_writes_its_reports() {
     .unwrap();
     assert_eq!(outcome.status(), OutcomeStatus::Passed, "{:?}", outcome.results.as_ref().map(|r| &r.outcome));
     let order: Vec<&str> = seen.iter().map(String::as_str).filter(|e| *e != "Tick" && *e != "Warning").collect();
-    assert_eq!(order, ["RunStarted", "TargetReady", "PhaseStarted", "PhaseFinished", "RunFinished"]);
+    assert_eq!(
+        order,
+        ["RunStarted", "TargetReady", "InstanceStarting", "PhaseStarted", "PhaseFinished", "RunFinished"]
+    );
     for file in ["results.json", "junit.xml", "report.md", "main.hgrm"] {
         assert!(outcome.dir.join(file).is_file(), "{file} written");
     }
