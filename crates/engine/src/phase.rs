@@ -24,7 +24,7 @@ use loadgate_plan::ConnectRate;
 
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
-use crate::timeline::Timeline;
+use crate::timeline::{add_histogram, merge_by_values, Timeline};
 use crate::worker::inspect::CheckPlan;
 use crate::worker::tally::CheckTally;
 use crate::worker::{self, Counters, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
@@ -709,19 +709,6 @@ impl Aggregator {
 
     fn drain_rest(&mut self) -> Vec<(u64, Snapshot)> {
         std::mem::take(&mut self.pending).into_iter().collect()
-    }
-}
-
-/// Adds `from` into `into`; values outside `into`'s range count at its highest.
-pub(crate) fn add_histogram(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    if into.add(from).is_err() {
-        merge_by_values(into, from);
-    }
-}
-
-fn merge_by_values(into: &mut Histogram<u64>, from: &Histogram<u64>) {
-    for v in from.iter_recorded() {
-        let _ = into.record_n(v.value_iterated_to().min(into.high()), v.count_at_value());
     }
 }
 

@@ -10,6 +10,8 @@
 
 use loadgate_measure::TimelinePoint;
 
+use hdrhistogram::Histogram;
+
 use crate::worker::Snapshot;
 
 /// The most points a phase's timeline keeps (an hour of seconds).
@@ -126,8 +128,8 @@ fn merge_in_time(into: &mut Snapshot, s: &Snapshot) {
     into.connections_open = into.connections_open.max(s.connections_open);
     into.in_flight = into.in_flight.max(s.in_flight);
     into.full &= s.full;
-    crate::phase::add_histogram(&mut into.latency, &s.latency);
-    crate::phase::add_histogram(&mut into.service_time, &s.service_time);
+    add_histogram(&mut into.latency, &s.latency);
+    add_histogram(&mut into.service_time, &s.service_time);
 }
 
 /// Two neighbouring points as one: counts add; latencies, connections and users are the larger.
@@ -160,6 +162,19 @@ fn merge_points(a: &TimelinePoint, b: &TimelinePoint) -> TimelinePoint {
         users_active: max(a.users_active, b.users_active),
         in_flight: max(a.in_flight, b.in_flight),
         service_p50_us: max(a.service_p50_us, b.service_p50_us),
+    }
+}
+
+/// Adds `from` into `into`; values outside `into`'s range count at its highest.
+pub(crate) fn add_histogram(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    if into.add(from).is_err() {
+        merge_by_values(into, from);
+    }
+}
+
+pub(crate) fn merge_by_values(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    for v in from.iter_recorded() {
+        let _ = into.record_n(v.value_iterated_to().min(into.high()), v.count_at_value());
     }
 }
 
