@@ -176,7 +176,7 @@ enum State {
     Str,
     /// After a `\` in a string.
     Escape,
-    /// In `\uXXXX`: `n` digits read.
+    /// In a `\u` escape: `n` of its four hex digits read.
     Hex {
         n: u8,
         acc: u16,
@@ -544,7 +544,7 @@ impl Scanner {
                     _ => {
                         self.fail(
                             at,
-                            "an escape (`\\\"`, `\\\\`, `\\/`, `\\b`, `\\f`, `\\n`, `\\r`, `\\t` or `\\uXXXX`)",
+                            "an escape (`\\\"`, `\\\\`, `\\/`, `\\b`, `\\f`, `\\n`, `\\r`, `\\t` or `\\u` and four hex digits)",
                         );
                         return true;
                     }
@@ -1183,7 +1183,7 @@ mod tests {
         })
     }
 
-    /// Writes a string with escapes chosen by `style` bits: raw where allowed, short escapes or `\uXXXX`.
+    /// Writes a string with escapes chosen by `style` bits: raw where allowed, short escapes or `\u` with four hex digits.
     fn write_str(out: &mut String, s: &str, style: &mut u64) {
         out.push('"');
         for c in s.chars() {
