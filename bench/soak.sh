@@ -9,6 +9,10 @@
 #   DUR=120 SAMPLE=10 CONNS=1000 KILL_AT=60 OUT=/tmp/s bench/soak.sh   # a short rehearsal
 #
 # nginx runs one worker pinned to NGINX_CPU (default 0), loadgate pinned to GEN_CPU (default 1) with taskset.
+# With PROM=1 (the default when `prometheus` is on the PATH) a Prometheus with the remote-write receiver and native
+# histograms (its data in $OUT/prom) takes the soak run's live series (`--output prometheus=...`); at the end the
+# series are queried back and set beside results.json: the request count, the p99 from the native histogram, and
+# the per-minute request rate Prometheus saw over the run.
 # Writes $OUT/samples.tsv (t_s, rss_kib, hwm_kib, fds, served), $OUT/summary.txt and the runs' directories.
 set -euo pipefail
 
@@ -22,6 +26,8 @@ KILL_AT=${KILL_AT:-}
 CHECKPOINT=${CHECKPOINT:-60s}
 PORT=${PORT:-18090}
 KILL_PORT=${KILL_PORT:-18095}
+PROM_PORT=${PROM_PORT:-18099}
+if command -v prometheus >/dev/null; then PROM=${PROM:-1}; else PROM=${PROM:-0}; fi
 OUT=${OUT:?set OUT to a directory for the samples and the runs}
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$HERE/../target}/release/loadgate}
@@ -32,7 +38,25 @@ done
 [ -x "$LOADGATE" ] || { echo "missing $LOADGATE (cargo build --release -p loadgate)" >&2; exit 2; }
 ulimit -n "$(ulimit -Hn)"
 mkdir -p "$OUT"
-rm -rf "$OUT/run" "$OUT/killed"
+rm -rf "$OUT/run" "$OUT/killed" "$OUT/prom"
+
+output=()
+prom_pid=""
+if [ "$PROM" = 1 ]; then
+  mkdir -p "$OUT/prom"
+  printf 'global:\n  scrape_interval: 15s\nscrape_configs: []\n' >"$OUT/prom/prometheus.yml"
+  prometheus --config.file="$OUT/prom/prometheus.yml" --storage.tsdb.path="$OUT/prom/data" \
+    --web.listen-address="127.0.0.1:$PROM_PORT" --web.enable-remote-write-receiver \
+    --enable-feature=native-histograms >"$OUT/prom/prometheus.log" 2>&1 &
+  prom_pid=$!
+  for _ in $(seq 120); do curl -fs "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null && break; sleep 0.5; done
+  output=(--output "prometheus=http://127.0.0.1:$PROM_PORT/api/v1/write")
+fi
+# An instant query's first value, or "none".
+prom_query() {
+  curl -fsG "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1" ${2:+--data-urlencode "time=$2"} |
+    jq -r '.data.result[0].value[1] // "none"'
+}
 
 # The run killed at KILL_AT, in a subshell with an nginx of its own (nginx.sh keeps one per shell).
 killed_run() {
@@ -67,10 +91,12 @@ if [ -n "$KILL_AT" ]; then
 fi
 
 . "$HERE/nginx.sh"
+# nginx.sh's trap, and Prometheus stopped with it.
+trap 'nginx_cleanup; [ -z "$prom_pid" ] || kill "$prom_pid" 2>/dev/null || true' EXIT
 nginx_start "$NGINX_CPU" "$PORT"
 before=$(served)
 start=$(date +%s)
-taskset -c "$GEN_CPU" "$LOADGATE" -q run --out "$OUT/run" --checkpoint "$CHECKPOINT" \
+taskset -c "$GEN_CPU" "$LOADGATE" -q run --out "$OUT/run" --checkpoint "$CHECKPOINT" "${output[@]}" \
   --url "http://127.0.0.1:$PORT/" -t 1 -c "$CONNS" -R "$RATE" -d "${DUR}s" >"$OUT/run.log" 2>&1 &
 pid=$!
 printf 't_s\trss_kib\thwm_kib\tfds\tserved\n' >"$OUT/samples.tsv"
@@ -97,6 +123,20 @@ after=$(served)
     "$OUT"/run/*/results.json
   ls "$OUT"/run/*/ | tr '\n' ' '
   echo
+  if [ "$PROM" = 1 ]; then
+    end=$(date +%s)
+    sleep 3
+    echo "Prometheus (remote write, queried back): requests $(prom_query 'sum(loadgate_requests_total)' "$end"), \
+p99 $(prom_query 'histogram_quantile(0.99, sum(loadgate_latency_seconds))' "$end") s, \
+p99.9 $(prom_query 'histogram_quantile(0.999, sum(loadgate_latency_seconds))' "$end") s; \
+export.json: $(jq -c '[.outputs[] | {offered, sent, dropped, failed}]' "$OUT"/run/*/export.json)"
+    # The request rate per minute as Prometheus saw it, after the first minute: steady load is a flat line.
+    curl -fsG "http://127.0.0.1:$PROM_PORT/api/v1/query_range" \
+      --data-urlencode 'query=sum(rate(loadgate_requests_total[1m]))' \
+      --data-urlencode "start=$((start + 120))" --data-urlencode "end=$((end - 30))" --data-urlencode step=60 |
+      jq -r '[.data.result[0].values[][1] | tonumber] | if length == 0 then "no rate samples" else
+        "rate per minute from Prometheus: \(length) samples, \(min | floor) to \(max | floor) /s" end'
+  fi
 } >"$OUT/summary.txt" 2>&1
 if [ -n "$KILL_AT" ]; then wait "$killed" || true; fi
 cat "$OUT/summary.txt"

@@ -319,6 +319,153 @@ fn otlp_requests_decode_and_count_as_results() {
     assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
 }
 
+/// A receiver that answers 200 to every POST and keeps each request's head (request line and headers).
+fn head_recorder() -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&got);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut out = stream.try_clone().expect("clone");
+            let mut r = BufReader::new(stream);
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if std::io::BufRead::read_line(&mut r, &mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            if r.read_exact(&mut body).is_ok() && !head.is_empty() {
+                seen.lock().expect("lock").push(head);
+                let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            }
+        }
+    });
+    (port, got)
+}
+
+/// Every file under `dir`, read as text.
+fn all_files(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            text.push_str(&all_files(&path));
+        } else {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(&path).expect("read")));
+        }
+    }
+    text
+}
+
+#[test]
+fn the_spec_outputs_send_with_their_headers_and_the_command_line_replaces_them() {
+    let (port, heads) = head_recorder();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = "tok-5e6f7a8b9c";
+    let yaml = r#"version: 1
+name: outputs
+target: { builtin: plaintext }
+outputs:
+  - type: otlp
+    url: http://127.0.0.1:RECEIVER_PORT/v1/metrics
+    headers:
+      X-Scope-OrgID: perf
+      Authorization: "Bearer {{ env.LG_EXPORT_TOKEN }}"
+scenarios:
+  get:
+    request: { path: / }
+    load: { closed: { connections: 2, requests: 500 } }
+"#;
+    let spec = write_spec(dir.path(), &yaml.replace("RECEIVER_PORT", &port.to_string()));
+    let out = dir.path().join("out");
+    let run = |args: &[&str]| common::command(args).env("LG_EXPORT_TOKEN", token).output().expect("run");
+    let done = run(&["run", &spec, "--out", out.to_str().expect("utf-8"), "-q"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    {
+        let heads = heads.lock().expect("lock");
+        assert!(!heads.is_empty(), "the spec's output got nothing");
+        for head in heads.iter() {
+            assert!(head.starts_with("POST /v1/metrics "), "{head}");
+            assert!(head.contains("X-Scope-OrgID: perf\r\n"), "{head}");
+            assert!(head.contains(&format!("Authorization: Bearer {token}\r\n")), "{head}");
+        }
+    }
+    // The token reaches the endpoint and nothing written.
+    let written = all_files(&out) + &text(&done.stdout) + &text(&done.stderr);
+    assert!(!written.contains(token), "the output's token was written");
+    assert_eq!(export_report(&out, "outputs")["outputs"][0]["url"], format!("http://127.0.0.1:{port}/v1/metrics"));
+
+    // `--output none`: the spec's outputs are off.
+    heads.lock().expect("lock").clear();
+    let none = dir.path().join("none");
+    let done = run(&["run", &spec, "--out", none.to_str().expect("utf-8"), "--output", "none", "-q"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    assert!(heads.lock().expect("lock").is_empty(), "--output none still sent");
+    assert!(!none.join("outputs/export.json").exists());
+
+    // `--output` replaces them, with `--output-header`.
+    let (other, other_heads) = head_recorder();
+    let cli = dir.path().join("cli");
+    let url = format!("otlp=http://127.0.0.1:{other}/v1/metrics");
+    let args = [
+        "run",
+        &spec,
+        "--out",
+        cli.to_str().expect("utf-8"),
+        "--output",
+        &url,
+        "--output-header",
+        "X-Scope-OrgID: cli",
+        "-q",
+    ];
+    let done = run(&args);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    assert!(heads.lock().expect("lock").is_empty(), "the spec's output was sent to besides --output");
+    let other_heads = other_heads.lock().expect("lock");
+    assert!(
+        !other_heads.is_empty() && other_heads.iter().all(|h| h.contains("X-Scope-OrgID: cli\r\n")),
+        "{other_heads:?}"
+    );
+}
+
+#[test]
+fn local_shards_each_export_their_series_labelled_by_shard() {
+    let (port, got) = otlp_receiver();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write_spec(dir.path(), COUNTED);
+    let out = dir.path().join("out");
+    let url = format!("otlp=http://127.0.0.1:{port}/v1/metrics");
+    let done =
+        loadgate(&["run", &spec, "--shards", "2", "--out", out.to_str().expect("utf-8"), "--output", &url, "-q"]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    let merged = completed(&results(&out, "counted")) as i64;
+    // Each shard's last push of `loadgate_requests`, by its `shard` label: together the merged count.
+    let mut last = std::collections::BTreeMap::new();
+    for request in got.lock().expect("lock").iter() {
+        for m in &request.resource_metrics[0].scope_metrics[0].metrics {
+            let Some(sum) = m.sum.as_ref().filter(|_| m.name == "loadgate_requests") else { continue };
+            for point in &sum.data_points {
+                let shard = point.attributes.iter().find(|a| a.key == "shard").map(|a| format!("{:?}", a.value));
+                last.insert(shard.expect("a shard label"), point.as_int.expect("an int"));
+            }
+        }
+    }
+    assert_eq!(last.len(), 2, "{last:?}");
+    assert_eq!(last.values().sum::<i64>(), merged, "{last:?}");
+    let done = loadgate(&["run", &spec, "--shards", "2", "--metrics-listen", "127.0.0.1:0"]);
+    assert_eq!(done.status.code(), Some(2), "{}", text(&done.stderr));
+    assert!(text(&done.stderr).contains("--metrics-listen serves one process's series"), "{}", text(&done.stderr));
+}
+
 /// A server that accepts connections and never answers.
 fn silent_server() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -171,6 +171,35 @@ impl VarArgs {
 }
 
 /// A duration such as `5s` or `1m`.
+/// One `--output`: where to, or `none` (the spec's `outputs:` switched off).
+#[derive(Debug, Clone)]
+pub enum OutputFlag {
+    None,
+    To(loadgate_model::output::OutputSpec),
+}
+
+fn parse_output(s: &str) -> Result<OutputFlag, String> {
+    if s.trim() == "none" {
+        return Ok(OutputFlag::None);
+    }
+    loadgate_model::output::OutputSpec::parse_flag(s).map(OutputFlag::To)
+}
+
+fn parse_output_header(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once(':')
+        .ok_or_else(|| "not `NAME: VALUE` (for example `--output-header 'X-Scope-OrgID: perf'`)".to_owned())?;
+    let name = name.trim();
+    let token = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err(format!("`{name}` is not a header name (letters, digits and `-`)"));
+    }
+    if value.contains(['\r', '\n']) {
+        return Err("a header value cannot contain a line break".to_owned());
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
 fn parse_linger(s: &str) -> Result<std::time::Duration, String> {
     parse_duration(s).map(|d| d.0)
 }
@@ -290,10 +319,15 @@ pub struct RunArgs {
     pub from_flags: bool,
     /// Stream live metrics while the run goes, to `prometheus=URL` (Prometheus remote write, native
     /// histograms: `http://HOST:9090/api/v1/write`) or `otlp=URL` (OTLP/HTTP protobuf:
-    /// `http://HOST:4318/v1/metrics`). Repeatable; plain http. An endpoint that is down or slow never slows the
-    /// load: what it could not take is dropped, counted and reported (and in `export.json`).
-    #[arg(long = "output", value_name = "KIND=URL", value_parser = loadgate_model::output::OutputSpec::parse_flag)]
-    pub outputs: Vec<loadgate_model::output::OutputSpec>,
+    /// `http://HOST:4318/v1/metrics`). Repeatable; plain http. Replaces the spec's `outputs:`; `--output none`
+    /// sends nowhere. An endpoint that is down or slow never slows the load: what it could not take is dropped,
+    /// counted and reported (and in `export.json`).
+    #[arg(long = "output", value_name = "KIND=URL", value_parser = parse_output)]
+    pub outputs: Vec<OutputFlag>,
+    /// A request header sent with every push of the `--output`s given here (`X-Scope-OrgID: team`,
+    /// `Authorization: Bearer TOKEN`). Repeatable. Its value is sent to the endpoint and written nowhere.
+    #[arg(long = "output-header", value_name = "NAME: VALUE", value_parser = parse_output_header, requires = "outputs")]
+    pub output_headers: Vec<(String, String)>,
     /// Serve the live metrics on `http://ADDR/metrics` for a Prometheus that scrapes (text format; histograms
     /// as classic buckets at the native histogram's boundaries), for example `127.0.0.1:9464`. At the end of
     /// the run it waits up to `--metrics-linger` for a scrape of the final values.

@@ -280,10 +280,24 @@ fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOpt
         from_flags: args.from_flags,
         export: loadgate_export::ExportConfig {
             linger: args.metrics_linger,
-            ..loadgate_export::ExportConfig::new(args.outputs.clone(), args.metrics_listen.clone())
+            ..loadgate_export::ExportConfig::new(command_line_outputs(args), args.metrics_listen.clone())
         },
+        spec_outputs: args.outputs.is_empty(),
         checkpoint: Some(args.checkpoint.as_std()),
     })
+}
+
+/// The `--output`s given, each with the `--output-header`s (`--output none` adds none).
+fn command_line_outputs(args: &RunArgs) -> Vec<loadgate_model::output::OutputSpec> {
+    let to = args.outputs.iter().filter_map(|o| match o {
+        crate::args::OutputFlag::To(spec) => Some(spec.clone()),
+        crate::args::OutputFlag::None => None,
+    });
+    to.map(|mut spec| {
+        spec.headers.extend(args.output_headers.iter().cloned());
+        spec
+    })
+    .collect()
 }
 
 /// How `loadgate run` shows a job.
@@ -373,6 +387,12 @@ fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_re
 fn distribution(args: &RunArgs, exe: &Path) -> Result<Distribution, String> {
     let a = &args.shards;
     if let Some(count) = a.shards {
+        if args.metrics_listen.is_some() {
+            return Err(format!(
+                "--metrics-listen serves one process's series, and --shards {count} runs {count} processes: give \
+                 --output prometheus=URL (each shard pushes its own series, labelled `shard`), or run without --shards"
+            ));
+        }
         let (exe, args, run_id) = (exe.to_path_buf(), local_shard_args(args), a.run_id.clone());
         return Ok(Distribution::Local { count, exe, args, run_id });
     }
@@ -434,6 +454,17 @@ fn local_shard_args(args: &RunArgs) -> Vec<String> {
     }
     if args.pin_within_affinity {
         argv.push("--pin-within-affinity".to_owned());
+    }
+    // Each shard exports its own series (labelled `shard`); the spec's `outputs:` reach them with the spec.
+    for output in &args.outputs {
+        let flag = match output {
+            crate::args::OutputFlag::None => "none".to_owned(),
+            crate::args::OutputFlag::To(o) => format!("{}={}", o.kind.name(), o.url),
+        };
+        argv.extend(["--output".to_owned(), flag]);
+    }
+    for (name, value) in &args.output_headers {
+        argv.extend(["--output-header".to_owned(), format!("{name}: {value}")]);
     }
     argv
 }

@@ -32,6 +32,10 @@ pub struct Spec {
     /// Which scenarios send their requests once and check them before any load (`verify:`).
     pub verify: crate::Verify,
     pub scenarios: Vec<Scenario>,
+    /// Where the run's live metrics go (`outputs:`): never in the plan or the results (headers may be
+    /// credentials); `--output` on the command line replaces them.
+    #[serde(skip)]
+    pub outputs: Vec<crate::output::OutputSpec>,
     /// Warnings found while validating (errors never reach a `Spec`).
     #[serde(skip)]
     pub warnings: Vec<Diagnostic>,

@@ -86,6 +86,8 @@ pub struct JobOptions {
     pub from_flags: bool,
     /// Live metrics while the run goes (`--output`, `--metrics-listen`); nothing when empty.
     pub export: loadgate_export::ExportConfig,
+    /// Whether the spec's `outputs:` are sent to besides `export` (the command line gave no `--output`).
+    pub spec_outputs: bool,
     /// `--checkpoint`: how often the results so far are written while the run goes (`None`: never).
     pub checkpoint: Option<std::time::Duration>,
 }
@@ -107,6 +109,7 @@ impl JobOptions {
             history: None,
             from_flags: false,
             export: loadgate_export::ExportConfig::new(Vec::new(), None),
+            spec_outputs: true,
             checkpoint: None,
         }
     }
@@ -204,7 +207,8 @@ impl Job {
         let source = Some(loadgate_repro::embed(&rebuilt.text, &rebuilt.spec, &rebuilt.overrides));
         // The CI run's spec file, so that this run's results read as a run of the same spec (and reproduce).
         let request = request(&rebuilt.spec, ci.spec.file.clone(), dir, source, None, &options);
-        let export = export_config(&rebuilt.spec, &options);
+        // Never the spec's `outputs:`: a rerun on a laptop would mix into the team's series (`--output` sends).
+        let export = export_config(&rebuilt.spec, &JobOptions { spec_outputs: false, ..options.clone() });
         let job =
             Job { secrets: rebuilt.spec.secrets.clone(), request, work: Work::Run(Box::new(rebuilt.plan)), export };
         Ok((job, work))
@@ -330,13 +334,17 @@ pub fn compile(spec: &Spec, slice: Option<Slice>) -> Result<ExecutionPlan, JobEr
     }
 }
 
-/// The one place a [`RunRequest`] is built from a spec and the options.
-/// The live export of a spec's run: the command line's outputs, `--metrics-listen`; `None` without either.
-fn export_config(_spec: &Spec, options: &JobOptions) -> Option<loadgate_export::ExportConfig> {
-    let config = options.export.clone();
+/// The live export of a spec's run: the command line's outputs, else the spec's `outputs:` (unless `--output
+/// none`), and `--metrics-listen`; `None` without any.
+fn export_config(spec: &Spec, options: &JobOptions) -> Option<loadgate_export::ExportConfig> {
+    let mut config = options.export.clone();
+    if options.spec_outputs {
+        config.outputs.extend(spec.outputs.iter().cloned());
+    }
     (!config.is_empty()).then_some(config)
 }
 
+/// The one place a [`RunRequest`] is built from a spec and the options.
 fn request(
     spec: &Spec,
     spec_file: String,

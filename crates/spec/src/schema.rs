@@ -38,8 +38,37 @@ pub struct SpecDoc {
     /// default: those whose requests have checks), `all` (requests without checks by the 2xx rule), `off` (or
     /// `false`), or `{ scenarios, requests }`. A verification that fails stops the run before the load (exit 3).
     pub verify: Option<VerifyDoc>,
+    /// Where the run's live metrics go while it runs (at most 8). `--output` on the command line replaces them
+    /// (`--output none`: no export). Never written to the plan or the results.
+    #[schemars(length(max = 8))]
+    pub outputs: Option<Vec<OutputDoc>>,
     /// Scenarios by name, run in the order written.
     pub scenarios: BTreeMap<String, ScenarioDoc>,
+}
+
+/// One live output.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct OutputDoc {
+    /// `prometheus_remote_write` (also `prometheus`): Prometheus remote write 1.0 with native histograms;
+    /// `otlp`: OTLP metrics over HTTP/protobuf.
+    #[schemars(rename = "type")]
+    pub kind: OutputKindDoc,
+    /// `http://host:port/path` (`/api/v1/write`, `/v1/metrics`): plain HTTP.
+    #[schemars(regex(pattern = r"^http://"))]
+    pub url: String,
+    /// Request headers sent with every push (`X-Scope-OrgID`, `Authorization: Bearer {{ env.TOKEN }}`); the values
+    /// of credential headers are secrets.
+    pub headers: Option<BTreeMap<String, ScalarDoc>>,
+}
+
+/// An output's protocol.
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum OutputKindDoc {
+    PrometheusRemoteWrite,
+    Prometheus,
+    Otlp,
 }
 
 /// Values that must never reach an artifact (results.json, junit.xml, report.md, `plan --json`): they are
@@ -1099,6 +1128,7 @@ mod tests {
         assert_eq!(props(&schema, "CaptureDoc"), sorted(CAPTURE_KEYS));
         assert_eq!(props(&schema, "BodySizeRangeDoc"), sorted(BODY_SIZE_KEYS));
         assert_eq!(props(&schema, "VerifyDetailDoc"), sorted(VERIFY_KEYS));
+        assert_eq!(props(&schema, "OutputDoc"), sorted(OUTPUT_KEYS));
         let load: Vec<String> = schema["$defs"]["LoadDoc"]["oneOf"]
             .as_array()
             .unwrap()

@@ -6,6 +6,7 @@ mod gating;
 mod hardware;
 mod history;
 mod load;
+mod outputs;
 mod request;
 mod scenario;
 mod secrets;
@@ -45,6 +46,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "history",
     "defaults",
     "verify",
+    "outputs",
     "scenarios",
 ];
 pub(crate) const HISTORY_KEYS: &[&str] = &["branch", "reference", "machine", "drift", "change_points", "detection"];
@@ -52,6 +54,7 @@ pub(crate) const REFERENCE_KEYS: &[&str] = &["commit", "label"];
 pub(crate) const DETECTION_KEYS: &[&str] = &["p_value", "min_magnitude", "min_segment", "window"];
 pub(crate) const GATING_KEYS: &[&str] =
     &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid"];
+pub(crate) const OUTPUT_KEYS: &[&str] = &["type", "url", "headers"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads", "pacing"];
@@ -342,6 +345,10 @@ fn read_sections(
         Some((n, p)) => read_verify(&mut cx, n, &p),
         None => Some(loadgate_model::Verify::default()),
     };
+    let outputs = match top.get("outputs") {
+        Some((n, p)) => outputs::read_outputs(&mut cx, n, &p),
+        None => Some(Vec::new()),
+    };
     let mut scenarios = Vec::new();
     if let Some((node, p)) = cx.required(&top, "scenarios", "the spec") {
         match &node.kind {
@@ -399,6 +406,7 @@ fn read_sections(
     }
     let (name, hardware, target, secret_names) = (name?, hardware?, target?, secret_names?);
     let (candidate, gating, history, verify) = (candidate?, gating?, history?, verify?);
+    let outputs = outputs?;
     if cx.diags.has_errors() {
         return None;
     }
@@ -425,6 +433,7 @@ fn read_sections(
         history,
         verify,
         scenarios,
+        outputs,
         warnings: Vec::new(),
         secrets: Default::default(),
         files_read: templates.data.files_read(),

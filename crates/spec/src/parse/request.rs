@@ -42,7 +42,7 @@ pub(super) struct StepCx<'a> {
     pub session: bool,
 }
 
-fn read_headers(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<(String, String)>> {
+pub(super) fn read_headers(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Vec<(String, String)>> {
     let NodeKind::Map(entries) = &node.kind else {
         cx.error(
             Diagnostic::error(path, node.span, "`headers` must be a mapping")

@@ -72,15 +72,27 @@ pub(super) fn collect(
     let secret_vars: Vec<String> = names.vars.iter().cloned().chain(command_line_secrets.iter().cloned()).collect();
     let mut values: Vec<String> = env_values.into_iter().collect();
     values.extend(secret_vars.iter().filter_map(|v| spec.vars.get(v)).map(|v| v.value.clone()));
+    let credential = |values: &mut Vec<String>, name: &str, value: &str| {
+        if is_credential_header(name, &names.headers) {
+            values.push(value.to_owned());
+            // `Bearer TOKEN`: the token alone is secret too, wherever it shows.
+            if let Some((_, token)) = value.split_once(' ') {
+                values.push(token.trim().to_owned());
+            }
+        }
+    };
+    // An output's credential headers and the password in its URL: sent to the endpoint, never written.
+    for output in &spec.outputs {
+        for (name, value) in &output.headers {
+            credential(&mut values, name, value);
+        }
+        if let Some(password) = url_password(&output.url) {
+            values.push(password.to_owned());
+        }
+    }
     let mut headers = |request: &Request| {
         for (name, value) in &request.headers {
-            if is_credential_header(name, &names.headers) {
-                values.push(value.clone());
-                // `Bearer TOKEN`: the token alone is secret too, wherever it shows.
-                if let Some((_, token)) = value.split_once(' ') {
-                    values.push(token.trim().to_owned());
-                }
-            }
+            credential(&mut values, name, value);
         }
     };
     for cell in spec.scenarios.iter().flat_map(|s| &s.cells) {
@@ -93,4 +105,12 @@ pub(super) fn collect(
         }
     }
     Redactor::new(values, secret_vars)
+}
+
+/// The password of `http://user:password@host/...`, if the URL has one.
+fn url_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    userinfo.split_once(':').map(|(_, p)| p).filter(|p| !p.is_empty())
 }
