@@ -40,6 +40,12 @@ pub fn to_json(results: &RunResults) -> Result<String, ResultsError> {
     Ok(text)
 }
 
+/// [`to_json`]'s text written to `w` as it is made, without holding it in memory (a long run's checkpoint).
+pub fn write_json(results: &RunResults, mut w: impl std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut w, results)?;
+    w.write_all(b"\n")
+}
+
 /// Reads `results.json`, refusing a `schema_version` other than [`RESULTS_SCHEMA_VERSION`] with a message that
 /// names both versions.
 pub fn from_json(text: &str) -> Result<RunResults, ResultsError> {
@@ -76,4 +82,15 @@ pub fn json_schema() -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn written_as_it_is_made_is_the_same_text() {
+        let run = crate::fixture::sample_run();
+        let mut streamed = Vec::new();
+        super::write_json(&run, &mut streamed).expect("write");
+        assert_eq!(String::from_utf8(streamed).expect("utf-8"), super::to_json(&run).expect("json"));
+    }
 }

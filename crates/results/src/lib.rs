@@ -67,7 +67,7 @@ pub mod verdict;
 pub mod verify;
 
 pub use hgrm::hgrm;
-pub use json::{from_json, json_schema, to_json, ResultsError};
+pub use json::{from_json, json_schema, to_json, write_json, ResultsError};
 pub use knee::{knee, sweeps};
 pub use limit::{who_limited, LimitContext, TargetCpu};
 pub use merge::{merge_concurrent, merge_scenarios};

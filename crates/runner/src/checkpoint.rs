@@ -106,9 +106,19 @@ impl Checkpointer {
             in_progress,
         });
         results.outcome = loadgate_results::outcome(results);
-        let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
-        crate::reports::write_atomic(&self.path, &self.secrets.scrub(&json))
-            .map_err(|e| format!("cannot write the checkpoint {}: {e}", self.path.display()))
+        let failed = |e: &dyn std::fmt::Display| format!("cannot write the checkpoint {}: {e}", self.path.display());
+        if !self.secrets.is_empty() {
+            // Secrets are replaced in the whole text (one may span any two writes).
+            let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
+            return crate::reports::write_atomic(&self.path, &self.secrets.scrub(&json)).map_err(|e| failed(&e));
+        }
+        // Nothing to replace: streamed to the file, so a long run's checkpoint never sits in memory whole.
+        crate::reports::write_atomic_with(&self.path, |file| {
+            let mut w = std::io::BufWriter::new(file);
+            loadgate_results::write_json(results, &mut w)?;
+            std::io::Write::flush(&mut w)
+        })
+        .map_err(|e| failed(&e))
     }
 
     /// The run wrote its reports: its checkpoint is out of date.

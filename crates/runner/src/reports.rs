@@ -128,9 +128,18 @@ fn draw_plots(results: &RunResults, dir: &Path) -> (Vec<(Figure, String)>, Vec<W
 
 /// Writes `content` to `path` through a temporary file in the same directory, renamed over `path`.
 pub fn write_atomic(path: &Path, content: &str) -> std::io::Result<()> {
+    write_atomic_with(path, |mut file| std::io::Write::write_all(&mut file, content.as_bytes()))
+}
+
+/// [`write_atomic`] with the content written by `fill` into the temporary file.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = std::fs::write(&tmp, content).and_then(|()| std::fs::rename(&tmp, path));
+    let result =
+        std::fs::File::create(&tmp).and_then(|mut file| fill(&mut file)).and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
