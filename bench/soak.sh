@@ -126,9 +126,10 @@ after=$(served)
   if [ "$PROM" = 1 ]; then
     end=$(date +%s)
     sleep 3
-    echo "Prometheus (remote write, queried back): requests $(prom_query 'sum(loadgate_requests_total)' "$end"), \
-p99 $(prom_query 'histogram_quantile(0.99, sum(loadgate_latency_seconds))' "$end") s, \
-p99.9 $(prom_query 'histogram_quantile(0.999, sum(loadgate_latency_seconds))' "$end") s; \
+    # Queried now: the final push is stamped in the second loadgate ended, after `end` (whole seconds).
+    echo "Prometheus (remote write, queried back): requests $(prom_query 'sum(loadgate_requests_total)'), \
+p99 $(prom_query 'histogram_quantile(0.99, sum(loadgate_latency_seconds))') s, \
+p99.9 $(prom_query 'histogram_quantile(0.999, sum(loadgate_latency_seconds))') s; \
 export.json: $(jq -c '[.outputs[] | {offered, sent, dropped, failed}]' "$OUT"/run/*/export.json)"
     # The request rate per minute as Prometheus saw it, after the first minute: steady load is a flat line.
     curl -fsG "http://127.0.0.1:$PROM_PORT/api/v1/query_range" \
