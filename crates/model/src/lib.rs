@@ -401,6 +401,13 @@ impl Gating {
                 )
             });
         }
+        if let Some(budget) = self.budget {
+            let goal = match self.detect {
+                Some(d) => format!("to tell a change of {}%", units::trim_float(d * 100.0)),
+                None => "while inconclusive".to_owned(),
+            };
+            text.push_str(&format!(" as a pilot, then rounds planned {goal} within {budget} of load"));
+        }
         let inconclusive = match (self.on_inconclusive, reader) {
             (OnInconclusive::Inconclusive, _) => "exits 5",
             (OnInconclusive::Fail, GatingReader::Plan) => "fails (exit 1)",

@@ -1,0 +1,99 @@
+//! `gating.detect` / `gating.budget` in a run: after a budgeted instance's pilot (its first look), the plan made
+//! from its rounds by the pure `results::power::plan`, which the schedule then follows
+//! ([`crate::schedule::Schedule::follow`]): the rounds after it as long as planned ([`lengthened`]), as many as
+//! its looks need, never past the budget. No loop of its own: the run's one loop runs the longer rounds.
+
+use loadgate_plan::{Arrival, ExecutionPlan, Phase, StopCondition};
+use loadgate_results::power::{pilots, Asked, Cost};
+use loadgate_results::{InconclusiveCause, PowerPlan, ScenarioResult, StatisticalStatus};
+
+/// The plan for `phase` from its pilot: `mine` (the candidate's rounds in A/B), `paired` (the baseline's);
+/// `units` the schedule's `(spent, kept, cap)`. `None` when nothing can be planned (no check over
+/// repetitions, no spread).
+pub(crate) fn make(
+    plan: &ExecutionPlan,
+    phase: &Phase,
+    mine: &[ScenarioResult],
+    paired: Option<&[ScenarioResult]>,
+    units: (u32, u32, u32),
+) -> Option<PowerPlan> {
+    let g = &plan.gating;
+    let (spent, kept, cap) = units;
+    let looks = loadgate_model::looks_between(kept, cap);
+    let last = loadgate_model::share_of_confidence(g.confidence, looks.len() - 1, looks.len());
+    let cost = Cost {
+        round_seconds: phase.duration?.0.as_secs_f64(),
+        sides: if plan.candidate.is_some() { 2 } else { 1 },
+        pilot: kept,
+        // Rounds discarded in the pilot spent budget without adding to it.
+        budget_units: cap.saturating_sub(spent - kept),
+        scalable: paired.is_some() && lengthenable(phase),
+    };
+    let asked = Asked { detect: g.detect, last_look_confidence: last, power: loadgate_model::DEFAULT_POWER };
+    loadgate_results::power::plan(&pilots(&phase.slos, mine, paired), asked, cost)
+}
+
+/// Whether a phase's rounds can be made longer: a closed or constant-rate load that stops after a time.
+pub fn lengthenable(phase: &Phase) -> bool {
+    phase.capacity.is_none()
+        && matches!(phase.load.arrival, Arrival::Closed | Arrival::Constant { .. })
+        && matches!(phase.load.stop, StopCondition::Duration { .. })
+}
+
+/// The phase `scale` times as long (its load's duration); itself when `scale` is 1 or it cannot be.
+pub fn lengthened(phase: &Phase, scale: u32) -> std::borrow::Cow<'_, Phase> {
+    if scale <= 1 || !lengthenable(phase) {
+        return std::borrow::Cow::Borrowed(phase);
+    }
+    let mut longer = phase.clone();
+    if let StopCondition::Duration { duration } = &mut longer.load.stop {
+        duration.0 *= scale;
+    }
+    longer.duration = longer.duration.map(|d| loadgate_model::units::Duration(d.0 * scale));
+    std::borrow::Cow::Owned(longer)
+}
+
+/// A budgeted instance's judged result: its plan beside it, the change asked beside each verdict's detectable
+/// one, and, when the budget ended its rounds (`out_of_budget`), every verdict still INCONCLUSIVE that is not
+/// "at the limit" INCONCLUSIVE for `budget`.
+pub(crate) fn annotate(result: &mut ScenarioResult, plan: Option<&PowerPlan>, detect: Option<f64>, out_of_budget: bool) {
+    result.power_plan = plan.cloned();
+    for st in result.verdicts.iter_mut().filter_map(|v| v.statistics.as_mut()) {
+        st.detect = detect;
+        let undecided = st.status == StatisticalStatus::Inconclusive && st.cause != Some(InconclusiveCause::AtTheLimit);
+        if out_of_budget && undecided {
+            st.cause = Some(InconclusiveCause::Budget);
+            st.reason = "budget".to_owned();
+        }
+    }
+    if out_of_budget {
+        for v in result.verdicts.iter_mut() {
+            let Some(st) = &v.statistics else { continue };
+            if st.cause == Some(InconclusiveCause::Budget) {
+                v.note = v.note.take().map(|n| budget_note(&n));
+            }
+        }
+    }
+}
+
+/// `INCONCLUSIVE, leans regression: ...` -> `INCONCLUSIVE, budget (the rounds it allowed ended; leans
+/// regression): ...`.
+fn budget_note(note: &str) -> String {
+    match note.strip_prefix("INCONCLUSIVE, ").and_then(|rest| rest.split_once(": ")) {
+        Some((was, rest)) => format!("INCONCLUSIVE, budget (the rounds it allowed ended; {was}): {rest}"),
+        None => format!("budget: the rounds it allowed ended; {note}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_says_the_budget_ended_and_what_the_verdict_leaned_to() {
+        assert_eq!(
+            budget_note("INCONCLUSIVE, leans regression: the 95% interval straddles the limit"),
+            "INCONCLUSIVE, budget (the rounds it allowed ended; leans regression): the 95% interval straddles the limit"
+        );
+    }
+}
