@@ -95,6 +95,7 @@ pub struct Cost {
 
 /// The plan for one instance from its checks' pilots; `None` when no check has a spread to plan from.
 pub fn plan(checks: &[CheckPilot], asked: Asked, cost: Cost) -> Option<PowerPlan> {
+    let cost = Cost { budget_units: cost.budget_units.max(cost.pilot), ..cost };
     let family = checks.len().max(1);
     let spreads: Vec<Spread> = checks.iter().filter_map(Spread::of).collect();
     if spreads.is_empty() {
@@ -102,10 +103,8 @@ pub fn plan(checks: &[CheckPilot], asked: Asked, cost: Cost) -> Option<PowerPlan
     }
     let alpha = (1.0 - asked.last_look_confidence) / 2.0 / family as f64;
     let z = normal_quantile(1.0 - alpha) + normal_quantile(asked.power);
-    let options: Vec<Option<Choice>> = scales(cost)
-        .map(|k| Choice::at(k, &spreads, checks, asked.detect, z, alpha, cost))
-        .collect();
-    let options: Vec<Choice> = options.into_iter().flatten().collect();
+    let options: Vec<Choice> =
+        scales(cost).filter_map(|k| Choice::at(k, &spreads, checks, asked.detect, z, alpha, cost)).collect();
     let fits = |c: &&Choice| c.units_needed.is_some_and(|u| u <= cost.budget_units);
     let best = options
         .iter()
@@ -180,13 +179,11 @@ impl Choice {
         let mut worst: Option<Choice> = None;
         for (i, (s, c)) in spreads.iter().zip(checks).enumerate() {
             let least = fewest_rounds(s.sampling_kind, alpha).unwrap_or(u32::MAX);
-            if allowed < least {
-                return None;
-            }
             let needed = detect.and_then(|d| margin(c, d)).map(|m| rounds_for(z, s.sd(k), m, s.are).max(least));
             let units = needed.map(|n| cost.pilot + n.saturating_sub(cost.pilot).saturating_mul(k));
+            // Fewer rounds than any verdict needs at the last look's level tell no change at all.
             let reach = z * s.sd(k) / (f64::from(allowed) * s.are).sqrt();
-            let detectable = change_at(c, reach);
+            let detectable = if allowed < least { f64::INFINITY } else { change_at(c, reach) };
             let this = Choice {
                 scale: k,
                 check: i,
@@ -294,7 +291,7 @@ fn sentence(p: &PowerPlan, check: &CheckPilot) -> String {
             duration(load),
             duration(p.budget_seconds),
             p.rounds_allowed,
-            expect.unwrap_or_else(|| "expect INCONCLUSIVE".to_owned())
+            expect.unwrap_or_else(|| "expect INCONCLUSIVE whatever the change: too few rounds for any verdict".to_owned())
         ),
         (Some(d), _, _) => format!(
             "a change of {} is within {}'s own limit (x{}): it passes by the spec's limit; the budget ({}) allows {} \
@@ -310,7 +307,7 @@ fn sentence(p: &PowerPlan, check: &CheckPilot) -> String {
             duration(p.budget_seconds),
             rounds(p.rounds_allowed),
             p.metric,
-            p.detectable.map_or_else(|| "no size".to_owned(), pct)
+            p.detectable.map_or_else(|| "no change (too few rounds for any verdict)".to_owned(), pct)
         ),
     }
 }
@@ -569,6 +566,15 @@ mod tests {
             "{}",
             plan.sentence
         );
+    }
+
+    #[test]
+    fn a_budget_below_the_fewest_rounds_says_no_verdict_can_come() {
+        // 5 rounds where the last look (one-sided 2.5%) needs 6 pairs.
+        let plan = plan(&[p99(0.05, 0.0)], asked(0.10), Cost { pilot: 3, ..cost(5) }).unwrap();
+        assert_eq!(plan.rounds_allowed, 5);
+        assert_eq!(plan.detectable, None);
+        assert!(plan.sentence.ends_with("expect INCONCLUSIVE whatever the change: too few rounds for any verdict"), "{}", plan.sentence);
     }
 
     #[test]
