@@ -541,13 +541,9 @@ impl ExecutionPlan {
         }
         let round = p.duration?.0.as_secs_f64();
         let sides = if self.candidate.is_some() { 2.0 } else { 1.0 };
-        let warmups: f64 = self
-            .phases
-            .iter()
-            .filter(|w| !w.gate)
-            .filter_map(|w| w.duration.map(|d| d.0.as_secs_f64()))
-            .sum::<f64>()
-            * sides;
+        let warmups: f64 =
+            self.phases.iter().filter(|w| !w.gate).filter_map(|w| w.duration.map(|d| d.0.as_secs_f64())).sum::<f64>()
+                * sides;
         if round <= 0.0 {
             return None;
         }

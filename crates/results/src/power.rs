@@ -116,9 +116,9 @@ pub fn plan(checks: &[CheckPilot], asked: Asked, cost: Cost) -> Option<PowerPlan
 
 /// The scales a plan considers: 1 alone when the round cannot be made longer.
 fn scales(cost: Cost) -> impl Iterator<Item = u32> {
-    SCALES.into_iter().filter(move |k| {
-        *k == 1 || (cost.scalable && f64::from(*k) * cost.round_seconds <= MAX_ROUND_SECONDS)
-    })
+    SCALES
+        .into_iter()
+        .filter(move |k| *k == 1 || (cost.scalable && f64::from(*k) * cost.round_seconds <= MAX_ROUND_SECONDS))
 }
 
 /// One check's spread, split into the environment's and the sampling's.
@@ -140,7 +140,9 @@ impl Spread {
         let (total, are, kind) = match c.design {
             PilotDesign::Paired => (robust, ARE_RANK, Sampling::OneSetOrPaired),
             PilotDesign::Median => (robust, ARE_SIGN, Sampling::OneSetOrPaired),
-            PilotDesign::Unpaired => (robust * std::f64::consts::SQRT_2, ARE_RANK, Sampling::Unpaired { baseline: None }),
+            PilotDesign::Unpaired => {
+                (robust * std::f64::consts::SQRT_2, ARE_RANK, Sampling::Unpaired { baseline: None })
+            }
         };
         let sampling = c.sampling_variance.max(0.0).min(total * total);
         Some(Spread { env: total * total - sampling, sampling, are, sampling_kind: kind, total })
@@ -283,16 +285,20 @@ fn sentence(p: &PowerPlan, check: &CheckPilot) -> String {
             duration(p.budget_seconds),
             p.rounds_allowed
         ),
-        (Some(d), Some(n), Some(load)) => format!(
-            "to tell {} on {} here needs about {} of {length} ({} of load); the budget ({}) allows {}; {}",
-            pct(d),
-            p.metric,
-            rounds(n),
-            duration(load),
-            duration(p.budget_seconds),
-            p.rounds_allowed,
-            expect.unwrap_or_else(|| "expect INCONCLUSIVE whatever the change: too few rounds for any verdict".to_owned())
-        ),
+        (Some(d), Some(n), Some(load)) => {
+            format!(
+                "to tell {} on {} here needs about {} of {length} ({} of load); the budget ({}) allows {}; {}",
+                pct(d),
+                p.metric,
+                rounds(n),
+                duration(load),
+                duration(p.budget_seconds),
+                p.rounds_allowed,
+                expect.unwrap_or_else(
+                    || "expect INCONCLUSIVE whatever the change: too few rounds for any verdict".to_owned()
+                )
+            )
+        }
         (Some(d), _, _) => format!(
             "a change of {} is within {}'s own limit (x{}): it passes by the spec's limit; the budget ({}) allows {} \
              of {length}",
@@ -420,7 +426,9 @@ fn pilot(slo: &Slo, mine: &[ScenarioResult], paired: Option<&[ScenarioResult]>) 
     let (values, variance, limit, design) = match (slo.threshold, paired) {
         (Threshold::Baseline { factor }, Some(a)) => {
             let values = mine.iter().zip(a).filter_map(|(b, a)| Some(ln(b)? - ln(a)?)).collect();
-            let var = mean(mine.iter().zip(a).map(|(b, a)| sampling_variance(slo.metric, b) + sampling_variance(slo.metric, a)));
+            let var = mean(
+                mine.iter().zip(a).map(|(b, a)| sampling_variance(slo.metric, b) + sampling_variance(slo.metric, a)),
+            );
             (values, var, factor.ln(), PilotDesign::Paired)
         }
         (Threshold::Baseline { factor }, None) => {
@@ -432,7 +440,14 @@ fn pilot(slo: &Slo, mine: &[ScenarioResult], paired: Option<&[ScenarioResult]>) 
             (mine.iter().filter_map(ln).collect(), var, 0.0, PilotDesign::Median)
         }
     };
-    Some(CheckPilot { metric: slo.metric.to_string(), values, sampling_variance: variance, limit, lower_is_better, design })
+    Some(CheckPilot {
+        metric: slo.metric.to_string(),
+        values,
+        sampling_variance: variance,
+        limit,
+        lower_is_better,
+        design,
+    })
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -459,7 +474,15 @@ pub fn sampling_variance(metric: Metric, r: &ScenarioResult) -> f64 {
     let half = 1.96 * (q * (1.0 - q) / m).sqrt();
     let value = |p: f64| {
         let p = p.clamp(0.0001, 1.0);
-        let metric = if p >= 1.0 { if matches!(metric, Metric::Percentile(_)) { Metric::Max } else { Metric::ConnectMax } } else { at(p * 100.0) };
+        let metric = if p >= 1.0 {
+            if matches!(metric, Metric::Percentile(_)) {
+                Metric::Max
+            } else {
+                Metric::ConnectMax
+            }
+        } else {
+            at(p * 100.0)
+        };
         crate::measure(metric, r).filter(|v| *v > 0.0).map(f64::ln)
     };
     match (value(q - half), value(q + half)) {
@@ -517,7 +540,11 @@ mod tests {
         assert_eq!(plan.round_scale, 1, "no sampling share: a longer round buys nothing");
         assert!(plan.rounds_needed.unwrap() <= plan.rounds_allowed);
         assert_eq!(plan.load_needed_seconds, Some(f64::from(expected) * 0.5 * 2.0));
-        assert!(plan.sentence.starts_with(&format!("to tell 10% on p99 here needs about {expected} rounds of 0.5 s")), "{}", plan.sentence);
+        assert!(
+            plan.sentence.starts_with(&format!("to tell 10% on p99 here needs about {expected} rounds of 0.5 s")),
+            "{}",
+            plan.sentence
+        );
         assert!(!plan.sentence.contains("INCONCLUSIVE"), "{}", plan.sentence);
     }
 
@@ -546,10 +573,7 @@ mod tests {
         assert_eq!(plan.round_seconds, 0.5 * f64::from(plan.round_scale));
         let fixed = super::plan(&[noisy], asked(0.10), Cost { scalable: false, ..cost(180) }).unwrap();
         assert_eq!(fixed.round_scale, 1);
-        assert!(
-            plan.load_needed_seconds.unwrap() < fixed.load_needed_seconds.unwrap(),
-            "{plan:?} vs {fixed:?}"
-        );
+        assert!(plan.load_needed_seconds.unwrap() < fixed.load_needed_seconds.unwrap(), "{plan:?} vs {fixed:?}");
         assert!(plan.sentence.contains("x the pilot's"), "{}", plan.sentence);
     }
 
@@ -562,7 +586,10 @@ mod tests {
         let x = plan.detectable.unwrap();
         assert!(x > 0.10, "the budget tells only a larger change: {x}");
         assert!(
-            plan.sentence.contains(&format!("the budget (40 s) allows 40; expect INCONCLUSIVE unless the change is larger than {}%", trim(x * 100.0))),
+            plan.sentence.contains(&format!(
+                "the budget (40 s) allows 40; expect INCONCLUSIVE unless the change is larger than {}%",
+                trim(x * 100.0)
+            )),
             "{}",
             plan.sentence
         );
@@ -574,7 +601,11 @@ mod tests {
         let plan = plan(&[p99(0.05, 0.0)], asked(0.10), Cost { pilot: 3, ..cost(5) }).unwrap();
         assert_eq!(plan.rounds_allowed, 5);
         assert_eq!(plan.detectable, None);
-        assert!(plan.sentence.ends_with("expect INCONCLUSIVE whatever the change: too few rounds for any verdict"), "{}", plan.sentence);
+        assert!(
+            plan.sentence.ends_with("expect INCONCLUSIVE whatever the change: too few rounds for any verdict"),
+            "{}",
+            plan.sentence
+        );
     }
 
     #[test]
@@ -599,7 +630,13 @@ mod tests {
         assert!(within.sentence.starts_with("a change of 3% is within p99's own limit (x1.05)"), "{}", within.sentence);
         let reach = plan(&[p99(0.05, 0.0)], Asked { detect: None, ..asked(0.1) }, cost(180)).unwrap();
         assert_eq!(reach.round_scale, 1);
-        assert!(reach.sentence.starts_with("the budget (3 min) allows 180 rounds of 0.5 s; with the pilot's spread on p99 it can tell a change of"), "{}", reach.sentence);
+        assert!(
+            reach.sentence.starts_with(
+                "the budget (3 min) allows 180 rounds of 0.5 s; with the pilot's spread on p99 it can tell a change of"
+            ),
+            "{}",
+            reach.sentence
+        );
         assert!(plan(&[], asked(0.1), cost(180)).is_none());
     }
 

@@ -56,7 +56,12 @@ pub fn lengthened(phase: &Phase, scale: u32) -> std::borrow::Cow<'_, Phase> {
 /// A budgeted instance's judged result: its plan beside it, the change asked beside each verdict's detectable
 /// one, and, when the budget ended its rounds (`out_of_budget`), every verdict still INCONCLUSIVE that is not
 /// "at the limit" INCONCLUSIVE for `budget`.
-pub(crate) fn annotate(result: &mut ScenarioResult, plan: Option<&PowerPlan>, detect: Option<f64>, out_of_budget: bool) {
+pub(crate) fn annotate(
+    result: &mut ScenarioResult,
+    plan: Option<&PowerPlan>,
+    detect: Option<f64>,
+    out_of_budget: bool,
+) {
     result.power_plan = plan.cloned();
     for st in result.verdicts.iter_mut().filter_map(|v| v.statistics.as_mut()) {
         st.detect = detect;

@@ -338,13 +338,10 @@ impl Schedule {
     /// budget allows (a gated instance of a statistical run, not when stopping); `last` as planned after that.
     fn judgement(&mut self, phase: usize, round: u32) -> Judgement {
         let invalid = std::mem::take(&mut self.invalid[phase]);
-        let discard: Option<Vec<Side>> = (!self.stopped
-            && self.statistical
-            && self.gate[phase]
-            && !invalid.is_empty())
-        .then(|| self.rerun(phase, round))
-        .filter(|granted| *granted)
-        .map(|_| self.all_sides().iter().copied().filter(|s| invalid.contains(s)).collect());
+        let discard: Option<Vec<Side>> = (!self.stopped && self.statistical && self.gate[phase] && !invalid.is_empty())
+            .then(|| self.rerun(phase, round))
+            .filter(|granted| *granted)
+            .map(|_| self.all_sides().iter().copied().filter(|s| invalid.contains(s)).collect());
         if let Some(b) = self.budgets[phase].as_mut() {
             b.spent += b.scale;
             if discard.is_none() {
