@@ -842,19 +842,24 @@ scenarios:
     assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
     let all = format!("{stdout}{stderr}");
     let plan_at = all.find("main plan: to tell 10% on p99 here needs about").unwrap_or_else(|| panic!("{all}"));
-    assert!(all[plan_at..].contains("the budget (4 s) allows 5"), "{all}");
-    let fourth = all.find("main round 4").unwrap_or_else(|| panic!("{all}"));
-    assert!(plan_at < fourth, "the plan comes before the rounds it plans: {all}");
+    assert!(all[plan_at..].contains("the budget (4 s) allows "), "{all}");
+    let pilot_end = all.find("main round 3").unwrap_or_else(|| panic!("{all}"));
+    assert!(pilot_end < plan_at, "the plan follows the pilot: {all}");
+    if let Some(fourth) = all.find("main round 4") {
+        assert!(plan_at < fourth, "the plan comes before the rounds it plans: {all}");
+    }
     let r = results(dir.path(), "e2e-budget");
     let s = &r["scenarios"][0];
-    // 4 s of load on two sides: five rounds of 400 ms, never a sixth.
-    assert_eq!(s["repetitions"].as_array().unwrap().len(), 5, "{s}");
+    // 4 s of load on two sides: at most five rounds of 400 ms (fewer when the pilot's rounds measured longer
+    // than planned), every round the plan allowed.
+    let rounds = s["repetitions"].as_array().unwrap().len();
+    assert!((3..=5).contains(&rounds), "{s}");
+    assert_eq!(s["power_plan"]["rounds_allowed"], rounds, "{s}");
     let v = &s["verdicts"][0]["statistics"];
     assert_eq!(v["status"], "inconclusive", "{v}");
     assert_eq!(v["cause"], "budget", "{v}");
     assert_eq!(v["reason"], "budget", "{v}");
     assert_eq!(v["detect"], 0.1, "{v}");
-    assert_eq!(s["power_plan"]["rounds_allowed"], 5, "{s}");
     assert_eq!(r["gating"]["budget_seconds"], 4.0);
     assert_eq!(r["gating"]["detect"], 0.1);
     let md = std::fs::read_to_string(dir.path().join("out/e2e-budget/report.md")).unwrap();

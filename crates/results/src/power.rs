@@ -91,6 +91,8 @@ pub struct Cost {
     pub budget_units: u32,
     /// Whether the round may be made longer (a load bounded by time, in an A/B run).
     pub scalable: bool,
+    /// The budget as the spec gave it, in seconds (what the plan's sentence names).
+    pub budget_seconds: f64,
 }
 
 /// The plan for one instance from its checks' pilots; `None` when no check has a spread to plan from.
@@ -228,7 +230,7 @@ impl Choice {
             rounds_needed: self.rounds_needed,
             load_needed_seconds: self.rounds_needed.map(load),
             rounds_allowed: self.rounds_allowed,
-            budget_seconds: f64::from(cost.budget_units) * cost.round_seconds * sides,
+            budget_seconds: cost.budget_seconds,
             detectable: Some(self.detectable).filter(|d| d.is_finite()),
             spread: self.spread.total,
             sampling_spread: self.spread.sampling.sqrt(),
@@ -518,7 +520,14 @@ mod tests {
 
     /// 0.5 s rounds on two sides, 8 of them a pilot, a budget of 3 minutes: 180 units.
     fn cost(budget_units: u32) -> Cost {
-        Cost { round_seconds: 0.5, sides: 2, pilot: 8, budget_units, scalable: true }
+        Cost {
+            round_seconds: 0.5,
+            sides: 2,
+            pilot: 8,
+            budget_units,
+            scalable: true,
+            budget_seconds: f64::from(budget_units),
+        }
     }
 
     #[test]

@@ -310,9 +310,10 @@ impl<'a> Ledger<'a> {
     fn plan_rounds(&mut self, phase: usize, schedule: &mut Schedule, observer: &mut dyn Observer) {
         let [a, b] = &self.reps[phase];
         let (mine, paired) = if self.sides.len() == 2 { (b, Some(a.as_slice())) } else { (a, None) };
-        let units = schedule.units(phase).unwrap_or_default();
-        let made = crate::power::make(self.plan, &self.plan.phases[phase], mine, paired, units);
-        schedule.follow(phase, made.as_ref().map_or(1, |p| p.round_scale));
+        let (spent, kept, cap) = schedule.units(phase).unwrap_or_default();
+        let cap = crate::power::measured_cap(&self.plan.phases[phase], [a, b], cap);
+        let made = crate::power::make(self.plan, &self.plan.phases[phase], mine, paired, (spent, kept, cap));
+        schedule.follow(phase, made.as_ref().map_or(1, |p| p.round_scale), cap);
         if let Some(p) = &made {
             observer.event(&Event::GatePlanned { phase: &self.plan.phases[phase], plan: p });
         }

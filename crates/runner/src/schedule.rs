@@ -186,10 +186,13 @@ impl Schedule {
         self.budgets[phase].as_ref().is_some_and(|b| !b.planned && b.looks.first().is_some_and(|l| b.kept >= *l))
     }
 
-    /// Follows the plan for `phase`: its rounds from now on are `scale` pilot rounds long (1 keeps them).
-    pub fn follow(&mut self, phase: usize, scale: u32) {
+    /// Follows the plan for `phase`: its rounds from now on are `scale` pilot rounds long (1 keeps them), and
+    /// its budget at most `cap` units (the pilot's measured load per round may exceed its planned duration: the
+    /// drain of the requests in flight at each round's end). The looks stay where they were fixed.
+    pub fn follow(&mut self, phase: usize, scale: u32, cap: u32) {
         if let Some(b) = self.budgets[phase].as_mut() {
             b.scale = scale.max(1);
+            b.cap = b.cap.min(cap);
             b.planned = true;
         }
     }
@@ -669,7 +672,7 @@ mod tests {
                 Task::Judge(j) => {
                     s.judged(j.phase, j.phase == 1 && j.round < decided_at);
                     if s.wants_plan(j.phase) {
-                        s.follow(j.phase, scale);
+                        s.follow(j.phase, scale, u32::MAX);
                     }
                 }
                 Task::Restart { .. } => {}
@@ -690,6 +693,24 @@ mod tests {
         assert!(!s.out_of_budget(0), "the warmup has no budget of its own");
         let last = s.look_confidence(1, 0.90).unwrap();
         assert!((last - 0.95).abs() < 1e-12, "the last look keeps half the error: {last}");
+        // A pilot whose rounds measured longer than planned shrinks the budget's rounds, never the looks.
+        let mut s = Schedule::new(&p);
+        while let Some(task) = s.next_task() {
+            match task {
+                Task::Run(u) => s.ran(u, Ran::Valid),
+                Task::Judge(j) => {
+                    s.judged(j.phase, j.phase == 1);
+                    if s.wants_plan(j.phase) {
+                        s.follow(j.phase, 1, 15);
+                    }
+                }
+                Task::Restart { .. } => {}
+            }
+        }
+        assert_eq!(s.wanted(1), 15);
+        assert_eq!(s.units(1), Some((15, 15, 15)));
+        let at = s.look_confidence(1, 0.90).unwrap();
+        assert!((at - (1.0 - 0.10 * 0.5 / 4.0)).abs() < 1e-12, "judged at the look of 14 units, its own share: {at}");
     }
 
     #[test]
