@@ -596,6 +596,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_gating_sentence_names_the_change_and_the_budget() {
+        let g = Gating {
+            repeat: 8,
+            max_repeat: 8,
+            detect: Some(0.1),
+            budget: Some(units::Duration(DEFAULT_BUDGET)),
+            ..Gating::default()
+        };
+        let text = g.sentence(&[8], None, GatingReader::Report);
+        assert!(
+            text.starts_with(
+                "8 repetitions per gated instance as a pilot, then rounds planned to tell a change of 10% within 3m of \
+                 load"
+            ),
+            "{text}"
+        );
+    }
+
     fn gating(repeat: u32, max_repeat: u32) -> Gating {
         Gating { repeat, max_repeat, ..Gating::default() }
     }

@@ -399,3 +399,34 @@ fn undecidable(d: &Design, ab: bool) -> Option<(String, String, &'static str)> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    fn gating(block: &str) -> loadgate_model::Gating {
+        let yaml = format!(
+            "version: 1\nname: g\ntarget: {{ builtin: plaintext }}\ngating: {block}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n"
+        );
+        crate::load_str("g.yaml", &yaml, &crate::LoadOptions::default()).unwrap().gating
+    }
+
+    #[test]
+    fn detect_alone_gets_the_default_budget_and_pilot() {
+        let g = gating("{ detect: 10% }");
+        assert_eq!(g.detect, Some(0.10));
+        assert_eq!(g.budget.map(|b| b.0), Some(loadgate_model::DEFAULT_BUDGET));
+        assert_eq!((g.repeat, g.max_repeat), (loadgate_model::DEFAULT_PILOT, loadgate_model::DEFAULT_PILOT));
+        assert!(g.sequential() && g.budgeted());
+        let g = gating("{ detect: 5%, budget: 90s, repeat: 6 }");
+        assert_eq!((g.repeat, g.budget.map(|b| b.0.as_secs())), (6, Some(90)));
+    }
+
+    #[test]
+    fn budget_alone_caps_sequential_mode_and_a_written_max_repeat_stays_a_cap() {
+        let g = gating("{ budget: 2m }");
+        assert_eq!((g.detect, g.repeat), (None, loadgate_model::DEFAULT_PILOT));
+        let g = gating("{ budget: 2m, max_repeat: 5 }");
+        assert_eq!((g.repeat, g.max_repeat), (5, 5), "the pilot within max_repeat");
+        let g = gating("{ budget: 2m, repeat: 6, max_repeat: 30 }");
+        assert_eq!((g.repeat, g.max_repeat), (6, 30));
+    }
+}
