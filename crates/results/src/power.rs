@@ -93,6 +93,9 @@ pub struct Cost {
     pub scalable: bool,
     /// The budget as the spec gave it, in seconds (what the plan's sentence names).
     pub budget_seconds: f64,
+    /// What a round costs beyond its planned duration, in seconds per side (the drain of the requests in flight
+    /// at its end, measured in the pilot): a longer round pays it less often.
+    pub overhead_seconds: f64,
 }
 
 /// The plan for one instance from its checks' pilots; `None` when no check has a spread to plan from.
@@ -111,7 +114,7 @@ pub fn plan(checks: &[CheckPilot], asked: Asked, cost: Cost) -> Option<PowerPlan
     let best = options
         .iter()
         .filter(fits)
-        .min_by_key(|c| (c.units_needed, c.scale))
+        .min_by(|a, b| a.load.unwrap_or(f64::MAX).total_cmp(&b.load.unwrap_or(f64::MAX)).then(a.scale.cmp(&b.scale)))
         .or_else(|| options.iter().min_by(|a, b| a.detectable.total_cmp(&b.detectable)))?;
     Some(best.statement(checks, asked.detect, cost))
 }
@@ -137,7 +140,7 @@ struct Spread {
 
 impl Spread {
     fn of(c: &CheckPilot) -> Option<Spread> {
-        let robust = robust_sd(&c.values)?;
+        let robust = robust_sd(&c.values)? * upper_sd_factor(c.values.len());
         // Against a stored baseline the difference of two sets carries both sets' spread.
         let (total, are, kind) = match c.design {
             PilotDesign::Paired => (robust, ARE_RANK, Sampling::OneSetOrPaired),
@@ -163,6 +166,8 @@ struct Choice {
     check: usize,
     rounds_needed: Option<u32>,
     units_needed: Option<u32>,
+    /// The load of `rounds_needed` in seconds, both sides, each round's overhead counted.
+    load: Option<f64>,
     rounds_allowed: u32,
     /// The smallest change (relative) the budget's rounds tell, on the deciding check.
     detectable: f64,
@@ -183,23 +188,38 @@ impl Choice {
         let mut worst: Option<Choice> = None;
         for (i, (s, c)) in spreads.iter().zip(checks).enumerate() {
             let least = fewest_rounds(s.sampling_kind, alpha).unwrap_or(u32::MAX);
-            let needed = detect.and_then(|d| margin(c, d)).map(|m| rounds_for(z, s.sd(k), m, s.are).max(least));
-            let units = needed.map(|n| cost.pilot + n.saturating_sub(cost.pilot).saturating_mul(k));
+            // A pilot round is worth fewer rounds of this length: its value is noisier.
+            let pilot_worth = f64::from(cost.pilot) * (s.sd(k) / s.sd(1)).powi(2);
+            let later = detect.and_then(|d| margin(c, d)).map(|m| {
+                let n = rounds_for(z, s.sd(k), m, s.are);
+                let later = (f64::from(n) - pilot_worth).max(0.0).ceil() as u32;
+                later.max(least.saturating_sub(cost.pilot))
+            });
+            let needed = later.map(|l| cost.pilot + l);
+            let units = later.map(|l| cost.pilot + l.saturating_mul(k));
+            let load = later.map(|l| {
+                let t = cost.round_seconds;
+                f64::from(cost.sides)
+                    * (f64::from(cost.pilot) * (t + cost.overhead_seconds)
+                        + f64::from(l) * (f64::from(k) * t + cost.overhead_seconds))
+            });
             // Fewer rounds than any verdict needs at the last look's level tell no change at all.
-            let reach = z * s.sd(k) / (f64::from(allowed) * s.are).sqrt();
+            let worth = pilot_worth + f64::from(allowed.saturating_sub(cost.pilot));
+            let reach = z * s.sd(k) / (worth * s.are).sqrt();
             let detectable = if allowed < least { f64::INFINITY } else { change_at(c, reach) };
             let this = Choice {
                 scale: k,
                 check: i,
                 rounds_needed: needed,
                 units_needed: units,
+                load,
                 rounds_allowed: allowed,
                 detectable,
                 spread: *s,
             };
             let more = match &worst {
                 None => true,
-                Some(w) => match (this.units_needed, w.units_needed) {
+                Some(w) => match (this.load, w.load) {
                     (Some(a), Some(b)) => a > b,
                     (Some(_), None) => true,
                     (None, Some(_)) => false,
@@ -216,11 +236,6 @@ impl Choice {
     fn statement(&self, checks: &[CheckPilot], detect: Option<f64>, cost: Cost) -> PowerPlan {
         let check = &checks[self.check];
         let round_seconds = cost.round_seconds * f64::from(self.scale);
-        let sides = f64::from(cost.sides);
-        let load = |rounds: u32| {
-            let later = f64::from(rounds.saturating_sub(cost.pilot)) * round_seconds;
-            (f64::from(rounds.min(cost.pilot)) * cost.round_seconds + later) * sides
-        };
         let plan = PowerPlan {
             metric: check.metric.clone(),
             detect,
@@ -228,7 +243,7 @@ impl Choice {
             round_scale: self.scale,
             round_seconds,
             rounds_needed: self.rounds_needed,
-            load_needed_seconds: self.rounds_needed.map(load),
+            load_needed_seconds: self.load,
             rounds_allowed: self.rounds_allowed,
             budget_seconds: cost.budget_seconds,
             detectable: Some(self.detectable).filter(|d| d.is_finite()),
@@ -336,6 +351,23 @@ fn duration(seconds: f64) -> String {
         format!("{} s", trim(seconds))
     } else {
         format!("{} min", trim(seconds / 60.0))
+    }
+}
+
+/// A few pilot rounds estimate a spread loosely, and a plan from an estimate that came out low falls short of its
+/// power: plan from its one-sided 80% upper confidence limit (Browne 1995), `sqrt((n - 1) / chi2_0.2(n - 1))`,
+/// with the chi-square quantile by Wilson and Hilferty (1.35 for 8 rounds, 1.21 for 16).
+fn upper_sd_factor(n: usize) -> f64 {
+    if n < 2 {
+        return 1.0;
+    }
+    let k = (n - 1) as f64;
+    let z = normal_quantile(0.2);
+    let chi2 = k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3);
+    if chi2 > 0.0 {
+        (k / chi2).sqrt().max(1.0)
+    } else {
+        1.0
     }
 }
 
@@ -527,7 +559,17 @@ mod tests {
             budget_units,
             scalable: true,
             budget_seconds: f64::from(budget_units),
+            overhead_seconds: 0.0,
         }
+    }
+
+    #[test]
+    fn a_short_pilot_plans_from_the_upper_limit_of_its_spread() {
+        // chi2_0.2(7) = 3.822: sqrt(7 / 3.822) = 1.353; chi2_0.2(15) = 10.307: 1.206.
+        assert!((upper_sd_factor(8) - 1.353).abs() < 0.005, "{}", upper_sd_factor(8));
+        assert!((upper_sd_factor(16) - 1.206).abs() < 0.005, "{}", upper_sd_factor(16));
+        assert!(upper_sd_factor(16) < upper_sd_factor(8) && upper_sd_factor(16) > 1.0);
+        assert_eq!(upper_sd_factor(1), 1.0);
     }
 
     #[test]
@@ -544,7 +586,9 @@ mod tests {
         // One-sided 2.5% at the last look, 90% power; margin ln(1.10 / 1.05); Wilcoxon's 3/pi.
         let z = normal_quantile(0.975) + normal_quantile(0.90);
         let margin = (1.10f64 / 1.05).ln();
-        let expected = ((z * 0.05 / margin).powi(2) / ARE_RANK).ceil() as u32;
+        let sd = 0.05 * upper_sd_factor(8);
+        // The pilot's 8 rounds count as 8 of the same length.
+        let expected = ((z * sd / margin).powi(2) / ARE_RANK).ceil() as u32;
         assert_eq!(plan.rounds_needed, Some(expected));
         assert_eq!(plan.round_scale, 1, "no sampling share: a longer round buys nothing");
         assert!(plan.rounds_needed.unwrap() <= plan.rounds_allowed);
@@ -574,16 +618,23 @@ mod tests {
     }
 
     #[test]
-    fn a_noisy_percentile_gets_longer_rounds_and_less_load() {
-        // Most of p99's spread is its sampling error at 0.5 s: longer rounds shrink it.
-        let noisy = p99(0.10, 0.095);
-        let plan = plan(std::slice::from_ref(&noisy), asked(0.10), cost(180)).unwrap();
+    fn a_noisy_percentile_gets_longer_rounds_when_each_round_costs_an_overhead() {
+        // Nearly all of p99's spread is its sampling error at 0.5 s (the upper limit of the spread, 0.135, against
+        // 0.13 from sampling): a round twice as long halves it, so the load per unit of precision is the same, and
+        // what a longer round saves is each round's overhead (0.1 s of drain per side here).
+        let noisy = p99(0.10, 0.13);
+        let costly = Cost { overhead_seconds: 0.1, ..cost(180) };
+        let plan = plan(std::slice::from_ref(&noisy), asked(0.10), costly).unwrap();
         assert!(plan.round_scale > 1, "{plan:?}");
         assert_eq!(plan.round_seconds, 0.5 * f64::from(plan.round_scale));
-        let fixed = super::plan(&[noisy], asked(0.10), Cost { scalable: false, ..cost(180) }).unwrap();
+        let fixed = super::plan(std::slice::from_ref(&noisy), asked(0.10), Cost { scalable: false, ..costly }).unwrap();
         assert_eq!(fixed.round_scale, 1);
         assert!(plan.load_needed_seconds.unwrap() < fixed.load_needed_seconds.unwrap(), "{plan:?} vs {fixed:?}");
+        assert!(plan.rounds_needed.unwrap() < fixed.rounds_needed.unwrap());
         assert!(plan.sentence.contains("x the pilot's"), "{}", plan.sentence);
+        // Without an overhead, or where the environment's share dominates, the rounds keep their length.
+        assert_eq!(super::plan(std::slice::from_ref(&noisy), asked(0.10), cost(180)).unwrap().round_scale, 1);
+        assert_eq!(super::plan(&[p99(0.10, 0.02)], asked(0.10), costly).unwrap().round_scale, 1);
     }
 
     #[test]

@@ -311,7 +311,7 @@ impl<'a> Ledger<'a> {
         let [a, b] = &self.reps[phase];
         let (mine, paired) = if self.sides.len() == 2 { (b, Some(a.as_slice())) } else { (a, None) };
         let (spent, kept, cap) = schedule.units(phase).unwrap_or_default();
-        let cap = crate::power::measured_cap(&self.plan.phases[phase], [a, b], cap);
+        let cap = crate::power::measured_cap(&self.plan.phases[phase], [a.as_slice(), b.as_slice()], cap);
         let made = crate::power::make(self.plan, &self.plan.phases[phase], mine, paired, (spent, kept, cap));
         schedule.follow(phase, made.as_ref().map_or(1, |p| p.round_scale), cap);
         if let Some(p) = &made {
