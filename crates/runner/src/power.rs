@@ -29,29 +29,40 @@ pub(crate) fn make(
         budget_units: cap.saturating_sub(spent - kept),
         scalable: paired.is_some() && lengthenable(phase),
         budget_seconds: g.budget.map_or(0.0, |b| b.0.as_secs_f64()),
-        overhead_seconds: overhead(phase, [mine, paired.unwrap_or_default()]),
+        overhead_seconds: overhead(phase, [mine, paired.unwrap_or_default()], Overhead::Mean),
     };
     let asked = Asked { detect: g.detect, last_look_confidence: last, power: loadgate_model::DEFAULT_POWER };
     loadgate_results::power::plan(&pilots(&phase.slos, mine, paired), asked, cost)
 }
 
-/// The budget's units once the pilot's load is measured: a round's measured duration (the drain of the
-/// requests in flight at its end included) over its planned one, at least 1, shrinks the units `cap` allows, so
-/// that the load measured stays within the budget. `sides` are the pilot's results per side.
+/// The budget's units once the pilot's load is measured: the longest pilot round's measured duration (the drain
+/// of the requests in flight at its end included) over its planned one, at least 1, shrinks the units `cap`
+/// allows, so that the load measured stays within the budget. `sides` are the pilot's results per side.
 pub(crate) fn measured_cap(phase: &Phase, sides: [&[ScenarioResult]; 2], cap: u32) -> u32 {
     let Some(planned) = phase.duration.map(|d| d.0.as_secs_f64()).filter(|d| *d > 0.0) else { return cap };
-    let factor = (planned + overhead(phase, sides)) / planned;
+    let factor = (planned + overhead(phase, sides, Overhead::Most)) / planned;
     ((f64::from(cap) / factor).floor() as u32).max(1)
 }
 
-/// What the pilot's rounds measured beyond their planned duration, on average per round and side (at least 0).
-fn overhead(phase: &Phase, sides: [&[ScenarioResult]; 2]) -> f64 {
+/// Which overhead of the pilot's rounds: the mean (what the plan expects) or the most (what the budget allows for).
+#[derive(Clone, Copy)]
+enum Overhead {
+    Mean,
+    Most,
+}
+
+/// What the pilot's rounds measured beyond their planned duration per round and side (at least 0).
+fn overhead(phase: &Phase, sides: [&[ScenarioResult]; 2], which: Overhead) -> f64 {
     let Some(planned) = phase.duration.map(|d| d.0.as_secs_f64()) else { return 0.0 };
     let rounds: Vec<f64> = sides.iter().flat_map(|s| s.iter().map(|r| r.duration)).collect();
     if rounds.is_empty() {
         return 0.0;
     }
-    (rounds.iter().sum::<f64>() / rounds.len() as f64 - planned).max(0.0)
+    let measured = match which {
+        Overhead::Mean => rounds.iter().sum::<f64>() / rounds.len() as f64,
+        Overhead::Most => rounds.iter().copied().fold(0.0, f64::max),
+    };
+    (measured - planned).max(0.0)
 }
 
 /// Whether a phase's rounds can be made longer: a closed or constant-rate load that stops after a time.
