@@ -126,6 +126,36 @@ fn budget_note(note: &str) -> String {
 mod tests {
     use super::*;
 
+    fn phase(duration: &str) -> Phase {
+        let yaml = format!(
+            "version: 1\nname: p\ntarget: {{ builtin: plaintext }}\ncandidate: {{ builtin: plaintext }}\ngating: {{ detect: 10%, budget: 1m }}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: {duration} }} }}\n"
+        );
+        let spec = loadgate_spec::load_str("p.yaml", &yaml, &loadgate_spec::LoadOptions::default()).unwrap();
+        loadgate_plan::compile(&spec).phases.remove(0)
+    }
+
+    fn rounds(durations: &[f64]) -> Vec<ScenarioResult> {
+        durations
+            .iter()
+            .map(|d| ScenarioResult { duration: *d, ..loadgate_results::fixture::sweep_cell(1, 100.0, 1.0) })
+            .collect()
+    }
+
+    #[test]
+    fn the_pilots_longest_round_shrinks_the_budget_and_a_longer_round_is_lengthened() {
+        let p = phase("500ms");
+        assert_eq!(p.repeat, None);
+        let (a, b) = (rounds(&[0.5, 0.5]), rounds(&[0.5, 0.625]));
+        // The longest round took 25% more than planned: 60 units allow 48.
+        assert_eq!(measured_cap(&p, [a.as_slice(), b.as_slice()], 60), 48);
+        assert_eq!(measured_cap(&p, [a.as_slice(), a.as_slice()], 60), 60);
+        assert!((overhead(&p, [a.as_slice(), b.as_slice()], Overhead::Mean) - 0.03125).abs() < 1e-12);
+        let longer = lengthened(&p, 3);
+        assert_eq!(longer.duration.map(|d| d.0), Some(std::time::Duration::from_millis(1500)));
+        assert!(matches!(longer.load.stop, StopCondition::Duration { duration } if duration.0.as_millis() == 1500));
+        assert!(matches!(lengthened(&p, 1), std::borrow::Cow::Borrowed(_)));
+    }
+
     #[test]
     fn a_note_says_the_budget_ended_and_what_the_verdict_leaned_to() {
         assert_eq!(
