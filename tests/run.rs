@@ -819,6 +819,54 @@ fn ab_with_a_slower_candidate_fails_with_the_interval_and_both_sides() {
     assert_eq!(r["gating"]["order"], "abba");
 }
 
+/// `gating: { detect, budget }`: the plan is shown after the pilot, before the rounds it plans; a budget too
+/// small for any verdict ends INCONCLUSIVE for `budget` (a value of its own in results.json), never past it.
+#[test]
+fn a_budgeted_ab_run_shows_its_plan_up_front_and_ends_inconclusive_for_budget() {
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-budget
+target: { builtin: { kind: delay, delay: 2ms } }
+candidate: { builtin: { kind: delay, delay: 2ms } }
+gating: { detect: 10%, budget: 4s, repeat: 3 }
+scenarios:
+  main:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 400ms } }
+    slo: ["p99 <= baseline * 1.05"]
+"#,
+    );
+    let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
+    let all = format!("{stdout}{stderr}");
+    let plan_at = all.find("main plan: to tell 10% on p99 here needs about").unwrap_or_else(|| panic!("{all}"));
+    assert!(all[plan_at..].contains("the budget (4 s) allows "), "{all}");
+    let pilot_end = all.find("main round 3").unwrap_or_else(|| panic!("{all}"));
+    assert!(pilot_end < plan_at, "the plan follows the pilot: {all}");
+    if let Some(fourth) = all.find("main round 4") {
+        assert!(plan_at < fourth, "the plan comes before the rounds it plans: {all}");
+    }
+    let r = results(dir.path(), "e2e-budget");
+    let s = &r["scenarios"][0];
+    // 4 s of load on two sides: at most five rounds of 400 ms (fewer when the pilot's rounds measured longer
+    // than planned), every round the plan allowed.
+    let rounds = s["repetitions"].as_array().unwrap().len();
+    assert!((3..=5).contains(&rounds), "{s}");
+    assert_eq!(s["power_plan"]["rounds_allowed"], rounds, "{s}");
+    let v = &s["verdicts"][0]["statistics"];
+    assert_eq!(v["status"], "inconclusive", "{v}");
+    assert_eq!(v["cause"], "budget", "{v}");
+    assert_eq!(v["reason"], "budget", "{v}");
+    assert_eq!(v["detect"], 0.1, "{v}");
+    assert_eq!(r["gating"]["budget_seconds"], 4.0);
+    assert_eq!(r["gating"]["detect"], 0.1);
+    let md = std::fs::read_to_string(dir.path().join("out/e2e-budget/report.md")).unwrap();
+    assert!(md.contains("the plan for main: to tell 10% on p99"), "{md}");
+    assert!(md.contains("(asked: 10.0%)") || md.contains("budget"), "{md}");
+}
+
 #[test]
 fn ab_with_equal_sides_never_fails() {
     let (dir, path) = ab_spec("e2e-ab-equal", "4ms", "4ms", 6);

@@ -111,6 +111,10 @@ impl Observer for Renderer<'_> {
                     p.tick(phase, *elapsed, point);
                 }
             }
+            Event::GatePlanned { phase, plan } => {
+                self.end_progress();
+                out.info(&format!("{} plan: {}", phase.name, plan.sentence));
+            }
             Event::CapacityStep { phase, step } => {
                 self.end_progress();
                 out.info(&format!("{} {}", phase.name, loadgate_report::capacity_step_line(step)));

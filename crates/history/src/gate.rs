@@ -158,6 +158,8 @@ fn inconclusive(
         baseline_cv: None,
         smallest_detectable: None,
         family_size: 1,
+        detect: None,
+        cause: None,
     });
     v
 }

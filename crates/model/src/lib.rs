@@ -263,6 +263,15 @@ pub struct Gating {
     /// How many rounds of each gated instance that were invalid as a measurement (the generator limited them)
     /// are discarded, with their A/B pair, and run again before the instance is called invalid.
     pub rerun_invalid: u32,
+    /// `gating.detect`: the smallest relative change (0.10 for 10%) a gated check must not let pass; the runner
+    /// plans the rounds (their length and number) to tell it within `budget`. `None`: rounds as `repeat` and
+    /// `max_repeat` say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detect: Option<f64>,
+    /// `gating.budget`: the most load time (both sides, warmups included) one gated instance's verdict may take;
+    /// sequential mode adds rounds up to it and never past it. [`DEFAULT_BUDGET`] with `detect` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<units::Duration>,
 }
 
 impl Default for Gating {
@@ -276,9 +285,21 @@ impl Default for Gating {
             on_inconclusive: OnInconclusive::Inconclusive,
             order: RoundOrder::Abba,
             rerun_invalid: DEFAULT_RERUN_INVALID,
+            detect: None,
+            budget: None,
         }
     }
 }
+
+/// The budget of `gating.detect` without `gating.budget`: the three minutes of load teams give a CI gate.
+pub const DEFAULT_BUDGET: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// The pilot rounds (`gating.repeat`) of `gating.detect` or `gating.budget` when the spec gives no `repeat`:
+/// enough for the first look to decide a clear case at its share of the confidence, and for a spread.
+pub const DEFAULT_PILOT: u32 = 8;
+
+/// The power the planner of `gating.detect` plans for: a change of `detect` FAILs in 90% of runs.
+pub const DEFAULT_POWER: f64 = 0.90;
 
 /// Rounds invalid as a measurement that are run again per gated instance unless `gating.rerun_invalid` says
 /// otherwise: enough for a noisy runner's occasional stall, few enough that a generator that cannot carry the
@@ -308,9 +329,16 @@ impl Gating {
         Ok(())
     }
 
-    /// Whether rounds may be added while a verdict is inconclusive (sequential mode).
+    /// Whether rounds may be added while a verdict is inconclusive (sequential mode): up to `max_repeat`, or
+    /// within the `budget`.
     pub fn sequential(&self) -> bool {
-        self.max_repeat > self.repeat
+        self.max_repeat > self.repeat || self.budgeted()
+    }
+
+    /// Whether the rounds are planned within a load-time budget (`gating.detect` or `gating.budget`): looks then
+    /// count load in units of one pilot round (per instance: see [`looks_between`]).
+    pub fn budgeted(&self) -> bool {
+        self.budget.is_some()
     }
 
     /// The rounds after which a gated instance's verdicts are looked at: `repeat`, then each look about
@@ -372,6 +400,13 @@ impl Gating {
                     looks_text(looks)
                 )
             });
+        }
+        if let Some(budget) = self.budget {
+            let goal = match self.detect {
+                Some(d) => format!("to tell a change of {}%", units::trim_float(d * 100.0)),
+                None => "while inconclusive".to_owned(),
+            };
+            text.push_str(&format!(" as a pilot, then rounds planned {goal} within {budget} of load"));
         }
         let inconclusive = match (self.on_inconclusive, reader) {
             (OnInconclusive::Inconclusive, _) => "exits 5",
@@ -483,6 +518,18 @@ pub fn fewest_rounds(sampling: Sampling, alpha: f64) -> Option<u32> {
 /// How much each look of sequential mode grows the rounds: 1.5 times the look before.
 pub const LOOK_GROWTH: f64 = 1.5;
 
+/// The looks from `first` to `last` (rounds, or a budgeted instance's units of load): `first`, then each about
+/// [`LOOK_GROWTH`] times the one before, then `last`. Fixed before any data, as the error split needs.
+pub fn looks_between(first: u32, last: u32) -> Vec<u32> {
+    looks(first.max(1), last.max(first).max(1))
+}
+
+/// The two-sided confidence look `look` of `k` is judged at, so that all `k` keep `confidence` together (see
+/// [`Gating::look_confidence`]).
+pub fn share_of_confidence(confidence: f64, look: usize, k: usize) -> f64 {
+    1.0 - (1.0 - confidence) * look_share(look, k)
+}
+
 fn looks(repeat: u32, max_repeat: u32) -> Vec<u32> {
     let mut out = vec![repeat];
     while let Some(&last) = out.last() {
@@ -546,6 +593,25 @@ mod tests {
             one.sentence(&[1], None, GatingReader::Plan),
             "1 repetition per gated phase, 95% confidence, inconclusive passes (exit 0), target restarted each \
              round, an invalid round makes the phase invalid"
+        );
+    }
+
+    #[test]
+    fn the_gating_sentence_names_the_change_and_the_budget() {
+        let g = Gating {
+            repeat: 8,
+            max_repeat: 8,
+            detect: Some(0.1),
+            budget: Some(units::Duration(DEFAULT_BUDGET)),
+            ..Gating::default()
+        };
+        let text = g.sentence(&[8], None, GatingReader::Report);
+        assert!(
+            text.starts_with(
+                "8 repetitions per gated instance as a pilot, then rounds planned to tell a change of 10% within 3m of \
+                 load"
+            ),
+            "{text}"
         );
     }
 

@@ -521,8 +521,36 @@ impl ExecutionPlan {
             return (1, 1);
         }
         let runs = p.repeat.unwrap_or(self.gating.repeat).max(1);
+        if p.repeat.is_none() {
+            if let Some(units) = self.budget_units(p) {
+                return (runs.min(units), units);
+            }
+        }
         let max = if p.repeat.is_none() { self.gating.max_repeat.max(runs) } else { runs };
         (runs, max)
+    }
+
+    /// A budgeted phase (`gating.budget`, a gated phase that follows `gating.repeat` and is bounded by time):
+    /// the load its budget allows, in units of one round of the phase as planned (both sides), after the
+    /// warmups' load (every phase that is not gated runs once on each side before it). Capped by a written
+    /// `max_repeat`; at least 1. `None` for any other phase.
+    pub fn budget_units(&self, p: &Phase) -> Option<u32> {
+        let budget = self.gating.budget?.0.as_secs_f64();
+        if !p.gate || p.repeat.is_some() || p.capacity.is_some() {
+            return None;
+        }
+        let round = p.duration?.0.as_secs_f64();
+        let sides = if self.candidate.is_some() { 2.0 } else { 1.0 };
+        let warmups: f64 =
+            self.phases.iter().filter(|w| !w.gate).filter_map(|w| w.duration.map(|d| d.0.as_secs_f64())).sum::<f64>()
+                * sides;
+        if round <= 0.0 {
+            return None;
+        }
+        let units = ((budget - warmups).max(0.0) / (round * sides)).floor() as u32;
+        let g = &self.gating;
+        let units = if g.max_repeat > g.repeat { units.min(g.max_repeat) } else { units };
+        Some(units.max(1))
     }
 
     /// The generator's pacing (`hardware.generator.pacing`): every worker paces alike.

@@ -624,6 +624,9 @@ fn instance_slo_row(s: &ScenarioResult, v: &Verdict, counted_as: Option<&(Outcom
                 if let Some(m) = st.smallest_detectable {
                     text.push_str(&format!("; detects changes of {:.1}%+", m * 100.0));
                 }
+                if let Some(d) = st.detect {
+                    text.push_str(&format!(" (asked: {:.1}%)", d * 100.0));
+                }
                 if let Some(n) = note {
                     text = format!("{n}; {text}");
                 }
@@ -809,9 +812,17 @@ fn gating_sentence(r: &RunResults) -> Option<String> {
         restart: if g.restart == "each_round" { Restart::EachRound } else { Restart::Never },
         order: if g.order.as_deref() == Some("shuffle") { RoundOrder::Shuffle } else { RoundOrder::Abba },
         rerun_invalid: g.rerun_invalid,
+        detect: g.detect,
+        budget: g.budget_seconds.map(|s| loadgate_model::units::Duration(std::time::Duration::from_secs_f64(s))),
         ..Gating::default()
     };
-    Some(gating.sentence(&g.looks, g.candidate.as_deref(), GatingReader::Report))
+    let mut text = gating.sentence(&g.looks, g.candidate.as_deref(), GatingReader::Report);
+    for s in &r.scenarios {
+        if let Some(p) = &s.power_plan {
+            text.push_str(&format!("; the plan for {}: {}", s.name, p.sentence));
+        }
+    }
+    Some(text)
 }
 
 /// `n thing` or `n things`.

@@ -139,6 +139,9 @@ pub fn text_summary(s: &ScenarioResult) -> String {
         );
         out.push_str(&aligned_table(&crate::lines::CAPACITY_HEADERS, &crate::lines::capacity_rows(c), "    "));
     }
+    if let Some(p) = &s.power_plan {
+        let _ = writeln!(out, "  Plan: {}", p.sentence);
+    }
     if !s.verdicts.is_empty() {
         let _ = writeln!(out, "  SLOs{}:", if s.gate { "" } else { " (not gated)" });
         for v in &s.verdicts {
@@ -157,13 +160,14 @@ pub fn text_summary(s: &ScenarioResult) -> String {
             if let Some(st) = &v.statistics {
                 let _ = writeln!(
                     out,
-                    "          {}, {:.0}% interval{}{}",
+                    "          {}, {:.0}% interval{}{}{}",
                     st.method,
                     st.confidence * 100.0,
                     st.cv.map(|cv| format!(", CV {:.1}%", cv * 100.0)).unwrap_or_default(),
                     st.smallest_detectable
                         .map(|m| format!(", detects changes of {:.1}% or more", m * 100.0))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    st.detect.map(|d| format!(" (asked: {:.1}%)", d * 100.0)).unwrap_or_default()
                 );
             }
         }

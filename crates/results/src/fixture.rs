@@ -220,6 +220,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         failed_checks: Default::default(),
         repetitions: Vec::new(),
         discarded_rounds: Vec::new(),
+        power_plan: None,
         ab_baseline: None,
         resources: None,
         capacity: None,
@@ -515,6 +516,8 @@ pub fn sample_ab_run() -> RunResults {
         rerun_invalid: 3,
         order: Some("abba".to_owned()),
         candidate: Some("http://127.0.0.1:8081".to_owned()),
+        detect: None,
+        budget_seconds: None,
     });
     run.outcome = outcome(&run);
     run.sweeps = sweeps(&run);

@@ -15,7 +15,7 @@
 //!   per-request SLOs are judged on the merge, as in a single run: an error is an error in any repetition.
 
 use crate::json::ResultsError;
-use crate::model::{Repetition, ScenarioResult, StatisticalStatus, Verdict, VerdictStatistics};
+use crate::model::{InconclusiveCause, Repetition, ScenarioResult, StatisticalStatus, Verdict, VerdictStatistics};
 use crate::stats::{self, Check, CheckVerdict, Design, Goal, Lean, Method, Sample, StatsError, Verdict3};
 use loadgate_model::{Metric, Slo, Threshold};
 
@@ -288,6 +288,15 @@ fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
             crate::verdict::format_value(metric.kind(), x)
         }
     };
+    let cause = match cv.verdict {
+        Verdict3::Pass | Verdict3::Fail => None,
+        Verdict3::Inconclusive { leaning: Some(Lean::Fail) } => Some(InconclusiveCause::LeansFail),
+        Verdict3::Inconclusive { leaning: Some(Lean::Pass) } => Some(InconclusiveCause::LeansPass),
+        Verdict3::Inconclusive { leaning: None } if cv.min_detectable_change.is_some_and(|m| m <= AT_LIMIT) => {
+            Some(InconclusiveCause::AtTheLimit)
+        }
+        Verdict3::Inconclusive { leaning: None } => Some(InconclusiveCause::TooNoisy),
+    };
     let (status, reason) = match cv.verdict {
         Verdict3::Pass => (StatisticalStatus::Pass, "the whole interval meets the limit".to_owned()),
         Verdict3::Fail => (StatisticalStatus::Fail, "the whole interval misses the limit".to_owned()),
@@ -359,6 +368,8 @@ fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
         baseline_cv: cv.baseline.and_then(|b| b.cv),
         smallest_detectable: cv.min_detectable_change,
         family_size: cv.family_size as u32,
+        detect: None,
+        cause,
     });
 }
 

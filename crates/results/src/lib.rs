@@ -58,6 +58,7 @@ pub mod limit;
 pub mod merge;
 pub mod model;
 pub mod outcome;
+pub mod power;
 pub mod resources;
 pub mod shards;
 pub mod stats;

@@ -218,6 +218,12 @@ pub struct GatingInfo {
     /// For an A/B run: the order of the sides in each round (`abba` or `shuffle`) and the candidate's URL.
     pub order: Option<String>,
     pub candidate: Option<String>,
+    /// `gating.detect`: the smallest change the verdicts must tell (0.10 for 10%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detect: Option<f64>,
+    /// `gating.budget` in seconds: the most load one gated instance's verdict may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_seconds: Option<f64>,
 }
 
 /// Which spec ran, compiled into which plan.
@@ -392,6 +398,10 @@ pub struct ScenarioResult {
     /// (`gating.rerun_invalid`); they are in neither `repetitions` nor the statistics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub discarded_rounds: Vec<DiscardedRound>,
+    /// With `gating.detect` or `gating.budget`: the plan made from the pilot rounds (the round length, the rounds
+    /// the change needs, what the budget allows), as the terminal showed it before the rounds that followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_plan: Option<PowerPlan>,
     /// In an A/B run: the same scenario instance measured on the baseline target (A), merged over its
     /// repetitions, which it lists; this result is the candidate's (B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -462,6 +472,7 @@ impl From<PhaseMeasurement> for ScenarioResult {
             failed_checks: FailedChecks::default(),
             repetitions: Vec::new(),
             discarded_rounds: Vec::new(),
+            power_plan: None,
             ab_baseline: None,
             resources: None,
             capacity: None,
@@ -779,6 +790,64 @@ pub struct VerdictStatistics {
     pub smallest_detectable: Option<f64>,
     /// How many checks of the scenario shared the error rate (Holm).
     pub family_size: u32,
+    /// `gating.detect`: the change asked to be told apart, beside `smallest_detectable`, the one this run could.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detect: Option<f64>,
+    /// Why an INCONCLUSIVE verdict is one, for machines: `leans_fail`, `leans_pass`, `at_the_limit`,
+    /// `too_noisy` or `budget` (`gating.budget` ended the rounds first). `None` for PASS and FAIL (and history
+    /// checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<InconclusiveCause>,
+}
+
+/// Why a verdict over repetitions is INCONCLUSIVE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InconclusiveCause {
+    /// The central 50% interval misses the limit: probably a failure (a regression), not yet at the confidence.
+    LeansFail,
+    /// The central 50% interval meets the limit.
+    LeansPass,
+    /// A precise run whose estimate sits on the limit: more rounds would rarely decide it.
+    AtTheLimit,
+    /// Neither: the rounds' spread is too wide for this many.
+    TooNoisy,
+    /// `gating.budget` ended the rounds before the verdict was decided.
+    Budget,
+}
+
+/// The plan `gating.detect` / `gating.budget` makes for one gated instance from its pilot rounds
+/// (`results::power::plan`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PowerPlan {
+    /// The check whose needs decided the plan (`p99`), the most demanding of the instance's.
+    pub metric: String,
+    /// The change asked (`gating.detect`, 0.10 for 10%); `None` with `budget` alone.
+    pub detect: Option<f64>,
+    /// The pilot rounds the plan was made from.
+    pub pilot_rounds: u32,
+    /// The round length after the pilot: this many pilot round lengths (1 keeps it).
+    pub round_scale: u32,
+    /// One round's load on one side after the pilot, in seconds.
+    pub round_seconds: f64,
+    /// The rounds (pilot included) that tell `detect` at the confidence and power planned for; `None` when it
+    /// cannot be planned (no `detect`, or `detect` within the check's own limit).
+    pub rounds_needed: Option<u32>,
+    /// Their load, both sides, in seconds.
+    pub load_needed_seconds: Option<f64>,
+    /// The rounds (pilot included) the budget allows at this round length.
+    pub rounds_allowed: u32,
+    /// `gating.budget` in seconds.
+    pub budget_seconds: f64,
+    /// The smallest change the budget's rounds can be expected to tell (relative, 0.23 for 23%).
+    pub detectable: Option<f64>,
+    /// The deciding check's per-round spread in the pilot (a robust standard deviation of its log statistic).
+    pub spread: f64,
+    /// The part of that spread that comes from the samples per round (a percentile's sampling error), which a
+    /// longer round shrinks.
+    pub sampling_spread: f64,
+    /// The plan in one sentence, as the terminal and the reports show it.
+    pub sentence: String,
 }
 
 /// The three verdicts of a statistical check.

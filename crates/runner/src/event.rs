@@ -51,6 +51,9 @@ pub enum Event<'a> {
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
     /// or the candidate (B).
     RepetitionFinished { phase: &'a Phase, round: u32, side: crate::schedule::Side, result: &'a ScenarioResult },
+    /// A budgeted instance's pilot ended (`gating.detect` / `gating.budget`): the plan for its rounds, made
+    /// before they run: the round length, the rounds the change needs and what the budget allows.
+    GatePlanned { phase: &'a Phase, plan: &'a loadgate_results::PowerPlan },
     /// One step of a capacity search ended (`phase` is the scenario instance searched): its rate, what it
     /// measured and its verdict.
     CapacityStep { phase: &'a Phase, step: &'a loadgate_results::CapacityStep },

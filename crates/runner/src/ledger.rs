@@ -52,6 +52,8 @@ pub(crate) struct Ledger<'a> {
     stop_reason: Option<String>,
     /// The run's checkpoints (`RunRequest::checkpoint`).
     checkpoint: Option<Arc<Checkpointer>>,
+    /// Each budgeted instance's plan, once its pilot ended (`gating.detect` / `gating.budget`).
+    power_plans: Vec<Option<loadgate_results::PowerPlan>>,
 }
 
 impl<'a> Ledger<'a> {
@@ -100,6 +102,7 @@ impl<'a> Ledger<'a> {
             stopped: false,
             stop_reason: None,
             checkpoint,
+            power_plans: vec![None; n],
         };
         match ledger.start_sessions(observer) {
             Ok(sessions) => ledger.sessions = sessions,
@@ -209,7 +212,7 @@ impl<'a> Ledger<'a> {
     /// Runs one instance on one side (a capacity search's instance runs its whole search) and keeps the result.
     pub(crate) fn run_unit(&mut self, unit: Unit, schedule: &mut Schedule, observer: &mut dyn Observer) {
         let plan = self.plan;
-        let phase = &plan.phases[unit.phase];
+        let phase = &*crate::power::lengthened(&plan.phases[unit.phase], schedule.scale(unit.phase));
         let last = self.sessions.len() - 1;
         let session = &mut self.sessions[unit.side.index().min(last)];
         if let Some(halt) = session.halted() {
@@ -265,7 +268,12 @@ impl<'a> Ledger<'a> {
             )));
             self.discarded[j.phase].push(d);
         }
-        if let Some(judged) = self.merged(phase) {
+        if schedule.wants_plan(j.phase) {
+            self.plan_rounds(j.phase, schedule, observer);
+        }
+        let look = schedule.look_confidence(j.phase, plan.gating.confidence);
+        let out_of_budget = j.last && schedule.out_of_budget(j.phase);
+        if let Some(judged) = self.merged(phase, look, out_of_budget) {
             let results = &mut self.results;
             match results.scenarios.iter_mut().find(|s| s.index == phase.index) {
                 Some(slot) => *slot = judged,
@@ -297,6 +305,21 @@ impl<'a> Ledger<'a> {
         }
     }
 
+    /// A budgeted instance's pilot ended: the plan for its rounds from them, told to the observer (up front)
+    /// and followed by the schedule. Without a plan (nothing to plan from) the rounds keep their length.
+    fn plan_rounds(&mut self, phase: usize, schedule: &mut Schedule, observer: &mut dyn Observer) {
+        let [a, b] = &self.reps[phase];
+        let (mine, paired) = if self.sides.len() == 2 { (b, Some(a.as_slice())) } else { (a, None) };
+        let (spent, kept, cap) = schedule.units(phase).unwrap_or_default();
+        let cap = crate::power::measured_cap(&self.plan.phases[phase], [a.as_slice(), b.as_slice()], cap);
+        let made = crate::power::make(self.plan, &self.plan.phases[phase], mine, paired, (spent, kept, cap));
+        schedule.follow(phase, made.as_ref().map_or(1, |p| p.round_scale), cap);
+        if let Some(p) = &made {
+            observer.event(&Event::GatePlanned { phase: &self.plan.phases[phase], plan: p });
+        }
+        self.power_plans[phase] = made;
+    }
+
     /// Removes round `round` (both sides) from the instance's repetitions, saying why it was invalid on `sides`.
     fn discard_round(&mut self, phase: usize, round: u32, sides: &[Side]) -> DiscardedRound {
         let ab = self.sides.len() > 1;
@@ -325,17 +348,24 @@ impl<'a> Ledger<'a> {
         }
     }
 
-    /// One run as it is; repetitions merged and judged (against the other side in an A/B run).
-    fn merged(&self, phase: &Phase) -> Option<ScenarioResult> {
+    /// One run as it is; repetitions merged and judged (against the other side in an A/B run), at `look` (a
+    /// budgeted instance's share of the confidence) when given; a budgeted one with its plan, and for `budget`
+    /// when `out_of_budget`.
+    fn merged(&self, phase: &Phase, look: Option<f64>, out_of_budget: bool) -> Option<ScenarioResult> {
         let [a, b] = &self.reps[phase.index];
         if !self.statistical {
             return a.last().cloned();
         }
         let (mine, paired) = if self.sides.len() == 2 { (b, Some(a.as_slice())) } else { (a, None) };
-        judged_result(phase, mine, paired, &self.rep_rounds[phase.index], self.plan, self.request).map(|mut merged| {
+        let rounds = &self.rep_rounds[phase.index];
+        judged_result(phase, mine, paired, rounds, self.plan, self.request, look).map(|mut merged| {
             merged.resources =
                 loadgate_results::PhaseResources::combine(mine.iter().filter_map(|r| r.resources.as_ref()));
             note_discarded(&mut merged, &self.discarded[phase.index]);
+            if self.plan.budget_units(phase).is_some() {
+                let plan = self.power_plans[phase.index].as_ref();
+                crate::power::annotate(&mut merged, plan, self.plan.gating.detect, out_of_budget);
+            }
             merged
         })
     }
@@ -507,6 +537,7 @@ fn judged_result(
     rounds: &[u32],
     plan: &ExecutionPlan,
     request: &RunRequest,
+    look: Option<f64>,
 ) -> Option<ScenarioResult> {
     if mine.is_empty() {
         return None;
@@ -526,7 +557,9 @@ fn judged_result(
     // In sequential mode each look is judged at its share of the confidence, so that the run keeps it over all
     // its looks; an instance with its own `repeat` has one look.
     let g = &plan.gating;
-    let confidence = if phase.repeat.is_none() && g.sequential() {
+    let confidence = if let Some(c) = look {
+        c
+    } else if phase.repeat.is_none() && g.sequential() {
         g.look_confidence(g.look_at(u32::try_from(n).unwrap_or(u32::MAX)))
     } else {
         g.confidence
@@ -564,6 +597,8 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
             .to_owned()
         }),
         candidate: candidate.map(str::to_owned),
+        detect: g.detect,
+        budget_seconds: g.budget.map(|b| b.0.as_secs_f64()),
     }
 }
 

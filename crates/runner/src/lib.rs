@@ -57,6 +57,7 @@ pub mod interrupt;
 pub mod job;
 mod ledger;
 pub mod memory;
+pub mod power;
 pub mod prepare;
 pub mod reports;
 pub mod request;

@@ -114,6 +114,25 @@ pub struct Schedule {
     /// The phase whose units have started in this round and which is not judged yet.
     in_progress: Option<usize>,
     stopped: bool,
+    /// Per phase: its load budget when `gating.budget` plans its rounds.
+    budgets: Vec<Option<Budget>>,
+}
+
+/// A budgeted phase's load (`gating.detect` / `gating.budget`), in units of one pilot round on every side: the
+/// looks count the units kept, the budget the units run (discarded rounds too), and a round after the plan
+/// (`Schedule::follow`) costs `scale` units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Budget {
+    /// The most units the phase may run (`ExecutionPlan::budget_units`).
+    cap: u32,
+    /// The looks, in units kept: fixed before any round ran, so their shares of the confidence are too.
+    looks: Vec<u32>,
+    spent: u32,
+    kept: u32,
+    /// The length of the rounds from now on, in pilot rounds.
+    scale: u32,
+    /// Whether the plan was made (after the pilot's look).
+    planned: bool,
 }
 
 impl Schedule {
@@ -124,7 +143,18 @@ impl Schedule {
         let (wanted, max): (Vec<u32>, Vec<u32>) = plan.phases.iter().map(|p| plan.rounds_of(p)).unzip();
         let ab = plan.candidate.is_some();
         let n = wanted.len();
+        let budgets = plan
+            .phases
+            .iter()
+            .zip(&wanted)
+            .map(|(p, first)| {
+                let cap = plan.budget_units(p)?;
+                let looks = loadgate_model::looks_between(*first, cap);
+                Some(Budget { cap, looks, spent: 0, kept: 0, scale: 1, planned: false })
+            })
+            .collect();
         Schedule {
+            budgets,
             statistical: ab || max.iter().any(|m| *m > 1),
             gate: plan.phases.iter().map(|p| p.gate).collect(),
             discarded: vec![0; n],
@@ -148,6 +178,46 @@ impl Schedule {
     /// Whether any phase runs more than once or on two sides: verdicts then come from statistics.
     pub fn statistical(&self) -> bool {
         self.statistical
+    }
+
+    /// Whether `phase` has had its pilot and waits for its plan (`gating.detect` / `gating.budget`): the ledger
+    /// then makes one and calls [`Schedule::follow`].
+    pub fn wants_plan(&self, phase: usize) -> bool {
+        self.budgets[phase].as_ref().is_some_and(|b| !b.planned && b.looks.first().is_some_and(|l| b.kept >= *l))
+    }
+
+    /// Follows the plan for `phase`: its rounds from now on are `scale` pilot rounds long (1 keeps them), and
+    /// its budget at most `cap` units (the pilot's measured load per round may exceed its planned duration: the
+    /// drain of the requests in flight at each round's end). The looks stay where they were fixed.
+    pub fn follow(&mut self, phase: usize, scale: u32, cap: u32) {
+        if let Some(b) = self.budgets[phase].as_mut() {
+            b.scale = scale.max(1);
+            b.cap = b.cap.min(cap);
+            b.planned = true;
+        }
+    }
+
+    /// How many pilot rounds long `phase`'s rounds are now (1 unless a plan lengthened them).
+    pub fn scale(&self, phase: usize) -> u32 {
+        self.budgets[phase].as_ref().map_or(1, |b| b.scale)
+    }
+
+    /// A budgeted phase's load so far, its cap and its looks, in pilot rounds (units): `(spent, kept, cap)`.
+    pub fn units(&self, phase: usize) -> Option<(u32, u32, u32)> {
+        self.budgets[phase].as_ref().map(|b| (b.spent, b.kept, b.cap))
+    }
+
+    /// The two-sided confidence a budgeted phase is judged at now: its last look reached, at that look's share
+    /// of `confidence` (the looks count units, fixed before the run). `None` for a phase without a budget.
+    pub fn look_confidence(&self, phase: usize, confidence: f64) -> Option<f64> {
+        let b = self.budgets[phase].as_ref()?;
+        let look = b.looks.iter().rposition(|l| *l <= b.kept).unwrap_or(0);
+        Some(loadgate_model::share_of_confidence(confidence, look, b.looks.len()))
+    }
+
+    /// Whether `phase`'s budget cannot take another round: a verdict still undecided stays so for `budget`.
+    pub fn out_of_budget(&self, phase: usize) -> bool {
+        self.budgets[phase].as_ref().is_some_and(|b| b.spent + b.scale > b.cap)
     }
 
     /// The sides of the run, target first.
@@ -271,16 +341,27 @@ impl Schedule {
     /// budget allows (a gated instance of a statistical run, not when stopping); `last` as planned after that.
     fn judgement(&mut self, phase: usize, round: u32) -> Judgement {
         let invalid = std::mem::take(&mut self.invalid[phase]);
-        let discard = (!self.stopped && self.statistical && self.gate[phase] && !invalid.is_empty())
-            .then(|| self.rerun(phase))
+        let discard: Option<Vec<Side>> = (!self.stopped && self.statistical && self.gate[phase] && !invalid.is_empty())
+            .then(|| self.rerun(phase, round))
             .filter(|granted| *granted)
             .map(|_| self.all_sides().iter().copied().filter(|s| invalid.contains(s)).collect());
+        if let Some(b) = self.budgets[phase].as_mut() {
+            b.spent += b.scale;
+            if discard.is_none() {
+                b.kept += b.scale;
+            }
+        }
         Judgement { phase, round, discard, last: self.stopped || self.wanted[phase] == round }
     }
 
     /// Sequential mode: the rounds for `phase` up to its next look (`gating.looks()`), if it may have more.
     /// Looks count the rounds that were kept: a discarded round's replacement does not bring a look forward.
     fn extend(&mut self, phase: usize) -> bool {
+        if let Some(b) = &self.budgets[phase] {
+            let add = budgeted_rounds(b);
+            self.wanted[phase] += add;
+            return add > 0;
+        }
         if self.wanted[phase] >= self.max[phase] {
             return false;
         }
@@ -293,8 +374,13 @@ impl Schedule {
 
     /// A round of `phase` was invalid as a measurement: if the budget (`gating.rerun_invalid`) allows, it is
     /// discarded and one more round is planned in its place (returns true); else it stays and decides.
-    fn rerun(&mut self, phase: usize) -> bool {
+    fn rerun(&mut self, phase: usize, round: u32) -> bool {
         if self.discarded[phase] >= self.rerun_budget {
+            return false;
+        }
+        // The round run again must fit the load budget too, after this one and the rounds planned after it.
+        let later = self.wanted[phase].saturating_sub(round);
+        if self.budgets[phase].as_ref().is_some_and(|b| b.spent + (2 + later) * b.scale > b.cap) {
             return false;
         }
         self.discarded[phase] += 1;
@@ -307,6 +393,14 @@ impl Schedule {
     fn last(&self) -> u32 {
         self.wanted.iter().copied().max().unwrap_or(0)
     }
+}
+
+/// The rounds a budgeted phase adds up to its next look (counted in units kept), as many as its budget allows.
+fn budgeted_rounds(b: &Budget) -> u32 {
+    let next = b.looks.iter().copied().find(|l| *l > b.kept).unwrap_or(b.cap);
+    let wanted = next.saturating_sub(b.kept).div_ceil(b.scale);
+    let fit = b.cap.saturating_sub(b.spent) / b.scale;
+    wanted.min(fit)
 }
 
 fn splitmix(mut x: u64) -> u64 {
@@ -551,6 +645,107 @@ mod tests {
         );
         assert!(!log.iter().any(|t| matches!(t, Task::Run(u) if u.phase == 2 && u.round > 1)));
         assert_eq!(s.next_task(), None, "stopped stays stopped");
+    }
+
+    /// A plan whose scenarios run for 1 s: `warm` (not gated) and `main`, with the given gating line.
+    fn timed_plan(yaml_gating: &str, candidate: bool) -> ExecutionPlan {
+        let yaml = format!(
+            "version: 1\nname: r\ntarget: {{ builtin: plaintext }}\n{}{yaml_gating}\nscenarios:\n  warm:\n    gate: false\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n",
+            if candidate { "candidate: { builtin: plaintext }\n" } else { "" }
+        );
+        let spec = loadgate_spec::load_str("r.yaml", &yaml, &loadgate_spec::LoadOptions::default()).unwrap();
+        loadgate_plan::compile(&spec)
+    }
+
+    /// Drives a budgeted schedule: every round valid unless `invalid(round)`, `main` inconclusive before
+    /// `decided_at`, the plan (when wanted) a round length of `scale`. Returns the rounds of `main` run.
+    fn drive_budgeted(s: &mut Schedule, scale: u32, decided_at: u32, invalid: impl Fn(u32) -> bool) -> u32 {
+        let mut rounds = 0;
+        while let Some(task) = s.next_task() {
+            match task {
+                Task::Run(u) => {
+                    s.ran(u, if u.phase == 1 && invalid(u.round) { Ran::Invalid } else { Ran::Valid });
+                    if u.phase == 1 && u.side == Side::Target {
+                        rounds += 1;
+                    }
+                }
+                Task::Judge(j) => {
+                    s.judged(j.phase, j.phase == 1 && j.round < decided_at);
+                    if s.wants_plan(j.phase) {
+                        s.follow(j.phase, scale, u32::MAX);
+                    }
+                }
+                Task::Restart { .. } => {}
+            }
+        }
+        rounds
+    }
+
+    #[test]
+    fn a_budget_caps_the_load_after_the_warmups_and_the_looks_count_units() {
+        // 20 s of load, 1 s of warmup: 19 rounds of 1 s of `main`; a pilot of 4.
+        let p = timed_plan("gating: { budget: 20s, repeat: 4 }", false);
+        assert_eq!(p.rounds_of(&p.phases[1]), (4, 19));
+        let mut s = Schedule::new(&p);
+        assert_eq!(drive_budgeted(&mut s, 1, u32::MAX, |_| false), 19, "never past the budget");
+        assert_eq!(s.units(1), Some((19, 19, 19)));
+        assert!(s.out_of_budget(1));
+        assert!(!s.out_of_budget(0), "the warmup has no budget of its own");
+        let last = s.look_confidence(1, 0.90).unwrap();
+        assert!((last - 0.95).abs() < 1e-12, "the last look keeps half the error: {last}");
+        // A pilot whose rounds measured longer than planned shrinks the budget's rounds, never the looks.
+        let mut s = Schedule::new(&p);
+        while let Some(task) = s.next_task() {
+            match task {
+                Task::Run(u) => s.ran(u, Ran::Valid),
+                Task::Judge(j) => {
+                    s.judged(j.phase, j.phase == 1);
+                    if s.wants_plan(j.phase) {
+                        s.follow(j.phase, 1, 15);
+                    }
+                }
+                Task::Restart { .. } => {}
+            }
+        }
+        assert_eq!(s.wanted(1), 15);
+        assert_eq!(s.units(1), Some((15, 15, 15)));
+        let at = s.look_confidence(1, 0.90).unwrap();
+        assert!((at - (1.0 - 0.10 * 0.5 / 4.0)).abs() < 1e-12, "judged at the look of 14 units, its own share: {at}");
+    }
+
+    #[test]
+    fn a_plan_lengthens_the_rounds_after_the_pilot_and_the_budget_counts_both_sides() {
+        // A/B: 40 s, 2 s of warmup on both sides: 19 units of 2 s; looks after 4, 6, 9, 14 and 19 units.
+        let p = timed_plan("gating: { detect: 10%, budget: 40s, repeat: 4 }", true);
+        assert_eq!(p.budget_units(&p.phases[1]), Some(19));
+        let mut s = Schedule::new(&p);
+        // Rounds of 3 units after the pilot: to 6 (1 round, 7 kept), 9 (1, 10), 14 (2, 16), 19 (1, 19).
+        assert_eq!(drive_budgeted(&mut s, 3, u32::MAX, |_| false), 4 + 1 + 1 + 2 + 1);
+        assert_eq!(s.scale(1), 3);
+        assert_eq!(s.units(1), Some((19, 19, 19)));
+        assert!(s.out_of_budget(1));
+    }
+
+    #[test]
+    fn a_budgeted_run_stops_at_the_first_conclusive_look() {
+        let p = timed_plan("gating: { detect: 10%, budget: 40s, repeat: 4 }", true);
+        let mut s = Schedule::new(&p);
+        // Inconclusive after the pilot (4 units) and at 7; decided at the third look (round 6: 10 units).
+        assert_eq!(drive_budgeted(&mut s, 3, 6, |_| false), 6);
+        assert!(!s.out_of_budget(1));
+        let at = s.look_confidence(1, 0.90).unwrap();
+        assert!(at > 0.95 && at < 1.0, "an early look's share: {at}");
+    }
+
+    #[test]
+    fn a_round_run_again_must_fit_the_budget() {
+        // 10 rounds of budget, a pilot of 4: round 2 invalid, run again (the budget has room); round 10 invalid,
+        // kept (its replacement would be the 11th).
+        let p = timed_plan("gating: { budget: 11s, repeat: 4, rerun_invalid: 3 }", false);
+        let mut s = Schedule::new(&p);
+        assert_eq!(drive_budgeted(&mut s, 1, u32::MAX, |r| r == 2 || r == 10), 10);
+        assert_eq!(s.discarded(1), 1);
+        assert_eq!(s.units(1), Some((10, 9, 10)));
     }
 
     #[test]

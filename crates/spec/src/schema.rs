@@ -126,6 +126,13 @@ pub struct GatingDoc {
     /// Rounds invalid as a measurement (the generator limited them) that are discarded, with their A/B pair,
     /// and run again per gated instance before it is called invalid: 0 to 100 (default 3).
     pub rerun_invalid: Option<CountOrZero>,
+    /// The smallest relative change a gated check must not let pass (`10%`, 0.5% to 90%): the first `repeat`
+    /// rounds (8 by default) are a pilot, from whose spread loadgate plans the round length and the rounds to
+    /// tell this change within `budget`. Not with `max_repeat`.
+    pub detect: Option<String>,
+    /// The most load time one gated instance's verdict may take, both sides and warmups counted (`3m`, the
+    /// default with `detect`); rounds stop there, and a verdict still undecided is INCONCLUSIVE for `budget`.
+    pub budget: Option<String>,
 }
 
 /// Checks judged against a history store of earlier runs (`run --history STORE`): the drift of a metric's level

@@ -11,7 +11,8 @@ use super::{read_choice, GATING_KEYS};
 /// The most repetitions a spec may ask for: a bound on what a pull request can make a CI runner do.
 pub(crate) const MAX_REPEAT: u64 = 1000;
 
-/// Reads `gating: { repeat, max_repeat, restart, confidence, on_inconclusive, order, rerun_invalid }`.
+/// Reads `gating: { repeat, max_repeat, restart, confidence, on_inconclusive, order, rerun_invalid, detect,
+/// budget }`.
 pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Gating> {
     let f = cx.map(node, path, GATING_KEYS, "`gating`")?;
     let mut g = Gating::default();
@@ -96,7 +97,69 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
             None => ok = false,
         }
     }
+    ok &= read_power(cx, &f, &mut g);
     ok.then_some(g)
+}
+
+/// The smallest `gating.detect` (0.5%) and the largest (90%): below, no runner tells it; above, a change is no
+/// longer small.
+const DETECT_RANGE: (f64, f64) = (0.005, 0.90);
+
+/// The longest `gating.budget`: a day of load, a bound on what a pull request can make a CI runner do.
+const MAX_BUDGET: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// `gating.detect` and `gating.budget`: the change to catch and the load it may cost. `detect` alone gets
+/// [`loadgate_model::DEFAULT_BUDGET`]; either without `repeat` gets [`loadgate_model::DEFAULT_PILOT`] pilot
+/// rounds; `detect` refuses a written `max_repeat` (the plan chooses the rounds; the budget caps them).
+fn read_power(cx: &mut Cx<'_>, f: &crate::read::Fields<'_>, g: &mut Gating) -> bool {
+    let mut ok = true;
+    if let Some((n, p)) = f.get("detect") {
+        match cx.unit::<Percent>(n, &p, "`detect`") {
+            Some(d) if (DETECT_RANGE.0..=DETECT_RANGE.1).contains(&d.0) => g.detect = Some(d.0),
+            Some(d) => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, format!("a change of {d} cannot be planned for"))
+                        .expected("a percentage from 0.5% to 90%")
+                        .help("the smallest change that must not pass: 10% is a common gate for p99"),
+                );
+                ok = false;
+            }
+            None => ok = false,
+        }
+        if let (Some(_), Some((m, mp))) = (g.detect, f.get("max_repeat")) {
+            cx.error(
+                Diagnostic::error(&mp, m.span, "`max_repeat` fixes the rounds, and `detect` plans them")
+                    .expected("either `detect` (with `budget`) or `repeat`/`max_repeat`")
+                    .help("`budget` caps the load a planned verdict may take; remove `max_repeat`"),
+            );
+            ok = false;
+        }
+    }
+    if let Some((n, p)) = f.get("budget") {
+        match cx.unit::<crate::units::Duration>(n, &p, "`budget`") {
+            Some(b) if b.0.is_zero() || b.0 > MAX_BUDGET => {
+                cx.error(
+                    Diagnostic::error(&p, n.span, format!("a budget of {b} cannot hold a verdict"))
+                        .expected("a duration above 0s, at most 24h")
+                        .help("the most load time one gated scenario's verdict may take: 3m is common in CI"),
+                );
+                ok = false;
+            }
+            Some(b) => g.budget = Some(b),
+            None => ok = false,
+        }
+    }
+    if g.detect.is_some() && g.budget.is_none() && f.get("budget").is_none() {
+        g.budget = Some(crate::units::Duration(loadgate_model::DEFAULT_BUDGET));
+    }
+    if ok && g.budget.is_some() && f.get("repeat").is_none() {
+        let pilot = loadgate_model::DEFAULT_PILOT;
+        g.repeat = if g.max_repeat_given { pilot.min(g.max_repeat) } else { pilot };
+        if !g.max_repeat_given {
+            g.max_repeat = g.repeat;
+        }
+    }
+    ok
 }
 
 /// The most rounds invalid as a measurement that a spec may have run again per instance.
@@ -335,4 +398,35 @@ fn undecidable(d: &Design, ab: bool) -> Option<(String, String, &'static str)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    fn gating(block: &str) -> loadgate_model::Gating {
+        let yaml = format!(
+            "version: 1\nname: g\ntarget: {{ builtin: plaintext }}\ngating: {block}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, duration: 1s }} }}\n"
+        );
+        crate::load_str("g.yaml", &yaml, &crate::LoadOptions::default()).unwrap().gating
+    }
+
+    #[test]
+    fn detect_alone_gets_the_default_budget_and_pilot() {
+        let g = gating("{ detect: 10% }");
+        assert_eq!(g.detect, Some(0.10));
+        assert_eq!(g.budget.map(|b| b.0), Some(loadgate_model::DEFAULT_BUDGET));
+        assert_eq!((g.repeat, g.max_repeat), (loadgate_model::DEFAULT_PILOT, loadgate_model::DEFAULT_PILOT));
+        assert!(g.sequential() && g.budgeted());
+        let g = gating("{ detect: 5%, budget: 90s, repeat: 6 }");
+        assert_eq!((g.repeat, g.budget.map(|b| b.0.as_secs())), (6, Some(90)));
+    }
+
+    #[test]
+    fn budget_alone_caps_sequential_mode_and_a_written_max_repeat_stays_a_cap() {
+        let g = gating("{ budget: 2m }");
+        assert_eq!((g.detect, g.repeat), (None, loadgate_model::DEFAULT_PILOT));
+        let g = gating("{ budget: 2m, max_repeat: 5 }");
+        assert_eq!((g.repeat, g.max_repeat), (5, 5), "the pilot within max_repeat");
+        let g = gating("{ budget: 2m, repeat: 6, max_repeat: 30 }");
+        assert_eq!((g.repeat, g.max_repeat), (6, 30));
+    }
 }

@@ -53,7 +53,7 @@ pub(crate) const HISTORY_KEYS: &[&str] = &["branch", "reference", "machine", "dr
 pub(crate) const REFERENCE_KEYS: &[&str] = &["commit", "label"];
 pub(crate) const DETECTION_KEYS: &[&str] = &["p_value", "min_magnitude", "min_segment", "window"];
 pub(crate) const GATING_KEYS: &[&str] =
-    &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid"];
+    &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid", "detect", "budget"];
 pub(crate) const OUTPUT_KEYS: &[&str] = &["type", "url", "headers"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
