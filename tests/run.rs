@@ -860,6 +860,10 @@ scenarios:
     assert_eq!(v["cause"], "budget", "{v}");
     assert_eq!(v["reason"], "budget", "{v}");
     assert_eq!(v["detect"], 0.1, "{v}");
+    // The change this run could tell, in the asked sense: 1.05 x (1 + the interval's half-width) - 1.
+    if let (Some(m), Some(t)) = (v["smallest_detectable"].as_f64(), v["tellable"].as_f64()) {
+        assert!((t - (1.05 * (1.0 + m) - 1.0)).abs() < 1e-9, "{v}");
+    }
     assert_eq!(r["gating"]["budget_seconds"], 4.0);
     assert_eq!(r["gating"]["detect"], 0.1);
     let md = std::fs::read_to_string(dir.path().join("out/e2e-budget/report.md")).unwrap();

@@ -159,6 +159,7 @@ fn inconclusive(
         smallest_detectable: None,
         family_size: 1,
         detect: None,
+        tellable: None,
         cause: None,
     });
     v

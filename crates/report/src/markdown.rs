@@ -624,9 +624,7 @@ fn instance_slo_row(s: &ScenarioResult, v: &Verdict, counted_as: Option<&(Outcom
                 if let Some(m) = st.smallest_detectable {
                     text.push_str(&format!("; detects changes of {:.1}%+", m * 100.0));
                 }
-                if let Some(d) = st.detect {
-                    text.push_str(&format!(" (asked: {:.1}%)", d * 100.0));
-                }
+                text.push_str(&crate::text::asked(st).replacen(", ", "; ", 1));
                 if let Some(n) = note {
                     text = format!("{n}; {text}");
                 }

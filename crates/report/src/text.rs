@@ -167,7 +167,7 @@ pub fn text_summary(s: &ScenarioResult) -> String {
                     st.smallest_detectable
                         .map(|m| format!(", detects changes of {:.1}% or more", m * 100.0))
                         .unwrap_or_default(),
-                    st.detect.map(|d| format!(" (asked: {:.1}%)", d * 100.0)).unwrap_or_default()
+                    asked(st)
                 );
             }
         }
@@ -452,6 +452,16 @@ pub fn verified_line(v: &loadgate_results::VerifiedScenario) -> String {
             if v.sent == 1 { "request" } else { "requests" }
         ),
         Some(why) => format!("verification of {} failed: {why}", v.name),
+    }
+}
+
+/// With `gating.detect`: `, could tell a change of 16.6% (asked: 10.0%)`: the change this run's interval could
+/// tell, in the asked sense, beside the asked one.
+pub(crate) fn asked(st: &loadgate_results::VerdictStatistics) -> String {
+    match (st.detect, st.tellable) {
+        (Some(d), Some(t)) => format!(", could tell a change of {:.1}% (asked: {:.1}%)", t * 100.0, d * 100.0),
+        (Some(d), None) => format!(" (asked: {:.1}%)", d * 100.0),
+        _ => String::new(),
     }
 }
 

@@ -369,6 +369,7 @@ fn apply(v: &mut Verdict, metric: Metric, cv: &CheckVerdict) {
         smallest_detectable: cv.min_detectable_change,
         family_size: cv.family_size as u32,
         detect: None,
+        tellable: None,
         cause,
     });
 }

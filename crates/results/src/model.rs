@@ -793,6 +793,12 @@ pub struct VerdictStatistics {
     /// `gating.detect`: the change asked to be told apart, beside `smallest_detectable`, the one this run could.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detect: Option<f64>,
+    /// With `detect`: the change this run's interval could tell, in the asked sense (from the baseline for a
+    /// relative check, beyond the limit for an absolute one): where the interval of this width would clear the
+    /// limit, `limit x (1 + smallest_detectable) - 1` for `p99 <= baseline * limit` (a drop of
+    /// `1 - limit / (1 + smallest_detectable)` for a higher-is-better check). `None` without `detect`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tellable: Option<f64>,
     /// Why an INCONCLUSIVE verdict is one, for machines: `leans_fail`, `leans_pass`, `at_the_limit`,
     /// `too_noisy` or `budget` (`gating.budget` ended the rounds first). `None` for PASS and FAIL (and history
     /// checks).

@@ -5,7 +5,7 @@
 
 use loadgate_plan::{Arrival, ExecutionPlan, Phase, StopCondition};
 use loadgate_results::power::{pilots, Asked, Cost};
-use loadgate_results::{InconclusiveCause, PowerPlan, ScenarioResult, StatisticalStatus};
+use loadgate_results::{InconclusiveCause, PowerPlan, ScenarioResult, StatisticalStatus, Verdict};
 
 /// The plan for `phase` from its pilot: `mine` (the candidate's rounds in A/B), `paired` (the baseline's);
 /// `units` the schedule's `(spent, kept, cap)`. `None` when nothing can be planned (no check over
@@ -95,8 +95,11 @@ pub(crate) fn annotate(
     out_of_budget: bool,
 ) {
     result.power_plan = plan.cloned();
-    for st in result.verdicts.iter_mut().filter_map(|v| v.statistics.as_mut()) {
+    for v in result.verdicts.iter_mut() {
+        let told = tellable(v);
+        let Some(st) = v.statistics.as_mut() else { continue };
         st.detect = detect;
+        st.tellable = detect.and(told);
         let undecided = st.status == StatisticalStatus::Inconclusive && st.cause != Some(InconclusiveCause::AtTheLimit);
         if out_of_budget && undecided {
             st.cause = Some(InconclusiveCause::Budget);
@@ -111,6 +114,18 @@ pub(crate) fn annotate(
             }
         }
     }
+}
+
+/// The change a verdict's interval could tell, in `gating.detect`'s sense (`VerdictStatistics::tellable`).
+fn tellable(v: &Verdict) -> Option<f64> {
+    let st = v.statistics.as_ref()?;
+    let m = st.smallest_detectable?;
+    let lower_is_better = v.comparison.starts_with('<');
+    Some(match (v.threshold.contains("baseline"), lower_is_better) {
+        (true, true) => st.limit * (1.0 + m) - 1.0,
+        (true, false) => 1.0 - st.limit / (1.0 + m),
+        (false, _) => m,
+    })
 }
 
 /// `INCONCLUSIVE, leans regression: ...` -> `INCONCLUSIVE, budget (the rounds it allowed ended; leans
