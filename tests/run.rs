@@ -872,6 +872,38 @@ scenarios:
 }
 
 #[test]
+fn a_planned_gate_is_refused_with_shards_before_any_load() {
+    let (dir, path) = spec(
+        r#"
+version: 1
+name: e2e-budget-shards
+target: { base_url: "http://127.0.0.1:9" }
+candidate: { base_url: "http://127.0.0.1:9" }
+gating: { detect: 10%, budget: 1m }
+scenarios:
+  main:
+    request: { path: / }
+    load: { closed: { connections: 2, duration: 1s } }
+    slo: ["p99 <= baseline * 1.05"]
+"#,
+    );
+    let p = path.to_str().unwrap();
+    let out_dir = dir.path().join("out");
+    let o = out_dir.to_str().unwrap();
+    for args in [
+        vec!["run", p, "--shards", "2", "--out", o],
+        vec!["run", p, "--shard", "1/2", "--out", o],
+        vec!["k8s", p, "--shards", "2", "--image", "registry/loadgate:1"],
+    ] {
+        let done = run(&args);
+        let stderr = text(&done.stderr);
+        assert_eq!(done.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("`gating.detect` plans the rounds from what one generator measures"), "{stderr}");
+    }
+    assert!(!out_dir.join("e2e-budget-shards").exists(), "nothing was run");
+}
+
+#[test]
 fn ab_with_equal_sides_never_fails() {
     let (dir, path) = ab_spec("e2e-ab-equal", "4ms", "4ms", 6);
     let out = run(&["run", path.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()]);

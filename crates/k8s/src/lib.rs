@@ -84,6 +84,9 @@ pub enum K8sError {
          ending with a letter or digit, at most {1} characters"
     )]
     Name(String, usize),
+    /// The plan cannot be sliced (a planned gate, shares that do not split over the shards).
+    #[error("{0}")]
+    Slice(#[from] loadgate_plan::ShardError),
     #[error("the image is empty: give the image that has loadgate on its PATH (`--image registry/loadgate:0.1.0`)")]
     Image,
     #[error("`{0}` is not a Kubernetes memory quantity (`512Mi`, `2Gi`)")]
@@ -193,6 +196,8 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
     if req.shards == 0 || req.shards > MAX_SHARDS {
         return Err(K8sError::Shards(req.shards));
     }
+    // What each pod would refuse at its start is refused here.
+    loadgate_plan::shard(req.plan, loadgate_plan::Slice::new(1, req.shards)?)?;
     let name = match req.name {
         Some(n) if is_dns_label(n, MAX_NAME_LEN) => n.to_owned(),
         Some(n) => return Err(K8sError::Name(n.to_owned(), MAX_NAME_LEN)),

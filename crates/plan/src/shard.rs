@@ -27,6 +27,13 @@ pub enum ShardError {
     AlreadySliced(Slice),
     #[error("phase `{phase}`: its shares cannot be written as exact fractions over {count} shards")]
     Overflow { phase: String, count: u32 },
+    /// `gating.detect` / `gating.budget`: the rounds are planned from the pilot one generator measures, and each
+    /// shard would plan (and stop) on its own.
+    #[error(
+        "`gating.{0}` plans the rounds from what one generator measures, and each shard would plan and stop on \
+         its own: a sharded run takes fixed rounds (`gating.repeat`)"
+    )]
+    Planned(&'static str),
 }
 
 impl std::str::FromStr for Slice {
@@ -138,6 +145,12 @@ fn stripes(w: &WorkerShare, count: u32) -> Option<Vec<(u64, Option<u64>, Share)>
 pub fn shard(plan: &ExecutionPlan, slice: Slice) -> Result<ExecutionPlan, ShardError> {
     if let Some(s) = plan.shard {
         return Err(ShardError::AlreadySliced(s));
+    }
+    if plan.gating.detect.is_some() {
+        return Err(ShardError::Planned("detect"));
+    }
+    if plan.gating.budget.is_some() {
+        return Err(ShardError::Planned("budget"));
     }
     let Slice { index, count } = Slice::new(slice.index, slice.count)?;
     let mut out = plan.clone();

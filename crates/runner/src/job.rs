@@ -161,6 +161,10 @@ impl Job {
         let request = request(&spec, file, dir, source, shard, &options);
         let work = match &options.distribution {
             Distribution::Local { count, exe, args, run_id } => {
+                // What a shard would refuse (a planned gate, shares that do not split) is refused here, once.
+                Slice::new(1, *count)
+                    .and_then(|first| loadgate_plan::shard(&plan, first))
+                    .map_err(|e| JobError::Invalid(e.to_string()))?;
                 // A run from flags has no spec file: its shards run the spec the flags made, from a private file.
                 let flags_spec = flags_yaml.as_deref().map(ScratchDir::with_spec).transpose()?;
                 let local = LocalShards {
