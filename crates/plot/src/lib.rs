@@ -13,6 +13,9 @@
 //! - [`compare_figures`]`(comparison)` and [`compare_plot`] draw `loadgate compare`'s plots: per metric, the
 //!   sweep curves of every run (knees ringed) or grouped bars per instance.
 //!
+//! - [`flame_graph`]`(stacks, options)` and [`diff_flame_graph`]`(base, candidate, options)`: a server's profile
+//!   (folded stacks) as a flame graph, and an A/B run's differential flame graph; see [`flame`].
+//!
 //! - [`trend`](trend())`(series)`: a metric over the runs a history keeps, levels between change points, each change
 //!   point marked (regression or improvement) with its p-value.
 //!
@@ -24,6 +27,8 @@ mod capacity;
 mod chart;
 mod checks;
 pub mod compare;
+pub mod flame;
+mod flame_tree;
 mod spectrum;
 mod sweep;
 pub mod theme;
@@ -33,6 +38,7 @@ pub mod trend;
 pub use capacity::capacity;
 pub use checks::checks;
 pub use compare::{compare_figures, compare_plot, CompareFigure, CompareShape};
+pub use flame::{diff_flame_graph, flame_graph, DiffColour, DiffOptions, FlameOptions};
 pub use spectrum::spectrum;
 pub use sweep::sweep;
 pub use timeline::timeline;

@@ -105,6 +105,8 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            // Not characters XML allows.
+            '\u{FFFE}' | '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }

@@ -27,6 +27,8 @@
 //!   change (seed 003's table);
 //! - [`history_text`], [`history_markdown`] and [`history_html`] render `loadgate history show`'s series with
 //!   their change points and a trend plot each;
+//! - [`where_time_went_html`]`(rows)`: a profile's "where the time went" table (frames by self and total, in %
+//!   and CPU microseconds per request) as an HTML fragment for `report.html`;
 //! - [`html()`]`(results, plots) -> Result<String, ReportError>`: the self-contained `report.html` (inline CSS,
 //!   the SVGs inline, no script, nothing fetched), given the plots drawn by `loadgate-plot`; the Markdown links
 //!   the same SVG files ([`plots::plot_links`]) and carries each instance's per-second timeline as a table
@@ -40,6 +42,7 @@ pub mod junit;
 mod lines;
 pub mod markdown;
 pub mod plots;
+pub mod profile;
 pub mod repro;
 pub mod text;
 
@@ -52,6 +55,7 @@ pub use lines::capacity_step_line;
 pub use loadgate_plot::{file_stem, Figure};
 pub use loadgate_results::hgrm;
 pub use markdown::{markdown, markdown_summary, View, DEFAULT_TEMPLATE};
+pub use profile::{where_time_went_html, TimeRow};
 pub use repro::repro_comparison;
 pub use text::{
     summary_table, text_summary, verified_line, wrk2_latency_spectrum, wrk2_uncorrected_spectrum,
