@@ -32,12 +32,14 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 
 use crate::flame_tree::{Selection, Tree, ROOT};
-use crate::theme::{escape, finish, RGBColor, BG, FG, GRID_LIGHT, MUTED};
+use crate::theme::{escape, finish, RGBColor, BG, FG, GRID, GRID_LIGHT, MUTED};
 use crate::{shorten, PlotError};
 
 const PLOT: &str = "the flame graph";
 /// The longest frame name a tooltip shows in full.
 pub const MAX_NAME_CHARS: usize = 1000;
+/// The smallest change a differential graph shows in full colour, as a share of the larger side's whole.
+pub const FULL_COLOUR_FLOOR: f64 = 0.05;
 /// The most frames of the baseline only that a differential graph lists by name.
 const MAX_GONE_LISTED: usize = 8;
 
@@ -156,9 +158,9 @@ pub fn diff_flame_graph(
             DiffColour::Total => cand_value(n.total) - base_value(b.map_or(0, |b| b.total)),
         }
     };
-    // Full colour at the largest change drawn, and never below 2% of the larger side's whole, so that noise in
-    // an A/A pair stays pale.
-    let floor = 0.02 * cand_value(cand_tree.total()).max(base_value(base_tree.total()));
+    // Full colour at the largest change drawn, and never below 5% of the larger side's whole, so that the noise
+    // of an A/A pair (a fraction of a percent of the samples) stays pale.
+    let floor = FULL_COLOUR_FLOOR * cand_value(cand_tree.total()).max(base_value(base_tree.total()));
     let largest = layout.selection.drawn.iter().filter(|n| **n != ROOT).map(|n| delta(*n).abs()).fold(0.0, f64::max);
     let full = largest.max(floor).max(f64::MIN_POSITIVE);
     let unit = if per_request.is_some() { " us/request" } else { " of samples" };
@@ -286,11 +288,7 @@ fn side_line(label: &str, tree: &Tree, node: usize, us: Option<f64>) -> String {
         format::ratio(share(n.own, tree.total()))
     );
     if let Some(us) = us {
-        line.push_str(&format!(
-            ", {} us/request (self {})",
-            us_text(n.total as f64 * us),
-            us_text(n.own as f64 * us)
-        ));
+        line.push_str(&format!(", {} us/request (self {})", us_text(n.total as f64 * us), us_text(n.own as f64 * us)));
     }
     line
 }
@@ -366,7 +364,8 @@ impl Layout {
         let s = &self.selection;
         let mut parts = Vec::new();
         if s.narrow > 0 {
-            let pct = format::ratio(if options.min_share.is_finite() { options.min_share.clamp(0.0, 1.0) } else { 0.001 });
+            let share = if options.min_share.is_finite() { options.min_share.clamp(0.0, 1.0) } else { 0.001 };
+            let pct = format!("{}%", trimmed(share * 100.0));
             parts.push(format!("{} frames under {pct} of the samples", format::count(s.narrow)));
         }
         if s.deep > 0 {
@@ -407,7 +406,7 @@ impl Layout {
             if room >= 3.0 {
                 let _ = write!(
                     out,
-                    "<text x=\"{:.2}\" y=\"{:.1}\" font-size=\"{FONT_SIZE}\" fill=\"rgb(0,0,0)\">{}</text>",
+                    "<text x=\"{:.2}\" y=\"{:.1}\" font-size=\"{FONT_SIZE}\" fill=\"rgb(0,0,0)\" stroke=\"none\">{}</text>",
                     x + 3.0,
                     y + FRAME_HEIGHT - 4.0,
                     escape(&shorten(tree.name(*node), room as usize))
@@ -459,7 +458,9 @@ impl Layout {
                 escape(&format!("{}: nothing to draw", capitalised(empty_text)))
             );
         } else {
-            body.push_str("<g class=\"lg-frames\">\n");
+            // A thin grid-coloured outline, so neighbours (pale frames of a differential graph above all) stay
+            // apart; labels draw none.
+            let _ = writeln!(body, "<g class=\"lg-frames\" stroke=\"{}\" stroke-width=\"0.5\">", hex(GRID));
             body.push_str(frames);
             body.push_str("</g>\n");
         }
@@ -490,6 +491,12 @@ impl Layout {
 /// theme.
 fn hex(c: RGBColor) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+}
+
+/// A number with at most four decimals and no trailing zeros: `0.1`, `2`, `0.0125`.
+fn trimmed(v: f64) -> String {
+    let text = format!("{v:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 fn capitalised(text: &str) -> String {

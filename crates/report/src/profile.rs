@@ -42,7 +42,9 @@ pub fn where_time_went_html(rows: &[TimeRow]) -> String {
         return "<p class=\"muted\">No frames: the profile has no samples.</p>\n".to_owned();
     }
     let per_request = rows.iter().any(|r| r.self_us_per_request.is_some() || r.total_us_per_request.is_some());
-    let mut out = String::from("<table class=\"profile\">\n<thead><tr><th>frame</th><th class=\"n\">self</th><th class=\"n\">total</th>");
+    let mut out = String::from(
+        "<table class=\"profile\">\n<thead><tr><th>frame</th><th class=\"n\">self</th><th class=\"n\">total</th>",
+    );
     if per_request {
         out.push_str("<th class=\"n\">self us/request</th><th class=\"n\">total us/request</th>");
     }
