@@ -24,8 +24,8 @@
 //! than [`FlameOptions::max_depth`] levels, or beyond [`FlameOptions::max_frames`] (the widest are kept) are left
 //! out and counted in a note under the graph; names in tooltips are cut at [`MAX_NAME_CHARS`]. A profile without
 //! samples gives a graph that says so. The SVG is written by hand, not with plotters: plotters has no per-shape
-//! tooltips, and a flame graph needs nothing else than rectangles and text. No script: report.html embeds plots
-//! inline and runs none.
+//! tooltips, and a flame graph needs nothing else than rectangles and text. No script unless
+//! [`FlameOptions::zoom`] asks for click-to-zoom: report.html embeds plots inline and runs none.
 
 use std::fmt::Write as _;
 
@@ -42,6 +42,10 @@ pub const MAX_NAME_CHARS: usize = 1000;
 pub const FULL_COLOUR_FLOOR: f64 = 0.05;
 /// The most frames of the baseline only that a differential graph lists by name.
 const MAX_GONE_LISTED: usize = 8;
+
+/// The click-to-zoom script ([`FlameOptions::zoom`]): it finds its own graph (`document.currentScript`), so
+/// several graphs inline in one page stay apart; it names no id and fetches nothing.
+const ZOOM_SCRIPT: &str = include_str!("flame/zoom.js");
 
 const PAD: f64 = 10.0;
 const TOP: f64 = 56.0;
@@ -70,6 +74,9 @@ pub struct FlameOptions {
     pub max_depth: usize,
     /// The most frames drawn: the widest are kept.
     pub max_frames: usize,
+    /// A small inline script: a click on a frame zooms into it, a click on the root zooms out. Off by default:
+    /// report.html runs no script; a flame graph written as a file of its own may have it.
+    pub zoom: bool,
 }
 
 impl Default for FlameOptions {
@@ -82,6 +89,7 @@ impl Default for FlameOptions {
             min_share: 0.001,
             max_depth: 256,
             max_frames: 2000,
+            zoom: false,
         }
     }
 }
@@ -429,6 +437,11 @@ impl Layout {
         empty_text: &str,
     ) -> String {
         let w = self.width;
+        let zoom = options.zoom && !empty;
+        let mut notes = notes.to_vec();
+        if zoom {
+            notes.push("Click a frame to zoom into it, the root (all) to zoom out.".to_owned());
+        }
         let panel = self.rows() as f64 * ROW;
         let notes_top = TOP + panel + 8.0;
         let h = notes_top + notes.len() as f64 * NOTE_LINE + 8.0;
@@ -472,6 +485,13 @@ impl Layout {
                 hex(MUTED),
                 escape(note)
             );
+        }
+        if zoom {
+            let script = ZOOM_SCRIPT
+                .replace("__PAD__", &PAD.to_string())
+                .replace("__PLOT_WIDTH__", &format!("{:.2}", self.plot_width()))
+                .replace("__CHAR__", &CHAR_WIDTH.to_string());
+            let _ = write!(body, "<script type=\"text/javascript\"><![CDATA[\n{script}]]></script>\n");
         }
         body.push_str("</svg>\n");
         let description = if empty {
