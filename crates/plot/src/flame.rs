@@ -337,6 +337,15 @@ fn diff_colour(ratio: f64) -> String {
     }
 }
 
+/// The smallest share of the samples a frame drawn has: the option within 0..=1, or 0.1% when it is no number.
+fn min_share(options: &FlameOptions) -> f64 {
+    if options.min_share.is_finite() {
+        options.min_share.clamp(0.0, 1.0)
+    } else {
+        0.001
+    }
+}
+
 /// Where the frames of a tree go.
 struct Layout {
     selection: Selection,
@@ -348,8 +357,7 @@ struct Layout {
 impl Layout {
     fn new(tree: &Tree, options: &FlameOptions) -> Layout {
         let width = f64::from(options.width.clamp(300, 10_000));
-        let min_share = if options.min_share.is_finite() { options.min_share.clamp(0.0, 1.0) } else { 0.001 };
-        let min_samples = (tree.total() as f64 * min_share).ceil() as u64;
+        let min_samples = (tree.total() as f64 * min_share(options)).ceil() as u64;
         let selection = tree.select(min_samples, options.max_depth, options.max_frames);
         let starts = tree.starts(&selection);
         Layout { selection, starts, width, total: tree.total() }
@@ -372,8 +380,7 @@ impl Layout {
         let s = &self.selection;
         let mut parts = Vec::new();
         if s.narrow > 0 {
-            let share = if options.min_share.is_finite() { options.min_share.clamp(0.0, 1.0) } else { 0.001 };
-            let pct = format!("{}%", trimmed(share * 100.0));
+            let pct = format!("{}%", trimmed(min_share(options) * 100.0));
             parts.push(format!("{} frames under {pct} of the samples", format::count(s.narrow)));
         }
         if s.deep > 0 {

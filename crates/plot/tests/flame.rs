@@ -195,6 +195,12 @@ fn hostile_names_are_escaped_in_tooltips_and_labels() {
     }
     d.frame("control  chars\u{FFFD}");
     assert!(d.has_text("<b>&title</b>"));
+    // In a differential graph too, drawn or listed as only in the baseline.
+    let cand: Stacks = input[..2].to_vec();
+    let d = Drawn::parse(&diff_flame_graph(&input, &cand, &DiffOptions::default()).unwrap());
+    d.frame(names[0]);
+    assert!(d.has_text(&format!("main > {}", names[2])), "{:?}", d.texts);
+    assert!(d.has_text("main > a & b <![CDATA[ ]]> c"), "{:?}", d.texts);
 }
 
 #[test]
