@@ -221,7 +221,9 @@ pub fn diff_flame_graph(
         }
         let gone = cand_tree.gone(&base_tree);
         if !gone.is_empty() {
-            notes.push(format!("Only in the baseline ({} frames, not drawn):", format::count(gone.len() as u64)));
+            let plural = if gone.len() == 1 { "" } else { "s" };
+            notes
+                .push(format!("Only in the baseline ({} frame{plural}, not drawn):", format::count(gone.len() as u64)));
             let room = ((layout.width - 2.0 * PAD - 20.0) / CHAR_WIDTH).max(10.0) as usize;
             for node in gone.iter().take(MAX_GONE_LISTED) {
                 let count = base_tree.nodes[*node].total;
