@@ -1,0 +1,230 @@
+//! The sampler against real processes: a C burner built here with and without frame pointers and stripped
+//! with a debug link, a child that execs and exits while sampled, the tree's CPU time, and the sampler run
+//! with privileges dropped. Skipped (with a message) when `cc` is missing or the kernel refuses sampling.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use loadgate_profile::{probe, Access, Profile, Sampler, SamplerOptions, TreeCpu};
+
+const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/burn.c");
+
+struct Builds {
+    _dir: tempfile::TempDir,
+    fp: PathBuf,
+    nofp: PathBuf,
+    stripped: PathBuf,
+}
+
+fn cc(args: &[&str]) -> bool {
+    Command::new("cc").args(args).status().is_ok_and(|s| s.success())
+}
+
+/// Builds the burner three ways, or `None` (saying so) when there is no C compiler.
+fn build() -> Option<Builds> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = |n: &str| dir.path().join(n).to_str().expect("utf-8 path").to_owned();
+    let (fp, nofp, stripped, debug) = (p("burn-fp"), p("burn-nofp"), p("burn-stripped"), p("burn.debug"));
+    if !cc(&["-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-pthread", SOURCE, "-o", &fp]) {
+        eprintln!("skipped: no working `cc`");
+        return None;
+    }
+    assert!(cc(&["-O2", "-g", "-fomit-frame-pointer", "-pthread", SOURCE, "-o", &nofp]));
+    let run = |prog: &str, args: &[&str]| Command::new(prog).args(args).status().is_ok_and(|s| s.success());
+    let stripped_ok = run("objcopy", &["--only-keep-debug", &nofp, &debug])
+        && run("strip", &["-o", &stripped, &nofp])
+        && run("objcopy", &["--add-gnu-debuglink", &debug, &stripped]);
+    if !stripped_ok {
+        eprintln!("skipped: no objcopy/strip");
+        return None;
+    }
+    Some(Builds { _dir: dir, fp: fp.into(), nofp: nofp.into(), stripped: stripped.into() })
+}
+
+/// Whether this machine lets this process sample at all (a refusal is reported, not failed).
+fn sampling_allowed() -> bool {
+    match probe() {
+        Access::Denied { advice, .. } => {
+            eprintln!("skipped: sampling denied here: {advice}");
+            false
+        }
+        _ => true,
+    }
+}
+
+/// Runs `prog args` under the sampler until it exits.
+fn profile_of(prog: &Path, args: &[&str], opts: &SamplerOptions) -> Profile {
+    let mut child = Command::new(prog).args(args).spawn().expect("spawn");
+    let sampler = Sampler::start(child.id(), opts).expect("sampler starts");
+    child.wait().expect("wait");
+    let raw = sampler.stop().expect("sampler stops");
+    raw.symbolize()
+}
+
+/// Share of samples whose stack has `chain` (root to leaf, consecutive frames).
+fn share_with(p: &Profile, chain: &[&str]) -> f64 {
+    let total: u64 = p.stacks.iter().map(|s| s.1).sum();
+    let with: u64 =
+        p.stacks.iter().filter(|(frames, _)| frames.windows(chain.len()).any(|w| w == chain)).map(|s| s.1).sum();
+    with as f64 / total.max(1) as f64
+}
+
+fn describe(p: &Profile) -> String {
+    let mut s = format!("{:?}\n", p.stats);
+    for (frames, n) in p.stacks.iter().take(8) {
+        s.push_str(&format!("{n} {}\n", frames.join(";")));
+    }
+    s
+}
+
+fn check_burn(p: &Profile, what: &str) {
+    let text = describe(p);
+    assert!(p.stats.samples >= 50, "{what}: too few samples\n{text}");
+    assert!(p.stats.symbolized_share >= 0.9, "{what}: symbolized share\n{text}");
+    assert!(share_with(p, &["outer", "middle", "leaf_burn"]) >= 0.7, "{what}: outer;middle;leaf_burn\n{text}");
+    let under_main: u64 = p.stacks.iter().filter(|(f, _)| f.iter().any(|n| n == "main")).map(|s| s.1).sum();
+    assert!(under_main as f64 >= 0.7 * p.stats.samples as f64, "{what}: under main\n{text}");
+    eprintln!("{what}:\n{text}");
+}
+
+#[test]
+fn a_frame_pointer_build_is_sampled_and_symbolized_with_its_call_chain() {
+    let Some(b) = build() else { return };
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&b.fp, &["wall", "1"], &SamplerOptions::default());
+    check_burn(&p, "frame pointers, DWARF on");
+    let fp_only = SamplerOptions { dwarf: false, ..SamplerOptions::default() };
+    let p = profile_of(&b.fp, &["wall", "1"], &fp_only);
+    check_burn(&p, "frame pointers only");
+    assert_eq!(p.stats.dwarf_share, 0.0);
+}
+
+#[test]
+fn a_build_without_frame_pointers_is_unwound_with_dwarf() {
+    let Some(b) = build() else { return };
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&b.nofp, &["wall", "1"], &SamplerOptions::default());
+    check_burn(&p, "no frame pointers");
+    assert!(p.stats.dwarf_share >= 0.9, "{}", describe(&p));
+}
+
+#[test]
+fn a_stripped_build_is_symbolized_through_its_debug_link() {
+    let Some(b) = build() else { return };
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&b.stripped, &["wall", "1"], &SamplerOptions::default());
+    check_burn(&p, "stripped with .gnu_debuglink");
+}
+
+#[test]
+fn a_child_that_execs_and_exits_while_sampled_still_symbolizes() {
+    let Some(b) = build() else { return };
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&b.nofp, &["spawn", "0.6"], &SamplerOptions::default());
+    let text = describe(&p);
+    assert!(share_with(&p, &["child_work", "middle", "leaf_burn"]) >= 0.2, "the exec'd child's samples\n{text}");
+    assert!(share_with(&p, &["outer", "middle", "leaf_burn"]) >= 0.2, "the parent's\n{text}");
+    assert!(p.stats.processes_seen >= 2, "{text}");
+    assert!(p.stats.symbolized_share >= 0.9, "{text}");
+}
+
+/// Starts `burn cpu MS MODE`, reads the tree's CPU before and after the burn, and returns the nanoseconds.
+fn cpu_of_burn(prog: &Path, ms: u32, mode: &str) -> u64 {
+    let mut child = Command::new(prog)
+        .args(["cpu", &ms.to_string(), mode])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let before = TreeCpu::read(pid).expect("first reading");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"g").expect("go");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("done line");
+    assert_eq!(line.trim(), "done");
+    let after = TreeCpu::read(pid).expect("second reading");
+    let again = TreeCpu::read(pid).expect("third reading");
+    drop(stdin);
+    child.wait().expect("wait");
+    let d = after.since(&before);
+    assert!(again.since(&before).ns >= d.ns, "readings are monotonic");
+    eprintln!("{mode}: {ms} ms burned, read {} ns (bound {} ns)", d.ns, d.error_bound_ns);
+    d.ns
+}
+
+#[test]
+fn the_tree_cpu_counts_threads_and_children_that_exited_between_readings() {
+    let Some(b) = build() else { return };
+    for mode in ["self", "threads", "fork"] {
+        let ns = cpu_of_burn(&b.fp, 200, mode);
+        assert!(ns >= 100_000_000, "{mode}: {ns} ns for 200 ms of CPU");
+        assert!(ns <= 600_000_000, "{mode}: {ns} ns for 200 ms of CPU");
+    }
+}
+
+const AS_NOBODY: &str = "LOADGATE_PROFILE_TEST_AS_NOBODY";
+
+#[test]
+fn the_sampler_works_with_privileges_dropped() {
+    if let Ok(prog) = std::env::var(AS_NOBODY) {
+        // The re-executed test, as an unprivileged user: sample a child of our own.
+        let access = probe();
+        eprintln!("unprivileged probe: {access:?}");
+        let mut child = Command::new(&prog).args(["wall", "1"]).spawn().expect("spawn");
+        match Sampler::start(child.id(), &SamplerOptions::default()) {
+            Ok(s) => {
+                child.wait().expect("wait");
+                let raw = s.stop().expect("stop");
+                let p = raw.symbolize();
+                if matches!(access, Access::UserOnly { .. }) {
+                    assert!(!p.stats.kernel_stacks, "user stacks only");
+                }
+                check_burn(&p, "unprivileged");
+            }
+            Err(e) => {
+                child.wait().expect("wait");
+                eprintln!("refused cleanly: {e}");
+                assert!(!matches!(access, Access::Full | Access::UserOnly { .. }), "{e}");
+            }
+        }
+        return;
+    }
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("not root: this test is the unprivileged case already");
+        if !sampling_allowed() {
+            return;
+        }
+    }
+    let Some(b) = build() else { return };
+    let me = std::env::current_exe().expect("test binary");
+    let copy = b.fp.with_file_name("sampling-test");
+    std::fs::copy(&me, &copy).expect("copy the test binary");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut cmd = Command::new(&copy);
+    cmd.args(["--exact", "the_sampler_works_with_privileges_dropped", "--nocapture"])
+        .env(AS_NOBODY, &b.fp)
+        .current_dir(b.fp.parent().expect("dir"));
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } == 0 {
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.output().expect("re-run the test as nobody");
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!("{text}");
+    assert!(out.status.success(), "the unprivileged run failed:\n{text}");
+    assert!(text.contains("1 passed"), "{text}");
+}
