@@ -2,6 +2,7 @@
  *   burn wall SECONDS          burn for SECONDS of wall time
  *   burn spawn SECONDS         wait 0.3 s, fork a child that execs `burn child SECONDS`, wait for it, burn SECONDS more
  *   burn child SECONDS         child_work -> middle -> leaf_burn for SECONDS of wall time
+ *   burn iters N               run outer() N times, print the CPU seconds it took
  *   burn cpu MS MODE           wait for a byte on stdin, burn MS ms of CPU (MODE: self | threads | fork), print
  *                              "done", wait for stdin to close
  */
@@ -54,6 +55,11 @@ int main(int argc, char **argv) {
     double secs = atof(argv[2]);
     if (!strcmp(argv[1], "wall")) {
         burn_wall(secs, outer);
+    } else if (!strcmp(argv[1], "iters")) {
+        long n = atol(argv[2]);
+        double t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        for (long i = 0; i < n; i++) outer(20000);
+        printf("%.4f\n", clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0);
     } else if (!strcmp(argv[1], "child")) {
         burn_wall(secs, child_work);
     } else if (!strcmp(argv[1], "spawn")) {
