@@ -30,6 +30,8 @@ pub struct Segment {
     pub offset: u64,
     pub vaddr: u64,
     pub filesz: u64,
+    /// Executable (`PF_X`).
+    pub exec: bool,
 }
 
 /// The unwind sections of an image (addresses are the file's own, SVMAs).
@@ -76,7 +78,12 @@ impl Image {
             .elf_program_headers()
             .iter()
             .filter(|ph| ph.p_type(endian) == PT_LOAD)
-            .map(|ph| Segment { offset: ph.p_offset(endian), vaddr: ph.p_vaddr(endian), filesz: ph.p_filesz(endian) })
+            .map(|ph| Segment {
+                offset: ph.p_offset(endian),
+                vaddr: ph.p_vaddr(endian),
+                filesz: ph.p_filesz(endian),
+                exec: ph.p_flags(endian) & object::elf::PF_X != 0,
+            })
             .collect();
         let section = |name: &str, limit: u64| -> (Option<Range<u64>>, Option<Bytes>) {
             match elf.section_by_name(name) {
@@ -110,12 +117,21 @@ impl Image {
         })
     }
 
-    /// The load bias of a mapping of this image that starts at `start` with file offset `pgoff`: the address
-    /// of a byte in memory minus its address in the file (`None` when no segment holds that offset).
+    /// The load bias of an executable mapping of this image that starts at `start` with file offset `pgoff`:
+    /// the address of a byte in memory minus its address in the file (`None` when no segment is mapped there).
+    /// The segment is the executable one whose page-aligned file range holds `pgoff` (a page may also hold the
+    /// end of the segment before it, which the kernel maps elsewhere), else the last one that holds it.
     pub fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
-        let seg = self.segments.iter().find(|s| s.offset <= pgoff && pgoff < s.offset + s.filesz.max(1))?;
-        let svma_of_start = seg.vaddr.wrapping_add(pgoff - seg.offset);
-        Some(start.wrapping_sub(svma_of_start))
+        const PAGE: u64 = 4096;
+        let holds = |s: &&Segment| s.offset & !(PAGE - 1) <= pgoff && pgoff < s.offset + s.filesz.max(1);
+        let seg = self
+            .segments
+            .iter()
+            .filter(holds)
+            .find(|s| s.exec)
+            .or_else(|| self.segments.iter().filter(holds).last())?;
+        // avma(o) = start + (o - pgoff) and svma(o) = vaddr + (o - offset) for any offset o of the segment.
+        Some(start.wrapping_sub(pgoff).wrapping_add(seg.offset).wrapping_sub(seg.vaddr))
     }
 
     /// The file's own address (SVMA) of a byte at file offset `offset`.
@@ -212,8 +228,8 @@ mod tests {
     #[test]
     fn the_bias_of_a_pie_text_mapping_is_its_start_minus_the_segment_address() {
         let img = image(vec![
-            Segment { offset: 0, vaddr: 0, filesz: 0x1000 },
-            Segment { offset: 0x1000, vaddr: 0x1000, filesz: 0x5000 },
+            Segment { offset: 0, vaddr: 0, filesz: 0x1000, exec: false },
+            Segment { offset: 0x1000, vaddr: 0x1000, filesz: 0x5000, exec: true },
         ]);
         assert_eq!(img.bias(0x5555_0000_1000, 0x1000), Some(0x5555_0000_0000));
         assert_eq!(img.svma(0x1234), Some(0x1234));
@@ -222,8 +238,20 @@ mod tests {
 
     #[test]
     fn a_non_pie_executable_has_a_zero_bias() {
-        let img = image(vec![Segment { offset: 0x1000, vaddr: 0x401000, filesz: 0x2000 }]);
+        let img = image(vec![Segment { offset: 0x1000, vaddr: 0x401000, filesz: 0x2000, exec: true }]);
         assert_eq!(img.bias(0x401000, 0x1000), Some(0));
+    }
+
+    #[test]
+    fn a_text_segment_that_shares_its_first_page_with_the_one_before_takes_the_bias_of_the_text() {
+        // As rustc's PIE executables lay them out: text at offset 0x16970, address 0x17970.
+        let img = image(vec![
+            Segment { offset: 0, vaddr: 0, filesz: 0x16970, exec: false },
+            Segment { offset: 0x16970, vaddr: 0x17970, filesz: 0x30000, exec: true },
+        ]);
+        let start = 0x5555_5556_b000;
+        assert_eq!(img.bias(start, 0x16000), Some(start - 0x17000));
+        assert_eq!(img.svma(0x16e52), Some(0x17e52));
     }
 
     #[test]

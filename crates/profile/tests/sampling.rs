@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use loadgate_profile::{probe, Access, Profile, Sampler, SamplerOptions, TreeCpu};
 
-const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/burn.c");
+const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/burn.c");
 
 struct Builds {
     _dir: tempfile::TempDir,
@@ -227,4 +227,126 @@ fn the_sampler_works_with_privileges_dropped() {
     eprintln!("{text}");
     assert!(out.status.success(), "the unprivileged run failed:\n{text}");
     assert!(text.contains("1 passed"), "{text}");
+}
+
+#[test]
+fn jit_code_is_named_from_its_perf_map() {
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("skipped: the JIT'ed code of the burner is x86_64 machine code");
+        return;
+    }
+    let Some(b) = build() else { return };
+    if !sampling_allowed() {
+        return;
+    }
+    let mut child = Command::new(&b.nofp).args(["jit", "1"]).spawn().expect("spawn");
+    let pid = child.id();
+    let sampler = Sampler::start(pid, &SamplerOptions::default()).expect("sampler starts");
+    assert!(child.wait().expect("wait").success());
+    let p = sampler.stop().expect("stop").symbolize();
+    let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    let text = describe(&p);
+    assert!(share_with(&p, &["jit_caller", "jit_loop"]) >= 0.7, "{text}");
+    assert!(p.stats.symbolized_share >= 0.9, "{text}");
+}
+
+#[test]
+fn a_rust_program_has_demangled_names_without_hashes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = dir.path().join("burnrs");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let built = Command::new(&rustc)
+        .args(["-O", "-g", "--edition", "2021"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/burn.rs"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: no working `{rustc}`");
+        return;
+    }
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&exe, &["1"], &SamplerOptions::default());
+    let text = describe(&p);
+    assert!(share_with(&p, &["burn::main", "burn::outer", "burn::middle", "burn::leaf_burn"]) >= 0.7, "{text}");
+    assert!(
+        p.stacks.iter().flat_map(|s| &s.0).all(|f| !f.contains("::h") || !f.ends_with(|c: char| c.is_ascii_hexdigit())),
+        "hash suffixes left:\n{text}"
+    );
+    assert!(p.stats.symbolized_share >= 0.9, "{text}");
+}
+
+#[test]
+fn a_pid_that_is_not_running_is_refused_by_name() {
+    let mut child = Command::new("true").spawn().expect("spawn true");
+    let pid = child.id();
+    child.wait().expect("wait");
+    match Sampler::start(pid, &SamplerOptions::default()) {
+        Err(e @ loadgate_profile::ProfileError::NoProcess { .. }) => {
+            assert!(e.to_string().contains("not running"), "{e}")
+        }
+        Err(e) => panic!("unexpected error: {e}"),
+        Ok(_) => panic!("a reaped pid was sampled"),
+    }
+    assert!(TreeCpu::read(pid).is_err());
+}
+
+/// Installs a seccomp filter on the calling thread that answers ENOSYS to `perf_event_open`, as Docker's
+/// default profile does.
+fn block_perf_event_open() -> bool {
+    let filter = [
+        libc::sock_filter { code: 0x20, jt: 0, jf: 0, k: 0 },
+        libc::sock_filter { code: 0x15, jt: 0, jf: 1, k: libc::SYS_perf_event_open as u32 },
+        libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | libc::ENOSYS as u32 },
+        libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 },
+    ];
+    let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: prctl with a valid filter program that outlives the call; it changes only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER,
+                &prog as *const libc::sock_fprog as libc::c_ulong,
+                0,
+                0,
+            ) == 0
+    }
+}
+
+#[test]
+fn a_seccomp_filter_that_blocks_perf_events_is_reported_with_advice() {
+    let mut child = Command::new("sleep").arg("5").spawn().expect("spawn sleep");
+    let pid = child.id();
+    // The filter lives on a thread of its own, which ends with it.
+    let outcome = std::thread::spawn(move || {
+        if !block_perf_event_open() {
+            return None;
+        }
+        Some((probe(), Sampler::start(pid, &SamplerOptions::default()).err()))
+    })
+    .join()
+    .expect("the filtered thread");
+    let _ = child.kill();
+    let _ = child.wait();
+    let Some((access, err)) = outcome else {
+        eprintln!("skipped: cannot install a seccomp filter here");
+        return;
+    };
+    match access {
+        Access::Denied { errno, advice, .. } => {
+            assert_eq!(errno, libc::ENOSYS);
+            assert!(advice.contains("seccomp"), "{advice}");
+        }
+        other => panic!("probe under a seccomp filter: {other:?}"),
+    }
+    match err {
+        Some(e @ loadgate_profile::ProfileError::Denied { .. }) => {
+            assert!(e.to_string().contains("seccomp"), "{e}")
+        }
+        other => panic!("sampler under a seccomp filter: {other:?}"),
+    }
 }
