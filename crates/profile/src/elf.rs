@@ -129,7 +129,7 @@ impl Image {
             .iter()
             .filter(holds)
             .find(|s| s.exec)
-            .or_else(|| self.segments.iter().filter(holds).last())?;
+            .or_else(|| self.segments.iter().rev().find(|s| holds(s)))?;
         // avma(o) = start + (o - pgoff) and svma(o) = vaddr + (o - offset) for any offset o of the segment.
         Some(start.wrapping_sub(pgoff).wrapping_add(seg.offset).wrapping_sub(seg.vaddr))
     }
