@@ -1,5 +1,5 @@
 //! Samples a command (or a running pid) and prints the profile's figures and its folded stacks:
-//! `cargo run -p loadgate-profile --example sample -- [--fp] [--user] SECONDS (PID | COMMAND ARGS...)`.
+//! `cargo run -p loadgate-profile --example sample -- [--fp] [--user] [--stack BYTES] SECONDS (PID | COMMAND ARGS...)`.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ fn main() {
         match args.remove(0).as_str() {
             "--fp" => opts.dwarf = false,
             "--user" => opts.kernel = false,
+            "--stack" => opts.stack_bytes = args.remove(0).parse().unwrap_or(8192),
             other => {
                 eprintln!("unknown option {other}");
                 std::process::exit(2);
@@ -20,7 +21,7 @@ fn main() {
         }
     }
     if args.len() < 2 {
-        eprintln!("usage: sample [--fp] [--user] SECONDS (PID | COMMAND ARGS...)");
+        eprintln!("usage: sample [--fp] [--user] [--stack BYTES] SECONDS (PID | COMMAND ARGS...)");
         std::process::exit(2);
     }
     let secs: f64 = args[0].parse().unwrap_or(1.0);

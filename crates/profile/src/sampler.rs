@@ -3,7 +3,9 @@
 //! later are sampled from their first instruction, and a background thread that drains the rings, applies the
 //! records in time order and rescans the tree (a thread that raced the attach is opened when it is seen
 //! uncovered on two scans in a row: a thread created under an inherited event is covered by its fork record,
-//! which may lag its `/proc` entry by a moment).
+//! which may lag its `/proc` entry by a moment). Only threads that existed before their creator was covered
+//! can be missed, so the rescans back off (doubling up to 2 s) while they find nothing: a scan reads every
+//! `/proc/PID/stat`, about 10 µs per process on the machine.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -21,24 +23,30 @@ use crate::record::{Parser, Record};
 use crate::sys::{self, EventConfig, Ring, REGS_MASK};
 use crate::tree;
 
-/// How a run samples. `Default` gives 997 samples per CPU second, DWARF unwinding with 8 KiB of user stack,
-/// kernel stacks where allowed, 65,536 distinct stacks and a rescan every 100 ms.
+/// How a run samples. `Default` gives 997 samples per CPU second, DWARF unwinding with 32 KiB of user stack,
+/// kernel stacks where allowed, 65,536 distinct stacks, 4 MiB rings and a rescan every 100 ms (backing off).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SamplerOptions {
     /// CPU time between two samples of a thread (`cpu-clock`'s fixed period; 997 Hz is 1,003,009 ns).
     pub period: Duration,
     /// Copy the user stack and registers with each sample and unwind with DWARF CFI (else frame pointers only).
     pub dwarf: bool,
-    /// Bytes of user stack copied per sample when `dwarf` (a multiple of 8, at most 65,528).
+    /// Bytes of user stack copied per sample when `dwarf` (a multiple of 8, at most 65,528). `perf`'s default,
+    /// 8 KiB, completed 28% of the stacks of loadgate's debug-built tokio server (async frames are large) and
+    /// 32 KiB all of them; the kernel copies the full size per sample (about 3 µs of the target's CPU).
     pub stack_bytes: u32,
     /// Sample kernel frames when the kernel allows it (else user stacks only, `exclude_kernel`).
     pub kernel: bool,
     /// Distinct stacks kept; samples of further stacks are counted as dropped.
     pub max_stacks: usize,
-    /// How often the tree is rescanned for threads and children no event covers yet.
+    /// How often the tree is rescanned for threads and children no event covers yet, at first and after a
+    /// scan that found one (the interval doubles, up to 2 s, while scans find none).
     pub rescan: Duration,
-    /// Data pages of each CPU's ring (a power of two; halved down to 8 when the kernel refuses the size, as it
-    /// does past `kernel.perf_event_mlock_kb` and `RLIMIT_MEMLOCK` without `CAP_IPC_LOCK`).
+    /// Data pages of each CPU's ring (a power of two; at most 64 MiB over all CPUs; halved down to 8 when the
+    /// kernel refuses the size, as it does past `kernel.perf_event_mlock_kb` and `RLIMIT_MEMLOCK` without
+    /// `CAP_IPC_LOCK`). The default, 1,024 pages (4 MiB), holds 128 samples with 32 KiB of stack: at 997 Hz
+    /// per CPU, 128 ms for the sampler's thread to drain it (256 pages lost 16% of the samples of a saturated
+    /// server on a loaded two-core machine).
     pub ring_pages: usize,
 }
 
@@ -47,11 +55,11 @@ impl Default for SamplerOptions {
         SamplerOptions {
             period: Duration::from_nanos(1_003_009),
             dwarf: true,
-            stack_bytes: 8192,
+            stack_bytes: 32_768,
             kernel: true,
             max_stacks: 65_536,
             rescan: Duration::from_millis(100),
-            ring_pages: 256,
+            ring_pages: 1024,
         }
     }
 }
@@ -92,7 +100,7 @@ impl Events {
                     self.fds.push(fd);
                 }
                 None => {
-                    let ring = self.map_ring(fd)?;
+                    let ring = self.map_ring(fd, tid, cpu)?;
                     self.rings.insert(cpu, ring);
                 }
             }
@@ -100,14 +108,16 @@ impl Events {
         Ok(true)
     }
 
-    fn map_ring(&mut self, fd: OwnedFd) -> io::Result<Ring> {
+    /// Maps `fd`'s ring; when the kernel refuses the size (locked-memory limits), halves it and opens the
+    /// event again so that its wake-up mark (a quarter of the ring) fits the smaller ring.
+    fn map_ring(&mut self, mut fd: OwnedFd, tid: u32, cpu: i32) -> io::Result<Ring> {
         loop {
-            // A failed mmap leaves the descriptor usable for another size.
-            let dup = fd.try_clone()?;
-            match Ring::map(dup, self.ring_pages) {
+            match Ring::map(fd, self.ring_pages) {
                 Ok(r) => return Ok(r),
                 Err(e) if self.ring_pages > 8 && matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) => {
                     self.ring_pages /= 2;
+                    self.config.wakeup_bytes = wakeup_bytes(self.ring_pages);
+                    fd = sys::open(&self.config, tid as i32, cpu)?;
                 }
                 Err(e) => return Err(e),
             }
@@ -126,6 +136,22 @@ impl Events {
             sys::disable(fd);
         }
     }
+}
+
+/// Most pages of all rings together (64 MiB).
+const MAX_RING_PAGES_TOTAL: usize = 16_384;
+
+/// The data pages of each CPU's ring: the asked number as a power of two, within 8 and an even share of
+/// `MAX_RING_PAGES_TOTAL`.
+fn ring_pages(asked: usize, cpus: usize) -> usize {
+    let share = (MAX_RING_PAGES_TOTAL / cpus.max(1)).max(8);
+    let share = 1 << share.ilog2();
+    asked.clamp(8, 1 << 20).next_power_of_two().min(share)
+}
+
+/// The wake-up mark of a ring: a quarter of it.
+fn wakeup_bytes(pages: usize) -> u32 {
+    u32::try_from(pages * 4096 / 4).unwrap_or(u32::MAX)
 }
 
 /// Raises the soft limit of open files to the hard limit (a tree of many threads needs a descriptor per thread
@@ -150,19 +176,20 @@ impl Sampler {
         raise_file_limit();
         let period_ns = u64::try_from(opts.period.as_nanos()).unwrap_or(u64::MAX).max(10_000);
         let stack_bytes = if opts.dwarf && REGS_MASK != 0 { opts.stack_bytes.clamp(8, 65_528) & !7 } else { 0 };
-        let ring_bytes = opts.ring_pages.max(8).next_power_of_two() * 4096;
+        let cpus = sys::online_cpus();
+        let ring_pages = ring_pages(opts.ring_pages, cpus.len());
         let mut events = Events {
             config: EventConfig {
                 period_ns,
                 exclude_kernel: !opts.kernel,
                 stack_bytes,
                 side_records: true,
-                wakeup_bytes: (ring_bytes / 4) as u32,
+                wakeup_bytes: wakeup_bytes(ring_pages),
             },
-            cpus: sys::online_cpus(),
+            cpus,
             rings: HashMap::new(),
             fds: Vec::new(),
-            ring_pages: opts.ring_pages.max(8).next_power_of_two(),
+            ring_pages,
         };
         let mut collector = Collector::new(opts.max_stacks.max(1));
         let procs = tree::process_tree(root_pid);
@@ -261,6 +288,7 @@ fn run(
     let mut bufs: Vec<Vec<u8>> = Vec::new();
     let mut pending: HashSet<u32> = HashSet::new();
     let mut last_scan = Instant::now();
+    let mut interval = rescan;
     loop {
         let stopping = stop.load(Ordering::Acquire);
         if stopping {
@@ -272,9 +300,10 @@ fn run(
         if stopping {
             break;
         }
-        if last_scan.elapsed() >= rescan {
+        if last_scan.elapsed() >= interval {
             last_scan = Instant::now();
-            scan(root, &mut events, &mut collector, &mut pending);
+            let found = scan(root, &mut events, &mut collector, &mut pending);
+            interval = if found { rescan } else { (interval * 2).min(MAX_RESCAN.max(rescan)) };
         }
     }
     let kernel_stacks = !events.config.exclude_kernel;
@@ -295,8 +324,12 @@ fn drain(events: &mut Events, bufs: &mut Vec<Vec<u8>>, collector: &mut Collector
     }
 }
 
-/// Opens events on threads of the tree that no event covers, once seen uncovered on two scans in a row.
-fn scan(root: u32, events: &mut Events, collector: &mut Collector, pending: &mut HashSet<u32>) {
+/// The longest interval between two rescans.
+const MAX_RESCAN: Duration = Duration::from_secs(2);
+
+/// Opens events on threads of the tree that no event covers, once seen uncovered on two scans in a row;
+/// true when it saw any uncovered thread.
+fn scan(root: u32, events: &mut Events, collector: &mut Collector, pending: &mut HashSet<u32>) -> bool {
     let mut still = HashSet::new();
     for pid in tree::process_tree(root) {
         let new_process = !collector.knows_process(pid);
@@ -321,5 +354,22 @@ fn scan(root: u32, events: &mut Events, collector: &mut Collector, pending: &mut
             collector.attach_process(pid);
         }
     }
+    let found = !still.is_empty() || !pending.is_empty();
     *pending = still;
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_are_a_power_of_two_of_pages_within_an_even_share_of_the_total() {
+        assert_eq!(ring_pages(1024, 2), 1024);
+        assert_eq!(ring_pages(1000, 2), 1024);
+        assert_eq!(ring_pages(1024, 64), 256);
+        assert_eq!(ring_pages(1024, 3000), 8);
+        assert_eq!(ring_pages(0, 1), 8);
+        assert_eq!(wakeup_bytes(8), 8192);
+    }
 }

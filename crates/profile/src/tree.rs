@@ -40,14 +40,23 @@ pub fn stat(pid: u32) -> Option<Stat> {
     parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// The parent in the text of a `stat` file (field 4, after the name's last `)`).
+fn parse_ppid(text: &str) -> Option<u32> {
+    text[text.rfind(')')? + 1..].split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
 /// Every process on the machine with its parent.
 pub fn all_processes() -> Vec<(u32, u32)> {
     let Ok(dir) = fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let mut buf = String::with_capacity(512);
     dir.filter_map(|e| {
         let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        Some((pid, stat(pid)?.ppid))
+        buf.clear();
+        let mut f = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+        std::io::Read::read_to_string(&mut f, &mut buf).ok()?;
+        Some((pid, parse_ppid(&buf)?))
     })
     .collect()
 }
@@ -101,6 +110,7 @@ mod tests {
             Some(Stat { ppid: 7, utime: 150, stime: 25, cutime: 3, cstime: 4, starttime: 9999 })
         );
         assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_ppid(line), Some(7));
     }
 
     #[test]
