@@ -161,14 +161,15 @@ impl Collector {
     fn map(&mut self, pid: u32, start: u64, end: u64, pgoff: u64, dev_ino: (u64, u64), path: &[u8]) {
         // Anonymous memory, `//anon`, `[anon:...]`, `[heap]`, `[stack]`: JIT code at best; the vDSO is a file.
         let anon = path.is_empty() || path.starts_with(b"//anon") || (path.starts_with(b"[") && path != b"[vdso]");
-        let backing = if anon { Backing::Anon } else { Backing::File(self.file_id(pid, dev_ino, path)) };
+        let backing = if anon { Backing::Anon } else { Backing::File(self.file_id(pid, (start, end), dev_ino, path)) };
         let Some(space) = self.spaces.get_mut(&pid) else {
             return;
         };
         space.insert(Mapping { start, end, pgoff, exec: true, backing });
     }
 
-    fn file_id(&mut self, pid: u32, dev_ino: (u64, u64), path: &[u8]) -> u32 {
+    fn file_id(&mut self, pid: u32, range: (u64, u64), dev_ino: (u64, u64), path: &[u8]) -> u32 {
+        let path = path.strip_suffix(b" (deleted)").unwrap_or(path);
         let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
         let key = (dev_ino.0, dev_ino.1, path.clone());
         if let Some(&id) = self.file_ids.get(&key) {
@@ -177,7 +178,7 @@ impl Collector {
         let source = if path == Path::new("[vdso]") {
             self.vdso.clone().map_or(Source::Missing, Source::Memory)
         } else {
-            open_mapped(pid, &path, dev_ino)
+            open_mapped(pid, range, &path, dev_ino)
         };
         let image = match &source {
             Source::Disk(f) => Image::read_file(f).ok(),
@@ -278,10 +279,16 @@ impl Collector {
 }
 
 /// Opens a mapped file as the process sees it (through its root, for a process in another mount namespace),
-/// checking the device and inode when the record gave them; `Missing` when no candidate is the mapped file.
-fn open_mapped(pid: u32, path: &Path, dev_ino: (u64, u64)) -> Source {
+/// checking the device and inode when the record gave them, then through `/proc/PID/map_files` (the mapped
+/// inode itself, when the path was replaced or deleted; the kernel allows it to root, or with
+/// `CAP_CHECKPOINT_RESTORE`); `Missing` when no candidate is the mapped file.
+fn open_mapped(pid: u32, (start, end): (u64, u64), path: &Path, dev_ino: (u64, u64)) -> Source {
     let rel = path.strip_prefix("/").unwrap_or(path);
-    let candidates = [PathBuf::from(format!("/proc/{pid}/root")).join(rel), path.to_path_buf()];
+    let candidates = [
+        PathBuf::from(format!("/proc/{pid}/root")).join(rel),
+        path.to_path_buf(),
+        PathBuf::from(format!("/proc/{pid}/map_files/{start:x}-{end:x}")),
+    ];
     for c in candidates {
         let Ok(f) = File::open(&c) else { continue };
         let Ok(meta) = f.metadata() else { continue };
@@ -306,4 +313,78 @@ fn read_own_vdso() -> Option<Arc<[u8]>> {
     // SAFETY: the range is this process's own vDSO mapping, readable and mapped for the process's lifetime.
     let bytes = unsafe { std::slice::from_raw_parts(l.start as *const u8, len) };
     Some(Arc::from(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::CONTEXT_USER;
+
+    const P: u32 = 4_000_000_001;
+    const CHILD: u32 = 4_000_000_002;
+
+    fn chain(addrs: &[u64]) -> Vec<u8> {
+        std::iter::once(CONTEXT_USER).chain(addrs.iter().copied()).flat_map(u64::to_le_bytes).collect()
+    }
+
+    fn sample(c: &mut Collector, pid: u32, addrs: &[u64]) {
+        let bytes = chain(addrs);
+        c.apply(&Record::Sample(Sample {
+            pid,
+            tid: pid,
+            time: 0,
+            ip: addrs[0],
+            kernel_mode: false,
+            callchain: &bytes,
+            regs: None,
+            stack: &[],
+        }));
+    }
+
+    fn stacks(c: Collector) -> Vec<(Vec<Frame>, u64)> {
+        let raw = c.finish(1, false);
+        let mut v: Vec<_> = raw.stacks.into_iter().map(|((_, f), n)| (f.into_vec(), n)).collect();
+        v.sort_by_key(|s| (std::cmp::Reverse(s.1), format!("{:?}", s.0)));
+        v
+    }
+
+    #[test]
+    fn samples_resolve_through_mmaps_forks_copy_them_and_exec_clears_them() {
+        let mut c = Collector::new(10);
+        c.attach_process(P);
+        c.apply(&Record::Mmap {
+            pid: P,
+            time: 1,
+            start: 0x1000,
+            len: 0x1000,
+            pgoff: 0x3000,
+            dev_ino: (0, 0),
+            exec: true,
+            path: b"/nonexistent/loadgate-test-bin",
+        });
+        sample(&mut c, P, &[0x1010, 0x1020]);
+        sample(&mut c, P, &[0x1010, 0x1020]);
+        c.apply(&Record::Fork { pid: CHILD, ppid: P, tid: CHILD, time: 2 });
+        assert!(c.is_covered(CHILD), "a forked thread has an inherited event");
+        sample(&mut c, CHILD, &[0x1010]);
+        c.apply(&Record::Comm { pid: CHILD, tid: CHILD, time: 3, exec: true, name: b"new" });
+        sample(&mut c, CHILD, &[0x1010]);
+        let file = Frame::File { file: 0, offset: 0x3010 };
+        // The return address is looked up one byte back (the call instruction).
+        let caller = Frame::File { file: 0, offset: 0x301f };
+        assert_eq!(stacks(c), vec![(vec![file, caller], 2), (vec![file], 1), (vec![Frame::Unmapped], 1)]);
+    }
+
+    #[test]
+    fn stacks_past_the_cap_are_counted_as_dropped_and_lost_records_are_added_up() {
+        let mut c = Collector::new(1);
+        c.attach_process(P);
+        sample(&mut c, P, &[0x10]);
+        sample(&mut c, P, &[0x10, 0x20]);
+        sample(&mut c, P, &[0x10]);
+        c.apply(&Record::Lost { count: 5, time: 0 });
+        let raw = c.finish(1, false);
+        assert_eq!((raw.counts.samples, raw.counts.dropped_stacks, raw.counts.lost), (3, 1, 5));
+        assert_eq!(raw.stacks.len(), 1);
+    }
 }

@@ -303,7 +303,7 @@ fn run(
         if last_scan.elapsed() >= interval {
             last_scan = Instant::now();
             let found = scan(root, &mut events, &mut collector, &mut pending);
-            interval = if found { rescan } else { (interval * 2).min(MAX_RESCAN.max(rescan)) };
+            interval = if found { rescan } else { interval.saturating_mul(2).min(MAX_RESCAN.max(rescan)) };
         }
     }
     let kernel_stacks = !events.config.exclude_kernel;
