@@ -196,13 +196,15 @@ impl Symbols {
     }
 }
 
-/// Where a separate debug file for `binary` may be (in order): the build-id path under `debug_dir`, then the
-/// `.gnu_debuglink` name beside the binary, in its `.debug` folder and under `debug_dir` + its folder.
-pub fn debug_candidates(binary: &Path, image: &Image, debug_dir: &Path) -> Vec<PathBuf> {
+/// Where a separate debug file for `binary` may be (in order): the build-id path under each debug folder, then
+/// the `.gnu_debuglink` name beside the binary, in its `.debug` folder and under each debug folder + its folder.
+pub fn debug_candidates(binary: &Path, image: &Image, debug_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(id) = image.build_id.as_deref().filter(|id| id.len() >= 2) {
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        out.push(debug_dir.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..])));
+        for d in debug_dirs {
+            out.push(d.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..])));
+        }
     }
     if let Some(link) = image.debuglink.as_deref() {
         let name = String::from_utf8_lossy(link).into_owned();
@@ -211,7 +213,9 @@ pub fn debug_candidates(binary: &Path, image: &Image, debug_dir: &Path) -> Vec<P
             out.push(dir.join(&name));
             out.push(dir.join(".debug").join(&name));
             let rel = dir.strip_prefix("/").unwrap_or(dir);
-            out.push(debug_dir.join(rel).join(&name));
+            for d in debug_dirs {
+                out.push(d.join(rel).join(&name));
+            }
         }
     }
     out
@@ -268,7 +272,7 @@ mod tests {
     fn debug_files_are_looked_for_by_build_id_then_by_debuglink() {
         let img =
             Image { build_id: Some(vec![0xab, 0xcd, 0xef]), debuglink: Some(b"x.debug".to_vec()), ..Image::default() };
-        let c = debug_candidates(Path::new("/usr/bin/x"), &img, Path::new("/usr/lib/debug"));
+        let c = debug_candidates(Path::new("/usr/bin/x"), &img, &[PathBuf::from("/usr/lib/debug")]);
         assert_eq!(
             c,
             vec![

@@ -39,4 +39,4 @@ pub use probe::{paranoid, probe, Access};
 pub use ptrace::allow_any_tracer;
 pub use raw::{Counts, RawProfile};
 pub use sampler::{Sampler, SamplerOptions};
-pub use symbolize::{demangle, Profile, ProfileStats};
+pub use symbolize::{demangle, Profile, ProfileStats, SymbolizeOptions};

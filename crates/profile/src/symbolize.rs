@@ -11,13 +11,24 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::elf::{debug_candidates, Image, Symbols};
 use crate::raw::{Frame, MappedFile, RawProfile, Source};
 
-/// Where separate debug files are looked for.
-const DEBUG_DIR: &str = "/usr/lib/debug";
+/// How frames are resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolizeOptions {
+    /// Folders of separate debug files, each searched by build id (`.build-id/ab/cdef….debug`) and by
+    /// `.gnu_debuglink` name under the binary's folder. Default: `/usr/lib/debug`.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+impl Default for SymbolizeOptions {
+    fn default() -> Self {
+        SymbolizeOptions { debug_dirs: vec![PathBuf::from("/usr/lib/debug")] }
+    }
+}
 
 /// A symbolized profile.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,7 +84,7 @@ impl Profile {
 }
 
 /// The symbol tables of one file, loaded on first use.
-fn load_symbols(file: &MappedFile) -> Symbols {
+fn load_symbols(file: &MappedFile, debug_dirs: &[PathBuf]) -> Symbols {
     let mut syms = Symbols::default();
     match &file.source {
         Source::Disk(f) => {
@@ -85,7 +96,7 @@ fn load_symbols(file: &MappedFile) -> Symbols {
         Source::Missing => {}
     }
     if let Some(image) = file.image.as_deref() {
-        for cand in debug_candidates(&file.path, image, Path::new(DEBUG_DIR)) {
+        for cand in debug_candidates(&file.path, image, debug_dirs) {
             let Ok(f) = fs::File::open(&cand) else { continue };
             if let (Some(want), Ok(dbg)) = (image.build_id.as_deref(), Image::read_file(&f)) {
                 if dbg.build_id.as_deref().is_some_and(|got| got != want) {
@@ -188,8 +199,14 @@ fn file_label(path: &Path) -> String {
 }
 
 impl RawProfile {
-    /// Resolves every frame to a name and merges stacks that resolve alike.
+    /// Resolves every frame to a name and merges stacks that resolve alike (debug files under
+    /// `/usr/lib/debug`).
     pub fn symbolize(&self) -> Profile {
+        self.symbolize_with(&SymbolizeOptions::default())
+    }
+
+    /// `symbolize` with other debug folders.
+    pub fn symbolize_with(&self, opts: &SymbolizeOptions) -> Profile {
         let mut symbols: HashMap<u32, Symbols> = HashMap::new();
         let mut maps: HashMap<u32, RangeTable> = HashMap::new();
         let mut kernel: Option<RangeTable> = None;
@@ -201,8 +218,10 @@ impl RawProfile {
             let mut out = Vec::with_capacity(frames.len() + 1);
             out.push(self.comms.get(*comm as usize).cloned().unwrap_or_else(|| "[unknown]".into()));
             for (i, f) in frames.iter().rev().enumerate() {
-                let resolved =
-                    names.entry(*f).or_insert_with(|| resolve(self, *f, &mut symbols, &mut maps, &mut kernel)).clone();
+                let resolved = names
+                    .entry(*f)
+                    .or_insert_with(|| resolve(self, opts, *f, &mut symbols, &mut maps, &mut kernel))
+                    .clone();
                 let is_leaf = i + 1 == frames.len();
                 match resolved {
                     Some(name) => {
@@ -260,6 +279,7 @@ impl RawProfile {
 
 fn resolve(
     raw: &RawProfile,
+    opts: &SymbolizeOptions,
     f: Frame,
     symbols: &mut HashMap<u32, Symbols>,
     maps: &mut HashMap<u32, RangeTable>,
@@ -270,7 +290,7 @@ fn resolve(
         Frame::File { file, offset } => {
             let mapped = raw.files.get(file as usize)?;
             let svma = mapped.image.as_deref()?.svma(offset)?;
-            let syms = symbols.entry(file).or_insert_with(|| load_symbols(mapped));
+            let syms = symbols.entry(file).or_insert_with(|| load_symbols(mapped, &opts.debug_dirs));
             syms.lookup(svma).map(demangle)
         }
         Frame::Anon { pid, addr } => maps.entry(pid).or_insert_with(|| perf_map(pid)).lookup(addr).map(demangle),

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use loadgate_profile::{probe, Access, Profile, Sampler, SamplerOptions, TreeCpu};
+use loadgate_profile::{probe, Access, Profile, Sampler, SamplerOptions, SymbolizeOptions, TreeCpu};
 
 const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/burn.c");
 
@@ -17,6 +17,9 @@ struct Builds {
     fp: PathBuf,
     nofp: PathBuf,
     stripped: PathBuf,
+    /// Stripped without a debug link; its debug file is under `debug_dir/.build-id/`.
+    by_build_id: Option<PathBuf>,
+    debug_dir: PathBuf,
 }
 
 fn cc(args: &[&str]) -> bool {
@@ -42,7 +45,24 @@ fn build() -> Option<Builds> {
         eprintln!("skipped: no objcopy/strip");
         return None;
     }
-    Some(Builds { _dir: dir, fp: fp.into(), nofp: nofp.into(), stripped: stripped.into() })
+    let debug_dir = dir.path().join("debug");
+    let by_build_id = build_id(Path::new(&nofp)).and_then(|id| {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let place = debug_dir.join(".build-id").join(&hex[..2]);
+        std::fs::create_dir_all(&place).ok()?;
+        std::fs::copy(&debug, place.join(format!("{}.debug", &hex[2..]))).ok()?;
+        let out = p("burn-by-build-id");
+        run("strip", &["-o", &out, &nofp]).then(|| PathBuf::from(out))
+    });
+    Some(Builds { _dir: dir, fp: fp.into(), nofp: nofp.into(), stripped: stripped.into(), by_build_id, debug_dir })
+}
+
+/// The GNU build id of an ELF file.
+fn build_id(path: &Path) -> Option<Vec<u8>> {
+    use object::Object;
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    file.build_id().ok().flatten().filter(|id| id.len() >= 2).map(<[u8]>::to_vec)
 }
 
 /// Whether this machine lets this process sample at all (a refusal is reported, not failed).
@@ -124,6 +144,26 @@ fn a_stripped_build_is_symbolized_through_its_debug_link() {
     }
     let p = profile_of(&b.stripped, &["wall", "1"], &SamplerOptions::default());
     check_burn(&p, "stripped with .gnu_debuglink");
+}
+
+#[test]
+fn a_stripped_build_is_symbolized_through_its_build_id_in_a_debug_folder() {
+    let Some(b) = build() else { return };
+    let Some(exe) = b.by_build_id.clone() else {
+        eprintln!("skipped: the compiler wrote no build id");
+        return;
+    };
+    if !sampling_allowed() {
+        return;
+    }
+    let mut child = Command::new(&exe).args(["wall", "1"]).spawn().expect("spawn");
+    let sampler = Sampler::start(child.id(), &SamplerOptions::default()).expect("sampler starts");
+    child.wait().expect("wait");
+    let raw = sampler.stop().expect("stop");
+    let without = raw.symbolize();
+    assert!(share_with(&without, &["outer", "middle", "leaf_burn"]) < 0.1, "{}", describe(&without));
+    let opts = SymbolizeOptions { debug_dirs: vec![b.debug_dir.clone()] };
+    check_burn(&raw.symbolize_with(&opts), "stripped, debug file by build id");
 }
 
 #[test]
