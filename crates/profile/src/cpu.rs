@@ -12,14 +12,20 @@
 //! - for processes that exited between the readings and were reaped by a parent in the tree: the growth of the
 //!   parent's `cutime + cstime` minus what those processes had used by `a`.
 //!
+//! When the tree is alone in its cgroup (every process of the cgroup and its sub-cgroups is in the tree, and it
+//! is not the root cgroup), the cgroup's own counter is used instead: `usage_usec` of `cpu.stat` (cgroup v2) or
+//! `cpuacct.usage` in nanoseconds (v1 `cpuacct`), which counts every thread and process of the cgroup, exited
+//! ones included, with no estimate.
+//!
 //! Residual error: each estimate from `/proc/PID/stat` is off by at most about two clock ticks (20 ms at
 //! `CLK_TCK` 100: the value is truncated to ticks at each reading); `CpuDelta::error_bound_ns` adds that up for
 //! every process where an estimate was used and is 0 when every thread lived through both readings. CPU of a
 //! process that exited unreaped by a parent in the tree (the root itself, or one whose parent left the tree)
 //! after `a` is not seen.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::ProfileError;
@@ -46,6 +52,17 @@ pub struct CpuReading {
     /// Per thread: (process, schedstat nanoseconds).
     threads: HashMap<u32, (u32, u64)>,
     processes: HashMap<u32, ProcessCpu>,
+    /// The tree's own cgroup and its CPU nanoseconds, when the tree is alone in it.
+    cgroup: Option<(PathBuf, u64)>,
+}
+
+/// Where a `CpuDelta` came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuSource {
+    /// The tree's own cgroup's counter (exact to a microsecond).
+    Cgroup,
+    /// Per-thread schedstat, with process totals for what exited (see the module doc).
+    Threads,
 }
 
 /// The CPU time of a tree between two readings.
@@ -55,6 +72,7 @@ pub struct CpuDelta {
     pub ns: u64,
     /// How far `ns` may be off (0 when every thread lived through both readings; see the module doc).
     pub error_bound_ns: u64,
+    pub source: CpuSource,
 }
 
 /// Reads the CPU time of process trees.
@@ -110,8 +128,68 @@ impl TreeCpu {
         if !processes.contains_key(&root_pid) {
             return Err(ProfileError::NoProcess { pid: root_pid });
         }
-        Ok(CpuReading { at: Instant::now(), threads, processes })
+        let tree: HashSet<u32> = processes.keys().copied().collect();
+        let cgroup = own_cgroup(root_pid, &tree);
+        Ok(CpuReading { at: Instant::now(), threads, processes, cgroup })
     }
+}
+
+/// The cgroup paths of a `/proc/PID/cgroup` text: the unified (v2) one and the v1 `cpuacct` one.
+fn cgroup_paths(text: &str) -> (Option<&str>, Option<&str>) {
+    let (mut v2, mut v1) = (None, None);
+    for line in text.lines() {
+        let mut it = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (it.next(), it.next(), it.next()) else { continue };
+        if controllers.is_empty() {
+            v2 = Some(path);
+        } else if controllers.split(',').any(|c| c == "cpuacct") {
+            v1 = Some(path);
+        }
+    }
+    (v2, v1)
+}
+
+/// The pids of a cgroup folder and its sub-cgroups (`None` past 10,000 or when unreadable).
+fn cgroup_pids(dir: &Path, out: &mut Vec<u32>, depth: u32) -> Option<()> {
+    let procs = fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+    out.extend(procs.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+    if out.len() > 10_000 || depth > 8 {
+        return None;
+    }
+    for e in fs::read_dir(dir).ok()?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            cgroup_pids(&e.path(), out, depth + 1)?;
+        }
+    }
+    Some(())
+}
+
+/// The CPU nanoseconds of the root's cgroup, when the tree is alone in it.
+fn own_cgroup(root: u32, tree: &HashSet<u32>) -> Option<(PathBuf, u64)> {
+    let text = fs::read_to_string(format!("/proc/{root}/cgroup")).ok()?;
+    let (v2, v1) = cgroup_paths(&text);
+    let mut found = None;
+    if let Some(p) = v2.filter(|p| *p != "/") {
+        let dir = Path::new("/sys/fs/cgroup").join(p.trim_start_matches('/'));
+        let stat = fs::read_to_string(dir.join("cpu.stat")).ok();
+        let usec = stat.as_deref().and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("usage_usec ")).and_then(|v| v.trim().parse::<u64>().ok())
+        });
+        found = usec.map(|u| (dir, u.saturating_mul(1000)));
+    }
+    if found.is_none() {
+        if let Some(p) = v1.filter(|p| *p != "/") {
+            found = ["/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct"].iter().find_map(|base| {
+                let dir = Path::new(base).join(p.trim_start_matches('/'));
+                let ns = fs::read_to_string(dir.join("cpuacct.usage")).ok()?.trim().parse::<u64>().ok()?;
+                Some((dir, ns))
+            });
+        }
+    }
+    let (dir, ns) = found?;
+    let mut pids = Vec::new();
+    cgroup_pids(&dir, &mut pids, 0)?;
+    pids.iter().all(|p| tree.contains(p)).then_some((dir, ns))
 }
 
 impl CpuReading {
@@ -127,6 +205,11 @@ impl CpuReading {
 }
 
 fn delta(a: &CpuReading, b: &CpuReading, tick: u64) -> CpuDelta {
+    if let (Some((pa, na)), Some((pb, nb))) = (&a.cgroup, &b.cgroup) {
+        if pa == pb {
+            return CpuDelta { ns: nb.saturating_sub(*na), error_bound_ns: 1_000, source: CpuSource::Cgroup };
+        }
+    }
     let mut ns: u64 = 0;
     let mut bound: u64 = 0;
     for (tid, &(pid, now)) in &b.threads {
@@ -172,7 +255,7 @@ fn delta(a: &CpuReading, b: &CpuReading, tick: u64) -> CpuDelta {
             None => {}
         }
     }
-    CpuDelta { ns, error_bound_ns: bound }
+    CpuDelta { ns, error_bound_ns: bound, source: CpuSource::Threads }
 }
 
 #[cfg(test)]
@@ -190,14 +273,14 @@ mod tests {
                 (pid, ProcessCpu { ppid, starttime: 1, total_ns: total, children_ns: children, live_ns: live })
             })
             .collect();
-        CpuReading { at: Instant::now(), threads, processes }
+        CpuReading { at: Instant::now(), threads, processes, cgroup: None }
     }
 
     #[test]
     fn threads_alive_at_both_readings_count_their_exact_difference() {
         let a = reading(&[(10, 10, 1_000), (11, 10, 5_000)], &[(10, 1, 0, 0)]);
         let b = reading(&[(10, 10, 4_000), (11, 10, 6_000), (12, 10, 700)], &[(10, 1, 0, 0)]);
-        assert_eq!(delta(&a, &b, TICK), CpuDelta { ns: 4_700, error_bound_ns: 0 });
+        assert_eq!(delta(&a, &b, TICK), CpuDelta { ns: 4_700, error_bound_ns: 0, source: CpuSource::Threads });
     }
 
     #[test]
@@ -216,5 +299,23 @@ mod tests {
         // The child used 100 ticks in all (60 after `a`) and was reaped by 10.
         let b = reading(&[(10, 10, 10 * TICK)], &[(10, 1, 10 * TICK, 100 * TICK)]);
         assert_eq!(delta(&a, &b, TICK).ns, 60 * TICK);
+    }
+
+    #[test]
+    fn the_cgroup_paths_are_the_unified_one_and_the_cpuacct_one() {
+        let text = "12:cpu,cpuacct:/a/b\n4:memory:/m\n0::/svc/x\n";
+        assert_eq!(cgroup_paths(text), (Some("/svc/x"), Some("/a/b")));
+        assert_eq!(cgroup_paths("garbage"), (None, None));
+    }
+
+    #[test]
+    fn a_tree_alone_in_its_cgroup_takes_the_cgroup_counter() {
+        let mut a = reading(&[(10, 10, 1_000)], &[(10, 1, 0, 0)]);
+        let mut b = reading(&[(10, 10, 2_000)], &[(10, 1, 0, 0)]);
+        a.cgroup = Some((PathBuf::from("/sys/fs/cgroup/x"), 5_000));
+        b.cgroup = Some((PathBuf::from("/sys/fs/cgroup/x"), 9_000));
+        assert_eq!(delta(&a, &b, TICK), CpuDelta { ns: 4_000, error_bound_ns: 1_000, source: CpuSource::Cgroup });
+        b.cgroup = Some((PathBuf::from("/sys/fs/cgroup/y"), 9_000));
+        assert_eq!(delta(&a, &b, TICK).source, CpuSource::Threads);
     }
 }

@@ -33,7 +33,7 @@ mod sys;
 mod tree;
 mod unwind;
 
-pub use cpu::{CpuDelta, CpuReading, TreeCpu};
+pub use cpu::{CpuDelta, CpuReading, CpuSource, TreeCpu};
 pub use error::ProfileError;
 pub use probe::{paranoid, probe, Access};
 pub use ptrace::allow_any_tracer;

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use loadgate_profile::{probe, Access, Profile, Sampler, SamplerOptions, SymbolizeOptions, TreeCpu};
+use loadgate_profile::{probe, Access, CpuDelta, Profile, Sampler, SamplerOptions, SymbolizeOptions, TreeCpu};
 
 const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/burn.c");
 
@@ -181,7 +181,7 @@ fn a_child_that_execs_and_exits_while_sampled_still_symbolizes() {
 }
 
 /// Starts `burn cpu MS MODE`, reads the tree's CPU before and after the burn, and returns the nanoseconds.
-fn cpu_of_burn(prog: &Path, ms: u32, mode: &str) -> u64 {
+fn cpu_of_burn(prog: &Path, ms: u32, mode: &str, setup: impl FnOnce(u32)) -> CpuDelta {
     let mut child = Command::new(prog)
         .args(["cpu", &ms.to_string(), mode])
         .stdin(Stdio::piped())
@@ -189,6 +189,7 @@ fn cpu_of_burn(prog: &Path, ms: u32, mode: &str) -> u64 {
         .spawn()
         .expect("spawn");
     let pid = child.id();
+    setup(pid);
     let before = TreeCpu::read(pid).expect("first reading");
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(b"g").expect("go");
@@ -201,18 +202,56 @@ fn cpu_of_burn(prog: &Path, ms: u32, mode: &str) -> u64 {
     child.wait().expect("wait");
     let d = after.since(&before);
     assert!(again.since(&before).ns >= d.ns, "readings are monotonic");
-    eprintln!("{mode}: {ms} ms burned, read {} ns (bound {} ns)", d.ns, d.error_bound_ns);
-    d.ns
+    eprintln!("{mode}: {ms} ms burned, read {} ns (bound {} ns, {:?})", d.ns, d.error_bound_ns, d.source);
+    d
 }
 
 #[test]
 fn the_tree_cpu_counts_threads_and_children_that_exited_between_readings() {
     let Some(b) = build() else { return };
     for mode in ["self", "threads", "fork"] {
-        let ns = cpu_of_burn(&b.fp, 200, mode);
+        let d = cpu_of_burn(&b.fp, 200, mode, |_| {});
+        let ns = d.ns;
         assert!(ns >= 100_000_000, "{mode}: {ns} ns for 200 ms of CPU");
         assert!(ns <= 600_000_000, "{mode}: {ns} ns for 200 ms of CPU");
     }
+}
+
+/// A new cgroup (v2, else v1 `cpuacct`) removed on drop, when this process may make one (root).
+struct TempCgroup(PathBuf);
+
+impl TempCgroup {
+    fn new() -> Option<TempCgroup> {
+        let name = format!("loadgate-profile-test-{}", std::process::id());
+        ["/sys/fs/cgroup", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct"].iter().find_map(|base| {
+            let base = Path::new(base);
+            let usable = base.join("cgroup.procs").exists()
+                && (base.join("cgroup.controllers").exists() || base.join("cpuacct.usage").exists());
+            let dir = base.join(&name);
+            (usable && std::fs::create_dir(&dir).is_ok()).then_some(TempCgroup(dir))
+        })
+    }
+}
+
+impl Drop for TempCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn the_tree_cpu_uses_the_cgroup_counter_when_the_tree_is_alone_in_it() {
+    let Some(b) = build() else { return };
+    let Some(cg) = TempCgroup::new() else {
+        eprintln!("skipped: cannot make a cgroup here (not root, or no cpu accounting)");
+        return;
+    };
+    let procs = cg.0.join("cgroup.procs");
+    let d = cpu_of_burn(&b.fp, 200, "fork", |pid| {
+        std::fs::write(&procs, pid.to_string()).expect("move the burner into its cgroup");
+    });
+    assert_eq!(d.source, loadgate_profile::CpuSource::Cgroup, "{d:?}");
+    assert!(d.ns >= 100_000_000 && d.ns <= 600_000_000, "{d:?}");
 }
 
 const AS_NOBODY: &str = "LOADGATE_PROFILE_TEST_AS_NOBODY";
