@@ -13,7 +13,6 @@ use loadgate_profile::{probe, Access, CpuDelta, Profile, Sampler, SamplerOptions
 const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/burn.c");
 
 struct Builds {
-    _dir: tempfile::TempDir,
     fp: PathBuf,
     nofp: PathBuf,
     stripped: PathBuf,
@@ -26,11 +25,18 @@ fn cc(args: &[&str]) -> bool {
     Command::new("cc").args(args).status().is_ok_and(|s| s.success())
 }
 
-/// Builds the burner three ways, or `None` (saying so) when there is no C compiler.
-fn build() -> Option<Builds> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let p = |n: &str| dir.path().join(n).to_str().expect("utf-8 path").to_owned();
+/// The burner built three ways (once per test binary, under cargo's temporary folder for integration tests),
+/// or `None` (saying so) when there is no C compiler.
+fn build() -> Option<&'static Builds> {
+    static BUILDS: std::sync::OnceLock<Option<Builds>> = std::sync::OnceLock::new();
+    BUILDS.get_or_init(build_once).as_ref()
+}
+
+fn build_once() -> Option<Builds> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile-burn");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("build folder");
+    let p = |n: &str| dir.join(n).to_str().expect("utf-8 path").to_owned();
     let (fp, nofp, stripped, debug) = (p("burn-fp"), p("burn-nofp"), p("burn-stripped"), p("burn.debug"));
     if !cc(&["-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-pthread", SOURCE, "-o", &fp]) {
         eprintln!("skipped: no working `cc`");
@@ -45,7 +51,7 @@ fn build() -> Option<Builds> {
         eprintln!("skipped: no objcopy/strip");
         return None;
     }
-    let debug_dir = dir.path().join("debug");
+    let debug_dir = dir.join("debug");
     let by_build_id = build_id(Path::new(&nofp)).and_then(|id| {
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let place = debug_dir.join(".build-id").join(&hex[..2]);
@@ -54,7 +60,7 @@ fn build() -> Option<Builds> {
         let out = p("burn-by-build-id");
         run("strip", &["-o", &out, &nofp]).then(|| PathBuf::from(out))
     });
-    Some(Builds { _dir: dir, fp: fp.into(), nofp: nofp.into(), stripped: stripped.into(), by_build_id, debug_dir })
+    Some(Builds { fp: fp.into(), nofp: nofp.into(), stripped: stripped.into(), by_build_id, debug_dir })
 }
 
 /// The GNU build id of an ELF file.
@@ -117,10 +123,10 @@ fn a_frame_pointer_build_is_sampled_and_symbolized_with_its_call_chain() {
     if !sampling_allowed() {
         return;
     }
-    let p = profile_of(&b.fp, &["wall", "1"], &SamplerOptions::default());
+    let p = profile_of(&b.fp, &["run", "0.6"], &SamplerOptions::default());
     check_burn(&p, "frame pointers, DWARF on");
     let fp_only = SamplerOptions { dwarf: false, ..SamplerOptions::default() };
-    let p = profile_of(&b.fp, &["wall", "1"], &fp_only);
+    let p = profile_of(&b.fp, &["run", "0.6"], &fp_only);
     check_burn(&p, "frame pointers only");
     assert_eq!(p.stats.dwarf_share, 0.0);
 }
@@ -131,7 +137,7 @@ fn a_build_without_frame_pointers_is_unwound_with_dwarf() {
     if !sampling_allowed() {
         return;
     }
-    let p = profile_of(&b.nofp, &["wall", "1"], &SamplerOptions::default());
+    let p = profile_of(&b.nofp, &["run", "0.6"], &SamplerOptions::default());
     check_burn(&p, "no frame pointers");
     assert!(p.stats.dwarf_share >= 0.9, "{}", describe(&p));
 }
@@ -142,7 +148,7 @@ fn a_stripped_build_is_symbolized_through_its_debug_link() {
     if !sampling_allowed() {
         return;
     }
-    let p = profile_of(&b.stripped, &["wall", "1"], &SamplerOptions::default());
+    let p = profile_of(&b.stripped, &["run", "0.6"], &SamplerOptions::default());
     check_burn(&p, "stripped with .gnu_debuglink");
 }
 
@@ -156,7 +162,7 @@ fn a_stripped_build_is_symbolized_through_its_build_id_in_a_debug_folder() {
     if !sampling_allowed() {
         return;
     }
-    let mut child = Command::new(&exe).args(["wall", "1"]).spawn().expect("spawn");
+    let mut child = Command::new(&exe).args(["run", "0.6"]).spawn().expect("spawn");
     let sampler = Sampler::start(child.id(), &SamplerOptions::default()).expect("sampler starts");
     child.wait().expect("wait");
     let raw = sampler.stop().expect("stop");
@@ -262,7 +268,7 @@ fn the_sampler_works_with_privileges_dropped() {
         // The re-executed test, as an unprivileged user: sample a child of our own.
         let access = probe();
         eprintln!("unprivileged probe: {access:?}");
-        let mut child = Command::new(&prog).args(["wall", "1"]).spawn().expect("spawn");
+        let mut child = Command::new(&prog).args(["run", "0.6"]).spawn().expect("spawn");
         match Sampler::start(child.id(), &SamplerOptions::default()) {
             Ok(s) => {
                 child.wait().expect("wait");
@@ -289,14 +295,19 @@ fn the_sampler_works_with_privileges_dropped() {
         }
     }
     let Some(b) = build() else { return };
-    let me = std::env::current_exe().expect("test binary");
-    let copy = b.fp.with_file_name("sampling-test");
-    std::fs::copy(&me, &copy).expect("copy the test binary");
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The test binary and the burner, where the unprivileged user can reach them.
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (copy, burner) = (dir.path().join("sampling-test"), dir.path().join("burn-fp"));
+    std::fs::copy(std::env::current_exe().expect("test binary"), &copy).expect("copy the test binary");
+    std::fs::copy(&b.fp, &burner).expect("copy the burner");
+    for f in [&copy, &burner] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
     let mut cmd = Command::new(&copy);
     cmd.args(["--exact", "the_sampler_works_with_privileges_dropped", "--nocapture"])
-        .env(AS_NOBODY, &b.fp)
-        .current_dir(b.fp.parent().expect("dir"));
+        .env(AS_NOBODY, &burner)
+        .current_dir(dir.path());
     // SAFETY: getuid has no preconditions.
     if unsafe { libc::getuid() } == 0 {
         cmd.uid(65534).gid(65534);
@@ -318,7 +329,7 @@ fn jit_code_is_named_from_its_perf_map() {
     if !sampling_allowed() {
         return;
     }
-    let mut child = Command::new(&b.nofp).args(["jit", "1"]).spawn().expect("spawn");
+    let mut child = Command::new(&b.nofp).args(["jit", "0.6"]).spawn().expect("spawn");
     let pid = child.id();
     let sampler = Sampler::start(pid, &SamplerOptions::default()).expect("sampler starts");
     assert!(child.wait().expect("wait").success());
@@ -348,7 +359,7 @@ fn a_rust_program_has_demangled_names_without_hashes() {
     if !sampling_allowed() {
         return;
     }
-    let p = profile_of(&exe, &["1"], &SamplerOptions::default());
+    let p = profile_of(&exe, &["20000"], &SamplerOptions::default());
     let text = describe(&p);
     assert!(share_with(&p, &["burn::main", "burn::outer", "burn::middle", "burn::leaf_burn"]) >= 0.7, "{text}");
     assert!(
