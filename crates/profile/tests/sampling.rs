@@ -173,6 +173,24 @@ fn a_stripped_build_is_symbolized_through_its_build_id_in_a_debug_folder() {
 }
 
 #[test]
+fn threads_started_after_the_sampler_are_sampled_from_their_start() {
+    let Some(b) = build() else { return };
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&b.nofp, &["threads", "0.8"], &SamplerOptions::default());
+    let text = describe(&p);
+    let in_threads: u64 = p
+        .stacks
+        .iter()
+        .filter(|(f, _)| f.iter().any(|n| n == "start_thread") && f.iter().any(|n| n == "leaf_burn"))
+        .map(|s| s.1)
+        .sum();
+    assert!(in_threads as f64 >= 0.7 * p.stats.samples as f64, "{text}");
+    assert!(p.stats.threads_seen >= 5, "{text}");
+}
+
+#[test]
 fn a_child_that_execs_and_exits_while_sampled_still_symbolizes() {
     let Some(b) = build() else { return };
     if !sampling_allowed() {
