@@ -96,7 +96,7 @@ fn thread_ns(pid: u32, tid: u32, tick: u64) -> Option<u64> {
         }
     }
     let st = tree::parse_stat(&fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?)?;
-    Some((st.utime + st.stime) * tick)
+    Some(st.utime.saturating_add(st.stime).saturating_mul(tick))
 }
 
 impl TreeCpu {
@@ -119,8 +119,8 @@ impl TreeCpu {
                 ProcessCpu {
                     ppid: st.ppid,
                     starttime: st.starttime,
-                    total_ns: (st.utime + st.stime) * tick,
-                    children_ns: (st.cutime + st.cstime) * tick,
+                    total_ns: st.utime.saturating_add(st.stime).saturating_mul(tick),
+                    children_ns: st.cutime.saturating_add(st.cstime).saturating_mul(tick),
                     live_ns,
                 },
             );
@@ -230,7 +230,7 @@ fn delta(a: &CpuReading, b: &CpuReading, tick: u64) -> CpuDelta {
                     .threads
                     .iter()
                     .filter(|(tid, t)| t.0 == *pid && !b.threads.contains_key(tid))
-                    .fold((false, 0u64), |(_, sum), (_, t)| (true, sum + t.1));
+                    .fold((false, 0u64), |(_, sum), (_, t)| (true, sum.saturating_add(t.1)));
                 let grown = dead_b.saturating_sub(dead_a).saturating_sub(exited_then);
                 if exited || grown > 2 * tick {
                     ns += grown;

@@ -88,7 +88,7 @@ impl Image {
         let section = |name: &str, limit: u64| -> (Option<Range<u64>>, Option<Bytes>) {
             match elf.section_by_name(name) {
                 Some(s) => {
-                    let range = s.address()..s.address() + s.size();
+                    let range = s.address()..s.address().saturating_add(s.size());
                     let data = (s.size() <= limit).then(|| s.data().ok()).flatten().map(|d| Bytes(Arc::from(d)));
                     (Some(range), data)
                 }
@@ -123,7 +123,7 @@ impl Image {
     /// end of the segment before it, which the kernel maps elsewhere), else the last one that holds it.
     pub fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
         const PAGE: u64 = 4096;
-        let holds = |s: &&Segment| s.offset & !(PAGE - 1) <= pgoff && pgoff < s.offset + s.filesz.max(1);
+        let holds = |s: &&Segment| s.offset & !(PAGE - 1) <= pgoff && pgoff < s.offset.saturating_add(s.filesz.max(1));
         let seg = self
             .segments
             .iter()
@@ -136,8 +136,8 @@ impl Image {
 
     /// The file's own address (SVMA) of a byte at file offset `offset`.
     pub fn svma(&self, offset: u64) -> Option<u64> {
-        let seg = self.segments.iter().find(|s| s.offset <= offset && offset < s.offset + s.filesz)?;
-        Some(seg.vaddr + (offset - seg.offset))
+        let seg = self.segments.iter().find(|s| s.offset <= offset && offset < s.offset.saturating_add(s.filesz))?;
+        Some(seg.vaddr.wrapping_add(offset - seg.offset))
     }
 }
 
@@ -188,7 +188,7 @@ impl Symbols {
     pub fn lookup(&self, svma: u64) -> Option<&str> {
         let i = self.entries.partition_point(|e| e.0 <= svma).checked_sub(1)?;
         let (addr, size, name) = self.entries[i];
-        if size == 0 || svma < addr + size {
+        if size == 0 || svma < addr.saturating_add(size) {
             self.names.get(name as usize).map(String::as_str)
         } else {
             None

@@ -25,7 +25,7 @@ pub struct Mapping {
 impl Mapping {
     /// The file offset of `addr` (inside the mapping).
     pub fn offset_of(&self, addr: u64) -> u64 {
-        addr - self.start + self.pgoff
+        addr.wrapping_sub(self.start).wrapping_add(self.pgoff)
     }
 }
 
@@ -51,7 +51,7 @@ impl AddressSpace {
                 self.maps.insert(old.start, Mapping { end: m.start, ..old });
             }
             if old.end > m.end {
-                let pgoff = old.pgoff + (m.end - old.start);
+                let pgoff = old.pgoff.wrapping_add(m.end - old.start);
                 self.maps.insert(m.end, Mapping { start: m.end, pgoff, ..old });
             }
         }

@@ -124,9 +124,20 @@ impl RangeTable {
     }
 }
 
+/// The most bytes of a perf map read (a JVM's can reach tens of MB).
+const PERF_MAP_LIMIT: u64 = 256 << 20;
+
+/// A text file's first `PERF_MAP_LIMIT` bytes (lossy UTF-8).
+fn read_capped(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    fs::File::open(path).ok()?.take(PERF_MAP_LIMIT).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Reads `/tmp/perf-PID.map` (`START SIZE name`, hexadecimal without `0x`).
 fn perf_map(pid: u32) -> RangeTable {
-    let Ok(text) = fs::read_to_string(format!("/tmp/perf-{pid}.map")) else {
+    let Some(text) = read_capped(&format!("/tmp/perf-{pid}.map")) else {
         return RangeTable::default();
     };
     RangeTable(parse_perf_map(&text))
@@ -164,7 +175,7 @@ fn kallsyms() -> RangeTable {
     v.sort_by_key(|e| e.0);
     let mut out = Vec::with_capacity(v.len());
     for i in 0..v.len() {
-        let end = v.get(i + 1).map_or(v[i].0 + 4096, |n| n.0.max(v[i].0 + 1));
+        let end = v.get(i + 1).map_or(v[i].0.saturating_add(4096), |n| n.0.max(v[i].0.saturating_add(1)));
         out.push((v[i].0, end, std::mem::take(&mut v[i].1)));
     }
     RangeTable(out)
