@@ -68,6 +68,16 @@ pub struct ProfileStats {
 }
 
 impl Profile {
+    /// The share of the tree's CPU time (from [`crate::CpuDelta`] over the same span) that the samples stand
+    /// for: about 1 with kernel stacks, the user-time share when only user stacks were sampled ("covers user
+    /// time, 52% of the target's CPU"). 0 when `cpu_ns` is 0.
+    pub fn sampled_share(&self, cpu_ns: u64) -> f64 {
+        if cpu_ns == 0 {
+            return 0.0;
+        }
+        self.stats.samples as f64 * self.period_ns as f64 / cpu_ns as f64
+    }
+
     /// The stacks in the folded format (`root;...;leaf count` per line) that flamegraph.pl, inferno and
     /// speedscope read; a `;` or line break inside a name becomes `:` or a space.
     pub fn folded(&self) -> String {
@@ -373,5 +383,7 @@ mod tests {
             },
         };
         assert_eq!(p.folded(), "app;a:b;c 3\n");
+        assert_eq!(p.sampled_share(6), 0.5);
+        assert_eq!(p.sampled_share(0), 0.0);
     }
 }
