@@ -89,7 +89,10 @@ impl Image {
             match elf.section_by_name(name) {
                 Some(s) => {
                     let range = s.address()..s.address().saturating_add(s.size());
-                    let data = (s.size() <= limit).then(|| s.data().ok()).flatten().map(|d| Bytes(Arc::from(d)));
+                    let data = (s.size() <= limit)
+                        .then(|| s.uncompressed_data().ok())
+                        .flatten()
+                        .map(|d| Bytes(Arc::from(&*d)));
                     (Some(range), data)
                 }
                 None => (None, None),

@@ -388,6 +388,30 @@ fn a_rust_program_has_demangled_names_without_hashes() {
 }
 
 #[test]
+fn a_go_program_is_unwound_through_its_compressed_debug_frame() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("goburn");
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/goburn"))
+        .env("GOFLAGS", "-mod=mod")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("skipped: no working `go`");
+        return;
+    }
+    if !sampling_allowed() {
+        return;
+    }
+    let p = profile_of(&out, &["10000"], &SamplerOptions::default());
+    let text = describe(&p);
+    assert!(share_with(&p, &["main.outer", "main.middle", "main.leafBurn"]) >= 0.7, "{text}");
+    assert!(p.stats.symbolized_share >= 0.9, "{text}");
+}
+
+#[test]
 fn a_pid_that_is_not_running_is_refused_by_name() {
     let mut child = Command::new("true").spawn().expect("spawn true");
     let pid = child.id();
