@@ -412,6 +412,47 @@ fn a_go_program_is_unwound_through_its_compressed_debug_frame() {
 }
 
 #[test]
+fn a_jvm_with_frame_pointers_and_a_perf_map_shows_its_java_frames() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("javaburn");
+    let _ = std::fs::create_dir_all(&dir);
+    let compiled = Command::new("javac")
+        .arg("-d")
+        .arg(&dir)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/Burn.java"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !compiled {
+        eprintln!("skipped: no working `javac`");
+        return;
+    }
+    if !sampling_allowed() {
+        return;
+    }
+    let flags = ["-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit"];
+    let mut child = Command::new("java")
+        .args(flags)
+        .args(["-XX:-Inline", "-cp"])
+        .arg(&dir)
+        .args(["Burn", "30000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn java");
+    let pid = child.id();
+    let sampler = Sampler::start(pid, &SamplerOptions::default()).expect("sampler starts");
+    let status = child.wait().expect("wait");
+    let p = sampler.stop().expect("stop").symbolize();
+    let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    if !status.success() {
+        eprintln!("skipped: this JVM refused {flags:?}");
+        return;
+    }
+    let text = describe(&p);
+    let java = ["long Burn.outer(long)", "long Burn.middle(long)", "long Burn.leafBurn(long)"];
+    assert!(share_with(&p, &java) >= 0.5, "{text}");
+    assert!(p.stats.symbolized_share >= 0.9, "{text}");
+}
+
+#[test]
 fn a_pid_that_is_not_running_is_refused_by_name() {
     let mut child = Command::new("true").spawn().expect("spawn true");
     let pid = child.id();
