@@ -523,3 +523,14 @@ fn a_seccomp_filter_that_blocks_perf_events_is_reported_with_advice() {
         other => panic!("sampler under a seccomp filter: {other:?}"),
     }
 }
+
+#[test]
+fn a_launched_target_may_allow_any_tracer_before_exec() {
+    let mut cmd = Command::new("true");
+    // SAFETY: the hook makes one system call (prctl), which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(loadgate_profile::allow_any_tracer);
+    }
+    let status = cmd.status().expect("spawn with the hook");
+    assert!(status.success());
+}
