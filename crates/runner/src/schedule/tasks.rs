@@ -91,7 +91,7 @@ pub enum Task {
     /// Drop a round's repetitions, both sides', before its instance is judged.
     Discard(Discard),
     /// A budgeted instance's pilot ended (`gating.detect` / `gating.budget`): make the plan for its rounds and
-    /// [`Schedule::follow`] it, before the instance is judged.
+    /// [`super::Schedule::follow`] it, before the instance is judged.
     Plan {
         phase: usize,
     },
