@@ -164,6 +164,47 @@ fn a_run_from_flags_runs_in_local_shards() {
     assert!(!text(&o.stderr).contains("flag-token-77"), "{}", describe(&o));
 }
 
+/// The step summary's sections (`## ...` headings) and their text.
+fn step_summary(path: &Path) -> (usize, String) {
+    let md = std::fs::read_to_string(path).unwrap_or_default();
+    (md.lines().filter(|l| l.starts_with("## ")).count(), md)
+}
+
+/// Under GitHub Actions (`GITHUB_STEP_SUMMARY` set), a run of local shards and a merge of shard results each
+/// write one section of the job summary: the merged run's (200 requests), never a shard's slice (100).
+#[test]
+fn on_github_actions_shards_and_their_merge_each_write_one_step_summary_the_merged_runs() {
+    let server = Counter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "summed", server.port, "{ closed: { connections: 2, requests: 200 } }");
+    let out = dir.path().join("out");
+    let summary = dir.path().join("run-summary.md");
+    let o = command(&["run", spec.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .expect("run loadgate");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let merged = json(&out.join("summed/results.json"));
+    assert_eq!(merged["scenarios"][0]["requests"]["completed"], 200);
+    let (sections, md) = step_summary(&summary);
+    assert_eq!(sections, 1, "one section, the merged run's:\n{md}");
+    assert!(md.contains("summed") && md.contains("| 200 |") && !md.contains("| 100 |"), "the merged totals:\n{md}");
+    assert!(md.contains("2 of 2 shards of run"), "the merged run's section:\n{md}");
+    // `loadgate merge` of the shard results: one section too, the same totals.
+    let files: Vec<String> =
+        (1..=2).map(|i| out.join(format!("summed/shard-{i}-of-2.json")).display().to_string()).collect();
+    let merge_summary = dir.path().join("merge-summary.md");
+    let again = dir.path().join("again");
+    let o = command(&["merge", &files[0], &files[1], "--out", again.to_str().unwrap()])
+        .env("GITHUB_STEP_SUMMARY", &merge_summary)
+        .output()
+        .expect("run loadgate");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (sections, merged_md) = step_summary(&merge_summary);
+    assert_eq!(sections, 1, "one section, the merged run's:\n{merged_md}");
+    assert!(merged_md.contains("| 200 |") && !merged_md.contains("| 100 |"), "the merged totals:\n{merged_md}");
+}
+
 /// With repetitions, round r of the merge is both shards' round r: the statistics over repetitions are judged
 /// once, on the merged rounds (six samples, not twelve, and not one shard's six).
 #[test]

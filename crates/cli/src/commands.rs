@@ -526,6 +526,7 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
         baseline: read_baseline(out, args.baseline.as_deref())?,
         template,
         history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
+        step_summary: step_summary(),
         ..JobOptions::new(scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf()))
     };
     let job = Job::merge(parts, options).map_err(job_failed(out))?;

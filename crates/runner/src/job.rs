@@ -19,6 +19,8 @@ use crate::request::{RunOutcome, RunRequest};
 use crate::shard_merge::{LocalShards, MergeOptions};
 use crate::shards::{ShardRun, StartSync};
 use crate::target::BuiltinServer;
+
+pub use crate::scratch::ScratchDir;
 use crate::RunError;
 
 /// A job that cannot be built: the message says what to change. Nothing ran.
@@ -166,7 +168,7 @@ impl Job {
                     .and_then(|first| loadgate_plan::shard(&plan, first))
                     .map_err(|e| JobError::Invalid(e.to_string()))?;
                 // A run from flags has no spec file: its shards run the spec the flags made, from a private file.
-                let flags_spec = flags_yaml.as_deref().map(ScratchDir::with_spec).transpose()?;
+                let flags_spec = flags_yaml.as_deref().map(flags_spec_dir).transpose()?;
                 let local = LocalShards {
                     exe: exe.clone(),
                     args: local_args(&request.spec_file, flags_spec.as_ref(), args),
@@ -174,8 +176,6 @@ impl Job {
                     run_id: run_id.clone().unwrap_or_else(|| {
                         format!("{}-{}-{}", plan.hash, std::process::id(), crate::clock::now_rfc3339())
                     }),
-                    baseline: options.baseline.clone(),
-                    history: options.history.clone(),
                 };
                 Work::Local { plan: Box::new(plan), local: Box::new(local), _flags_spec: flags_spec }
             }
@@ -239,6 +239,7 @@ impl Job {
         request.baseline = options.baseline;
         request.template = options.template;
         request.history = options.history;
+        request.step_summary = options.step_summary;
         let dir = options.out_root.join(&name);
         let interrupted = options.interrupt.is_interrupted();
         Ok(Job {
@@ -300,14 +301,7 @@ impl Job {
                 }
                 None => crate::run(&plan, &request, observer),
             },
-            Work::Local { plan, local, .. } => crate::shard_merge::run_local(
-                &plan,
-                &local,
-                &request.out_root,
-                request.template.clone(),
-                &request.interrupt,
-                observer,
-            ),
+            Work::Local { plan, local, .. } => crate::shard_merge::run_local(&plan, &local, &request, observer),
             Work::Merge { plan, parts, dir, interrupted } => {
                 if let Some(previous) = crate::prepare::own_output_dir(&dir)? {
                     let (dir, previous) = (dir.display(), previous.display());
@@ -315,13 +309,7 @@ impl Job {
                         "the reports of an earlier run in {dir} were moved to {previous}"
                     )));
                 }
-                let options = MergeOptions {
-                    plan: plan.as_deref(),
-                    baseline: request.baseline.as_ref(),
-                    template: request.template.clone(),
-                    interrupted,
-                    history: request.history.as_ref(),
-                };
+                let options = MergeOptions { plan: plan.as_deref(), request: &request, interrupted };
                 crate::shard_merge::merge_and_report(parts, options, &dir, observer)
             }
         }
@@ -364,7 +352,8 @@ fn request(
         spec_warnings: spec.warnings.iter().map(|w| w.message.clone()).collect(),
         baseline: options.baseline.clone(),
         template: options.template.clone(),
-        step_summary: options.step_summary.clone(),
+        // A shard's slice writes no step summary: its merge writes the run's, once.
+        step_summary: options.step_summary.clone().filter(|_| shard.is_none()),
         builtin: options.builtin.clone(),
         interrupt: options.interrupt.clone(),
         loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -375,6 +364,7 @@ fn request(
         shard_cpus: options.shard_cpus.clone(),
         history: options.history.clone(),
         checkpoint: options.checkpoint,
+        attachments: Vec::new(),
     }
 }
 
@@ -413,47 +403,18 @@ fn rebuild_plan(results: &RunResults) -> Option<ExecutionPlan> {
 
 const FLAGS_SPEC: &str = "command-line.yaml";
 
-/// A directory of our own under the system's temporary directory (0700), removed when dropped: where `--out -`
-/// runs keep their working files, where `repro` rebuilds a spec, where a run from flags keeps the spec its local
-/// shards read (its credential headers are in it).
-#[derive(Debug)]
-pub struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    pub fn new() -> std::io::Result<ScratchDir> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static MADE: AtomicU32 = AtomicU32::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos());
-        let n = MADE.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("loadgate-{}-{}-{n}", std::process::id(), nanos.unwrap_or(0)));
-        // Made here, only this user's (a directory that is already there, someone else's perhaps, is an error).
-        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&dir)?;
-        Ok(ScratchDir(dir))
-    }
-
-    /// A scratch directory holding `yaml` as the spec of a run from flags, readable by this user only.
-    fn with_spec(yaml: &str) -> Result<ScratchDir, JobError> {
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let fail = |e: std::io::Error| JobError::Machine(format!("cannot write the flags' spec for the shards: {e}"));
-        let dir = ScratchDir::new().map_err(fail)?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(dir.0.join(FLAGS_SPEC))
-            .map_err(fail)?;
-        file.write_all(yaml.as_bytes()).map_err(fail)?;
-        Ok(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory holding `yaml` as the spec of a run from flags, readable by this user only.
+fn flags_spec_dir(yaml: &str) -> Result<ScratchDir, JobError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let fail = |e: std::io::Error| JobError::Machine(format!("cannot write the flags' spec for the shards: {e}"));
+    let dir = ScratchDir::new().map_err(fail)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.path().join(FLAGS_SPEC))
+        .map_err(fail)?;
+    file.write_all(yaml.as_bytes()).map_err(fail)?;
+    Ok(dir)
 }

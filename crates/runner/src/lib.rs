@@ -12,8 +12,10 @@
 //! | interruption (Ctrl-C, SIGTERM, a library caller) | [`Interrupt`] |
 //! | the results so far written every interval while the run goes (`results.partial.json`) | [`checkpoint`] |
 //! | what the user gave (a spec, flags, a results.json to reproduce, shard results) turned into what runs | [`Job`] |
-//! | what runs next: rounds, A/B sides, sequential looks, reruns of invalid rounds, the end (pure) | [`schedule::Schedule`] |
-//! | the schedule's tasks executed: repetitions kept, merged and judged, the reports rewritten | [`run()`] |
+//! | what runs next: verification, a shard's start, rounds, A/B sides, sequential looks, reruns of invalid rounds, budget plans, the end (pure) | [`schedule::Schedule`] |
+//! | what is kept of the rounds: kept, discarded with their pair, judged at a look, power plans (pure) | [`rounds::Rounds`] |
+//! | the schedule's tasks executed on the sessions (the executor), the results document and its reports (the ledger) | [`run()`] |
+//! | what runs around each side's measured phase (a per-round profile of the target) | [`attach`] |
 //! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
 //! | one run of several shards: the synchronised start, the merge, local shards | [`shards`], [`shard_merge`] |
 //! | live metrics while the run goes (`--output`, `--metrics-listen`): an observer that feeds [`loadgate_export`] | [`export`] |
@@ -47,11 +49,13 @@
 //! ```
 
 pub mod abort;
+pub mod attach;
 pub mod capacity;
 pub mod checkpoint;
 pub mod clock;
 mod error;
 mod event;
+mod executor;
 pub mod export;
 pub mod interrupt;
 pub mod job;
@@ -61,8 +65,10 @@ pub mod power;
 pub mod prepare;
 pub mod reports;
 pub mod request;
+pub mod rounds;
 pub mod run;
 pub mod schedule;
+mod scratch;
 mod session;
 pub mod shard_merge;
 pub mod shards;

@@ -47,6 +47,9 @@ pub struct RunRequest {
     /// Write the results so far to `results.partial.json` this often while the run goes (see
     /// [`crate::checkpoint`]); `None` or zero: never.
     pub checkpoint: Option<std::time::Duration>,
+    /// Started just before each side's measured phase and stopped just after it, in every round (see
+    /// [`crate::attach`]); what they give comes with that side's result.
+    pub attachments: Vec<std::sync::Arc<dyn crate::attach::Attachment>>,
 }
 
 impl RunRequest {
@@ -79,6 +82,7 @@ impl RunRequest {
             shard_cpus: None,
             history: None,
             checkpoint: None,
+            attachments: Vec::new(),
         }
     }
 }

@@ -1,17 +1,21 @@
-//! A spec's run: the plan's [`Schedule`] executed by a `Ledger` (the runner's private executor) on one session
-//! per side, with the reports rewritten after each instance. The composition `loadgate run` uses, for a single
-//! run, repetitions, A/B rounds, a shard's slice and capacity searches alike: they differ only in what the
-//! schedule answers.
+//! A spec's run: the loop between the plan's [`Schedule`] (what runs next, and when the run stops), the executor
+//! (one session per side: it runs each task on them), the round-keeping ([`Rounds`]: what is kept of the rounds)
+//! and the ledger (the results document and its reports, rewritten after each judgement). The composition
+//! `loadgate run` uses, for a single run, repetitions, A/B rounds, a shard's slice and capacity searches alike:
+//! they differ only in what the schedule answers. Only this loop and the round-keeping talk to the schedule.
 
 use std::time::Instant;
 
 use loadgate_plan::ExecutionPlan;
 
 use crate::event::{Event, Observer};
+use crate::executor::{Executor, Setup};
 use crate::ledger::Ledger;
 use crate::prepare::{decide_pinning, decide_pinning_on_part, own_output_dir};
 use crate::request::{RunOutcome, RunRequest};
-use crate::schedule::{Schedule, Task};
+use crate::rounds::Rounds;
+use crate::schedule::{Ran, Schedule, Side, Task, Unit};
+use crate::target::TargetOptions;
 use crate::RunError;
 
 /// Runs a compiled plan end to end: pinning, the target, every phase in order, SLOs, reports. Blocks until the
@@ -44,17 +48,94 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         }
     }
     let mut schedule = Schedule::new(plan);
-    let mut ledger = match Ledger::start(plan, request, dir, pinning, origin, &schedule, observer) {
-        Ok(ledger) => ledger,
-        Err(not_started) => return Ok(*not_started),
+    let workers = crate::prepare::worker_plans(plan, &pinning);
+    let mut ledger = Ledger::new(plan, request, &dir, &pinning, &workers, origin);
+    let targets = TargetOptions {
+        cpus: pinning.target.as_ref(),
+        log_dir: &dir,
+        source_dir: request.source_dir.as_deref(),
+        builtin: &request.builtin,
     };
-    ledger.start_shard(&mut schedule, observer);
+    let session_opts =
+        crate::SessionOptions { saturation: plan.hardware.saturation, interrupt: request.interrupt.clone(), origin };
+    let (sides, statistical) = (schedule.all_sides(), schedule.statistical());
+    let checkpoint = ledger.checkpoint();
+    let setup = Setup { plan, targets, workers, opts: session_opts, checkpoint, sides, statistical };
+    let mut executor = match Executor::start(setup, observer) {
+        Ok(executor) => executor,
+        Err(reason) => return Ok(ledger.not_started(&reason, observer)),
+    };
+    let candidate = executor.target(Side::Candidate).filter(|_| sides.len() > 1).map(|t| t.base_url.clone());
+    if let Some(target) = executor.target(Side::Target) {
+        ledger.started(target.info(), candidate.as_deref(), statistical);
+    }
+    let mut rounds = Rounds::new(plan, &schedule);
     while let Some(task) = schedule.next_task() {
         match task {
-            Task::Restart { round } => ledger.restart(round, &mut schedule, observer),
-            Task::Run(unit) => ledger.run_unit(unit, &mut schedule, observer),
-            Task::Judge(judgement) => ledger.judge(&judgement, &mut schedule, observer),
+            Task::Verify => {
+                let (verified, passed) = executor.verify(observer);
+                ledger.verified(verified);
+                if let Err(reason) = passed {
+                    drop(executor);
+                    return Ok(ledger.not_started(&reason, observer));
+                }
+            }
+            Task::Start => start_shard(request, &mut ledger, &mut schedule, observer),
+            Task::Restart { round } => {
+                let (ended, started) = executor.restart(observer);
+                ledger.sessions_ended(ended, observer);
+                if let Err(message) = started {
+                    let failure = format!("the target could not be restarted for round {round}: {message}");
+                    ledger.failed(failure.clone());
+                    schedule.stop(failure);
+                }
+            }
+            Task::Run(unit) => {
+                let phase = crate::power::lengthened(&plan.phases[unit.phase], schedule.scale(unit.phase));
+                let attachments = &request.attachments;
+                let work = crate::executor::Unit { phase: &phase, round: unit.round, sides: unit.sides, attachments };
+                let ran = executor.run(&work, request.baseline.as_ref(), observer);
+                keep(unit, ran, &mut schedule, &mut rounds, &mut ledger);
+            }
+            Task::Discard(d) => rounds.discard(plan, &d, observer),
+            Task::Plan { phase } => rounds.plan(plan, phase, &mut schedule, observer),
+            Task::Judge(j) => {
+                let judged = rounds.judge(plan, &j, request.baseline.as_ref(), &schedule);
+                let stopped = schedule.stopped().is_some();
+                let inconclusive = ledger.judged(&j, judged, executor.samples(), stopped, observer);
+                schedule.judged(j.phase, inconclusive);
+            }
         }
     }
-    Ok(ledger.finish(observer))
+    Ok(ledger.finish(executor.finish(), schedule.stopped(), observer))
+}
+
+/// What a unit gave, told to the schedule and kept with its round; a unit that stops the run stops the schedule.
+fn keep(
+    unit: Unit,
+    ran: crate::executor::UnitRun,
+    schedule: &mut Schedule,
+    rounds: &mut Rounds,
+    ledger: &mut Ledger<'_>,
+) {
+    for one in ran.sides {
+        let valid = if one.result.validity.valid { Ran::Valid } else { Ran::Invalid };
+        schedule.ran(unit.phase, one.side, valid);
+        rounds.keep(unit.phase, unit.round, one.side, one.result, one.attached);
+    }
+    if let Some(stop) = ran.stop {
+        schedule.stop(ledger.stopping(stop));
+    }
+}
+
+/// A shard waits for the common start before its first round; a shard that cannot start runs nothing.
+fn start_shard(request: &RunRequest, ledger: &mut Ledger<'_>, schedule: &mut Schedule, observer: &mut dyn Observer) {
+    let Some(shard) = &request.shard else { return };
+    match crate::shards::start(shard, &request.interrupt, observer) {
+        Ok(info) => ledger.shard_started(info),
+        Err(message) => {
+            ledger.failed(format!("shard {}: {message}", shard.slice));
+            schedule.stop(format!("shard {} did not start: {message}", shard.slice));
+        }
+    }
 }

@@ -1,11 +1,13 @@
 //! What runs next: a pure scheduler of a run's rounds, as [`crate::capacity::Search`] is of a search's steps.
 //!
-//! Given the plan, a [`Schedule`] answers [`Schedule::next_task`] with the next [`Task`]: restart the targets before a
-//! round (`gating.restart: each_round`), run one instance on one side in one round ([`Unit`]), or judge an
-//! instance once all its sides ran in the round ([`Judgement`], which says whether the round is discarded as
-//! invalid and run again). The loop that executes the tasks tells it what happened ([`Schedule::ran`],
-//! [`Schedule::judged`], [`Schedule::stop`]); from that alone it decides when sequential mode looks and adds
-//! rounds, when a round is rerun, and when the run ends. It opens no socket and reads no clock: every
+//! Given the plan, a [`Schedule`] answers [`Schedule::next_task`] with the next [`Task`]: verify the targets before
+//! any load, wait for a shard's synchronised start, restart the targets before a round (`gating.restart:
+//! each_round`), run one instance on its sides in one round ([`Unit`]), discard a round invalid as a measurement
+//! with its pair ([`Discard`]), plan a budgeted instance's rounds after its pilot ([`Task::Plan`]), or judge an
+//! instance once all its sides ran in the round ([`Judgement`]). The loop that executes the tasks tells it what
+//! happened ([`Schedule::ran`], [`Schedule::judged`], [`Schedule::follow`], [`Schedule::stop`]); from that alone it
+//! decides when sequential mode looks and adds rounds, when a round is rerun, and when the run ends (it alone
+//! knows whether, and why, the run stopped). It opens no socket and reads no clock: every
 //! composition (a single run, repetitions, A/B rounds, a shard's slice, a capacity search's instance) is the same
 //! schedule of a different plan, tested here without a target.
 //!
@@ -17,70 +19,16 @@ use std::collections::VecDeque;
 
 use loadgate_plan::{ExecutionPlan, Restart, RoundOrder};
 
-/// One side of a run: the spec's `target` (A, the baseline) or its `candidate` (B).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Side {
-    Target,
-    Candidate,
-}
+mod tasks;
 
-impl Side {
-    /// `A` or `B`, as reports name them.
-    pub fn letter(self) -> &'static str {
-        match self {
-            Side::Target => "A",
-            Side::Candidate => "B",
-        }
-    }
+pub use tasks::{Discard, Judgement, Ran, Side, Sides, Task, Together, Unit};
 
-    /// 0 for the target, 1 for the candidate.
-    pub fn index(self) -> usize {
-        match self {
-            Side::Target => 0,
-            Side::Candidate => 1,
-        }
-    }
-}
-
-/// One run of one instance: the plan's phase `phase` on `side` in round `round` (from 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unit {
-    pub phase: usize,
-    pub side: Side,
-    pub round: u32,
-}
-
-/// An instance's sides all ran in a round (or the run stops): merge its repetitions and judge them.
+/// What the queue of a round holds: a task, or an instance to judge once its sides ran (the judgement, a
+/// discard and a plan are decided when it is reached).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judgement {
-    pub phase: usize,
-    pub round: u32,
-    /// The round was invalid as a measurement on these sides and is discarded (both sides) and run again:
-    /// drop its repetitions before judging.
-    pub discard: Option<Vec<Side>>,
-    /// No more rounds of this instance are planned now (its last round, or the run stops): report it as
-    /// finished. Sequential mode may still add rounds at the next look.
-    pub last: bool,
-}
-
-/// What to do next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Task {
-    /// Stop the sessions and start them again before round `round` (`gating.restart: each_round`).
-    Restart {
-        round: u32,
-    },
-    Run(Unit),
-    Judge(Judgement),
-}
-
-/// What a unit's run showed, as far as the schedule cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ran {
-    /// A measurement to keep.
-    Valid,
-    /// The generator (or the machine) fell short: invalid as a measurement.
-    Invalid,
+enum Queued {
+    Task(Task),
+    Judge { phase: usize, round: u32 },
 }
 
 /// The rounds of a run: how often each phase runs, in which order the sides go, and when it ends.
@@ -106,14 +54,15 @@ pub struct Schedule {
     /// The current round (0 before the first).
     round: u32,
     /// The tasks left in the current round.
-    queue: VecDeque<Task>,
+    queue: VecDeque<Queued>,
     /// The sides of each phase that ran invalid in the current round.
     invalid: Vec<Vec<Side>>,
     /// The phases judged inconclusive in the current round.
     inconclusive: Vec<bool>,
     /// The phase whose units have started in this round and which is not judged yet.
     in_progress: Option<usize>,
-    stopped: bool,
+    /// Why the run stopped, once it did (the first reason given).
+    stopped: Option<String>,
     /// Per phase: its load budget when `gating.budget` plans its rounds.
     budgets: Vec<Option<Budget>>,
 }
@@ -153,6 +102,12 @@ impl Schedule {
                 Some(Budget { cap, looks, spent: 0, kept: 0, scale: 1, planned: false })
             })
             .collect();
+        // Before any round: the verification, then a shard's synchronised start.
+        let verifies = plan.phases.iter().any(|p| p.checks.verify);
+        let queue = [(verifies, Task::Verify), (plan.shard.is_some(), Task::Start)]
+            .into_iter()
+            .filter_map(|(wanted, task)| wanted.then_some(Queued::Task(task)))
+            .collect();
         Schedule {
             budgets,
             statistical: ab || max.iter().any(|m| *m > 1),
@@ -167,11 +122,11 @@ impl Schedule {
             seed: plan.seed,
             restart_each_round: g.restart == Restart::EachRound,
             round: 0,
-            queue: VecDeque::new(),
+            queue,
             invalid: vec![Vec::new(); n],
             inconclusive: vec![false; n],
             in_progress: None,
-            stopped: false,
+            stopped: None,
         }
     }
 
@@ -180,9 +135,8 @@ impl Schedule {
         self.statistical
     }
 
-    /// Whether `phase` has had its pilot and waits for its plan (`gating.detect` / `gating.budget`): the ledger
-    /// then makes one and calls [`Schedule::follow`].
-    pub fn wants_plan(&self, phase: usize) -> bool {
+    /// Whether `phase` has had its pilot and waits for its plan (`gating.detect` / `gating.budget`).
+    fn wants_plan(&self, phase: usize) -> bool {
         self.budgets[phase].as_ref().is_some_and(|b| !b.planned && b.looks.first().is_some_and(|l| b.kept >= *l))
     }
 
@@ -231,28 +185,28 @@ impl Schedule {
 
     /// The next task, or `None` when the run is over (every planned round ran, or it was stopped).
     pub fn next_task(&mut self) -> Option<Task> {
-        if self.queue.is_empty() && !self.stopped {
+        if self.queue.is_empty() && self.stopped.is_none() {
             self.end_round();
             self.begin_round();
         }
-        let task = self.queue.pop_front()?;
-        Some(match task {
-            Task::Judge(j) => {
+        match self.queue.pop_front()? {
+            Queued::Judge { phase, round } => {
                 self.in_progress = None;
-                Task::Judge(self.judgement(j.phase, j.round))
+                self.judgement(phase, round);
+                self.next_task()
             }
-            Task::Run(unit) => {
+            Queued::Task(Task::Run(unit)) => {
                 self.in_progress = Some(unit.phase);
-                Task::Run(unit)
+                Some(Task::Run(unit))
             }
-            restart => restart,
-        })
+            Queued::Task(task) => Some(task),
+        }
     }
 
-    /// A unit ran: an invalid one may have its round rerun when the instance is judged.
-    pub fn ran(&mut self, unit: Unit, ran: Ran) {
+    /// A side of a unit ran: an invalid one may have its round rerun when the instance is judged.
+    pub fn ran(&mut self, phase: usize, side: Side, ran: Ran) {
         if ran == Ran::Invalid {
-            self.invalid[unit.phase].push(unit.side);
+            self.invalid[phase].push(side);
         }
     }
 
@@ -262,19 +216,19 @@ impl Schedule {
         self.inconclusive[phase] = inconclusive;
     }
 
-    /// The run stops (a failure, an abort, a halted session): the instance in progress is still judged, with
-    /// what it has; nothing else runs.
-    pub fn stop(&mut self) {
-        self.stopped = true;
+    /// The run stops (a failure, an abort, a halted session), for `reason` (the first one given is kept): the
+    /// instance in progress is still judged, with what it has; nothing else runs.
+    pub fn stop(&mut self, reason: impl Into<String>) {
+        self.stopped.get_or_insert_with(|| reason.into());
         self.queue.clear();
         if let Some(phase) = self.in_progress {
-            self.queue.push_back(Task::Judge(Judgement { phase, round: self.round, discard: None, last: true }));
+            self.queue.push_back(Queued::Judge { phase, round: self.round });
         }
     }
 
-    /// Whether [`Schedule::stop`] was called.
-    pub fn stopped(&self) -> bool {
-        self.stopped
+    /// Why the run stopped, once [`Schedule::stop`] was called.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// How many rounds of `phase` were discarded and run again.
@@ -326,22 +280,23 @@ impl Schedule {
         }
         self.round = round;
         if round > 1 && self.restart_each_round {
-            self.queue.push_back(Task::Restart { round });
+            self.queue.push_back(Queued::Task(Task::Restart { round }));
         }
+        let sides = Sides { order: self.sides(round), together: Together::InTurn };
         for phase in (0..self.wanted.len()).filter(|p| self.wanted[*p] >= round) {
             self.invalid[phase].clear();
-            for side in self.sides(round).into_iter().flatten() {
-                self.queue.push_back(Task::Run(Unit { phase, side, round }));
-            }
-            self.queue.push_back(Task::Judge(Judgement { phase, round, discard: None, last: false }));
+            self.queue.push_back(Queued::Task(Task::Run(Unit { phase, round, sides })));
+            self.queue.push_back(Queued::Judge { phase, round });
         }
     }
 
-    /// The judgement of `phase` in `round`: its round discarded when it was invalid on a side and the rerun
-    /// budget allows (a gated instance of a statistical run, not when stopping); `last` as planned after that.
-    fn judgement(&mut self, phase: usize, round: u32) -> Judgement {
+    /// The judgement of `phase` in `round`, queued first: before it, its round discarded when it was invalid on
+    /// a side and the rerun budget allows (a gated instance of a statistical run, not when stopping), then a
+    /// budgeted instance's plan when its pilot just ended; `last` as planned after that.
+    fn judgement(&mut self, phase: usize, round: u32) {
         let invalid = std::mem::take(&mut self.invalid[phase]);
-        let discard: Option<Vec<Side>> = (!self.stopped && self.statistical && self.gate[phase] && !invalid.is_empty())
+        let stopped = self.stopped.is_some();
+        let discard: Option<Vec<Side>> = (!stopped && self.statistical && self.gate[phase] && !invalid.is_empty())
             .then(|| self.rerun(phase, round))
             .filter(|granted| *granted)
             .map(|_| self.all_sides().iter().copied().filter(|s| invalid.contains(s)).collect());
@@ -351,7 +306,15 @@ impl Schedule {
                 b.kept += b.scale;
             }
         }
-        Judgement { phase, round, discard, last: self.stopped || self.wanted[phase] == round }
+        let last = stopped || self.wanted[phase] == round;
+        self.queue.push_front(Queued::Task(Task::Judge(Judgement { phase, round, last })));
+        if self.wants_plan(phase) {
+            self.queue.push_front(Queued::Task(Task::Plan { phase }));
+        }
+        if let Some(sides) = discard {
+            let (nth, allowed) = (self.discarded[phase], self.rerun_budget);
+            self.queue.push_front(Queued::Task(Task::Discard(Discard { phase, round, sides, nth, allowed })));
+        }
     }
 
     /// Sequential mode: the rounds for `phase` up to its next look (`gating.looks()`), if it may have more.
@@ -426,36 +389,48 @@ mod tests {
 
     const NAMES: [&str; 3] = ["warm", "main", "once"];
 
-    /// Drives `s` to its end the way the run loop does: every unit ran as `ran` says, every judgement answered
-    /// with `inconclusive(phase, round)`. Returns the tasks, written `R2` (restart before round 2), `main@1A`,
-    /// `judge main@1` (`+last`, `discard A`).
+    /// One side of a unit, as the tests' closures see it.
+    struct One {
+        phase: usize,
+        side: Side,
+        round: u32,
+    }
+
+    /// Drives `s` to its end the way the run loop does: every side of every unit ran as `ran` says, every
+    /// judgement answered with `inconclusive(phase, round)`. Returns the tasks, written `R2` (restart before round
+    /// 2), `main@1A` (a side of a unit), `judge main@1` (`+last`, ` discard A` when a discard came before it).
     fn drive(
         s: &mut Schedule,
-        mut ran: impl FnMut(&Unit) -> Ran,
+        mut ran: impl FnMut(&One) -> Ran,
         mut inconclusive: impl FnMut(usize, u32) -> bool,
     ) -> Vec<String> {
         let mut log = Vec::new();
+        let mut discard = String::new();
         while let Some(task) = s.next_task() {
-            log.push(match task {
-                Task::Restart { round } => format!("R{round}"),
+            match task {
+                Task::Restart { round } => log.push(format!("R{round}")),
                 Task::Run(u) => {
-                    s.ran(u, ran(&u));
-                    format!("{}@{}{}", NAMES[u.phase], u.round, u.side.letter())
+                    assert_eq!(u.sides.together, Together::InTurn);
+                    for side in u.sides.each() {
+                        s.ran(u.phase, side, ran(&One { phase: u.phase, side, round: u.round }));
+                        log.push(format!("{}@{}{}", NAMES[u.phase], u.round, side.letter()));
+                    }
+                }
+                Task::Discard(d) => {
+                    discard = format!(" discard {}", d.sides.iter().map(|s| s.letter()).collect::<Vec<_>>().join(""));
                 }
                 Task::Judge(j) => {
                     s.judged(j.phase, inconclusive(j.phase, j.round));
-                    let discard = j
-                        .discard
-                        .map(|d| format!(" discard {}", d.iter().map(|s| s.letter()).collect::<Vec<_>>().join("")));
-                    format!(
+                    log.push(format!(
                         "judge {}@{}{}{}",
                         NAMES[j.phase],
                         j.round,
-                        discard.unwrap_or_default(),
+                        std::mem::take(&mut discard),
                         if j.last { " last" } else { "" }
-                    )
+                    ));
                 }
-            });
+                Task::Verify | Task::Start | Task::Plan { .. } => log.push(format!("{task:?}")),
+            }
         }
         log
     }
@@ -630,21 +605,40 @@ mod tests {
             if let Task::Run(u) = &task {
                 if u.phase == 1 && u.round == 2 {
                     // An abort (or a failed phase, a halted session) on the first side of round 2.
-                    s.ran(*u, Ran::Invalid);
-                    s.stop();
+                    s.ran(u.phase, u.sides.each().next().unwrap(), Ran::Invalid);
+                    s.stop("aborted");
+                    s.stop("a later reason");
                 }
             }
             log.push(task);
         }
-        assert!(s.stopped());
+        assert_eq!(s.stopped(), Some("aborted"), "the first reason is kept");
         let last = log.last().unwrap();
         assert_eq!(
             last,
-            &Task::Judge(Judgement { phase: 1, round: 2, discard: None, last: true }),
+            &Task::Judge(Judgement { phase: 1, round: 2, last: true }),
             "judged with what it has, never discarded while stopping"
         );
+        assert!(!log.iter().any(|t| matches!(t, Task::Discard(_))));
         assert!(!log.iter().any(|t| matches!(t, Task::Run(u) if u.phase == 2 && u.round > 1)));
         assert_eq!(s.next_task(), None, "stopped stays stopped");
+    }
+
+    #[test]
+    fn a_run_that_verifies_verifies_first_and_a_shard_meets_the_others_before_its_first_round() {
+        let mut p = plan("", false);
+        p.phases[1].checks.verify = true;
+        p.shard = Some(loadgate_plan::Slice { index: 1, count: 2 });
+        let log = drive(&mut Schedule::new(&p), |_| Ran::Valid, |_, _| false);
+        assert_eq!(log[..3], ["Verify", "Start", "warm@1A"]);
+        // A failed start stops the run before any round.
+        let mut s = Schedule::new(&p);
+        assert_eq!(s.next_task(), Some(Task::Verify));
+        assert_eq!(s.next_task(), Some(Task::Start));
+        s.stop("shard 1/2 did not start");
+        assert_eq!(s.next_task(), None);
+        // Neither without a verifying phase or a slice.
+        assert_eq!(drive(&mut Schedule::new(&plan("", false)), |_| Ran::Valid, |_, _| false)[0], "warm@1A");
     }
 
     /// A plan whose scenarios run for 1 s: `warm` (not gated) and `main`, with the given gating line.
@@ -664,18 +658,14 @@ mod tests {
         while let Some(task) = s.next_task() {
             match task {
                 Task::Run(u) => {
-                    s.ran(u, if u.phase == 1 && invalid(u.round) { Ran::Invalid } else { Ran::Valid });
-                    if u.phase == 1 && u.side == Side::Target {
-                        rounds += 1;
+                    for side in u.sides.each() {
+                        s.ran(u.phase, side, if u.phase == 1 && invalid(u.round) { Ran::Invalid } else { Ran::Valid });
                     }
+                    rounds += u32::from(u.phase == 1);
                 }
-                Task::Judge(j) => {
-                    s.judged(j.phase, j.phase == 1 && j.round < decided_at);
-                    if s.wants_plan(j.phase) {
-                        s.follow(j.phase, scale, u32::MAX);
-                    }
-                }
-                Task::Restart { .. } => {}
+                Task::Judge(j) => s.judged(j.phase, j.phase == 1 && j.round < decided_at),
+                Task::Plan { phase } => s.follow(phase, scale, u32::MAX),
+                _ => {}
             }
         }
         rounds
@@ -697,14 +687,10 @@ mod tests {
         let mut s = Schedule::new(&p);
         while let Some(task) = s.next_task() {
             match task {
-                Task::Run(u) => s.ran(u, Ran::Valid),
-                Task::Judge(j) => {
-                    s.judged(j.phase, j.phase == 1);
-                    if s.wants_plan(j.phase) {
-                        s.follow(j.phase, 1, 15);
-                    }
-                }
-                Task::Restart { .. } => {}
+                Task::Run(u) => u.sides.each().for_each(|side| s.ran(u.phase, side, Ran::Valid)),
+                Task::Judge(j) => s.judged(j.phase, j.phase == 1),
+                Task::Plan { phase } => s.follow(phase, 1, 15),
+                _ => {}
             }
         }
         assert_eq!(s.wanted(1), 15);
@@ -738,6 +724,32 @@ mod tests {
     }
 
     #[test]
+    fn a_pilots_plan_is_asked_once_after_its_last_kept_round_and_before_its_judgement() {
+        // A pilot of 4 kept rounds; round 2 invalid and discarded: the plan comes after round 5.
+        let p = timed_plan("gating: { budget: 11s, repeat: 4, rerun_invalid: 3 }", false);
+        let mut s = Schedule::new(&p);
+        let mut log = Vec::new();
+        while let Some(task) = s.next_task() {
+            match &task {
+                Task::Run(u) => {
+                    let ran = if u.phase == 1 && u.round == 2 { Ran::Invalid } else { Ran::Valid };
+                    u.sides.each().for_each(|side| s.ran(u.phase, side, ran));
+                }
+                Task::Judge(j) => s.judged(j.phase, j.phase == 1),
+                Task::Plan { phase } => s.follow(*phase, 1, u32::MAX),
+                _ => {}
+            }
+            log.push(task);
+        }
+        let at = |t: &Task| log.iter().position(|l| l == t).unwrap_or_else(|| panic!("{t:?} in {log:?}"));
+        let discard = Task::Discard(Discard { phase: 1, round: 2, sides: vec![Side::Target], nth: 1, allowed: 3 });
+        assert_eq!(at(&discard) + 1, at(&Task::Judge(Judgement { phase: 1, round: 2, last: false })));
+        assert_eq!(log.iter().filter(|t| matches!(t, Task::Plan { .. })).count(), 1, "{log:?}");
+        // Round 5 ends the pilot (4 kept rounds) and its planned rounds: the plan then gives the rounds after it.
+        assert_eq!(at(&Task::Plan { phase: 1 }) + 1, at(&Task::Judge(Judgement { phase: 1, round: 5, last: true })));
+    }
+
+    #[test]
     fn a_round_run_again_must_fit_the_budget() {
         // 10 rounds of budget, a pilot of 4: round 2 invalid, run again (the budget has room); round 10 invalid,
         // kept (its replacement would be the 11th).
@@ -756,7 +768,7 @@ mod tests {
         while let Some(task) = s.next_task() {
             if task == (Task::Restart { round: 2 }) {
                 // The target could not be restarted.
-                s.stop();
+                s.stop("the target could not be restarted for round 2");
             }
             tasks.push(task);
         }

@@ -2,8 +2,8 @@
 //! local shards (`loadgate run --shards N`: N processes of loadgate on this machine, started as targets are,
 //! then merged).
 //!
-//! The merge is [`loadgate_results::merge_shards`] (exact: histograms added), then the same report writer as
-//! every run.
+//! The merge is [`loadgate_results::merge_shards`] (exact: histograms added), then the same reports and the same
+//! wrap-up as every run (`ledger::wrap_up`: the step summary is the merged run's, once).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -13,9 +13,8 @@ use loadgate_plan::{ExecutionPlan, Slice};
 use loadgate_results::{OutcomeStatus, ShardPart};
 
 use crate::event::{Event, Observer};
-use crate::interrupt::Interrupt;
 use crate::reports::ReportWriter;
-use crate::request::RunOutcome;
+use crate::request::{RunOutcome, RunRequest};
 use crate::RunError;
 
 /// Merges shard results into one run and writes its reports into `dir` (results.json, junit.xml, report.md,
@@ -33,7 +32,8 @@ pub fn merge_and_report(
     dir: &Path,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
-    let MergeOptions { plan, baseline, template, interrupted, history } = options;
+    let MergeOptions { plan, request, interrupted } = options;
+    let (baseline, history) = (request.baseline.as_ref(), request.history.as_ref());
     let judged_per_shard = parts.iter().any(|p| p.results.sweeps.iter().any(|s| !s.verdicts.is_empty()));
     let mut results =
         loadgate_results::merge_shards_against(parts, baseline).map_err(|e| RunError::Shards(e.to_string()))?;
@@ -60,29 +60,23 @@ pub fn merge_and_report(
     }
     crate::memory::remember(&mut results, plan.and_then(|p| p.history.as_ref()), history, None, observer);
     std::fs::create_dir_all(dir).map_err(|source| RunError::OutputDir { path: dir.to_path_buf(), source })?;
-    let mut reports = ReportWriter::new(dir, template, Default::default());
+    let mut reports = ReportWriter::new(dir, request.template.clone(), request.secrets.clone());
     let mut failures = Vec::new();
-    for f in reports.write_all(&mut results) {
-        observer.event(&Event::ReportNotWritten { failure: &f });
-        failures.push(f);
-    }
-    observer.event(&Event::RunFinished { results: &results, dir });
-    Ok(RunOutcome { dir: dir.to_path_buf(), results: Some(results), skipped: None, write_failures: failures })
+    crate::ledger::write_reports(&mut reports, &mut results, &mut failures, observer);
+    Ok(crate::ledger::wrap_up(results, failures, &reports, request, observer))
 }
 
 /// How [`merge_and_report`] judges the merge.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MergeOptions<'a> {
     /// The whole plan, when the caller has it (its sweep SLOs and `history:` checks are judged on the merge).
     pub plan: Option<&'a ExecutionPlan>,
-    /// `--baseline`: relative SLOs are judged against it.
-    pub baseline: Option<&'a loadgate_results::RunResults>,
-    /// A minijinja template that replaces the built-in Markdown report.
-    pub template: Option<String>,
+    /// The merged run's request: `baseline` (relative SLOs are judged against it), `template` (replaces the
+    /// built-in Markdown report), `history` (the merge is recorded, and the plan's `history:` checks judged
+    /// against the store), `step_summary` (the merged run's Markdown summary is appended to it).
+    pub request: &'a RunRequest,
     /// The run was stopped before its shards finished: it is incomplete.
     pub interrupted: bool,
-    /// `--history STORE`: the merge is recorded, and the plan's `history:` checks judged against the store.
-    pub history: Option<&'a crate::memory::HistoryRequest>,
 }
 
 /// `loadgate run SPEC --shards N`: what to start.
@@ -94,23 +88,19 @@ pub struct LocalShards {
     pub args: Vec<String>,
     pub count: u32,
     pub run_id: String,
-    /// `--baseline`: relative SLOs are judged against it on the merge.
-    pub baseline: Option<loadgate_results::RunResults>,
-    /// `--history STORE`: the merge is recorded (the shards never are).
-    pub history: Option<crate::memory::HistoryRequest>,
 }
 
 /// Starts `count` shard processes of `exe` on this machine, each in its own process group stopped with
 /// loadgate (a watchdog; Ctrl-C stops them all), meeting at a barrier on a free loopback port, waits for them
-/// and merges their shard results into `<out_root>/<plan name>/` with [`merge_and_report`].
+/// and merges their shard results into `<out_root>/<plan name>/` with [`merge_and_report`], as `request` asks
+/// (its `--baseline`, `--template`, `--history` and step summary are the merge's; the shards are never recorded).
 pub fn run_local(
     plan: &ExecutionPlan,
     local: &LocalShards,
-    out_root: &Path,
-    template: Option<String>,
-    interrupt: &Interrupt,
+    request: &RunRequest,
     observer: &mut dyn Observer,
 ) -> Result<RunOutcome, RunError> {
+    let (out_root, interrupt) = (&request.out_root, &request.interrupt);
     let dir = out_root.join(&plan.name);
     if let Some(previous) = crate::prepare::own_output_dir(&dir)? {
         observer.event(&Event::Warning(format!(
@@ -201,12 +191,6 @@ pub fn run_local(
         return Err(RunError::Shards(format!("no shard wrote a result (their logs are in {})", dir.display())));
     }
     // A shard that never reported is missing from the merge: `merge_shards` says so.
-    let options = MergeOptions {
-        plan: Some(plan),
-        baseline: local.baseline.as_ref(),
-        template,
-        interrupted: interrupt.is_interrupted(),
-        history: local.history.as_ref(),
-    };
+    let options = MergeOptions { plan: Some(plan), request, interrupted: interrupt.is_interrupted() };
     merge_and_report(parts, options, &dir, observer)
 }

@@ -186,6 +186,14 @@ impl RunningTarget {
         self.process.as_ref().map(launch::Target::pid)
     }
 
+    /// Every process of the started process's tree now, its pid first; empty without a process.
+    pub fn pids(&self) -> Vec<u32> {
+        let Some(p) = &self.process else { return Vec::new() };
+        let mut pids = vec![p.pid()];
+        pids.extend(p.processes().iter().map(|s| s.pid).filter(|pid| *pid != p.pid()));
+        pids
+    }
+
     /// The results model's description of this target (samples and exit are filled in later).
     pub fn info(&self) -> TargetInfo {
         TargetInfo {
