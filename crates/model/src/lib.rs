@@ -6,6 +6,7 @@
 //! | [`units`] | durations, rates, byte sizes, CPU lists, percentages: parsed from what users write, shown back |
 //! | [`mod@spec`] | the validated [`Spec`]: every template rendered, every unit parsed, every matrix cell expanded |
 //! | [`check`] | response checks, captures, session variables and verification (`check:`, `capture:`, `verify:`) |
+//! | [`profile`] | the `profile:` section: the built-in sampler, an external profiler or a pprof endpoint |
 //! | [`slo`] | SLO expressions (`p99 < 100ms`): metric, comparison, threshold |
 //! | [`history`] | the `history:` section: drift and change-point SLOs judged against a store of earlier runs |
 //! | [`mod@sweep`] | sweep SLOs over a matrix scenario's cells (`knee >= 256`, `throughput_drop <= 10%`) |
@@ -20,6 +21,7 @@ pub mod generate;
 pub mod history;
 pub mod location;
 pub mod output;
+pub mod profile;
 pub mod secrets;
 pub mod slo;
 pub mod spec;

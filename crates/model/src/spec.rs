@@ -208,6 +208,10 @@ pub struct Scenario {
     /// Objectives over all the cells together (`sweep:`), for a matrix scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::SweepSpec>,
+    /// What is recorded inside the target while the scenario's measured phases run (`profile:`, the spec's or
+    /// the scenario's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

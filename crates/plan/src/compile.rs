@@ -72,6 +72,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                         loadgate_model::SessionStep::Think { duration } => SessionStep::Think { duration: *duration },
                     })
                     .collect(),
+                profile: scenario.profile.clone(),
                 checks: PhaseChecks {
                     cookies: cell.cookies,
                     failed_checks: cell.failed_checks,

@@ -286,6 +286,9 @@ pub struct Phase {
     /// Variables, cookies, how failed checks count, verification (`PhaseChecks`); left out when default.
     #[serde(default, skip_serializing_if = "PhaseChecks::is_default")]
     pub checks: PhaseChecks,
+    /// What is recorded inside the target while this phase is measured (`profile:`); `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<loadgate_model::profile::Profile>,
 }
 
 /// One step of a user's session.
