@@ -80,6 +80,19 @@ pub enum BuiltinKind {
     Echo,
     /// Answers after a fixed delay.
     Delay,
+    /// Spends a set CPU time per request in named functions (`work`, plus `slow_path` in a callee of
+    /// `slow_path`): a server whose CPU profile is known, for profiles and CPU-per-request gates.
+    Cpu,
+}
+
+/// A built-in kind's name as specs and `loadgate serve --kind` write it.
+pub fn builtin_kind_name(kind: BuiltinKind) -> &'static str {
+    match kind {
+        BuiltinKind::Plaintext => "plaintext",
+        BuiltinKind::Echo => "echo",
+        BuiltinKind::Delay => "delay",
+        BuiltinKind::Cpu => "cpu",
+    }
 }
 
 /// How fast a phase opens its keep-alive connections before it starts measuring (`connect_rate`).

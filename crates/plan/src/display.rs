@@ -53,6 +53,12 @@ fn describe_server(t: &TargetPlan) -> String {
             if let Some(d) = server.delay {
                 let _ = write!(s, ", delay {d}");
             }
+            if let Some(w) = server.work {
+                let _ = write!(s, ", {w} of CPU per request");
+            }
+            if let Some(w) = server.slow_path.filter(|w| !w.0.is_zero()) {
+                let _ = write!(s, " (+{w} in slow_path)");
+            }
             if server.status != 200 {
                 let _ = write!(s, ", status {}", server.status);
             }

@@ -69,7 +69,8 @@ pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls",
 pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_key", "resume", "server_name"];
 pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
-pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked", "tls"];
+pub(crate) const BUILTIN_KEYS: &[&str] =
+    &["kind", "delay", "status", "body_size", "chunked", "tls", "work", "slow_path"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout", "failed_checks", "check_body_limit"];
 pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "description",
