@@ -605,9 +605,16 @@ pub struct K8sArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// plaintext, echo or delay.
+    /// plaintext, echo, delay or cpu.
     #[arg(long, default_value = "plaintext")]
     pub kind: String,
+    /// With `--kind cpu` only (and required there): the CPU time each request costs (`50us`), spent in the named
+    /// functions `parse_request` and `render_response`.
+    #[arg(long)]
+    pub work: Option<String>,
+    /// With `--kind cpu` only: CPU time added to each request in a callee of `slow_path` (`15us`).
+    #[arg(long)]
+    pub slow_path: Option<String>,
     /// The address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: String,

@@ -675,6 +675,8 @@ fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
     let mut argv = vec!["--kind".into(), args.kind, "--listen".into(), args.listen];
     argv.extend(["--status".into(), args.status.to_string(), "--threads".into(), args.threads.to_string()]);
     argv.extend(args.delay.map(|d| ["--delay".into(), d]).into_iter().flatten());
+    argv.extend(args.work.map(|d| ["--work".into(), d]).into_iter().flatten());
+    argv.extend(args.slow_path.map(|d| ["--slow-path".into(), d]).into_iter().flatten());
     argv.extend(args.body_size.map(|b| ["--body-size".into(), b.to_string()]).into_iter().flatten());
     argv.extend(args.chunked.then(|| "--chunked".to_owned()));
     argv.extend(args.tls.then(|| "--tls".to_owned()));

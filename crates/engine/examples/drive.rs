@@ -164,6 +164,7 @@ fn main() -> ExitCode {
         slos: vec![],
         session: Vec::new(),
         checks: Default::default(),
+        profile: None,
         capacity: None,
         seed: 0,
     };

@@ -6,6 +6,7 @@
 //! | [`units`] | durations, rates, byte sizes, CPU lists, percentages: parsed from what users write, shown back |
 //! | [`mod@spec`] | the validated [`Spec`]: every template rendered, every unit parsed, every matrix cell expanded |
 //! | [`check`] | response checks, captures, session variables and verification (`check:`, `capture:`, `verify:`) |
+//! | [`profile`] | the `profile:` section: the built-in sampler, an external profiler or a pprof endpoint |
 //! | [`slo`] | SLO expressions (`p99 < 100ms`): metric, comparison, threshold |
 //! | [`history`] | the `history:` section: drift and change-point SLOs judged against a store of earlier runs |
 //! | [`mod@sweep`] | sweep SLOs over a matrix scenario's cells (`knee >= 256`, `throughput_drop <= 10%`) |
@@ -20,6 +21,7 @@ pub mod generate;
 pub mod history;
 pub mod location;
 pub mod output;
+pub mod profile;
 pub mod secrets;
 pub mod slo;
 pub mod spec;
@@ -78,6 +80,19 @@ pub enum BuiltinKind {
     Echo,
     /// Answers after a fixed delay.
     Delay,
+    /// Spends a set CPU time per request in named functions (`work`, plus `slow_path` in a callee of
+    /// `slow_path`): a server whose CPU profile is known, for profiles and CPU-per-request gates.
+    Cpu,
+}
+
+/// A built-in kind's name as specs and `loadgate serve --kind` write it.
+pub fn builtin_kind_name(kind: BuiltinKind) -> &'static str {
+    match kind {
+        BuiltinKind::Plaintext => "plaintext",
+        BuiltinKind::Echo => "echo",
+        BuiltinKind::Delay => "delay",
+        BuiltinKind::Cpu => "cpu",
+    }
 }
 
 /// How fast a phase opens its keep-alive connections before it starts measuring (`connect_rate`).

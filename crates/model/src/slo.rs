@@ -41,11 +41,14 @@ pub enum Metric {
     Checks,
     /// Check evaluations that failed.
     CheckFailures,
+    /// The CPU time the target's process tree spent per completed request, in microseconds, read from the
+    /// kernel's per-thread accounting at each round's edges (`profile:` or a started target).
+    TargetCpuPerRequest,
 }
 
 /// The percentiles every summary carries; an SLO may name any other (`p98`, `p99.95`).
 pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
-const METRIC_NAMES: [&str; 23] = [
+const METRIC_NAMES: [&str; 24] = [
     "p50",
     "p75",
     "p90",
@@ -69,6 +72,7 @@ const METRIC_NAMES: [&str; 23] = [
     "capacity",
     "checks",
     "check_failures",
+    "target_cpu_per_request",
 ];
 
 /// What kind of threshold a metric takes.
@@ -88,7 +92,8 @@ impl Metric {
             | Metric::Mean
             | Metric::ConnectPercentile(_)
             | Metric::ConnectMax
-            | Metric::ConnectMean => MetricKind::Latency,
+            | Metric::ConnectMean
+            | Metric::TargetCpuPerRequest => MetricKind::Latency,
             Metric::Throughput | Metric::Capacity => MetricKind::Rate,
             Metric::ErrorRate | Metric::Checks => MetricKind::Ratio,
             Metric::Errors | Metric::Non2xx | Metric::Timeouts | Metric::CheckFailures => MetricKind::Count,
@@ -146,6 +151,7 @@ impl fmt::Display for Metric {
             Metric::Capacity => f.write_str("capacity"),
             Metric::Checks => f.write_str("checks"),
             Metric::CheckFailures => f.write_str("check_failures"),
+            Metric::TargetCpuPerRequest => f.write_str("target_cpu_per_request"),
         }
     }
 }
@@ -164,6 +170,7 @@ impl FromStr for Metric {
             "capacity" => Metric::Capacity,
             "checks" => Metric::Checks,
             "check_failures" => Metric::CheckFailures,
+            "target_cpu_per_request" => Metric::TargetCpuPerRequest,
             "connect_max" => Metric::ConnectMax,
             "connect_mean" | "connect_avg" => Metric::ConnectMean,
             _ => match s.strip_prefix("connect_p") {

@@ -184,6 +184,13 @@ pub struct Builtin {
     pub status: u16,
     pub body_size: Option<ByteSize>,
     pub chunked: bool,
+    /// For `cpu`: the CPU time each request costs (`work: 50us`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work: Option<Duration>,
+    /// For `cpu`: CPU time added to each request in the slow path (`slow_path: 15us`), spent in a callee of the
+    /// server's `slow_path` function.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_path: Option<Duration>,
     /// `target.protocol`: how loadgate speaks to the server (which answers HTTP/1.1, h2c and h2 alike).
     #[serde(skip_serializing_if = "crate::Protocol::is_http1")]
     pub protocol: crate::Protocol,
@@ -208,6 +215,10 @@ pub struct Scenario {
     /// Objectives over all the cells together (`sweep:`), for a matrix scenario.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::SweepSpec>,
+    /// What is recorded inside the target while the scenario's measured phases run (`profile:`, the spec's or
+    /// the scenario's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

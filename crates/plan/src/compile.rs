@@ -72,6 +72,7 @@ pub fn compile(spec: &Spec) -> ExecutionPlan {
                         loadgate_model::SessionStep::Think { duration } => SessionStep::Think { duration: *duration },
                     })
                     .collect(),
+                profile: scenario.profile.clone(),
                 checks: PhaseChecks {
                     cookies: cell.cookies,
                     failed_checks: cell.failed_checks,
@@ -243,6 +244,8 @@ fn target_plan(t: &Target) -> TargetPlan {
                 status: server.status,
                 body_size: server.body_size.map(|b| b.0),
                 chunked: server.chunked,
+                work: server.work,
+                slow_path: server.slow_path,
             },
             protocol: server.protocol,
             tls: server.tls.as_ref().map(tls_plan),

@@ -53,6 +53,12 @@ fn describe_server(t: &TargetPlan) -> String {
             if let Some(d) = server.delay {
                 let _ = write!(s, ", delay {d}");
             }
+            if let Some(w) = server.work {
+                let _ = write!(s, ", {w} of CPU per request");
+            }
+            if let Some(w) = server.slow_path.filter(|w| !w.0.is_zero()) {
+                let _ = write!(s, " (+{w} in slow_path)");
+            }
             if server.status != 200 {
                 let _ = write!(s, ", status {}", server.status);
             }
@@ -177,6 +183,10 @@ impl ExecutionPlan {
         let plain = self.target.plain_http1() && self.candidate.as_ref().is_none_or(TargetPlan::plain_http1);
         for p in &self.phases {
             write_phase(&mut out, p, name_w, plain);
+            if let Some(profile) = &p.profile {
+                let rounds = if p.gate { p.repeat.unwrap_or(self.gating.repeat) } else { 1 };
+                write_profile(&mut out, p, profile, rounds, &" ".repeat(name_w + 7));
+            }
         }
         for sweep in &self.sweeps {
             let _ = writeln!(out);
@@ -353,6 +363,60 @@ fn write_phase(out: &mut String, p: &Phase, name_w: usize, plain: bool) {
     if p.cooldown != Duration::ZERO {
         let _ = writeln!(out, "  {pad}cooldown {}", p.cooldown);
     }
+}
+
+/// The frame cost the plan states a profile's resolution for: a handler's worth of CPU, in microseconds per request.
+const REFERENCE_FRAME_US: f64 = 50.0;
+
+/// A profiled phase's lines: what records the profile, the samples a round gathers and the smallest change of a
+/// frame's CPU per request they can tell apart from sampling noise.
+fn write_profile(out: &mut String, p: &Phase, profile: &loadgate_model::profile::Profile, rounds: u32, pad: &str) {
+    let _ = writeln!(out, "  {pad}profile  {}", profile.describe());
+    let Some(period_ns) = profile.period_ns() else {
+        let _ = writeln!(out, "  {pad}         counts as the profiler writes them, per request and round");
+        return;
+    };
+    let Some(secs) = p.duration.map(|d| d.0.as_secs_f64()) else {
+        let _ = writeln!(out, "  {pad}         samples per round unknown: the phase stops after a request count");
+        return;
+    };
+    let requests = match &p.load.arrival {
+        Arrival::Constant { rate } => Some(rate.per_sec() * secs),
+        _ => None,
+    };
+    let r = loadgate_model::profile::resolution(period_ns, secs, requests, rounds, REFERENCE_FRAME_US);
+    let mut line = format!("about {} samples per busy CPU per round", thousands(r.samples_per_cpu));
+    if let (Some(per), Some(smallest)) = (r.us_per_sample_per_request, r.smallest_change_us) {
+        let over = if rounds > 1 { format!(" over {rounds} paired rounds") } else { " in one round".to_owned() };
+        line.push_str(&format!(
+            "; one sample = {per:.3} us/request; a frame of {:.0} us/request shows a change of {smallest:.2} \
+             us/request{over}",
+            r.reference_us
+        ));
+    }
+    let _ = writeln!(out, "  {pad}         {line}");
+    if r.samples_per_cpu < loadgate_model::profile::MIN_USEFUL_SAMPLES as f64 {
+        let _ = writeln!(
+            out,
+            "  {pad}         warning: fewer than {} samples a round say little about any frame: lengthen the \
+             phase or raise `profile.cpu.frequency`",
+            loadgate_model::profile::MIN_USEFUL_SAMPLES
+        );
+    }
+}
+
+/// `12,345` from 12345.4.
+fn thousands(x: f64) -> String {
+    let n = x.round().max(0.0) as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What a phase sends, each line indented by `pad`: its session's steps, its request, or its mix; then the timeout.

@@ -211,6 +211,12 @@ pub struct BuiltinServer {
     pub body_size: Option<u64>,
     /// Send bodies with `Transfer-Encoding: chunked`.
     pub chunked: bool,
+    /// For `cpu`: the CPU time each request costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Duration>,
+    /// For `cpu`: CPU time added in a callee of `slow_path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_path: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -286,6 +292,9 @@ pub struct Phase {
     /// Variables, cookies, how failed checks count, verification (`PhaseChecks`); left out when default.
     #[serde(default, skip_serializing_if = "PhaseChecks::is_default")]
     pub checks: PhaseChecks,
+    /// What is recorded inside the target while this phase is measured (`profile:`); `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<loadgate_model::profile::Profile>,
 }
 
 /// One step of a user's session.

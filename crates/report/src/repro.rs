@@ -133,6 +133,7 @@ mod tests {
             histograms: first.histograms.clone(),
             checked: Default::default(),
             capacity: None,
+            target_cpu: None,
         };
         first.repetitions = [0.96, 1.0, 1.03, 0.98, 1.05]
             .iter()

@@ -683,6 +683,7 @@ mod tests {
                     histograms: base.histograms.clone(),
                     checked: Default::default(),
                     capacity: None,
+                    target_cpu: None,
                 })
                 .collect();
         };

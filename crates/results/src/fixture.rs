@@ -224,6 +224,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         ab_baseline: None,
         resources: None,
         capacity: None,
+        target_cpu: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);

@@ -246,6 +246,7 @@ pub fn repetition_result(template: &ScenarioResult, r: &Repetition) -> ScenarioR
     if let Some(c) = &mut s.capacity {
         c.capacity = r.capacity;
     }
+    s.target_cpu = r.target_cpu;
     s
 }
 
@@ -268,6 +269,7 @@ fn merged_with_repetitions(parts: &[ScenarioResult], rounds: &[u32]) -> Result<S
             valid: p.validity.valid,
             histograms: p.histograms.clone(),
             checked: p.checked,
+            target_cpu: p.target_cpu,
             capacity: p.capacity.as_ref().and_then(|c| c.capacity),
         })
         .collect();

@@ -69,6 +69,8 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
                 achieved_weighted.zip(weighted(part.load.achieved_rate, part.duration)).map(|(a, b)| a + b);
         }
         merged.load.users_started = merged.load.users_started.zip(part.load.users_started).map(|(a, b)| a + b);
+        // The target's CPU adds up only where every part read it.
+        merged.target_cpu = merged.target_cpu.zip(part.target_cpu).map(|(a, b)| a.add(b));
         // Batches read whole in any part: the merge says so, and counts the batches of all.
         if merged.load.pipeline_reads.is_none() {
             merged.load.pipeline_reads.clone_from(&part.load.pipeline_reads);

@@ -415,6 +415,35 @@ pub struct ScenarioResult {
     /// or the first step when no rate held). See [`crate::capacity`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Capacity>,
+    /// The CPU time the target's process tree spent while this instance ran, and the requests completed in it:
+    /// `target_cpu_per_request`. Absent where the target is not a process loadgate started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu: Option<TargetCpu>,
+}
+
+/// The CPU time a target spent over a phase, read from the kernel's per-thread accounting (`schedstat`, in
+/// nanoseconds) at the phase's edges, not from the once-a-tick sampler.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TargetCpu {
+    /// CPU nanoseconds of the target's process tree between the phase's start and end.
+    pub cpu_ns: u64,
+    /// Requests completed in the same span.
+    pub requests: u64,
+}
+
+impl TargetCpu {
+    /// CPU microseconds per completed request; `None` without a completed request.
+    pub fn per_request_us(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.cpu_ns as f64 / 1_000.0 / self.requests as f64)
+    }
+
+    /// Two spans together (repetitions back to back, or shards of one target).
+    pub fn add(self, other: TargetCpu) -> TargetCpu {
+        TargetCpu {
+            cpu_ns: self.cpu_ns.saturating_add(other.cpu_ns),
+            requests: self.requests.saturating_add(other.requests),
+        }
+    }
 }
 
 pub use loadgate_model::FailedChecks;
@@ -476,6 +505,7 @@ impl From<PhaseMeasurement> for ScenarioResult {
             ab_baseline: None,
             resources: None,
             capacity: None,
+            target_cpu: None,
         }
     }
 }
@@ -685,6 +715,9 @@ pub struct Repetition {
     /// For a capacity search: the capacity this repetition's search found (`None` when no rate held).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<f64>,
+    /// The target's CPU time over this repetition (`target_cpu_per_request` per round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu: Option<TargetCpu>,
 }
 
 /// Who held an open or ramp load below its rate, and why.

@@ -237,6 +237,7 @@ fn round_of(instance: &ScenarioResult, rep: &crate::model::Repetition) -> Scenar
     one.latency = rep.latency.clone();
     one.histograms = rep.histograms.clone();
     one.validity.valid = rep.valid;
+    one.target_cpu = rep.target_cpu;
     one.repetitions = Vec::new();
     one.timeline = Vec::new();
     one.by_request = Vec::new();

@@ -70,6 +70,7 @@ pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
     match metric {
         Metric::Capacity => s.capacity.as_ref().and_then(|c| c.capacity),
         Metric::Checks | Metric::CheckFailures => measure_checks(metric, &s.checks, None, None),
+        Metric::TargetCpuPerRequest => s.target_cpu.as_ref().and_then(|c| c.per_request_us()),
         _ => measure_parts(
             metric,
             &s.histograms.latency,
@@ -152,6 +153,8 @@ fn measure_parts(
         Metric::Capacity => None,
         // Checks are measured from the result's check counts (`checks`), not from these parts.
         Metric::Checks | Metric::CheckFailures => None,
+        // The target's CPU belongs to the whole instance: a request of a mix has no share of its own.
+        Metric::TargetCpuPerRequest => None,
     }
 }
 

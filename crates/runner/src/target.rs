@@ -292,6 +292,8 @@ fn behaviour(s: &loadgate_plan::BuiltinServer) -> loadgate_server::ServerBehavio
         status: s.status,
         body_size: s.body_size,
         chunked: s.chunked,
+        work: s.work,
+        slow_path: s.slow_path,
     }
 }
 

@@ -115,6 +115,7 @@ async fn stream(
         body: std::borrow::Cow::Owned(data),
     };
     let reply = route(&b, &req);
+    reply.work();
     if let Some(d) = reply.delay {
         precise_sleep_until(arrived + d).await;
     }

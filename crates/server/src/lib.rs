@@ -45,6 +45,7 @@ use loadgate_model::BuiltinKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
+mod burn;
 mod h2;
 pub mod tls;
 pub use tls::ServeTls;
@@ -106,6 +107,10 @@ pub struct ServerBehaviour {
     pub body_size: Option<u64>,
     /// Send bodies with `Transfer-Encoding: chunked`.
     pub chunked: bool,
+    /// For `cpu`: the CPU time each request costs.
+    pub work: Option<Duration>,
+    /// For `cpu`: CPU time added to each request in a callee of `slow_path`.
+    pub slow_path: Option<Duration>,
 }
 
 /// What `loadgate serve` runs: the behaviour, the address to listen on and the number of server threads.
@@ -140,6 +145,12 @@ impl ServeConfig {
             "--threads".to_owned(),
             self.threads.to_string(),
         ];
+        for (flag, value) in [("--work", self.server.work), ("--slow-path", self.server.slow_path)] {
+            if let Some(d) = value {
+                args.push(flag.to_owned());
+                args.push(d.to_string());
+            }
+        }
         if let Some(d) = self.server.delay {
             args.push("--delay".to_owned());
             args.push(d.to_string());
@@ -173,6 +184,8 @@ impl ServeConfig {
             status: 200,
             body_size: None,
             chunked: false,
+            work: None,
+            slow_path: None,
         });
         let mut it = args.iter().map(AsRef::as_ref).peekable();
         if it.peek() == Some(&"serve") {
@@ -206,7 +219,7 @@ impl ServeConfig {
                 "--kind" => {
                     let v = value()?;
                     cfg.server.kind = parse_kind(&v).ok_or_else(|| {
-                        ServerError::InvalidArgs(format!("unknown kind `{v}`; use plaintext, echo or delay"))
+                        ServerError::InvalidArgs(format!("unknown kind `{v}`; use plaintext, echo, delay or cpu"))
                     })?;
                 }
                 "--listen" => {
@@ -224,6 +237,17 @@ impl ServeConfig {
                     let v = value()?;
                     cfg.threads =
                         v.parse().map_err(|_| ServerError::InvalidArgs(format!("`{v}` is not a thread count")))?;
+                }
+                "--work" | "--slow-path" => {
+                    let v = value()?;
+                    let d: Duration = v.parse().map_err(|e: loadgate_model::units::UnitError| {
+                        ServerError::InvalidArgs(format!("`{v}` is not {}", e.expected))
+                    })?;
+                    if flag == "--work" {
+                        cfg.server.work = Some(d);
+                    } else {
+                        cfg.server.slow_path = Some(d);
+                    }
                 }
                 "--delay" => {
                     let v = value()?;
@@ -267,11 +291,7 @@ impl ServeConfig {
 
 /// The name of a kind as `--kind` takes it.
 pub fn kind_name(kind: BuiltinKind) -> &'static str {
-    match kind {
-        BuiltinKind::Plaintext => "plaintext",
-        BuiltinKind::Echo => "echo",
-        BuiltinKind::Delay => "delay",
-    }
+    loadgate_model::builtin_kind_name(kind)
 }
 
 fn parse_kind(s: &str) -> Option<BuiltinKind> {
@@ -279,6 +299,7 @@ fn parse_kind(s: &str) -> Option<BuiltinKind> {
         "plaintext" => Some(BuiltinKind::Plaintext),
         "echo" => Some(BuiltinKind::Echo),
         "delay" => Some(BuiltinKind::Delay),
+        "cpu" => Some(BuiltinKind::Cpu),
         _ => None,
     }
 }
@@ -437,6 +458,8 @@ struct Behaviour {
     chunked: bool,
     /// The body of plaintext and delay responses.
     body: Vec<u8>,
+    /// For `cpu`: each request's CPU work and its slow path's.
+    burn: Option<(StdDuration, StdDuration)>,
 }
 
 impl Behaviour {
@@ -454,6 +477,15 @@ impl Behaviour {
             return Err(ServerError::InvalidServer(format!(
                 "a delay applies to the `delay` kind only, and this server is `{}`; use `--kind delay --delay 20ms`, \
                  or request the `/delay/{{ms}}` route, which every kind answers",
+                kind_name(s.kind)
+            )));
+        }
+        if s.kind == BuiltinKind::Cpu && s.work.is_none() {
+            return Err(ServerError::InvalidServer("the `cpu` kind needs its work, such as `--work 50us`".to_owned()));
+        }
+        if s.kind != BuiltinKind::Cpu && (s.work.is_some() || s.slow_path.is_some()) {
+            return Err(ServerError::InvalidServer(format!(
+                "work and a slow path apply to the `cpu` kind only, and this server is `{}`",
                 kind_name(s.kind)
             )));
         }
@@ -479,6 +511,7 @@ impl Behaviour {
             delay: s.delay.map(Duration::as_std).filter(|d| !d.is_zero()),
             chunked: s.chunked,
             body,
+            burn: s.work.map(|w| (w.as_std(), s.slow_path.map_or(StdDuration::ZERO, Duration::as_std))),
         })
     }
 }
@@ -575,6 +608,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                     start += used;
                     continue_sent = false;
                     let reply = route(&b, &req);
+                    reply.work();
                     if let Some(d) = reply.delay {
                         let until = read_at + d;
                         if until > Instant::now() {
@@ -792,17 +826,28 @@ struct Reply<'a> {
     chunked: bool,
     delay: Option<StdDuration>,
     content_type: &'a [u8],
+    /// CPU work to do before answering (the `cpu` kind's default route).
+    burn: Option<(StdDuration, StdDuration)>,
+}
+
+impl Reply<'_> {
+    /// Does the reply's CPU work, if any, on this thread.
+    fn work(&self) {
+        if let Some((work, slow)) = self.burn {
+            burn::handle_request(work, slow);
+        }
+    }
 }
 
 fn route<'a>(b: &'a Behaviour, req: &'a Request<'a>) -> Reply<'a> {
     let path = req.path.split('?').next().unwrap_or("");
     let default_body = |b: &'a Behaviour| match b.kind {
         BuiltinKind::Echo => BodySource::Slice(&req.body),
-        BuiltinKind::Plaintext | BuiltinKind::Delay => BodySource::Slice(&b.body),
+        BuiltinKind::Plaintext | BuiltinKind::Delay | BuiltinKind::Cpu => BodySource::Slice(&b.body),
     };
     let default_type = match b.kind {
         BuiltinKind::Echo => req.content_type.unwrap_or(b"application/octet-stream"),
-        BuiltinKind::Plaintext | BuiltinKind::Delay => b"text/plain",
+        BuiltinKind::Plaintext | BuiltinKind::Delay | BuiltinKind::Cpu => b"text/plain",
     };
     let mut reply = Reply {
         status: b.status,
@@ -810,6 +855,7 @@ fn route<'a>(b: &'a Behaviour, req: &'a Request<'a>) -> Reply<'a> {
         chunked: b.chunked,
         delay: b.delay,
         content_type: default_type,
+        burn: b.burn,
     };
     let bad = |what: &'static str| Reply {
         status: 400,
@@ -817,6 +863,7 @@ fn route<'a>(b: &'a Behaviour, req: &'a Request<'a>) -> Reply<'a> {
         chunked: false,
         delay: None,
         content_type: b"text/plain",
+        burn: None,
     };
     if path == "/ready" {
         reply = Reply {
@@ -825,6 +872,7 @@ fn route<'a>(b: &'a Behaviour, req: &'a Request<'a>) -> Reply<'a> {
             chunked: false,
             delay: None,
             content_type: b"text/plain",
+            burn: None,
         };
     } else if path == "/echo" {
         reply.body = BodySource::Slice(&req.body);
@@ -1172,7 +1220,7 @@ mod tests {
     #[test]
     fn invalid_configs() {
         let mut s =
-            ServerBehaviour { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false };
+            ServerBehaviour { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false, work: None, slow_path: None };
         assert!(Behaviour::new(&s).unwrap_err().to_string().contains("needs a delay"));
         s.kind = BuiltinKind::Plaintext;
         s.delay = Some(Duration::from_millis(20));

@@ -42,6 +42,7 @@ pub struct SpecDoc {
     /// (`--output none`: no export). Never written to the plan or the results.
     #[schemars(length(max = 8))]
     pub outputs: Option<Vec<OutputDoc>>,
+    pub profile: Option<ProfileDoc>,
     /// Scenarios by name, run in the order written.
     pub scenarios: BTreeMap<String, ScenarioDoc>,
 }
@@ -631,6 +632,139 @@ pub struct ScenarioDoc {
     pub verify: Option<BoolDoc>,
     /// This scenario's `failed_checks` (see `defaults.failed_checks`).
     pub failed_checks: Option<FailedChecksDoc>,
+    /// This scenario's own profile, replacing the spec's; `off` (or `false`) profiles nothing here.
+    pub profile: Option<ScenarioProfileDoc>,
+}
+
+/// What is recorded inside the target while measured phases run: exactly one of `cpu` (the built-in sampler of
+/// the target's process tree), `command` (an external profiler beside each measured phase) or `pprof` (a Go
+/// server's endpoint). Each round's stacks give `profile-<instance>[-<side>].folded`, flame graphs in
+/// report.html, and in A/B runs the frames that got slower. `cpu` and `command` need a target loadgate starts.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ProfileDoc {
+    /// The built-in sampler: `cpu: {}` (or `cpu: true`) for the defaults.
+    pub cpu: Option<CpuProfileDoc>,
+    /// An external profiler's command line with `{pid}`, `{seconds}` and `{out}`, which writes folded stacks to
+    /// `{out}`; or `{ run, event, interval }`.
+    pub command: Option<CommandProfileDoc>,
+    pub pprof: Option<PprofDoc>,
+    /// Exit 3 before any load when the profile cannot be taken (no permission, no process), instead of a
+    /// warning and an unprofiled run.
+    pub required: Option<BoolDoc>,
+}
+
+/// A scenario's profile: a profile, or `off`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum ScenarioProfileDoc {
+    Off(ProfileOffDoc),
+    Profile(ProfileDoc),
+}
+
+/// `off` or `false`.
+pub struct ProfileOffDoc;
+impl JsonSchema for ProfileOffDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ProfileOff".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "enum": ["off", false] })
+    }
+}
+
+/// `cpu: {}`, `cpu: true`, or its settings.
+pub struct CpuProfileDoc;
+impl JsonSchema for CpuProfileDoc {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuProfile".into()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let detail = generator.subschema_for::<CpuProfileDetailDoc>();
+        json_schema!({ "anyOf": [ { "const": true }, { "type": "null" }, detail ] })
+    }
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CpuProfileDetailDoc {
+    /// Samples per second of CPU time, per thread: 1 to 10000 (default 999).
+    #[schemars(range(min = 1, max = 10000))]
+    pub frequency: Option<u32>,
+    /// `auto` (default: frame pointers, DWARF unwind tables where the code has no frame pointers),
+    /// `frame_pointers` or `dwarf`.
+    pub unwind: Option<UnwindDoc>,
+    /// `auto` (default: kernel frames where the kernel allows them) or `off` (user frames only).
+    pub kernel: Option<KernelStacksDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum UnwindDoc {
+    Auto,
+    FramePointers,
+    Dwarf,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum KernelStacksDoc {
+    Auto,
+    Off,
+}
+
+/// The command line alone, or `{ run, event, interval }`.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum CommandProfileDoc {
+    Run(String),
+    Detailed(CommandProfileDetailDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct CommandProfileDetailDoc {
+    /// `asprof -d {seconds} -e cpu -i 10ms -o collapsed -f {out} {pid}`, `py-spy record --pid {pid} --duration
+    /// {seconds} --format raw --output {out}`: split into words like a start command, run beside each measured
+    /// phase.
+    pub run: String,
+    /// What the profiler records: `cpu` (default), `wall`, `alloc` or `lock`. It names the files; `cpu` and
+    /// `wall` counts are `interval` each.
+    pub event: Option<ProfileEventDoc>,
+    /// What one count of a `cpu` or `wall` profile stands for (default 10ms: async-profiler's `-i`, py-spy's
+    /// `--rate 100`).
+    pub interval: Option<DurationText>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum ProfileEventDoc {
+    Cpu,
+    Wall,
+    Alloc,
+    Lock,
+}
+
+/// A Go server's pprof endpoint, fetched with `?seconds=N` for each measured phase (phases of 1s or more).
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PprofDoc {
+    /// `http://127.0.0.1:6060/debug/pprof/profile` (or `.../allocs`, `heap`, `mutex`, `block`).
+    #[schemars(regex(pattern = r"^https?://"))]
+    pub url: String,
+    /// `cpu` (`profile`), `allocs`, `heap`, `mutex` or `block`; read from the URL when left out.
+    pub kind: Option<PprofKindDoc>,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum PprofKindDoc {
+    Cpu,
+    Profile,
+    Allocs,
+    Heap,
+    Mutex,
+    Block,
 }
 
 /// The cells of a matrix judged together (`sweep:`).
@@ -1136,6 +1270,10 @@ mod tests {
         assert_eq!(props(&schema, "BodySizeRangeDoc"), sorted(BODY_SIZE_KEYS));
         assert_eq!(props(&schema, "VerifyDetailDoc"), sorted(VERIFY_KEYS));
         assert_eq!(props(&schema, "OutputDoc"), sorted(OUTPUT_KEYS));
+        assert_eq!(props(&schema, "ProfileDoc"), sorted(PROFILE_KEYS));
+        assert_eq!(props(&schema, "CpuProfileDetailDoc"), sorted(CPU_PROFILE_KEYS));
+        assert_eq!(props(&schema, "CommandProfileDetailDoc"), sorted(COMMAND_PROFILE_KEYS));
+        assert_eq!(props(&schema, "PprofDoc"), sorted(PPROF_KEYS));
         let load: Vec<String> = schema["$defs"]["LoadDoc"]["oneOf"]
             .as_array()
             .unwrap()

@@ -56,6 +56,8 @@ fn builtin_cfg(kind: BuiltinKind) -> ServeConfig {
         status: 200,
         body_size: None,
         chunked: false,
+        work: None,
+        slow_path: None,
     });
     c.threads = 2;
     c

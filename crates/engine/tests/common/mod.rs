@@ -481,6 +481,7 @@ impl PhaseBuilder {
             seed: self.seed,
             session: self.session.clone(),
             checks: Default::default(),
+            profile: None,
             capacity: None,
         };
         let workers = (0..self.workers).map(|index| WorkerPlan { index, cpu: None, pacing: self.pacing }).collect();

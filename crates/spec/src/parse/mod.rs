@@ -7,6 +7,7 @@ mod hardware;
 mod history;
 mod load;
 mod outputs;
+mod profile;
 mod request;
 mod scenario;
 mod secrets;
@@ -47,6 +48,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "defaults",
     "verify",
     "outputs",
+    "profile",
     "scenarios",
 ];
 pub(crate) const HISTORY_KEYS: &[&str] = &["branch", "reference", "machine", "drift", "change_points", "detection"];
@@ -55,6 +57,10 @@ pub(crate) const DETECTION_KEYS: &[&str] = &["p_value", "min_magnitude", "min_se
 pub(crate) const GATING_KEYS: &[&str] =
     &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid", "detect", "budget"];
 pub(crate) const OUTPUT_KEYS: &[&str] = &["type", "url", "headers"];
+pub(crate) const PROFILE_KEYS: &[&str] = &["cpu", "command", "pprof", "required"];
+pub(crate) const CPU_PROFILE_KEYS: &[&str] = &["frequency", "unwind", "kernel"];
+pub(crate) const COMMAND_PROFILE_KEYS: &[&str] = &["run", "event", "interval"];
+pub(crate) const PPROF_KEYS: &[&str] = &["url", "kind"];
 pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
 pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
 pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads", "pacing"];
@@ -63,7 +69,8 @@ pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls",
 pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_key", "resume", "server_name"];
 pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
 pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
-pub(crate) const BUILTIN_KEYS: &[&str] = &["kind", "delay", "status", "body_size", "chunked", "tls"];
+pub(crate) const BUILTIN_KEYS: &[&str] =
+    &["kind", "delay", "status", "body_size", "chunked", "tls", "work", "slow_path"];
 pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout", "failed_checks", "check_body_limit"];
 pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "description",
@@ -82,6 +89,7 @@ pub(crate) const SCENARIO_KEYS: &[&str] = &[
     "cookies",
     "verify",
     "failed_checks",
+    "profile",
 ];
 pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body", "check", "capture"];
 pub(crate) const MIX_REQUEST_KEYS: &[&str] =
@@ -349,6 +357,14 @@ fn read_sections(
         Some((n, p)) => outputs::read_outputs(&mut cx, n, &p),
         None => Some(Vec::new()),
     };
+    let started = |t: Option<&Target>| matches!(t, Some(Target::Command { .. } | Target::Builtin { .. }));
+    let profile_cx = profile::ProfileCx {
+        started: started(target.as_ref()) && candidate.as_ref().is_none_or(|c| c.is_none() || started(c.as_ref())),
+    };
+    let profile = match top.get("profile") {
+        Some((n, p)) => profile::read_profile(&mut cx, n, &p, profile_cx).map(Some),
+        None => Some(None),
+    };
     let mut scenarios = Vec::new();
     if let Some((node, p)) = cx.required(&top, "scenarios", "the spec") {
         match &node.kind {
@@ -360,6 +376,8 @@ fn read_sections(
             NodeKind::Map(entries) => {
                 let mut defaults = defaults.clone().unwrap_or_default();
                 defaults.heads = heads_of(target.as_ref(), candidate.as_ref().and_then(|c| c.as_ref()));
+                defaults.profile = profile.clone().flatten();
+                defaults.profile_cx = profile_cx;
                 let prefix = match &target {
                     Some(Target::Url { base_url } | Target::Command { base_url, .. }) => base_url.prefix.clone(),
                     _ => String::new(),

@@ -29,6 +29,10 @@ pub(super) struct Defaults {
     /// Not a default either: whether the scenario being read gates checks (`checks`, `check_failures`), so that
     /// every check's name must be one an SLO filter can write.
     pub(super) checks_gated: bool,
+    /// Not a default the spec writes under `defaults`: the spec-wide `profile:`, which a scenario's own replaces.
+    pub(super) profile: Option<loadgate_model::profile::Profile>,
+    /// What a scenario's own `profile:` needs to know of the targets.
+    pub(super) profile_cx: super::profile::ProfileCx,
 }
 
 /// The largest `defaults.check_body_limit`: 16 MiB.

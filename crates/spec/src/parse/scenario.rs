@@ -311,6 +311,16 @@ pub(super) fn read_scenario(
         Some((n, p)) => read_sweep(cx, name, n, &p, &matrix, f.key_span("sweep")),
         None => Some(None),
     };
+    let profile = match f.get("profile") {
+        Some((n, p)) => super::profile::read_scenario_profile(cx, n, &p, defaults.profile_cx),
+        None => Some(defaults.profile.clone()),
+    };
+    if let Some(Some(pr)) = &profile {
+        let loads: Vec<&Load> = cells.iter().map(|c| &c.load).collect();
+        if !super::profile::check_rounds(cx, pr, name, &loads, f.key_span("profile").or(node.span), path) {
+            return None;
+        }
+    }
     if !all_ok {
         return None;
     }
@@ -323,6 +333,7 @@ pub(super) fn read_scenario(
         matrix: matrix.into_iter().map(|(k, v)| (k, v.into_iter().map(|(t, _)| t).collect())).collect(),
         cells,
         sweep: sweep?,
+        profile: profile?,
     })
 }
 

@@ -163,13 +163,17 @@ fn read_target_fields(cx: &mut Cx<'_>, node: &Node, path: &Path, f: &Fields<'_>)
     }
 }
 
+/// The most CPU time a `cpu` server request may cost.
+const MAX_BUILTIN_WORK: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
-    let kinds = ["plaintext", "echo", "delay"];
+    let kinds = ["plaintext", "echo", "delay", "cpu"];
     let parse_kind = |cx: &mut Cx<'_>, n: &Node, p: &Path| -> Option<BuiltinKind> {
         match cx.string(n, p, "the built-in server")?.as_str() {
             "plaintext" => Some(BuiltinKind::Plaintext),
             "echo" => Some(BuiltinKind::Echo),
             "delay" => Some(BuiltinKind::Delay),
+            "cpu" => Some(BuiltinKind::Cpu),
             other => {
                 cx.error(enum_error(p, n, "the built-in server", other, &kinds));
                 None
@@ -182,6 +186,8 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
         status: 200,
         body_size: None,
         chunked: false,
+        work: None,
+        slow_path: None,
         protocol: Protocol::Http1,
         tls: None,
     };
@@ -219,6 +225,38 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
                 }
             }
         }
+        for (key, slot) in [("work", &mut b.work), ("slow_path", &mut b.slow_path)] {
+            if let Some((n, p)) = f.get(key) {
+                match cx.unit::<Duration>(n, &p, &format!("`{key}`")) {
+                    Some(d) if d.0 <= MAX_BUILTIN_WORK => *slot = Some(d),
+                    Some(d) => {
+                        cx.error(
+                            Diagnostic::error(&p, n.span, format!("`{key}: {d}` of CPU per request is too much"))
+                                .expected("at most 1s of CPU per request"),
+                        );
+                        ok = false;
+                    }
+                    None => ok = false,
+                }
+            }
+        }
+        if ok && b.kind == BuiltinKind::Cpu && b.work.is_none() {
+            cx.error(
+                Diagnostic::error(path, node.span, "the `cpu` server needs `work`")
+                    .expected("the CPU time each request costs, such as `work: 50us`")
+                    .help("write `builtin: { kind: cpu, work: 50us }` (add `slow_path: 15us` for a regression in a callee of `slow_path`)"),
+            );
+            ok = false;
+        }
+        for key in ["work", "slow_path"] {
+            if let (true, Some((n, p)), false) = (ok, f.get(key), b.kind == BuiltinKind::Cpu) {
+                cx.error(
+                    Diagnostic::error(&p, n.span, format!("`{key}` applies to the `cpu` server only"))
+                        .expected(format!("`{key}` with `kind: cpu`")),
+                );
+                ok = false;
+            }
+        }
         if let Some((n, p)) = f.get("chunked") {
             match cx.boolean(n, &p, "`chunked`") {
                 Some(c) => b.chunked = c,
@@ -235,7 +273,7 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
             cx.error(
                 Diagnostic::error(&p, n.span, "`delay` applies to the `delay` server only")
                     .expected("`delay` with `kind: delay`")
-                    .found(format!("`kind: {}`", if b.kind == BuiltinKind::Echo { "echo" } else { "plaintext" }))
+                    .found(format!("`kind: {}`", loadgate_model::builtin_kind_name(b.kind)))
                     .help("write `kind: delay` to delay every response, or request the `/delay/{ms}` route, which every kind answers"),
             );
             ok = false;
@@ -260,6 +298,14 @@ fn read_builtin(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Builtin> {
         ok.then_some(b)
     } else {
         b.kind = parse_kind(cx, node, path)?;
+        if b.kind == BuiltinKind::Cpu {
+            cx.error(
+                Diagnostic::error(path, node.span, "the `cpu` server needs `work`")
+                    .expected("`builtin: { kind: cpu, work: 50us }`")
+                    .help("write `builtin: { kind: cpu, work: 50us }`"),
+            );
+            return None;
+        }
         if b.kind == BuiltinKind::Delay {
             cx.error(
                 Diagnostic::error(path, node.span, "the `delay` server needs a `delay`")
