@@ -1176,6 +1176,8 @@ mod tests {
                 status: 503,
                 body_size: Some(100),
                 chunked: true,
+                work: None,
+                slow_path: None,
             },
             listen: "127.0.0.1:0".parse().unwrap(),
             threads: 2,
@@ -1183,6 +1185,17 @@ mod tests {
         };
         assert_eq!(ServeConfig::from_args(&cfg.to_args()).unwrap(), cfg);
         assert_eq!(ServeConfig::from_args(&["--tls"]).unwrap().tls, Some(ServeTls::SelfSigned));
+        let mut cpu = ServeConfig::new(ServerBehaviour {
+            kind: BuiltinKind::Cpu,
+            delay: None,
+            status: 200,
+            body_size: None,
+            chunked: false,
+            work: Some(Duration::from_micros(50)),
+            slow_path: Some(Duration::from_micros(15)),
+        });
+        cpu.threads = 1;
+        assert_eq!(ServeConfig::from_args(&cpu.to_args()).unwrap(), cpu);
         assert!(ServeConfig::from_args(&["--tls-cert", "c.pem"]).unwrap_err().to_string().contains("go together"));
         let mut with_verb = vec!["serve".to_owned()];
         with_verb.extend(cfg.to_args());
