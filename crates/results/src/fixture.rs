@@ -224,6 +224,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         ab_baseline: None,
         resources: None,
         capacity: None,
+        profile: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);
