@@ -147,6 +147,9 @@ fn is_structural(key: &str) -> bool {
         || key.starts_with("std::sys::backtrace::__rust_begin_short_backtrace")
 }
 
+/// A stack as its frames' match keys (interned), root first, with its microseconds per request.
+type KeyedStack = (Vec<usize>, f64);
+
 /// Everything the analysis reads from the stacks of all rounds, by interned match key.
 struct Pooled {
     keys: Vec<String>,
@@ -161,7 +164,7 @@ struct Pooled {
     /// Keys seen as a stack's root.
     roots: HashSet<usize>,
     /// `[round][side]`: each stack as its keys, root first, with its microseconds per request.
-    stacks: Vec<[Vec<(Vec<usize>, f64)>; 2]>,
+    stacks: Vec<[Vec<KeyedStack>; 2]>,
 }
 
 impl Pooled {
@@ -178,7 +181,7 @@ impl Pooled {
         let mut all_stacks = Vec::with_capacity(rounds.len());
         for round in rounds {
             let mut sides: [HashMap<usize, f64>; 2] = [HashMap::new(), HashMap::new()];
-            let mut round_stacks: [Vec<(Vec<usize>, f64)>; 2] = [Vec::new(), Vec::new()];
+            let mut round_stacks: [Vec<KeyedStack>; 2] = [Vec::new(), Vec::new()];
             for (s, side) in [&round.baseline, &round.candidate].into_iter().enumerate() {
                 let us_per_sample = side.ns_per_sample / 1_000.0 / side.requests as f64;
                 side_total[s] += side.stacks.total() as f64 * us_per_sample;

@@ -448,7 +448,7 @@ pub fn parse_folded(input: &[u8], limits: FoldedLimits) -> Result<Stacks, Folded
             continue;
         }
         let located = |problem| FoldedError::Line { line: i + 1, problem };
-        let Some((stack, count)) = line.rsplit_once(|c: char| c == ' ' || c == '\t') else {
+        let Some((stack, count)) = line.rsplit_once([' ', '\t']) else {
             return Err(located(FoldedProblem::NoCount { text: snippet(line) }));
         };
         let count: u64 = count.parse().map_err(|_| {

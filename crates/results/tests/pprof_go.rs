@@ -13,6 +13,7 @@ const PROGRAM: &str = r#"package main
 import (
 	"os"
 	"runtime/pprof"
+	"syscall"
 	"time"
 )
 
@@ -38,6 +39,12 @@ func handler() {
 	slowPath()
 }
 
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func main() {
 	f, err := os.Create(os.Args[1])
 	if err != nil {
@@ -46,8 +53,9 @@ func main() {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		panic(err)
 	}
-	end := time.Now().Add(1500 * time.Millisecond)
-	for time.Now().Before(end) {
+	// A second of CPU (about 100 samples), however loaded the machine, within a minute.
+	end := time.Now().Add(60 * time.Second)
+	for cpu() < time.Second && time.Now().Before(end) {
 		for i := 0; i < 100; i++ {
 			handler()
 		}
@@ -98,7 +106,7 @@ fn a_real_go_cpu_profile_names_its_functions_with_their_nesting() {
     assert_eq!(p.sample_types, vec!["samples/count", "cpu/nanoseconds"]);
     assert_eq!((p.period_type.as_str(), p.period_unit.as_str()), ("cpu", "nanoseconds"));
     assert_eq!(p.ns_per_unit(), Some(p.period as f64));
-    assert!(p.stacks.total() >= 50, "{} samples in 1.5 s of CPU", p.stacks.total());
+    assert!(p.stacks.total() >= 30, "{} samples in a second of CPU", p.stacks.total());
 
     // Every stack through slowPath has handler above it and main.main above that; burn is under both.
     let (mut under_slow, mut burn_in_slow, mut total) = (0u64, 0u64, 0u64);
@@ -120,7 +128,8 @@ fn a_real_go_cpu_profile_names_its_functions_with_their_nesting() {
     assert!(burn_in_slow * 10 >= under_slow * 9, "{burn_in_slow} of {under_slow} under slowPath in burn");
 
     let table = time_table(&p.stacks, p.ns_per_unit(), 1, 5);
-    assert_eq!(table.by_self[0].name, "main.burn", "{table:#?}");
+    let burn = table.by_self.iter().find(|f| f.name == "main.burn");
+    assert!(burn.is_some_and(|b| b.self_pct >= 50.0), "{table:#?}");
     let cpu = pprof::decode(&bytes, None).unwrap();
     assert_eq!(cpu.sample_type, "cpu");
     assert_eq!(cpu.stacks.total(), p.stacks.total() * p.period as u64);
