@@ -1,5 +1,5 @@
-//! A real Go CPU profile read into stacks: a small Go program burns CPU in named functions under
-//! `pprof.StartCPUProfile`, and the reader must find them with their nesting. Needs `go` (on the PATH, in
+//! Real Go CPU and heap profiles read into stacks: a small Go program burns CPU in named functions under
+//! `pprof.StartCPUProfile` and allocates in one, and the reader must find them with their nesting. Needs `go` (on the PATH, in
 //! `/usr/local/go/bin`, or named by `LOADGATE_GO`); skips, saying so, without it.
 
 use std::path::PathBuf;
@@ -18,6 +18,14 @@ import (
 )
 
 var sink uint64
+var kept [][]byte
+
+//go:noinline
+func allocate() {
+	for i := 0; i < 64; i++ {
+		kept = append(kept, make([]byte, 64<<10))
+	}
+}
 
 //go:noinline
 func burn(n int) uint64 {
@@ -46,6 +54,7 @@ func cpu() time.Duration {
 }
 
 func main() {
+	allocate()
 	f, err := os.Create(os.Args[1])
 	if err != nil {
 		panic(err)
@@ -62,6 +71,14 @@ func main() {
 	}
 	pprof.StopCPUProfile()
 	f.Close()
+	h, err := os.Create(os.Args[2])
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.WriteHeapProfile(h); err != nil {
+		panic(err)
+	}
+	h.Close()
 }
 "#;
 
@@ -87,10 +104,12 @@ fn a_real_go_cpu_profile_names_its_functions_with_their_nesting() {
     std::fs::write(dir.path().join("main.go"), PROGRAM).unwrap();
     std::fs::write(dir.path().join("go.mod"), "module burn\n\ngo 1.21\n").unwrap();
     let out = dir.path().join("cpu.pprof");
+    let heap = dir.path().join("heap.pprof");
     let status = Command::new(&go)
         .arg("run")
         .arg(".")
         .arg(&out)
+        .arg(&heap)
         .current_dir(dir.path())
         .env("GOFLAGS", "-mod=mod")
         .env("GOCACHE", dir.path().join("cache"))
@@ -133,4 +152,14 @@ fn a_real_go_cpu_profile_names_its_functions_with_their_nesting() {
     let cpu = pprof::decode(&bytes, None).unwrap();
     assert_eq!(cpu.sample_type, "cpu");
     assert_eq!(cpu.stacks.total(), p.stacks.total() * p.period as u64);
+
+    // The heap profile: 4 MiB allocated in main.allocate, in bytes.
+    let heap = pprof::decode(&std::fs::read(&heap).unwrap(), Some("alloc_space")).unwrap();
+    assert_eq!(heap.unit, "bytes");
+    assert_eq!(heap.ns_per_unit(), None);
+    let in_allocate: u64 =
+        heap.stacks.iter().filter(|(frames, _)| frames.contains(&"main.allocate")).map(|(_, c)| c).sum();
+    assert!(in_allocate >= 2 << 20, "{in_allocate} bytes allocated in main.allocate");
+    let inuse = pprof::decode(&std::fs::read(dir.path().join("heap.pprof")).unwrap(), Some("inuse_space")).unwrap();
+    assert!(inuse.stacks.total() > 0);
 }
