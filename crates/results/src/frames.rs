@@ -36,9 +36,10 @@
 //! stops. So a change in a function's own work names it; a change in a callee only it calls names that callee (its
 //! path shows the caller); and a change in a shared callee (`memcpy`, a hash, a `burn` every handler calls) that
 //! happened under one caller names the caller, whose code changed. Significant frames on a finished walk, and
-//! callees whose change happened mostly (`explain_share`) under the named frame, start no walk of their own. Rises are [`FrameDifferential::named`],
-//! falls [`FrameDifferential::faster`], each with the Hodges-Lehmann estimate of the `d_i` and its exact
-//! signed-rank interval ([`crate::stats::shift`]). Nothing is named when nothing is significant.
+//! callees whose change happened mostly (`explain_share`) under the named frame, start no walk of their own.
+//! Rises are [`FrameDifferential::named`], falls [`FrameDifferential::faster`], each with the Hodges-Lehmann
+//! estimate of the `d_i` and its exact signed-rank interval ([`crate::stats::shift`]). Nothing is named when
+//! nothing is significant.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -552,7 +552,8 @@ mod tests {
 
     #[test]
     fn folded_output_of_real_profilers_is_read() {
-        let async_profiler = "java/lang/Thread.run;Handler.handle_[j];Dao.query_[i] 98\njava/lang/Thread.run;java/util/concurrent/LinkedBlockingQueue.take_[j] 1\n";
+        let async_profiler = "java/lang/Thread.run;Handler.handle_[j];Dao.query_[i] 98\n\
+            java/lang/Thread.run;java/util/concurrent/LinkedBlockingQueue.take_[j] 1\n";
         let py_spy = "process 4242:\"python app.py\";<module> (app.py:40);handle (app.py:12) 17\n";
         let perf = "nginx;[unknown];ngx_http_process_request;ngx_http_handler 5\r\nnginx;__libc_start_main;main 2\n";
         let inferno = "main;void Foo::bar(int, long) 3\n\n";

@@ -1,6 +1,6 @@
 //! Real Go CPU and heap profiles read into stacks: a small Go program burns CPU in named functions under
-//! `pprof.StartCPUProfile` and allocates in one, and the reader must find them with their nesting. Needs `go` (on the PATH, in
-//! `/usr/local/go/bin`, or named by `LOADGATE_GO`); skips, saying so, without it.
+//! `pprof.StartCPUProfile` and allocates in one, and the reader must find them with their nesting. Needs `go`
+//! (on the PATH, in `/usr/local/go/bin`, or named by `LOADGATE_GO`); skips, saying so, without it.
 
 use std::path::PathBuf;
 use std::process::Command;
