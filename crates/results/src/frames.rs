@@ -151,17 +151,17 @@ fn is_structural(key: &str) -> bool {
 /// A stack as its frames' match keys (interned), root first, with its microseconds per request.
 type KeyedStack = (Vec<usize>, f64);
 
-/// Everything the analysis reads from the stacks of all rounds, by interned match key.
+/// Everything the analysis reads from the stacks of all rounds, by interned match key (dense: a key is an index).
 struct Pooled {
     keys: Vec<String>,
-    /// `[round][side]`: inclusive microseconds per request by key.
-    inclusive: Vec<[HashMap<usize, f64>; 2]>,
-    /// Pooled inclusive microseconds per request by key, per side.
-    totals: [HashMap<usize, f64>; 2],
+    /// `[round][side][key]`: inclusive microseconds per request.
+    inclusive: Vec<[Vec<f64>; 2]>,
+    /// `[side][key]`: pooled inclusive microseconds per request.
+    totals: [Vec<f64>; 2],
     /// Pooled microseconds per request of each side (every sample).
     side_total: [f64; 2],
     /// Sample-weighted mean depth by key (root 0).
-    depth: HashMap<usize, f64>,
+    depth: Vec<f64>,
     /// Keys seen as a stack's root.
     roots: HashSet<usize>,
     /// `[round][side]`: each stack as its keys, root first, with its microseconds per request.
@@ -173,24 +173,17 @@ impl Pooled {
         let mut ids: HashMap<String, usize> = HashMap::new();
         let mut keys: Vec<String> = Vec::new();
         let mut key_of_name: HashMap<String, usize> = HashMap::new();
-        let mut inclusive = Vec::with_capacity(rounds.len());
-        let mut totals: [HashMap<usize, f64>; 2] = [HashMap::new(), HashMap::new()];
         let mut side_total = [0.0; 2];
-        let mut depth_sum: HashMap<usize, (f64, f64)> = HashMap::new();
         let mut roots = HashSet::new();
-        let mut seen: Vec<usize> = Vec::new();
         let mut all_stacks = Vec::with_capacity(rounds.len());
         for round in rounds {
-            let mut sides: [HashMap<usize, f64>; 2] = [HashMap::new(), HashMap::new()];
             let mut round_stacks: [Vec<KeyedStack>; 2] = [Vec::new(), Vec::new()];
             for (s, side) in [&round.baseline, &round.candidate].into_iter().enumerate() {
                 let us_per_sample = side.ns_per_sample / 1_000.0 / side.requests as f64;
                 side_total[s] += side.stacks.total() as f64 * us_per_sample;
                 for (frames, count) in side.stacks.iter() {
-                    let us = count as f64 * us_per_sample;
-                    seen.clear();
                     let mut key_ids = Vec::with_capacity(frames.len());
-                    for (d, name) in frames.iter().enumerate() {
+                    for name in &frames {
                         let id = match key_of_name.get(*name) {
                             Some(&id) => id,
                             None => {
@@ -204,34 +197,52 @@ impl Pooled {
                             }
                         };
                         key_ids.push(id);
-                        if d == 0 {
-                            roots.insert(id);
-                        }
-                        if !seen.contains(&id) {
-                            seen.push(id);
-                            *sides[s].entry(id).or_default() += us;
-                            *totals[s].entry(id).or_default() += us;
-                            let e = depth_sum.entry(id).or_default();
-                            e.0 += d as f64 * us;
-                            e.1 += us;
-                        }
                     }
-                    round_stacks[s].push((key_ids, us));
+                    if let Some(&root) = key_ids.first() {
+                        roots.insert(root);
+                    }
+                    round_stacks[s].push((key_ids, count as f64 * us_per_sample));
                 }
             }
-            inclusive.push(sides);
             all_stacks.push(round_stacks);
         }
-        let depth = depth_sum.into_iter().map(|(k, (s, w))| (k, if w > 0.0 { s / w } else { 0.0 })).collect();
+        let k = keys.len();
+        let mut inclusive = vec![[vec![0.0; k], vec![0.0; k]]; rounds.len()];
+        let mut totals = [vec![0.0; k], vec![0.0; k]];
+        let mut depth_sum = vec![(0.0, 0.0); k];
+        // The last stack each key was counted in: a key counts once per stack, however often it recurses.
+        let mut stamp = vec![usize::MAX; k];
+        let mut serial = 0usize;
+        for (i, sides) in all_stacks.iter().enumerate() {
+            for (s, side) in sides.iter().enumerate() {
+                for (key_ids, us) in side {
+                    serial += 1;
+                    for (d, &id) in key_ids.iter().enumerate() {
+                        if stamp[id] != serial {
+                            stamp[id] = serial;
+                            inclusive[i][s][id] += us;
+                            totals[s][id] += us;
+                            depth_sum[id].0 += d as f64 * us;
+                            depth_sum[id].1 += us;
+                        }
+                    }
+                }
+            }
+        }
+        let depth = depth_sum.into_iter().map(|(s, w)| if w > 0.0 { s / w } else { 0.0 }).collect();
         Pooled { keys, inclusive, totals, side_total, depth, roots, stacks: all_stacks }
     }
 
     fn value(&self, round: usize, side: usize, key: usize) -> f64 {
-        self.inclusive.get(round).and_then(|r| r[side].get(&key)).copied().unwrap_or(0.0)
+        self.inclusive.get(round).and_then(|r| r[side].get(key)).copied().unwrap_or(0.0)
+    }
+
+    fn total(&self, side: usize, key: usize) -> f64 {
+        self.totals[side].get(key).copied().unwrap_or(0.0)
     }
 
     fn depth(&self, key: usize) -> f64 {
-        self.depth.get(&key).copied().unwrap_or(0.0)
+        self.depth.get(key).copied().unwrap_or(0.0)
     }
 }
 
@@ -353,8 +364,8 @@ fn one_sided(pooled: &Pooled, n: usize, options: &FrameOptions) -> Vec<OneSidedF
     let mut out = Vec::new();
     for (s, side) in [(0usize, "baseline"), (1, "candidate")] {
         let other = 1 - s;
-        for (&key, &us) in &pooled.totals[s] {
-            let absent = pooled.totals[other].get(&key).is_none_or(|&u| u <= 0.0);
+        for (key, &us) in pooled.totals[s].iter().enumerate() {
+            let absent = pooled.total(other, key) <= 0.0;
             if absent && us > 0.0 && us >= options.min_one_sided_share * pooled.side_total[s] {
                 out.push(OneSidedFrame {
                     name: pooled.keys[key].clone(),
@@ -372,9 +383,7 @@ fn one_sided(pooled: &Pooled, n: usize, options: &FrameOptions) -> Vec<OneSidedF
 /// The frames to test: paired, not structural, identical chains merged, the largest `sum d^2` first.
 fn candidates(pooled: &Pooled, n: usize, options: &FrameOptions) -> Vec<Candidate> {
     let mut groups: BTreeMap<Vec<u64>, Vec<usize>> = BTreeMap::new();
-    for (&key, _) in
-        pooled.totals[0].iter().filter(|(k, u)| **u > 0.0 && pooled.totals[1].get(*k).is_some_and(|&c| c > 0.0))
-    {
+    for key in (0..pooled.keys.len()).filter(|&k| pooled.total(0, k) > 0.0 && pooled.total(1, k) > 0.0) {
         if is_structural(&pooled.keys[key]) || pooled.roots.contains(&key) {
             continue;
         }
@@ -507,10 +516,12 @@ struct Edges {
 impl Edges {
     fn of(pooled: &Pooled, candidates: &[Candidate]) -> Edges {
         let n = pooled.stacks.len();
-        let mut rep: HashMap<usize, usize> = HashMap::new();
+        let mut rep: Vec<Option<usize>> = vec![None; pooled.keys.len()];
         for (j, c) in candidates.iter().enumerate() {
             for &k in &c.group {
-                rep.insert(k, j);
+                if let Some(r) = rep.get_mut(k) {
+                    *r = Some(j);
+                }
             }
         }
         let mut values: HashMap<(usize, usize), Vec<[f64; 2]>> = HashMap::new();
@@ -521,7 +532,7 @@ impl Edges {
                     pairs.clear();
                     let mut above: Option<usize> = None;
                     for k in ids.iter() {
-                        let Some(&j) = rep.get(k) else { continue };
+                        let Some(j) = rep.get(*k).copied().flatten() else { continue };
                         if let Some(p) = above.filter(|&p| p != j) {
                             if !pairs.contains(&(p, j)) {
                                 pairs.push((p, j));
@@ -557,8 +568,7 @@ fn name_frames(
 ) -> Vec<(usize, Vec<usize>)> {
     let mean = |d: &[f64]| d.iter().sum::<f64>() / d.len().max(1) as f64;
     let rise = |j: usize| sign * mean(&candidates[j].d);
-    let time =
-        |j: usize| -> f64 { (0..2).map(|s| pooled.totals[s].get(&candidates[j].key).copied().unwrap_or(0.0)).sum() };
+    let time = |j: usize| -> f64 { (0..2).map(|s| pooled.total(s, candidates[j].key)).sum() };
     let in_chosen: HashSet<usize> = chosen.iter().copied().collect();
     // The callees of `p` among the chosen frames that carry at least `share` of `of`'s change under `p`.
     let callees = |p: usize| -> Vec<(usize, f64, f64)> {
