@@ -43,7 +43,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::model::{FrameDifferential, FrameTime, NamedFrame, OneSidedFrame, TestedFrame, TimeTable};
+use crate::model::{FrameDifferential, FrameTime, NamedFrame, OneSidedFrame, ScenarioProfile, TestedFrame, TimeTable};
 use crate::stacks::{match_key, Stacks, OVERFLOW_FRAME};
 use crate::stats::{self, StatsError};
 
@@ -629,6 +629,51 @@ fn name_frames(
     named
 }
 
+/// The rows the "where the time went" table of results.json keeps per side ([`scenario_profile`]).
+pub const TABLE_ROWS: usize = 20;
+
+/// One side's [`ScenarioProfile`] from its stacks merged over the measured rounds: the samples' shape, the table
+/// of [`TABLE_ROWS`] rows, no differential (the candidate's is [`differential`]'s, set by the caller) and the
+/// folded file's name when it was written. `ns_per_sample` is `None` when samples are not CPU time.
+pub fn scenario_profile(
+    source: &str,
+    sample_type: &str,
+    stacks: &Stacks,
+    ns_per_sample: Option<f64>,
+    requests: u64,
+    folded_file: Option<String>,
+) -> ScenarioProfile {
+    let shape = stacks.shape();
+    ScenarioProfile {
+        source: source.to_owned(),
+        sample_type: sample_type.to_owned(),
+        samples: shape.samples,
+        ns_per_sample,
+        requests,
+        distinct_stacks: shape.distinct_stacks,
+        overflow_samples: shape.overflow,
+        unknown_share: if shape.samples > 0 { shape.unknown_leaf as f64 / shape.samples as f64 } else { 0.0 },
+        depth_p50: shape.depth_p50,
+        depth_p90: shape.depth_p90,
+        depth_max: shape.depth_max,
+        folded_file,
+        table: time_table(stacks, ns_per_sample, requests, TABLE_ROWS),
+        differential: None,
+    }
+}
+
+/// The folded file of an instance's profile beside results.json: `profile-<instance>[-<side>].folded`, with every
+/// character but letters, digits, `-`, `_`, `.`, `[`, `]`, `=` and `,` of the instance's name made `_`.
+pub fn folded_file_name(instance: &str, side: Option<&str>) -> String {
+    let clean = |t: &str| -> String {
+        t.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.[]=,".contains(c) { c } else { '_' }).collect()
+    };
+    match side {
+        Some(side) => format!("profile-{}-{}.folded", clean(instance), clean(side)),
+        None => format!("profile-{}.folded", clean(instance)),
+    }
+}
+
 /// Where one side's time went: the `top` frames by self and by total time, by match key.
 /// `ns_per_sample` is `None` when samples are not CPU time (then no microseconds are given).
 pub fn time_table(stacks: &Stacks, ns_per_sample: Option<f64>, requests: u64, top: usize) -> TimeTable {
@@ -875,6 +920,22 @@ mod tests {
         // A frame that never changes is not significant.
         let p = max_t(&[&[0.0, 0.0, 0.0], &[1.0, 2.0, 3.0]], 8, true, 0);
         assert_eq!(p, vec![1.0, 0.25]);
+    }
+
+    #[test]
+    fn a_side_s_profile_summarises_its_stacks_and_names_its_folded_file() {
+        let stacks: Stacks = [(vec!["main", "a", "b"], 6u64), (vec!["main", "[unknown]"], 2), (vec!["main", "c"], 2)]
+            .into_iter()
+            .collect();
+        let p = scenario_profile("cpu", "cpu", &stacks, Some(1_000_000.0), 100, None);
+        assert_eq!((p.samples, p.distinct_stacks, p.depth_p50, p.depth_max), (10, 3, 3, 3));
+        assert_eq!(p.unknown_share, 0.2);
+        assert_eq!(p.table.total_us_per_request, Some(100.0));
+        assert_eq!(
+            folded_file_name("api/users[conns=8]", Some("baseline")),
+            "profile-api_users[conns=8]-baseline.folded"
+        );
+        assert_eq!(folded_file_name("plaintext", None), "profile-plaintext.folded");
     }
 
     #[test]

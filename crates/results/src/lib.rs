@@ -47,7 +47,8 @@
 //!   ([`stacks::match_key`]); [`pprof::decode`] reads Go's pprof profiles into it; [`frames::differential`] names
 //!   the frames whose CPU time per request changed over paired A/B rounds (Westfall-Young max-T) and
 //!   [`frames::time_table`] says where one side's time went; results.json carries them as
-//!   [`ScenarioProfile`] (`ScenarioResult::profile`);
+//!   [`ScenarioProfile`] (`ScenarioResult::profile`, made by [`frames::scenario_profile`]; the stacks go to a
+//!   folded file beside it, [`frames::folded_file_name`]);
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
 pub mod capacity;
