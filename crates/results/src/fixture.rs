@@ -225,6 +225,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         resources: None,
         capacity: None,
         target_cpu: None,
+        profile: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);

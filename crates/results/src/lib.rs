@@ -42,6 +42,13 @@
 //! - [`checks`]: response checks (`check:`): their merge, the `checks_failed_ungated` warning and their words;
 //!   the `checks` and `check_failures` SLOs are judged in [`verdict`], and [`verify::judge`] turns a
 //!   verification's result into a pass or a message;
+//! - profiles of the target (issue 41): [`stacks::Stacks`], a bounded table of call stacks with the folded format
+//!   ([`stacks::parse_folded`], [`stacks::Stacks::write_folded`]) and the names frames are matched by
+//!   ([`stacks::match_key`]); [`pprof::decode`] reads Go's pprof profiles into it; [`frames::differential`] names
+//!   the frames whose CPU time per request changed over paired A/B rounds (Westfall-Young max-T) and
+//!   [`frames::time_table`] says where one side's time went; results.json carries them as
+//!   [`ScenarioProfile`] (`ScenarioResult::profile`, made by [`frames::scenario_profile`]; the stacks go to a
+//!   folded file beside it, [`frames::folded_file_name`]);
 //! - [`mod@format`] formats numbers for people (`1.25ms`, `94,737/s`), shared by every report.
 
 pub mod capacity;
@@ -49,6 +56,7 @@ pub mod checks;
 pub mod compare;
 pub mod fixture;
 pub mod format;
+pub mod frames;
 pub mod gate;
 pub mod hgrm;
 pub mod history;
@@ -59,8 +67,10 @@ pub mod merge;
 pub mod model;
 pub mod outcome;
 pub mod power;
+pub mod pprof;
 pub mod resources;
 pub mod shards;
+pub mod stacks;
 pub mod stats;
 pub mod sweep;
 pub mod users;

@@ -419,6 +419,10 @@ pub struct ScenarioResult {
     /// `target_cpu_per_request`. Absent where the target is not a process loadgate started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_cpu: Option<TargetCpu>,
+    /// With `profile:`: the target's profile during this instance's measured rounds on this side (the
+    /// baseline's is in `ab_baseline`). See [`ScenarioProfile`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ScenarioProfile>,
 }
 
 /// The CPU time a target spent over a phase, read from the kernel's per-thread accounting (`schedstat`, in
@@ -506,6 +510,7 @@ impl From<PhaseMeasurement> for ScenarioResult {
             resources: None,
             capacity: None,
             target_cpu: None,
+            profile: None,
         }
     }
 }
@@ -995,4 +1000,139 @@ pub struct ResponseTimeBuckets {
     pub failed: u64,
     /// All four together.
     pub total: u64,
+}
+
+/// A scenario instance's profile of the target on one side (issue 41): what the samples were, where the time went
+/// and, on the candidate of an A/B run, which frames changed. The stacks themselves are not here: they are
+/// written beside `results.json` as a folded file (`folded_file`), which flame graph tools read; a table of up to
+/// 50,000 stacks would make results.json tens of MB. See `results::frames` for the rules.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScenarioProfile {
+    /// Where the stacks came from: `cpu` (loadgate's sampler), `command` (an external profiler), `pprof`.
+    pub source: String,
+    /// What a sample counts: `cpu`, or the external profiler's or pprof's sample type (`alloc_space`,
+    /// `contentions`, ...).
+    pub sample_type: String,
+    /// Samples over the measured rounds (the overflow included).
+    pub samples: u64,
+    /// CPU nanoseconds a sample stands for; absent when samples are not CPU time (allocations, locks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ns_per_sample: Option<f64>,
+    /// Requests completed while the samples were taken.
+    pub requests: u64,
+    /// Distinct stacks kept, and samples of stacks beyond the table's cap (counted, not kept).
+    pub distinct_stacks: usize,
+    pub overflow_samples: u64,
+    /// The share of samples, 0 to 1, whose leaf frame has no name (`[unknown]` or a bare address).
+    pub unknown_share: f64,
+    /// Sample-weighted stack depth: median, 90th percentile and deepest.
+    pub depth_p50: usize,
+    pub depth_p90: usize,
+    pub depth_max: usize,
+    /// The folded stacks beside `results.json` (`profile-<instance>[-<side>].folded`), when written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded_file: Option<String>,
+    /// Where the time went: the top frames by self and by total time.
+    pub table: TimeTable,
+    /// On the candidate of an A/B run: the frames tested over the paired rounds and those named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differential: Option<FrameDifferential>,
+}
+
+/// "Where the time went" for one side: the top frames by self time and by total (inclusive) time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimeTable {
+    /// The samples the shares are of (the overflow included).
+    pub samples: u64,
+    /// CPU microseconds per request of all samples; absent when samples are not CPU time or no request completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_us_per_request: Option<f64>,
+    /// By self time (the frame is the leaf), largest first.
+    pub by_self: Vec<FrameTime>,
+    /// By total time (the frame is anywhere in the stack, counted once per stack), largest first.
+    pub by_total: Vec<FrameTime>,
+}
+
+/// One frame's time (names are the match keys of `results::stacks::match_key`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FrameTime {
+    pub name: String,
+    /// Percent of all samples with the frame as leaf, and anywhere in the stack.
+    pub self_pct: f64,
+    pub total_pct: f64,
+    /// The same in CPU microseconds per request (absent when samples are not CPU time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_us_per_request: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_us_per_request: Option<f64>,
+}
+
+/// Which frames changed between baseline and candidate over paired rounds (`results::frames::differential`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FrameDifferential {
+    /// Paired rounds.
+    pub rounds: usize,
+    /// The family-wise error rate the frames were tested at (0.01).
+    pub alpha: f64,
+    /// The confidence of the intervals (0.95).
+    pub confidence: f64,
+    /// Sign flips of the Westfall-Young max-T test, and whether they were all `2^rounds` of them.
+    pub randomisations: usize,
+    pub exact: bool,
+    /// The smallest adjusted p-value these rounds can give (`2 / 2^rounds` when exact): above `alpha`, nothing
+    /// can be named however large the change.
+    pub smallest_p: f64,
+    /// Frames whose inclusive time rose, each the deepest that explains its parent's rise, largest first.
+    pub named: Vec<NamedFrame>,
+    /// Frames whose inclusive time fell, by the same rule, largest fall first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faster: Vec<NamedFrame>,
+    /// Frames with samples on one side only (a function inlined or renamed between the builds), largest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub one_sided: Vec<OneSidedFrame>,
+    /// Every frame tested (at most 30), by adjusted p-value.
+    pub tested: Vec<TestedFrame>,
+}
+
+/// A frame the gate names: its change in CPU microseconds per request, candidate minus baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NamedFrame {
+    pub name: String,
+    /// The Hodges-Lehmann estimate of the per-round differences, and its interval (signed-rank, exact).
+    pub estimate_us: f64,
+    pub interval_us: crate::stats::Interval,
+    /// The estimate and interval bounds in percent of the baseline's mean inclusive time in the frame (absent
+    /// when the baseline had none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_pct: Option<(f64, f64)>,
+    /// The Westfall-Young step-down adjusted p-value.
+    pub p_adjusted: f64,
+    /// The call chain from the first changed frame the search started at down to this one, root-most first
+    /// (frames whose time was the same in every round and side as a neighbour's are listed too).
+    pub path: Vec<String>,
+}
+
+/// A frame sampled on one side only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OneSidedFrame {
+    pub name: String,
+    /// `baseline` or `candidate`.
+    pub side: String,
+    /// Its mean inclusive CPU microseconds per request over the rounds of that side.
+    pub us_per_request: f64,
+}
+
+/// A frame tested over the paired rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TestedFrame {
+    pub name: String,
+    /// The baseline's mean inclusive CPU microseconds per request.
+    pub baseline_us: f64,
+    /// The Hodges-Lehmann estimate of candidate minus baseline, in microseconds per request.
+    pub estimate_us: f64,
+    /// The paired t statistic of the per-round differences.
+    pub t: f64,
+    pub p_adjusted: f64,
 }

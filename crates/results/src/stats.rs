@@ -385,6 +385,24 @@ pub fn ratio(
     })
 }
 
+/// The Hodges-Lehmann estimate of the centre of paired differences `d_i = b_i - a_i` (an absolute shift, not a
+/// ratio: values may be zero or negative) with its exact signed-rank interval at `confidence`: the median of the
+/// Walsh averages and a pair of their order statistics, as [`ratio`] with [`Design::Paired`] does on the log
+/// scale. At most [`MAX_SAMPLES`] differences.
+pub fn shift(differences: &[f64], confidence: f64) -> Result<MedianEstimate, StatsError> {
+    check_confidence(confidence)?;
+    check_values(differences, Sample::Values, false)?;
+    if differences.len() > MAX_SAMPLES {
+        return Err(StatsError::TooMany { sample: Sample::Values, n: differences.len(), max: MAX_SAMPLES });
+    }
+    let d = differences;
+    let walsh = d.iter().enumerate().flat_map(|(i, di)| d[i..].iter().map(move |dj| (di + dj) / 2.0));
+    let items = sorted(&walsh.collect::<Vec<f64>>());
+    let estimate = median_sorted(&items);
+    let ranked = Ranked { items, estimate, null: Null::signed_rank(d.len()) };
+    Ok(MedianEstimate { median: ranked.estimate, interval: ranked.interval(confidence), n: d.len() })
+}
+
 /// The sign test of `median == null_median`, consistent with [`median_ci`] (exact binomial).
 pub fn sign_test(values: &[f64], null_median: f64, alternative: Alternative) -> Result<TestResult, StatsError> {
     check_values(values, Sample::Values, false)?;

@@ -273,3 +273,58 @@ fn merged_parts_add_their_per_request_breakdowns_name_by_name() {
         assert!((by("put").throughput - expected).abs() < 1e-9, "per the merged duration");
     }
 }
+
+#[test]
+fn a_profile_section_round_trips_and_validates_against_the_schema() {
+    use loadgate_results::frames::{differential, time_table, FrameOptions, PairedRound, RoundProfile};
+    use loadgate_results::stacks::Stacks;
+
+    let side = |slow: u64, i: u64| RoundProfile {
+        stacks: [
+            (vec!["main", "handler", "parse"], 200 + (i * 7) % 11),
+            (vec!["main", "handler", "slow_path"], slow),
+            (vec!["main", "handler", "respond"], 100 + (i * 5) % 13),
+        ]
+        .into_iter()
+        .collect(),
+        ns_per_sample: 250_000.0,
+        requests: 4_000,
+    };
+    let rounds: Vec<PairedRound> = (0..10)
+        .map(|i| PairedRound { baseline: side(20 + i % 3, i), candidate: side(260 + (i * 3) % 7, i + 1) })
+        .collect();
+    let analysis = differential(&rounds, &FrameOptions::default()).unwrap();
+    assert_eq!(analysis.named[0].name, "slow_path");
+    let mut merged = Stacks::new();
+    for r in &rounds {
+        merged.merge(&r.candidate.stacks);
+    }
+    let shape = merged.shape();
+    let profile = ScenarioProfile {
+        source: "cpu".into(),
+        sample_type: "cpu".into(),
+        samples: shape.samples,
+        ns_per_sample: Some(250_000.0),
+        requests: 40_000,
+        distinct_stacks: shape.distinct_stacks,
+        overflow_samples: shape.overflow,
+        unknown_share: shape.unknown_leaf as f64 / shape.samples as f64,
+        depth_p50: shape.depth_p50,
+        depth_p90: shape.depth_p90,
+        depth_max: shape.depth_max,
+        folded_file: Some("profile-plaintext-candidate.folded".into()),
+        table: time_table(&merged, Some(250_000.0), 40_000, 20),
+        differential: Some(analysis),
+    };
+    let mut run = sample_run();
+    run.scenarios[0].profile = Some(profile.clone());
+    let text = to_json(&run).unwrap();
+    let back = from_json(&text).unwrap();
+    assert_eq!(back.scenarios[0].profile.as_ref(), Some(&profile));
+    let schema: serde_json::Value = serde_json::from_str(&json_schema()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let instance: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let errors: Vec<String> =
+        validator.iter_errors(&instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
