@@ -72,9 +72,9 @@ start() {
   exit 1
 }
 
-# load NAME: wrk on CPU 1 against $url for $load_secs s, in the background.
+# load NAME [CONNECTIONS]: wrk on CPU 1 against $url for $load_secs s, in the background.
 load() {
-  taskset -c 1 wrk -t1 -c8 -d"${load_secs}s" "$url/" >"$work/$1.wrk" 2>&1 &
+  taskset -c 1 wrk -t1 -c"${2:-8}" -d"${load_secs}s" "$url/" >"$work/$1.wrk" 2>&1 &
   pids+=("$!")
   wrk_pid=$!
   sleep 1
@@ -88,14 +88,19 @@ finish_load() {
 failures=0
 # expect LABEL FILE NAME...: each NAME appears as a frame in FILE (folded stacks or pprof traces).
 expect() {
-  local label=$1 file=$2 name n
+  local label=$1 file=$2 name n total
   shift 2
   for name in "$@"; do
     n=$(grep -c -- "$name" "$file" || true)
     if [ "$n" -gt 0 ]; then
-      printf '  ok    %-16s %-28s in %s stacks\n' "$label" "$name" "$n"
+      # Folded and raw files end each line with its count (pprof's traces do not: stacks only).
+      total=""
+      case $file in
+        *.collapsed | *.raw) total=", $(grep -- "$name" "$file" | awk '{s += $NF} END {print s + 0}') counted" ;;
+      esac
+      printf '  ok    %-16s %-30s in %3s stacks%s\n' "$label" "$name" "$n" "$total"
     else
-      printf '  MISS  %-16s %-28s (file: %s, %s lines)\n' "$label" "$name" "$file" "$(wc -l <"$file")"
+      printf '  MISS  %-16s %-30s (file: %s, %s lines)\n' "$label" "$name" "$file" "$(wc -l <"$file")"
       failures=$((failures + 1))
     fi
   done
@@ -112,10 +117,12 @@ expect go-cpu "$work/go-cpu.traces" main.parseRequest main.renderResponse main.s
 kill "$pid"
 
 # --- python: py-spy ------------------------------------------------------------------------------------------
-# Python's own request handling costs a few hundred microseconds, so the named work is larger here.
+# Python's own request handling costs a few hundred microseconds, so the named work is larger here; and two
+# connections, not eight: with eight threads taking turns at the GIL, py-spy gave parseRequest a tenth of its
+# CPU share (README.md), close to missing it in a short profile.
 echo "python: py-spy $("$LOADGATE_PYSPY" --version | cut -d' ' -f2)"
 start python python3 "$fixtures/python/server.py" -listen 127.0.0.1:0 -work 500us -slow 300us
-load python
+load python 2
 "$LOADGATE_PYSPY" record --format raw -d 3 -r 200 -o "$work/py-spy.raw" -p "$pid" >"$work/py-spy.log" 2>&1 ||
   { cat "$work/py-spy.log" >&2; failures=$((failures + 1)); touch "$work/py-spy.raw"; }
 finish_load python
