@@ -328,6 +328,8 @@ mod tests {
             status: 200,
             body_size: None,
             chunked: false,
+            work: None,
+            slow_path: None,
         });
         cfg.threads = 1;
         let server = loadgate_server::spawn_in_process(&cfg).unwrap();

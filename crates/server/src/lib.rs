@@ -1191,8 +1191,8 @@ mod tests {
             status: 200,
             body_size: None,
             chunked: false,
-            work: Some(Duration::from_micros(50)),
-            slow_path: Some(Duration::from_micros(15)),
+            work: Some(Duration(StdDuration::from_micros(50))),
+            slow_path: Some(Duration(StdDuration::from_micros(15))),
         });
         cpu.threads = 1;
         assert_eq!(ServeConfig::from_args(&cpu.to_args()).unwrap(), cpu);
