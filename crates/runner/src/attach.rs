@@ -63,6 +63,7 @@ pub trait Attachment: Send + Sync + std::fmt::Debug {
 
 /// A started attachment.
 pub trait Running {
-    /// Stops it just after the side's phase, which measured `outcome`.
-    fn stop(self: Box<Self>, outcome: &PhaseOutcome) -> AttachmentOutput;
+    /// Stops it just after the side's phase, which measured `outcome`; `result` is the side's result of the
+    /// round (`None` when the phase could not run), which the attachment may annotate (the target's CPU time).
+    fn stop(self: Box<Self>, outcome: &PhaseOutcome, result: Option<&mut ScenarioResult>) -> AttachmentOutput;
 }

@@ -201,9 +201,9 @@ impl<'a> Executor<'a> {
             side: ab.then_some(side),
         });
         let running = start_attachments(unit, side, session.target(), observer);
-        let result = crate::capacity::run_instance(session, phase, baseline, observer);
+        let mut result = crate::capacity::run_instance(session, phase, baseline, observer);
         let outcome = result.as_ref().map_or_else(|_| PhaseOutcome::default(), PhaseOutcome::of);
-        let attached = running.into_iter().map(|r| r.stop(&outcome)).collect();
+        let attached = running.into_iter().map(|r| r.stop(&outcome, result.as_mut().ok())).collect();
         let result = result.map_err(|e| {
             observer.event(&Event::PhaseFailed { phase, error: e.to_string() });
             Stopping {
@@ -311,7 +311,7 @@ mod tests {
     }
 
     impl Running for Recording {
-        fn stop(self: Box<Self>, outcome: &PhaseOutcome) -> AttachmentOutput {
+        fn stop(self: Box<Self>, outcome: &PhaseOutcome, _: Option<&mut ScenarioResult>) -> AttachmentOutput {
             assert!(!outcome.duration.is_zero());
             self.0.lock().unwrap().push(format!("stop {} {}", self.1.letter(), outcome.completed));
             let data = self.2.map(|pid| pid.to_string().into_bytes()).unwrap_or_default();
