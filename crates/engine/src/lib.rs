@@ -137,6 +137,7 @@ mod phase;
 mod request;
 mod rt;
 mod schedule;
+pub mod sse;
 mod sys;
 mod timeline;
 pub mod tls;
