@@ -132,6 +132,7 @@ pub(crate) mod check;
 mod codec;
 mod data;
 mod h2;
+pub mod hpack;
 mod opening;
 mod phase;
 mod request;

@@ -522,6 +522,43 @@ mod tests {
         assert!(matches!(e, SseError::EventTooLarge { limit: 6, .. }));
     }
 
+    #[test]
+    fn a_capture_of_sse_starlette_parses_at_every_split() {
+        // tests/data/sse/starlette.sse: curl's bytes from sse-starlette under uvicorn (app.py beside it).
+        let bytes: &[u8] = include_bytes!("../tests/data/sse/starlette.sse");
+        let (items, end) = parse_pieces(&[bytes], Some(b"[DONE]"));
+        let want: Vec<Owned> = (0..5)
+            .flat_map(|i| {
+                [
+                    Owned::Event {
+                        event: "tick".into(),
+                        data: format!("line one {i}\nline two {i}"),
+                        id: i.to_string(),
+                        offset: 0,
+                    },
+                    Owned::Comment(0),
+                ]
+            })
+            .chain([Owned::Done(0)])
+            .collect();
+        let no_offsets = |items: &[Owned]| -> Vec<Owned> {
+            items
+                .iter()
+                .map(|i| match i.clone() {
+                    Owned::Event { event, data, id, .. } => Owned::Event { event, data, id, offset: 0 },
+                    Owned::Comment(_) => Owned::Comment(0),
+                    Owned::Done(_) => Owned::Done(0),
+                    other => other,
+                })
+                .collect()
+        };
+        assert_eq!(no_offsets(&items), want);
+        assert_eq!(end.clone().unwrap(), SseEnd { discarded: false, done: true, bytes: bytes.len() as u64 });
+        for cut in 0..=bytes.len() {
+            assert_eq!(parse_pieces(&[&bytes[..cut], &bytes[cut..]], Some(b"[DONE]")), (items.clone(), end.clone()));
+        }
+    }
+
     /// A stream of the usual kinds of line, from generated parts.
     fn stream_strategy() -> impl Strategy<Value = Vec<u8>> {
         let line = prop_oneof![
