@@ -131,6 +131,7 @@
 pub(crate) mod check;
 mod codec;
 mod data;
+pub mod grpc;
 mod h2;
 pub mod hpack;
 mod opening;
