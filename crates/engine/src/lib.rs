@@ -140,6 +140,7 @@ mod request;
 mod rt;
 mod schedule;
 pub mod sse;
+pub mod stream_metrics;
 mod sys;
 mod timeline;
 pub mod tls;
