@@ -406,7 +406,9 @@ mod tests {
     use crate::hpack::Decoder;
     use proptest::prelude::*;
 
-    fn decode_all(pieces: &[&[u8]], max: usize) -> (Vec<(bool, Vec<u8>)>, Result<(), GrpcError>) {
+    type Decoded = (Vec<(bool, Vec<u8>)>, Result<(), GrpcError>);
+
+    fn decode_all(pieces: &[&[u8]], max: usize) -> Decoded {
         let mut d = MessageDecoder::new(max);
         let mut out = Vec::new();
         for p in pieces {

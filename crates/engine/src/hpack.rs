@@ -316,10 +316,16 @@ pub fn field_size(name: &[u8], value: &[u8]) -> usize {
     name.len() + value.len() + 32
 }
 
+/// A dynamic table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
+/// Fields decoded into owned bytes: (name, value).
+pub type OwnedFields = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The dynamic table, newest entry first.
 #[derive(Debug, Clone, Default)]
 struct DynamicTable {
-    entries: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    entries: VecDeque<Entry>,
     size: usize,
     max: usize,
 }
@@ -504,7 +510,7 @@ impl Decoder {
     }
 
     /// Decodes a block into owned fields (for tests and rare paths; the worker uses [`Decoder::decode`]).
-    pub fn decode_to_vec(&mut self, block: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, HpackError> {
+    pub fn decode_to_vec(&mut self, block: &[u8]) -> Result<OwnedFields, HpackError> {
         let mut out = Vec::new();
         self.decode(block, &mut |f| out.push((f.name.to_vec(), f.value.to_vec())))?;
         Ok(out)
@@ -594,7 +600,7 @@ mod tests {
         (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
-    type Fields = Vec<(Vec<u8>, Vec<u8>)>;
+    type Fields = OwnedFields;
 
     fn fields(list: &[(&str, &str)]) -> Fields {
         list.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())).collect()

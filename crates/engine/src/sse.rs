@@ -259,7 +259,8 @@ impl SseParser {
     /// One whole line, without its line end.
     fn line_done(&mut self, line: &[u8], mark: SseMark, sink: &mut impl FnMut(SseItem<'_>)) -> Result<(), SseError> {
         if line.is_empty() {
-            return Ok(self.dispatch(mark, sink));
+            self.dispatch(mark, sink);
+            return Ok(());
         }
         if line[0] == b':' {
             sink(SseItem::Comment(mark));
@@ -287,18 +288,14 @@ impl SseParser {
                 self.event.clear();
                 self.event.extend_from_slice(value);
             }
-            b"id" => {
-                if memchr::memchr(0, value).is_none() {
-                    self.id.clear();
-                    self.id.extend_from_slice(value);
-                }
+            b"id" if memchr::memchr(0, value).is_none() => {
+                self.id.clear();
+                self.id.extend_from_slice(value);
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    // Digits only; a number past u64 saturates.
-                    let ms = value.iter().fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')));
-                    sink(SseItem::Retry(ms, mark));
-                }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Digits only; a number past u64 saturates.
+                let ms = value.iter().fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+                sink(SseItem::Retry(ms, mark));
             }
             _ => {}
         }
