@@ -863,6 +863,31 @@ mod tests {
         assert_eq!(out, [0x83]);
     }
 
+    #[test]
+    fn blocks_from_gos_hpack_encoder_decode_with_reuse_eviction_and_never_indexed() {
+        // tests/data/hpack/go-hpack.txt: written by golang.org/x/net/http2/hpack's encoder (gen/main.go).
+        let text = include_str!("../tests/data/hpack/go-hpack.txt");
+        let mut d = Decoder::new(4096, 1 << 16);
+        let mut blocks = 0;
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            let block = hex(line.strip_prefix("block ").expect("a block line"));
+            let mut want = Vec::new();
+            while let Some(f) = lines.next_if(|l| l.starts_with("field ")) {
+                let mut parts = f["field ".len()..].split('\t');
+                let (n, v, never) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+                want.push((n.as_bytes().to_vec(), v.as_bytes().to_vec(), never == "true"));
+            }
+            let mut got = Vec::new();
+            d.decode(&block, &mut |f| got.push((f.name.to_vec(), f.value.to_vec(), f.never_indexed))).unwrap();
+            assert_eq!(got, want, "block {blocks}");
+            blocks += 1;
+        }
+        assert_eq!(blocks, 6);
+        // The size update to 256 evicted everything older than the long entry and the last block's fields.
+        assert_eq!(d.table_size().1, 256);
+    }
+
     proptest! {
         #[test]
         fn random_blocks_never_panic(blocks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 1..6)) {
