@@ -289,12 +289,9 @@ pub fn completion_tokens(data: &[u8]) -> Option<u64> {
     if v.next() != Some(&b':') {
         return None;
     }
-    let digits: Vec<u8> =
-        v.skip_while(|b| b.is_ascii_whitespace()).take_while(|b| b.is_ascii_digit()).copied().collect();
-    if digits.is_empty() || digits.len() > 19 {
-        return None;
-    }
-    std::str::from_utf8(&digits).ok()?.parse().ok()
+    let mut digits = v.skip_while(|b| b.is_ascii_whitespace()).take_while(|b| b.is_ascii_digit()).peekable();
+    digits.peek()?;
+    digits.try_fold(0u64, |n, d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
 }
 
 /// The offset just after `key` where it stands as a key (not preceded by a backslash).
@@ -410,6 +407,7 @@ mod tests {
         let fake = br#"{"choices":[{"delta":{"content":"\"usage\":{\"completion_tokens\":5}"}}]}"#;
         assert_eq!(completion_tokens(fake), None);
         assert_eq!(completion_tokens(br#"{"usage":{"completion_tokens":null}}"#), None);
+        assert_eq!(completion_tokens(br#"{"usage":{"completion_tokens":99999999999999999999999}}"#), None);
     }
 
     proptest! {
