@@ -149,22 +149,17 @@ fn huffman_codes() -> &'static [(u32, u8); 257] {
     })
 }
 
-/// One step of the nibble decoder: from a state (a node of the code tree), four bits lead to `next`, having
-/// completed `symbol` (`NONE` for none) or failed (an EOS).
-#[derive(Debug, Clone, Copy, Default)]
-struct Step {
-    next: u8,
-    symbol: u16,
-    fail: bool,
-}
+/// One step of the nibble decoder, packed in a `u32`: from a state (a node of the code tree), four bits lead to
+/// the state in bits 0-7, having completed the symbol in bits 8-15 when bit [`EMIT`] is set, or failed (an EOS)
+/// when bit [`FAIL`] is set.
+const EMIT: u32 = 1 << 16;
+const FAIL: u32 = 1 << 17;
 
-const NONE: u16 = u16::MAX;
-
-/// The decoder's tables: 256 states (the tree's internal nodes) x 16 nibbles, and whether ending in a state is a
-/// valid padding (the state lies on the all-ones path, at most 7 bits from the root).
+/// The decoder's tables: 256 states (the tree's internal nodes) x 16 nibbles, flat, and whether ending in a state
+/// is a valid padding (the state lies on the all-ones path, at most 7 bits from the root).
 struct HuffmanTable {
-    steps: Vec<[Step; 16]>,
-    accepting: Vec<bool>,
+    steps: Box<[u32]>,
+    accepting: Box<[bool]>,
 }
 
 fn huffman_table() -> &'static HuffmanTable {
@@ -196,30 +191,29 @@ fn huffman_table() -> &'static HuffmanTable {
             depth += 1;
             ones_depth[node] = Some(depth);
         }
-        let steps = (0..tree.len())
-            .map(|state| {
-                let mut row = [Step::default(); 16];
-                for (nibble, step) in row.iter_mut().enumerate() {
-                    let mut cur = state;
-                    let mut symbol = NONE;
-                    let mut fail = false;
-                    for i in (0..4).rev() {
-                        let child = tree[cur][(nibble >> i) & 1];
-                        if child < 0 {
-                            let sym = (-child - 1) as u16;
-                            // At most one symbol ends in four bits (the shortest code has five).
-                            fail |= sym == EOS || symbol != NONE;
-                            symbol = sym;
-                            cur = 0;
-                        } else {
-                            cur = child as usize;
+        let mut steps = vec![0u32; tree.len() * 16];
+        for state in 0..tree.len() {
+            for nibble in 0..16 {
+                let mut cur = state;
+                let mut step = 0u32;
+                for i in (0..4).rev() {
+                    let child = tree[cur][(nibble >> i) & 1];
+                    if child < 0 {
+                        let sym = (-child - 1) as u32;
+                        // At most one symbol ends in four bits (the shortest code has five).
+                        if sym == u32::from(EOS) || step & EMIT != 0 {
+                            step |= FAIL;
                         }
+                        step |= EMIT | ((sym & 0xff) << 8);
+                        cur = 0;
+                    } else {
+                        cur = child as usize;
                     }
-                    *step = Step { next: cur as u8, symbol, fail };
                 }
-                row
-            })
-            .collect();
+                steps[state * 16 + nibble] = step | cur as u32;
+            }
+        }
+        let steps = steps.into_boxed_slice();
         let accepting = ones_depth.iter().map(|d| matches!(d, Some(d) if *d <= 7)).collect();
         HuffmanTable { steps, accepting }
     })
@@ -229,16 +223,17 @@ fn huffman_table() -> &'static HuffmanTable {
 pub fn huffman_decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
     let t = huffman_table();
     let mut state = 0usize;
+    out.reserve(src.len() * 8 / 5 + 1);
     for &b in src {
         for nibble in [b >> 4, b & 0xf] {
-            let step = t.steps[state][usize::from(nibble)];
-            if step.fail {
+            let step = t.steps[(state << 4) | usize::from(nibble)];
+            if step & FAIL != 0 {
                 return Err(HpackError::Huffman);
             }
-            if step.symbol != NONE {
-                out.push(step.symbol as u8);
+            if step & EMIT != 0 {
+                out.push((step >> 8) as u8);
             }
-            state = usize::from(step.next);
+            state = (step & 0xff) as usize;
         }
     }
     if t.accepting[state] {
