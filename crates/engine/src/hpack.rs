@@ -895,6 +895,27 @@ mod tests {
         }
 
         #[test]
+        fn corrupted_rfc_blocks_never_panic_and_keep_the_table_within_its_size(at in any::<usize>(), byte in any::<u8>(), cut in any::<usize>()) {
+            let blocks = [
+                "488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
+                "4883640effc1c0bf",
+                "88c16196d07abe941054d444a8200595040b8166e084a62d1bffc05a839bd9ab77ad94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007",
+            ];
+            let mut d = Decoder::new(256, 1 << 16);
+            for (i, b) in blocks.iter().enumerate() {
+                let mut b = hex(b);
+                if i == at % 3 {
+                    let n = b.len();
+                    b[at % n] = byte;
+                    b.truncate(cut % (n + 1));
+                }
+                let _ = d.decode(&b, &mut |_| ());
+                let (size, max) = d.table_size();
+                prop_assert!(size <= max && max <= 256);
+            }
+        }
+
+        #[test]
         fn huffman_round_trips_any_bytes(s in proptest::collection::vec(any::<u8>(), 0..200)) {
             let mut coded = Vec::new();
             huffman_encode(&s, &mut coded);
