@@ -131,12 +131,16 @@
 pub(crate) mod check;
 mod codec;
 mod data;
+pub mod grpc;
 mod h2;
+pub mod hpack;
 mod opening;
 mod phase;
 mod request;
 mod rt;
 mod schedule;
+pub mod sse;
+pub mod stream_metrics;
 mod sys;
 mod timeline;
 pub mod tls;
