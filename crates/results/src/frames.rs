@@ -659,6 +659,8 @@ pub fn scenario_profile(
         folded_file,
         table: time_table(stacks, ns_per_sample, requests, TABLE_ROWS),
         differential: None,
+        notes: Vec::new(),
+        stacks: None,
     }
 }
 

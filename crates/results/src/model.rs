@@ -418,7 +418,7 @@ pub struct ScenarioResult {
     /// The CPU time the target's process tree spent while this instance ran, and the requests completed in it:
     /// `target_cpu_per_request`. Absent where the target is not a process loadgate started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_cpu: Option<TargetCpu>,
+    pub target_cpu: Option<TargetCpuTime>,
     /// With `profile:`: the target's profile during this instance's measured rounds on this side (the
     /// baseline's is in `ab_baseline`). See [`ScenarioProfile`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -428,22 +428,22 @@ pub struct ScenarioResult {
 /// The CPU time a target spent over a phase, read from the kernel's per-thread accounting (`schedstat`, in
 /// nanoseconds) at the phase's edges, not from the once-a-tick sampler.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct TargetCpu {
+pub struct TargetCpuTime {
     /// CPU nanoseconds of the target's process tree between the phase's start and end.
     pub cpu_ns: u64,
     /// Requests completed in the same span.
     pub requests: u64,
 }
 
-impl TargetCpu {
+impl TargetCpuTime {
     /// CPU microseconds per completed request; `None` without a completed request.
     pub fn per_request_us(&self) -> Option<f64> {
         (self.requests > 0).then(|| self.cpu_ns as f64 / 1_000.0 / self.requests as f64)
     }
 
     /// Two spans together (repetitions back to back, or shards of one target).
-    pub fn add(self, other: TargetCpu) -> TargetCpu {
-        TargetCpu {
+    pub fn add(self, other: TargetCpuTime) -> TargetCpuTime {
+        TargetCpuTime {
             cpu_ns: self.cpu_ns.saturating_add(other.cpu_ns),
             requests: self.requests.saturating_add(other.requests),
         }
@@ -722,7 +722,7 @@ pub struct Repetition {
     pub capacity: Option<f64>,
     /// The target's CPU time over this repetition (`target_cpu_per_request` per round).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_cpu: Option<TargetCpu>,
+    pub target_cpu: Option<TargetCpuTime>,
 }
 
 /// Who held an open or ramp load below its rate, and why.
@@ -1037,6 +1037,15 @@ pub struct ScenarioProfile {
     /// On the candidate of an A/B run: the frames tested over the paired rounds and those named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differential: Option<FrameDifferential>,
+    /// What the samples cover and what went wrong taking them, one sentence each ("covers user time only: the
+    /// kernel refuses kernel stacks here", "round 3: the profiler failed: ...").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The stacks merged over the measured rounds, for the folded file and the flame graphs written beside
+    /// results.json; never in results.json itself.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub stacks: Option<crate::stacks::Stacks>,
 }
 
 /// "Where the time went" for one side: the top frames by self time and by total (inclusive) time.

@@ -315,6 +315,8 @@ fn a_profile_section_round_trips_and_validates_against_the_schema() {
         folded_file: Some("profile-plaintext-candidate.folded".into()),
         table: time_table(&merged, Some(250_000.0), 40_000, 20),
         differential: Some(analysis),
+        notes: Vec::new(),
+        stacks: None,
     };
     let mut run = sample_run();
     run.scenarios[0].profile = Some(profile.clone());

@@ -364,7 +364,7 @@ fn request(
         shard_cpus: options.shard_cpus.clone(),
         history: options.history.clone(),
         checkpoint: options.checkpoint,
-        attachments: Vec::new(),
+        attachments: crate::profiles::attachments(),
     }
 }
 

@@ -63,6 +63,7 @@ mod ledger;
 pub mod memory;
 pub mod power;
 pub mod prepare;
+pub mod profiles;
 pub mod reports;
 pub mod request;
 pub mod rounds;

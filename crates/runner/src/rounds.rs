@@ -150,7 +150,10 @@ impl Rounds {
         let i = &self.instances[j.phase];
         let [a, b] = &i.reps;
         if !self.statistical {
-            return a.last().cloned();
+            return a.last().cloned().map(|mut r| {
+                crate::profiles::summarize(&mut r, &i.attached, false);
+                r
+            });
         }
         let look = schedule.look_confidence(j.phase, plan.gating.confidence);
         let out_of_budget = j.last && schedule.out_of_budget(j.phase);
@@ -159,6 +162,7 @@ impl Rounds {
             merged.resources =
                 loadgate_results::PhaseResources::combine(mine.iter().filter_map(|r| r.resources.as_ref()));
             note_discarded(&mut merged, &i.discarded);
+            crate::profiles::summarize(&mut merged, &i.attached, self.sides.len() == 2);
             if plan.budget_units(phase).is_some() {
                 crate::power::annotate(&mut merged, i.plan.as_ref(), plan.gating.detect, out_of_budget);
             }
