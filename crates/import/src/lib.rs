@@ -53,6 +53,7 @@
 mod args;
 mod draft;
 mod flags;
+pub mod replay;
 mod shell;
 mod tools;
 mod values;
