@@ -154,3 +154,37 @@ fn a_log_declared_in_the_wrong_format_is_refused_naming_its_first_lines() {
     let e = parse_log(&log[..], &LogFormat::Har { origin: None }, &Limits::default()).unwrap_err();
     assert!(e.to_string().starts_with("not a HAR document (line 1, column"), "{e}");
 }
+
+mod no_panic {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn no_line_makes_a_parser_or_the_schedule_panic(lines in proptest::collection::vec(
+            prop_oneof![
+                "\\PC{0,80}",
+                "[0-9.\\- \\[\\]\"a-zA-Z:/+]{0,120}",
+                Just(r#"1.2.3.4 - - [01/Jan/2026:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "x" 999999999999.999 1.000 7"#.to_string()),
+                Just(r#"{"time":"-262143-01-01T00:00:00Z","path":"/"}"#.to_string()),
+            ],
+            0..20,
+        ), speed in 0.001f64..1000.0) {
+            let log = lines.join("\n");
+            let limits = Limits { max_bad_share: 1.0, ..Limits::default() };
+            let opts = ReplayOptions { speed, reorder_window: Duration::from_secs(u64::MAX / 4_000_000), ..as_logged() };
+            for f in [
+                LogFormat::Nginx(TIMED.into()),
+                LogFormat::NginxCombined,
+                LogFormat::ApacheCombined,
+                LogFormat::Alb,
+                LogFormat::JsonLines(JsonMapping::default()),
+                LogFormat::Har { origin: None },
+            ] {
+                let _ = replay(log.as_bytes(), &f, &limits, &opts, &no_env);
+            }
+        }
+    }
+}

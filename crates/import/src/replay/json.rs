@@ -147,7 +147,7 @@ impl JsonMapping {
         };
         let (start, start_from) = match (self.time_is, duration) {
             (TimeIs::Start, _) => (t, StartFrom::Arrival),
-            (TimeIs::End, Some(d)) => (t - d, StartFrom::EndLessDuration),
+            (TimeIs::End, Some(d)) => (t.saturating_sub(d), StartFrom::EndLessDuration),
             (TimeIs::End, None) => (t, StartFrom::WriteTime),
         };
         let method = get(&v, &self.method).and_then(text).unwrap_or_else(|| "GET".into());

@@ -271,7 +271,7 @@ impl Reorder {
             if r.start < last {
                 return Err(ReplayError::OutOfOrder {
                     line: r.line,
-                    behind_ms: ((last - r.start) / 1000) as u64,
+                    behind_ms: (last.saturating_sub(r.start) / 1000) as u64,
                     window_ms: (self.window / 1000) as u64,
                 });
             }
@@ -280,7 +280,7 @@ impl Reorder {
         self.heap.push(Held(r));
         self.peak = self.peak.max(self.heap.len());
         while let Some(top) = self.heap.peek() {
-            if top.0.start <= self.newest - self.window || self.heap.len() > self.max {
+            if top.0.start <= self.newest.saturating_sub(self.window) || self.heap.len() > self.max {
                 let Some(Held(r)) = self.heap.pop() else { break };
                 self.released = Some(r.start);
                 out.push(r);
@@ -347,7 +347,7 @@ pub fn build(
     let mut sorted = Vec::with_capacity(parsed.records.len());
     for mut r in parsed.records {
         if r.resolution == Resolution::Second {
-            r.start += spread_offset(options.seed, r.line);
+            r.start = r.start.saturating_add(spread_offset(options.seed, r.line));
         }
         reorder.push(r, &mut sorted)?;
     }
@@ -363,7 +363,9 @@ pub fn build(
     let log_start = sorted.first().map(|r| r.start);
     let bound = |b: WindowBound| match b {
         WindowBound::At(t) => t,
-        WindowBound::Offset(d) => log_start.unwrap_or(0) + i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 4),
+        WindowBound::Offset(d) => {
+            log_start.unwrap_or(0).saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        }
     };
     let from = options.from.map(bound);
     let to = options.to.map(bound);
@@ -405,7 +407,7 @@ fn request(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ReplayRequest, ReplayError> {
     let first = *first.get_or_insert(r.start);
-    let delta = u64::try_from(r.start - first).unwrap_or(0);
+    let delta = u64::try_from(r.start.saturating_sub(first)).unwrap_or(0);
     let at = Duration::from_nanos(((delta as f64 * 1000.0) / options.speed).round() as u64);
     let (authority, path_and_query) = split_url(&r.target);
     let (path, mut query) = options.secrets.split_target(path_and_query);

@@ -275,7 +275,7 @@ impl LineFormat {
         };
         let (start, start_from) = match (self.server, duration) {
             (Server::Apache, _) => (written, StartFrom::Arrival),
-            (Server::Nginx, Some(d)) => (written - d, StartFrom::EndLessDuration),
+            (Server::Nginx, Some(d)) => (written.saturating_sub(d), StartFrom::EndLessDuration),
             (Server::Nginx, None) => (written, StartFrom::WriteTime),
         };
         let headers: Vec<(String, String)> = v
