@@ -49,10 +49,14 @@
 //!
 //! Every problem is an [`ImportError`] naming the flag and what was expected; no input makes [`import`]
 //! panic.
+//!
+//! [`replay`] reads access logs (nginx, Apache, JSON lines, AWS ALB) and HAR files into a schedule of requests at
+//! their logged start times, for the replay load (issue 44).
 
 mod args;
 mod draft;
 mod flags;
+pub mod replay;
 mod shell;
 mod tools;
 mod values;
