@@ -111,6 +111,10 @@ pub enum FigureKind {
     /// A metric of one instance over the runs of its history, with this run last (a run judged against its
     /// history: `results.history`).
     Trend { instance: String, metric: String },
+    /// The flame graph of one instance's profile on one side (`baseline` or `candidate` in an A/B run).
+    Flame { instance: String, side: Option<String> },
+    /// The differential flame graph of an A/B run's instance: the candidate's shape, coloured by the change.
+    FlameDiff { instance: String },
 }
 
 impl FigureKind {
@@ -122,6 +126,8 @@ impl FigureKind {
             FigureKind::Checks { .. } => "checks",
             FigureKind::Sweep { .. } => "sweep",
             FigureKind::Capacity { .. } => "capacity",
+            FigureKind::Flame { .. } => "flame",
+            FigureKind::FlameDiff { .. } => "flame-diff",
             FigureKind::Trend { .. } => "trend",
         }
     }
@@ -145,7 +151,9 @@ impl Figure {
             FigureKind::Spectrum { instance }
             | FigureKind::Checks { instance }
             | FigureKind::Capacity { instance }
-            | FigureKind::Trend { instance, .. } => Some(instance),
+            | FigureKind::Trend { instance, .. }
+            | FigureKind::Flame { instance, .. }
+            | FigureKind::FlameDiff { instance } => Some(instance),
             FigureKind::Sweep { scenario } => Some(scenario),
         }
     }
@@ -192,6 +200,7 @@ pub fn figures(r: &RunResults) -> Vec<Figure> {
                 title: format!("{title}: {}", s.name),
             });
         }
+        out.extend(flame_figures(s));
         if s.capacity.as_ref().is_some_and(|c| !c.steps.is_empty()) {
             out.push(Figure {
                 kind: FigureKind::Capacity { instance: s.name.clone() },
@@ -240,6 +249,8 @@ pub fn render(r: &RunResults, figure: &Figure) -> Result<String, PlotError> {
         FigureKind::Spectrum { instance: name } => spectrum(instance(name)?),
         FigureKind::Checks { instance: name } => checks(instance(name)?),
         FigureKind::Capacity { instance: name } => capacity(instance(name)?),
+        FigureKind::Flame { instance: name, side } => flame_of(instance(name)?, side.as_deref()),
+        FigureKind::FlameDiff { instance: name } => flame_diff_of(instance(name)?),
         FigureKind::Trend { instance: name, metric } => {
             let series = r
                 .history
@@ -257,6 +268,83 @@ pub fn render(r: &RunResults, figure: &Figure) -> Result<String, PlotError> {
             sweep(r, sw)
         }
     }
+}
+
+/// The flame graphs of an instance whose profile's stacks are at hand (a run's, not results read back): one per
+/// side, and the differential one of an A/B run.
+fn flame_figures(s: &loadgate_results::ScenarioResult) -> Vec<Figure> {
+    let has = |p: Option<&loadgate_results::ScenarioProfile>| p.is_some_and(|p| p.stacks.is_some());
+    let base = s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref());
+    let mut out = Vec::new();
+    let ab = s.ab_baseline.is_some();
+    if ab && has(base) {
+        out.push(Figure {
+            kind: FigureKind::Flame { instance: s.name.clone(), side: Some("baseline".into()) },
+            file: format!("flame-{}-baseline.svg", file_stem(&s.name)),
+            title: format!("Profile, baseline (A): {}", s.name),
+        });
+    }
+    if has(s.profile.as_ref()) {
+        let side = ab.then(|| "candidate".to_owned());
+        let suffix = side.as_deref().map(|s| format!("-{s}")).unwrap_or_default();
+        out.push(Figure {
+            kind: FigureKind::Flame { instance: s.name.clone(), side },
+            file: format!("flame-{}{suffix}.svg", file_stem(&s.name)),
+            title: format!("Profile{}: {}", if ab { ", candidate (B)" } else { "" }, s.name),
+        });
+        if ab && has(base) {
+            out.push(Figure {
+                kind: FigureKind::FlameDiff { instance: s.name.clone() },
+                file: format!("flame-diff-{}.svg", file_stem(&s.name)),
+                title: format!("Profile, B against A: {}", s.name),
+            });
+        }
+    }
+    out
+}
+
+fn profile_of<'a>(s: &'a loadgate_results::ScenarioResult, side: Option<&str>) -> Result<&'a loadgate_results::ScenarioProfile, PlotError> {
+    let p = match side {
+        Some("baseline") => s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref()),
+        _ => s.profile.as_ref(),
+    };
+    p.filter(|p| p.stacks.is_some()).ok_or_else(|| PlotError::Missing(format!("the profile of `{}`", s.name)))
+}
+
+fn owned_stacks(p: &loadgate_results::ScenarioProfile) -> Vec<(Vec<String>, u64)> {
+    p.stacks.as_ref().map_or_else(Vec::new, |st| {
+        st.iter().map(|(frames, n)| (frames.into_iter().map(str::to_owned).collect(), n)).collect()
+    })
+}
+
+fn per_request(p: &loadgate_results::ScenarioProfile) -> Option<f64> {
+    p.ns_per_sample.filter(|_| p.requests > 0).map(|ns| ns / 1_000.0 / p.requests as f64)
+}
+
+fn flame_options(s: &loadgate_results::ScenarioResult, p: &loadgate_results::ScenarioProfile, side: Option<&str>) -> FlameOptions {
+    let what = if p.sample_type == "cpu" { "CPU".to_owned() } else { p.sample_type.clone() };
+    FlameOptions {
+        title: format!("{} profile: {}", what, s.name),
+        subtitle: match side {
+            Some(side) => format!("{what}, {side}"),
+            None => what,
+        },
+        us_per_sample_per_request: per_request(p),
+        ..FlameOptions::default()
+    }
+}
+
+fn flame_of(s: &loadgate_results::ScenarioResult, side: Option<&str>) -> Result<String, PlotError> {
+    let p = profile_of(s, side)?;
+    flame_graph(&owned_stacks(p), &flame_options(s, p, side))
+}
+
+fn flame_diff_of(s: &loadgate_results::ScenarioResult) -> Result<String, PlotError> {
+    let (base, cand) = (profile_of(s, Some("baseline"))?, profile_of(s, Some("candidate"))?);
+    let mut flame = flame_options(s, cand, Some("candidate against baseline"));
+    flame.title = format!("Differential profile: {}", s.name);
+    let options = DiffOptions { flame, base_us_per_sample_per_request: per_request(base), ..DiffOptions::default() };
+    diff_flame_graph(&owned_stacks(base), &owned_stacks(cand), &options)
 }
 
 /// The longest [`file_stem`]: with a prefix such as `spectrum-`, an extension and the `.NAME.tmp` of an atomic
