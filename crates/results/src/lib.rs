@@ -52,6 +52,7 @@ pub mod format;
 pub mod gate;
 pub mod hgrm;
 pub mod history;
+pub mod identity;
 pub mod json;
 pub mod knee;
 pub mod limit;
