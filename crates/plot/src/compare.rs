@@ -311,7 +311,7 @@ fn sweep_marks(
         for cell in 0..n {
             let Some(v) = value(cell, run) else { continue };
             marks.push((fx(cell as f64), fy(v), 2.0));
-            if let Some(next) = value(cell + 1, run).filter(|_| cell + 1 < n) {
+            if let Some(next) = (cell + 1 < n).then(|| value(cell + 1, run)).flatten() {
                 for k in 1..8 {
                     let t = f64::from(k) / 8.0;
                     marks.push((fx(cell as f64 + t), fy(v + (next - v) * t), 1.0));
