@@ -168,8 +168,17 @@ fn runs_of_different_plans_are_compared_with_a_warning_that_names_the_difference
     let b = run(dir.path(), "b", 3.0, &[]);
     let done = loadgate(&["compare", a.to_str().expect("utf-8"), b.to_str().expect("utf-8")]);
     assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
-    let err = text(&done.stderr);
-    assert!(err.contains("warning:") && err.contains("another plan"), "{err}");
+    // The terminal shows each warning once: in the text, under the runs it is about (issue 45).
+    let all = format!("{}{}", text(&done.stdout), text(&done.stderr));
+    assert!(all.contains("warning:") && all.contains("another plan"), "{all}");
+    assert_eq!(all.matches("another plan").count(), 1, "{all}");
+    // A format that is not the terminal's text says it on stderr too; its own text carries it once.
+    let done = loadgate(&["compare", a.to_str().expect("utf-8"), b.to_str().expect("utf-8"), "--format", "markdown"]);
+    assert!(text(&done.stderr).contains("another plan"), "{}", text(&done.stderr));
+    let md = text(&done.stdout);
+    assert_eq!(md.matches("another plan").count(), 1, "{md}");
+    // The machine names its system once (`Linux 6.x ... x86_64`, not `Linux Linux ...`).
+    assert!(!md.contains("Linux Linux"), "{md}");
 }
 
 #[test]

@@ -58,6 +58,8 @@ fn write_runs(dir: &Path, template: &Value, values: &[f64], tag: &str) -> Vec<Pa
             let minute = tag.bytes().map(u32::from).sum::<u32>() % 60;
             r["started_at"] = Value::from(format!("2026-10-{:02}T{:02}:{minute:02}:00Z", 1 + i / 24, i % 24));
             r["machine"]["git_commit"] = Value::from(format!("{tag}{i:038x}"));
+            // A run of its own: its own id (the template's is one run's).
+            r["id"] = Value::from(format!("00000000-0000-7000-8000-{:04x}{i:08x}", u32::from(tag.as_bytes()[0])));
             r["scenarios"][0]["throughput"] = Value::from(*v);
             // The runs passed: they are what a history keeps.
             r["outcome"] = serde_json::json!({"status": "passed", "exit_code": 0, "reasons": []});
@@ -118,6 +120,12 @@ fn suite(store: &str, noise_store: &str, big_store: &str, dir: &Path) {
     assert_eq!(done.status.code(), Some(1), "{out}{}", text(&done.stderr));
     assert!(out.contains("FAIL") && out.contains("drift(throughput)"), "{out}");
     assert!(out.contains("change_point(throughput)") && out.contains("regression"), "{out}");
+    // The change point's run is named so a person can find it: its second, the end of its id, its commit.
+    let shown = history(&["show", "--store", store, "--spec", "memory", "--metric", "throughput"]);
+    let shown = text(&shown.stdout);
+    let run = format!("(run {at:08x}, commit a000000)");
+    assert!(shown.contains(&format!("change point at 2026-10-01 {at:02}:")), "{shown}");
+    assert!(shown.contains(&run), "{run} in:\n{shown}");
 
     // 30 runs of the noise alone: no change point, the checks pass.
     let quiet = series(11, false);
@@ -291,4 +299,244 @@ fn hostile_stores_and_files_are_refused_with_the_reason() {
     let done = loadgate(&["validate", spec.to_str().expect("utf-8")]);
     assert_eq!(done.status.code(), Some(2));
     assert!(text(&done.stderr).contains("bad.yaml:5:"), "{}", text(&done.stderr));
+}
+
+/// A spec without history checks: a short closed load on the built-in target.
+const PLAIN: &str = "version: 1\nname: twins\ntarget: { builtin: plaintext }\n\
+scenarios:\n  get:\n    request: { path: / }\n    load: { closed: { connections: 1, duration: 200ms } }\n";
+
+/// The runs a store holds, as `history export` gives them (one JSON record per line).
+fn exported(store: &str) -> Vec<Value> {
+    let done = history(&["export", "--store", store]);
+    assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+    text(&done.stdout).lines().map(|l| serde_json::from_str(l).expect("a record")).collect()
+}
+
+/// Issue 45, item 1: runs of one spec on one host started together (an `xargs -P`, a CI matrix) are each kept,
+/// each under the id its results.json carries; adding their files again adds nothing; a merge of shards is one
+/// run however often it is merged. On SQLite and on PostgreSQL.
+#[test]
+fn runs_started_together_are_each_kept_and_adding_them_again_adds_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("twins.yaml");
+    std::fs::write(&spec, PLAIN).expect("write the spec");
+    let spec = spec.to_str().expect("utf-8");
+    let server = postgres::PgServer::start().map_err(|why| eprintln!("SKIPPED (PostgreSQL): {why}")).ok();
+    let mut stores = vec![dir.path().join("twins.db").display().to_string()];
+    if let Some(s) = &server {
+        stores.push(s.create_database("twins").expect("database"));
+    }
+    const N: usize = 4;
+    for (k, store) in stores.iter().enumerate() {
+        let outs: Vec<PathBuf> = (0..N).map(|i| dir.path().join(format!("out-{k}-{i}"))).collect();
+        let children: Vec<_> = outs
+            .iter()
+            .map(|out| {
+                command(&[
+                    "run",
+                    spec,
+                    "--history",
+                    store,
+                    "--branch",
+                    "main",
+                    "--out",
+                    out.to_str().expect("utf-8"),
+                    "-q",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+            })
+            .collect();
+        for child in children {
+            let done = child.wait_with_output().expect("wait");
+            assert_eq!(done.status.code(), Some(0), "{}{}", text(&done.stdout), text(&done.stderr));
+        }
+        let files: Vec<PathBuf> = outs.iter().map(|o| o.join("twins/results.json")).collect();
+        let ids: Vec<String> = files
+            .iter()
+            .map(|f| {
+                let r: Value = serde_json::from_str(&std::fs::read_to_string(f).expect("results")).expect("json");
+                let id = r["id"].as_str().expect("results.json carries the run's id").to_owned();
+                assert_eq!(id.len(), 36, "a UUID: {id}");
+                assert_eq!(&id[14..15], "7", "a UUIDv7: {id}");
+                id
+            })
+            .collect();
+        let runs = exported(store);
+        assert_eq!(runs.len(), N, "{store}: every run kept");
+        let mut stored: Vec<String> = runs.iter().map(|r| r["run_id"].as_str().expect("id").to_owned()).collect();
+        let mut expected = ids.clone();
+        stored.sort();
+        expected.sort();
+        assert_eq!(stored, expected, "each run under its results.json's id");
+
+        // `history add` of the same files: each found there, none added.
+        let mut args = vec!["add", "--store", store.as_str(), "--branch", "main"];
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        args.extend(names.iter().map(String::as_str));
+        let done = history(&args);
+        assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+        assert_eq!(
+            text(&done.stdout).matches("already there").count() + text(&done.stderr).matches("already there").count(),
+            N
+        );
+        assert_eq!(exported(store).len(), N, "{store}: still {N}");
+
+        // Copies of one file that differ only in their id are runs of their own (same plan, second and host);
+        // copies without an id (a file of an older loadgate) keep the derived identity: one run.
+        let template: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).expect("r")).expect("json");
+        let mut copies = Vec::new();
+        for (i, id) in
+            [Some("0193a1b2-c3d4-7e5f-8a6b-000000000001"), Some("0193a1b2-c3d4-7e5f-8a6b-000000000002"), None, None]
+                .iter()
+                .enumerate()
+        {
+            let mut r = template.clone();
+            match id {
+                Some(id) => r["id"] = Value::from(*id),
+                None => {
+                    r.as_object_mut().expect("object").remove("id");
+                }
+            }
+            let path = dir.path().join(format!("copy-{k}-{i}.json"));
+            std::fs::write(&path, serde_json::to_string(&r).expect("json")).expect("write");
+            copies.push(path.display().to_string());
+        }
+        let mut args = vec!["add", "--store", store.as_str(), "--branch", "main"];
+        args.extend(copies.iter().map(String::as_str));
+        let done = history(&args);
+        assert_eq!(done.status.code(), Some(0), "{}", text(&done.stderr));
+        assert_eq!(exported(store).len(), N + 3, "{store}: two ids, and one run for the two files without");
+    }
+
+    // A run on two shards is recorded once; merging its shards again (in either order) finds the same run.
+    let store = &stores[0];
+    let before = exported(store).len();
+    let out = dir.path().join("sharded");
+    let done = loadgate(&[
+        "run",
+        spec,
+        "--shards",
+        "2",
+        "--history",
+        store,
+        "--branch",
+        "main",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(done.status.code(), Some(0), "{}{}", text(&done.stdout), text(&done.stderr));
+    assert_eq!(exported(store).len(), before + 1, "the merge is recorded, not its shards");
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("twins/results.json")).expect("r")).expect("json");
+    let shard = |i: u32| out.join(format!("twins/shard-{i}-of-2.json")).display().to_string();
+    for (n, order) in [[shard(2), shard(1)], [shard(1), shard(2)]].iter().enumerate() {
+        let again = dir.path().join(format!("again-{n}"));
+        let done = loadgate(&[
+            "merge",
+            &order[0],
+            &order[1],
+            "--history",
+            store,
+            "--branch",
+            "main",
+            "--out",
+            again.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(done.status.code(), Some(0), "{}{}", text(&done.stdout), text(&done.stderr));
+        let remerged: Value =
+            serde_json::from_str(&std::fs::read_to_string(again.join("twins/results.json")).expect("r")).expect("json");
+        assert_eq!(remerged["id"], merged["id"], "the merge's id is its shards' ids'");
+        assert_eq!(exported(store).len(), before + 1, "merged again: the same run");
+    }
+}
+
+/// A command of the binary that knows no branch: no CI variable, no `LOADGATE_BRANCH`, run outside git.
+fn branchless(args: &[&str], dir: &Path) -> std::process::Output {
+    let mut cmd = command(args);
+    for var in ["GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME", "LOADGATE_BRANCH"] {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(dir).env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap_or(dir)).output().expect("run loadgate")
+}
+
+/// Issue 45, item 3: twelve runs whose latency creeps 6% a run, made with `--history` outside git and CI and
+/// without `--branch`, are judged on the series they are recorded in (the runs on no branch), not on `main`'s:
+/// too few runs first (INCONCLUSIVE, saying so of no branch), then the drift check FAILs. A run on a branch
+/// that lacks history says how many runs sit on no branch and how to name one.
+#[test]
+fn a_creep_recorded_outside_git_fails_its_drift_check_on_its_own_series() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("creep.db").display().to_string();
+    let mut codes = Vec::new();
+    let mut last = Value::Null;
+    for i in 0..12 {
+        let delay_us = (2000.0 * 1.06f64.powi(i)).round() as u64;
+        let spec = dir.path().join(format!("creep-{i}.yaml"));
+        std::fs::write(
+            &spec,
+            format!(
+                "version: 1\nname: creep\ntarget: {{ builtin: {{ kind: delay, delay: {delay_us}us }} }}\n\
+                 history:\n  drift: {{ p50: 10% }}\n  detection: {{ p_value: 0.01 }}\n\
+                 scenarios:\n  get:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 2, duration: 300ms }} }}\n"
+            ),
+        )
+        .expect("write the spec");
+        let out = dir.path().join(format!("out-{i}"));
+        let done = branchless(
+            &["run", spec.to_str().expect("utf-8"), "--history", &store, "--out", out.to_str().expect("utf-8"), "-q"],
+            dir.path(),
+        );
+        let results: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("creep/results.json")).expect("results"))
+                .expect("json");
+        let verdict = results["scenarios"][0]["verdicts"]
+            .as_array()
+            .expect("verdicts")
+            .iter()
+            .find(|v| v["metric"] == "drift(p50)")
+            .expect("a drift verdict")
+            .clone();
+        let note = verdict["note"].as_str().unwrap_or_default().to_owned();
+        assert!(!note.contains("main"), "run {}: the series is not main's: {note}", i + 1);
+        if i < 5 {
+            assert_eq!(done.status.code(), Some(5), "run {}: {note}", i + 1);
+            assert!(
+                note.contains(&format!("not enough history: {} run", i + 1)) && note.contains("on no branch"),
+                "{note}"
+            );
+        }
+        codes.push(done.status.code());
+        last = verdict;
+    }
+    // The series of the runs on no branch holds all twelve: from the sixth run on the checks decide (no run is
+    // INCONCLUSIVE for want of history), and the creep (6% a run, 90% over twelve) fails the drift.
+    assert!(codes[5..].iter().all(|c| *c != Some(5)), "exit codes of the twelve runs: {codes:?}");
+    assert_eq!(codes.last(), Some(&Some(1)), "exit codes of the twelve runs: {codes:?}; last verdict {last}");
+    assert_eq!(last["passed"], false, "{last}");
+    let runs = exported(&store);
+    assert_eq!(runs.len(), 12);
+    assert!(runs.iter().all(|r| r["branch"].is_null()), "recorded on no branch");
+
+    // A run on `main` has one run there: it cannot tell, and says where the others are and how to name theirs.
+    let spec = dir.path().join("creep-0.yaml");
+    let out = dir.path().join("on-main");
+    let done = branchless(
+        &[
+            "run",
+            spec.to_str().expect("utf-8"),
+            "--history",
+            &store,
+            "--branch",
+            "main",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+        dir.path(),
+    );
+    assert_eq!(done.status.code(), Some(5), "{}", text(&done.stderr));
+    let said = text(&done.stdout);
+    assert!(said.contains("12 runs of `creep` sit on no branch") && said.contains("--branch main"), "{said}");
 }

@@ -114,8 +114,11 @@ pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
         noise: args.noise,
     };
     let c = compare::compare(&runs, &options).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    for w in &c.warnings {
-        out.error(&format!("warning: {w}"));
+    // The text carries the warnings under its header; on stderr too, a terminal would show each twice.
+    if !matches!(args.format, TableFormat::Text) {
+        for w in &c.warnings {
+            out.error(&format!("warning: {w}"));
+        }
     }
     match args.format {
         TableFormat::Text => out.data(&loadgate_report::compare_text(&c)),
@@ -253,6 +256,7 @@ fn show(out: &Output, a: HistoryShowArgs) -> Result<Exit, Exit> {
     let query = Query {
         spec: a.spec.clone(),
         branch: a.branch.clone(),
+        unbranched: false,
         machine: a.machine.clone(),
         since: a.since.clone(),
         limit: a.last,
@@ -264,6 +268,7 @@ fn show(out: &Output, a: HistoryShowArgs) -> Result<Exit, Exit> {
         metrics: names,
         gated_only: a.instances.is_empty(),
         branch: a.branch.clone(),
+        unbranched: false,
         machine: a.machine.clone(),
     };
     let mut all = series::series(&records, &selection);
@@ -306,38 +311,46 @@ fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
         )));
     };
     let mut store = open(out, &a.store.store)?;
+    // The newest run of the spec (on the spec's branch when it names one), judged on the series it is in.
     let newest = Query {
         spec: Some(loaded.spec.name.clone()),
-        branch: Some(checks.branch.clone()),
-        machine: None,
-        since: None,
+        branch: checks.branch.clone(),
         limit: Some(1),
+        ..Query::default()
     };
     let current: RunRecord =
         store.runs(&newest).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?.pop().ok_or_else(|| {
             fail(out, Exit::Inconclusive)(format!(
-                "the history has no run of `{}` on {}: nothing to judge",
-                loaded.spec.name, checks.branch
+                "the history has no run of `{}`{}: nothing to judge",
+                loaded.spec.name,
+                checks.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}"))
             ))
         })?;
-    let past = store
-        .runs(&Query {
-            spec: Some(current.spec.clone()),
-            branch: Some(checks.branch.clone()),
-            machine: checks.same_machine.then(|| current.machine.clone()),
-            since: None,
-            limit: None,
-        })
-        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    let judged = gate::judge(checks, &past, &current);
+    let branch = gate::series_branch(checks, &current);
+    let series = Query::series(&current.spec, branch.clone(), checks.same_machine.then(|| current.machine.clone()));
+    let past = store.runs(&series).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let mut judged = gate::judge(checks, &past, &current);
+    if branch.is_some() && judged.iter().any(|j| j.too_short) {
+        let unbranched = store
+            .runs(&Query::series(&current.spec, None, series.machine.clone()))
+            .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+        gate::note_unbranched(&mut judged, unbranched.len());
+    }
     let mut exit = Exit::Pass;
     out.data(&format!(
-        "history checks of {} on {} ({} runs, newest {} at {})",
+        "history checks of {} on {} ({} runs, newest {})",
         loaded.spec.name,
-        checks.branch,
+        gate::branch_words(branch.as_deref()),
         past.len(),
-        current.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect()),
-        current.started_at
+        loadgate_results::history::HistoryPoint {
+            run_id: current.run_id.clone(),
+            started_at: current.started_at.clone(),
+            commit: current.commit.clone(),
+            label: current.label.clone(),
+            value: 0.0,
+            current: true,
+        }
+        .name()
     ));
     for j in &judged {
         let v = &j.verdict;

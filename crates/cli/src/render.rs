@@ -76,10 +76,10 @@ impl Observer for Renderer<'_> {
                 }
             }
             Event::Warning(w) => out.error(&format!("warning: {w}")),
+            // The whole id: the one results.json carries, whose end names the run in the history's tables.
             Event::Recorded { store, run_id, new } => out.info(&format!(
-                "{} the history: {store} (run {})",
-                if *new { "recorded in" } else { "already in" },
-                run_id.chars().take(12).collect::<String>()
+                "{} the history: {store} (run {run_id})",
+                if *new { "recorded in" } else { "already in" }
             )),
             Event::TargetStarting { command } => out.info(&format!("starting the target: {command}")),
             Event::TargetFailed { error } => out.error(&format!("error: {error}")),

@@ -15,7 +15,7 @@ use loadgate_measure::{
 };
 use loadgate_model::Protocol;
 use loadgate_plan::PipelineMode;
-use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, WorkerPlan, WorkerShare};
+use loadgate_plan::{Arrival, Phase, SessionStep, StopCondition, UserStep, WorkerPlan, WorkerShare};
 
 use crate::opening::{LiveOpening, OpeningCounts};
 use crate::tls::TlsClient;
@@ -835,6 +835,9 @@ fn assemble(
             batches_held: (t.batches_held > 0).then_some(t.batches_held),
             batches_forced: (t.batches_held > 0).then_some(t.batches_forced),
             keep_alive,
+            injection: injection_steps(&load.arrival).map(UserStep::profile),
+            users_planned: injection_steps(&load.arrival)
+                .map(|steps| (steps.iter().map(UserStep::users).sum::<f64>() * slice_share(phase)).round() as u64),
             users_started: users.then_some(ran.users_started),
             users_finished: users.then_some(ran.users_finished),
             users_peak_active: users.then_some(t.users_peak),
@@ -1000,6 +1003,14 @@ fn how_it_ran(phase: &Phase, schedule: Option<&Schedule>, t: &Totals, measured: 
 }
 
 /// The load model's name, and whether it injects users.
+/// The injection profile of a user load.
+fn injection_steps(arrival: &Arrival) -> Option<&[UserStep]> {
+    match arrival {
+        Arrival::Users { steps } => Some(steps),
+        _ => None,
+    }
+}
+
 fn load_model(arrival: &Arrival) -> (&'static str, bool) {
     match arrival {
         Arrival::Closed => ("closed", false),

@@ -29,14 +29,28 @@ pub struct Judged {
     pub verdict: Verdict,
     /// The series the verdict read (this run last), with its change points.
     pub series: HistorySeries,
+    /// Whether the verdict is INCONCLUSIVE for want of runs (fewer than a change point needs).
+    pub too_short: bool,
+}
+
+/// The branch whose series a run's checks read: the spec's `history.branch` when it names one, else the branch
+/// the run itself is recorded on; `None`: the runs recorded on no branch (outside git and CI, without `--branch`).
+pub fn series_branch(gate: &HistoryGate, current: &RunRecord) -> Option<String> {
+    gate.branch.clone().or_else(|| current.branch.clone())
+}
+
+/// A branch as the notes name it: `main`, or `no branch`.
+pub fn branch_words(branch: Option<&str>) -> String {
+    branch.map_or_else(|| "no branch".to_owned(), |b| format!("`{b}`"))
 }
 
 /// Judges every check of `gate` on every gated instance of `current`, against `past` (this spec's runs on the
-/// gate's branch and machine, oldest first; `current` itself is left out if it is there).
+/// series' branch ([`series_branch`]) and machine, oldest first; `current` itself is left out if it is there).
 pub fn judge(gate: &HistoryGate, past: &[RunRecord], current: &RunRecord) -> Vec<Judged> {
     let mut records: Vec<RunRecord> = past.iter().filter(|r| r.run_id != current.run_id).cloned().collect();
     records.push(current.clone());
     let options = series::options(&gate.detection);
+    let branch = series_branch(gate, current);
     let mut out = Vec::new();
     for instance in current.instances.iter().filter(|i| i.gate) {
         for (kind, limit) in gate.checks() {
@@ -46,7 +60,8 @@ pub fn judge(gate: &HistoryGate, past: &[RunRecord], current: &RunRecord) -> Vec
                 instances: vec![instance.name.clone()],
                 metrics: vec![metric.clone()],
                 gated_only: false,
-                branch: Some(gate.branch.clone()),
+                branch: branch.clone(),
+                unbranched: branch.is_none(),
                 machine: gate.same_machine.then(|| current.machine.clone()),
             };
             let mut found = series::series(&records, &selection);
@@ -57,11 +72,13 @@ pub fn judge(gate: &HistoryGate, past: &[RunRecord], current: &RunRecord) -> Vec
             if let Some(last) = series.points.last_mut() {
                 last.current = last.run_id == current.run_id;
             }
+            let too_short = series.points.len() < 2 * gate.detection.min_segment as usize;
             let verdict = match series::analyse(&mut series, &options) {
                 Err(e) => inconclusive(gate, kind, limit, format!("the series cannot be analysed: {e}"), &series),
                 Ok(()) => check(gate, kind, limit, &series),
             };
-            out.push(Judged { instance: instance.name.clone(), verdict, series });
+            let too_short = too_short && !verdict.passed && verdict.statistics.is_some();
+            out.push(Judged { instance: instance.name.clone(), verdict, series, too_short });
         }
     }
     out
@@ -73,12 +90,12 @@ pub fn unjudged(gate: &HistoryGate, current: &RunRecord, reason: &str) -> Vec<Ju
     let mut out = Vec::new();
     for instance in current.instances.iter().filter(|i| i.gate) {
         for (kind, limit) in gate.checks() {
-            let selection = Selection { branch: Some(gate.branch.clone()), ..Selection::default() };
+            let selection = Selection { branch: gate.branch.clone(), ..Selection::default() };
             let series = empty_series(current, &instance.name, limit.metric, &selection);
             let mut verdict = verdict(gate, kind, limit);
             verdict.passed = true;
             verdict.note = Some(format!("not evaluated: {reason}"));
-            out.push(Judged { instance: instance.name.clone(), verdict, series });
+            out.push(Judged { instance: instance.name.clone(), verdict, series, too_short: false });
         }
     }
     out
@@ -92,21 +109,47 @@ fn empty_series(current: &RunRecord, instance: &str, metric: Metric, selection: 
         kind: loadgate_results::compare::kind_name(metric.kind()).to_owned(),
         higher_is_better: loadgate_results::compare::higher_is_better(metric),
         branch: selection.branch.clone(),
+        unbranched: selection.unbranched,
         machine: selection.machine.clone(),
         points: Vec::new(),
         change_points: Vec::new(),
     }
 }
 
-/// The SLO as the reports show it: `drift(p99) <= 10% since the last 30d`.
+/// Adds to every check that lacked runs how many runs of the spec sit on no branch, and how to put them on one:
+/// a run recorded on a branch does not read them (`unbranched`: their count, from the store).
+pub fn note_unbranched(judged: &mut [Judged], unbranched: usize) {
+    if unbranched == 0 {
+        return;
+    }
+    for j in judged.iter_mut().filter(|j| j.too_short && j.series.branch.is_some()) {
+        let hint = format!(
+            "; {unbranched} run{} of `{}` sit{} on no branch (recorded outside git and CI without --branch): give \
+             `--branch {}` (or LOADGATE_BRANCH) to the runs that belong to it",
+            if unbranched == 1 { "" } else { "s" },
+            j.series.spec,
+            if unbranched == 1 { "s" } else { "" },
+            j.series.branch.as_deref().unwrap_or("main")
+        );
+        if let Some(n) = &mut j.verdict.note {
+            n.push_str(&hint);
+        }
+        if let Some(s) = &mut j.verdict.statistics {
+            s.reason.push_str(&hint);
+        }
+    }
+}
+
+/// The SLO as the reports show it: `drift(p99) <= 10% since the last 30d` (and `on main` when the spec names the
+/// branch; else the series is the run's own branch's, which the note names).
 fn slo_text(gate: &HistoryGate, kind: HistoryCheckKind, limit: &HistoryLimit) -> String {
     format!(
-        "{}({}) <= {} since {} on {}",
+        "{}({}) <= {} since {}{}",
         kind.name(),
         limit.metric,
         percent(limit.worse_by),
         gate.reference.describe(),
-        gate.branch
+        gate.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}"))
     )
 }
 
@@ -186,7 +229,12 @@ fn reference(gate: &HistoryGate, series: &HistorySeries) -> Result<usize, String
         }
     };
     found.ok_or_else(|| {
-        format!("no run of {} in the history of `{}` on {}", gate.reference.describe(), series.instance, gate.branch)
+        format!(
+            "no run of {} in the history of `{}` on {}",
+            gate.reference.describe(),
+            series.instance,
+            branch_words(series.branch.as_deref())
+        )
     })
 }
 
@@ -249,10 +297,11 @@ fn check(gate: &HistoryGate, kind: HistoryCheckKind, limit: &HistoryLimit, serie
             kind,
             limit,
             format!(
-                "not enough history: {n} run{} of `{}` on {}, a change point needs {needed} (min_segment {} on each side)",
+                "not enough history: {n} run{} of `{}` on {}{}, a change point needs {needed} (min_segment {} on each side)",
                 if n == 1 { "" } else { "s" },
                 series.instance,
-                gate.branch,
+                branch_words(series.branch.as_deref()),
+                if series.branch.is_none() { " (runs recorded outside git and CI without --branch)" } else { "" },
                 gate.detection.min_segment
             ),
             series,
@@ -328,7 +377,7 @@ mod tests {
 
     fn gate(drift: f64, change: f64) -> HistoryGate {
         HistoryGate {
-            branch: "main".to_owned(),
+            branch: Some("main".to_owned()),
             reference: HistoryReference::First,
             same_machine: true,
             drift: vec![HistoryLimit { metric: Metric::Percentile(99.0), worse_by: drift }],

@@ -25,8 +25,10 @@ const MACHINE_DIGITS: usize = 16;
 pub struct RunRecord {
     /// [`RECORD_VERSION`] when the record was made.
     pub record_version: u32,
-    /// The run's stable identity: hex SHA-256 over the plan hash, the start time, the host name and the shard
-    /// (see [`run_id`]). Adding the same `results.json` twice finds the same identity.
+    /// The run's stable identity: results.json's own `id` (a UUIDv7 made when the run started; a merge's derived
+    /// from its shards'), else, for files written before it existed, hex SHA-256 over the plan hash, the start
+    /// time, the host name and the shard (see [`run_id`]). Adding the same `results.json` twice finds the same
+    /// identity.
     pub run_id: String,
     /// The spec's `name`.
     pub spec: String,
@@ -201,10 +203,19 @@ fn metrics_of(s: &ScenarioResult) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// The run's identity: hex SHA-256 over its plan hash, start time, host name and shard (a shard result's run id,
-/// slice and slice count; a merged run's shared run id), so that the same results.json always finds the same
-/// identity and two shards of one run on one host do not.
+/// The run's identity: its own `id` when results.json has one (issue 45: two runs started in the same second
+/// on one host are two runs); else, for a file written before ids existed, hex SHA-256 over its plan hash, start
+/// time, host name and shard (a shard result's run id, slice and slice count; a merged run's shared run id), so
+/// that the same results.json always finds the same identity and two shards of one run on one host do not.
 pub fn run_id(results: &RunResults) -> String {
+    match results.id.as_deref().map(str::trim).filter(|id| !id.is_empty()) {
+        Some(id) => id.to_ascii_lowercase(),
+        None => derived_run_id(results),
+    }
+}
+
+/// The identity of a run whose results.json has no `id` (see [`run_id`]).
+fn derived_run_id(results: &RunResults) -> String {
     let shard = match (&results.shard, results.shards.first()) {
         (Some(s), _) => Some(format!("shard {} {}/{}", s.run_id, s.index, s.count)),
         (None, Some(s)) => Some(format!("merged {}", s.run_id)),
@@ -328,6 +339,23 @@ mod tests {
         elsewhere.machine.kernel = Some("6.9.0".into());
         assert_ne!(RunRecord::from_results(&elsewhere, &meta).machine, a.machine);
         assert_eq!(a.machine.len(), MACHINE_DIGITS);
+    }
+
+    #[test]
+    fn a_run_of_its_own_id_is_that_id_and_one_without_keeps_the_derived_identity() {
+        let results = fixture::sample_run();
+        let derived = run_id(&results);
+        assert_eq!(derived.len(), 64, "a file without an id: today's derivation");
+        let mut a = results.clone();
+        a.id = Some(loadgate_results::identity::new());
+        let mut b = results.clone();
+        b.id = Some(loadgate_results::identity::new());
+        assert_eq!(run_id(&a), a.id.clone().unwrap());
+        assert_ne!(run_id(&a), run_id(&b), "same plan, start and host: still two runs");
+        let meta = RecordMeta::default();
+        assert_eq!(RunRecord::from_results(&a, &meta).run_id, RunRecord::from_results(&a, &meta).run_id);
+        let back = loadgate_results::from_json(&loadgate_results::to_json(&a).unwrap()).unwrap();
+        assert_eq!(run_id(&back), run_id(&a), "the id survives results.json");
     }
 
     #[test]

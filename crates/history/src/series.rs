@@ -24,8 +24,10 @@ pub struct Selection {
     pub metrics: Vec<String>,
     /// Only gated instances (warmups and primers are not what a team tracks).
     pub gated_only: bool,
-    /// What the records were read for, kept in each series: the branch and the machine.
+    /// What the records were read for, kept in each series: the branch (`None` with `unbranched`: the runs on
+    /// no branch; else every branch) and the machine.
     pub branch: Option<String>,
+    pub unbranched: bool,
     pub machine: Option<String>,
 }
 
@@ -95,6 +97,7 @@ pub fn series(records: &[RunRecord], selection: &Selection) -> Vec<HistorySeries
                 kind: parsed.map_or("count", |m| kind_name(m.kind())).to_owned(),
                 higher_is_better: parsed.is_some_and(higher_is_better),
                 branch: selection.branch.clone(),
+                unbranched: selection.unbranched,
                 machine: selection.machine.clone(),
                 points,
                 change_points: Vec::new(),

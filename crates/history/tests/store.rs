@@ -206,6 +206,9 @@ fn queries_filter_and_limit(place: &Place) {
     assert_eq!(ids(&mut store, Query { spec: s("a"), ..Query::default() }), ["c1", "c2", "c4", "c6", "c5"]);
     assert_eq!(ids(&mut store, Query { branch: s("main"), ..Query::default() }), ["c1", "c3", "c4", "c6"]);
     assert_eq!(ids(&mut store, Query { machine: s("m2"), ..Query::default() }), ["c3", "c4"]);
+    assert_eq!(ids(&mut store, Query { unbranched: true, ..Query::default() }), ["c5"], "the runs on no branch");
+    assert_eq!(ids(&mut store, Query::series("a", None, None)), ["c5"]);
+    assert_eq!(ids(&mut store, Query::series("a", s("main"), s("m1"))), ["c1", "c6"]);
     assert_eq!(ids(&mut store, Query { since: s("2025-01-03"), ..Query::default() }), ["c3", "c4", "c6", "c5"]);
     assert_eq!(
         ids(&mut store, Query { since: s("2025-01-04T01:00:00+02:00"), ..Query::default() }),
@@ -214,7 +217,7 @@ fn queries_filter_and_limit(place: &Place) {
     assert_eq!(ids(&mut store, Query { limit: Some(2), ..Query::default() }), ["c6", "c5"]);
     assert_eq!(ids(&mut store, Query { limit: Some(0), ..Query::default() }), Vec::<String>::new());
     assert_eq!(ids(&mut store, Query { limit: Some(100), ..Query::default() }).len(), 6);
-    let q = Query { spec: s("a"), branch: s("main"), machine: s("m1"), since: None, limit: Some(2) };
+    let q = Query { spec: s("a"), branch: s("main"), machine: s("m1"), since: None, limit: Some(2), unbranched: false };
     assert_eq!(ids(&mut store, q), ["c1", "c6"]);
     assert_eq!(ids(&mut store, Query { spec: s("nothing"), ..Query::default() }), Vec::<String>::new());
     let e = store.runs(&Query { since: s("last tuesday"), ..Query::default() }).expect_err("not a time");

@@ -262,6 +262,12 @@ pub struct LoadSummary {
     pub batches_forced: Option<u64>,
     /// Whether connections were kept alive between requests.
     pub keep_alive: bool,
+    /// User injection: the profile in the spec's words (`at_once 10, then ramp 100 over 1m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<String>,
+    /// User injection: the users the profile injects (this generator's share of them, for a shard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users_planned: Option<u64>,
     /// Users started and finished (user injection).
     pub users_started: Option<u64>,
     /// Users that finished their requests (user injection).

@@ -8,7 +8,8 @@
 //! - `change_points`: the newest change point after the reference; fails when it made the metric worse by more
 //!   than the limit. An improvement is reported as one, never as an alarm.
 //!
-//! Both read the series of this spec's instance and metric on `branch` (and, by default, this machine), with
+//! Both read the series of this spec's instance and metric on `branch` (by default the run's own: the series it
+//! is recorded in) and, by default, this machine, with
 //! this run appended, and find change points as `detection` says (E-divisive means with a t-test, as Apache
 //! Otava). Too short a series cannot tell: the check is INCONCLUSIVE, never a pass. Without a store the checks
 //! are not evaluated, as a `baseline * k` SLO is without `--baseline`.
@@ -20,8 +21,11 @@ use crate::Metric;
 /// The `history:` section of a spec.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryGate {
-    /// The branch whose series the checks read (`main` by default).
-    pub branch: String,
+    /// The branch whose series the checks read; `None` (the default): the branch the run itself is recorded on
+    /// (its `--branch`, CI's variables or the checked-out branch), and for a run recorded on no branch (outside
+    /// git and CI, without `--branch`) the runs recorded on no branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
     /// Where drift is measured from, and after which change points count.
     pub reference: HistoryReference,
     /// Only runs on a machine with this run's fingerprint (`machine: same`, the default), or any (`any`).

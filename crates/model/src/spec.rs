@@ -417,6 +417,36 @@ pub enum UserStep {
 }
 
 impl UserStep {
+    /// The users the step injects: `at_once` and `ramp` their count, `per_second` its rate times its time, a
+    /// `ramp_per_second` the mean of its two rates times its time, a pause none.
+    pub fn users(&self) -> f64 {
+        match self {
+            UserStep::AtOnce { users } | UserStep::Ramp { users, .. } => *users as f64,
+            UserStep::PerSecond { rate, during } => rate.per_sec() * during.as_secs_f64(),
+            UserStep::RampPerSecond { from, to, during } => {
+                (from.per_sec() + to.per_sec()) / 2.0 * during.as_secs_f64()
+            }
+            UserStep::Pause { .. } => 0.0,
+        }
+    }
+
+    /// The step in the spec's words: `at_once 10`, `ramp 100 over 1m`, `per_second 5/s during 30s`,
+    /// `ramp_per_second 1/s to 10/s during 1m`, `pause 10s`.
+    pub fn describe(&self) -> String {
+        match self {
+            UserStep::AtOnce { users } => format!("at_once {users}"),
+            UserStep::Ramp { users, over } => format!("ramp {users} over {over}"),
+            UserStep::PerSecond { rate, during } => format!("per_second {rate} during {during}"),
+            UserStep::RampPerSecond { from, to, during } => format!("ramp_per_second {from} to {to} during {during}"),
+            UserStep::Pause { during } => format!("pause {during}"),
+        }
+    }
+
+    /// An injection profile in the spec's words, its steps in order: `at_once 10, then ramp 100 over 1m`.
+    pub fn profile(steps: &[UserStep]) -> String {
+        steps.iter().map(UserStep::describe).collect::<Vec<_>>().join(", then ")
+    }
+
     pub fn duration(&self) -> Duration {
         match self {
             UserStep::AtOnce { .. } => Duration::ZERO,

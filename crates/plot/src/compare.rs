@@ -164,6 +164,22 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
     let label_chars = ((step_px / 7.5).floor() as usize).clamp(3, 24);
     let top = axis_top(max / per_unit);
 
+    // The legend goes where it hides no point and no knee: lower right unless the data are there.
+    let knee_cells: Vec<(usize, usize)> = match &figure.shape {
+        CompareShape::Sweep { scenario } => c
+            .knees
+            .iter()
+            .filter(|k| &k.scenario == scenario)
+            .filter_map(|k| group.iter().position(|g| g.name == k.name).map(|cell| (cell, k.run)))
+            .collect(),
+        CompareShape::Bars => Vec::new(),
+    };
+    let marks = match &figure.shape {
+        CompareShape::Sweep { .. } => sweep_marks(n, runs, top, &value, &knee_cells),
+        CompareShape::Bars => bar_marks(n, runs, top, &value),
+    };
+    let longest = run_names.iter().map(|r| r.chars().count()).max().unwrap_or(0) as f64;
+    let corner = free_corner(&marks, (longest * 8.0 + 50.0) / 720.0, (runs as f64 * 20.0 + 16.0) / 350.0);
     svg_document((WIDTH, 500), &title, &description, "compare", PLOT, |root| {
         let skeleton = StepChart {
             title: &title,
@@ -235,9 +251,83 @@ pub fn compare_plot(c: &Comparison, figure: &CompareFigure) -> Result<String, Pl
                 }
             }
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight, PLOT)?;
+        legend(&mut chart, corner, PLOT)?;
         Ok(())
     })
+}
+
+/// The corner of the data area for a legend box `w` x `h` (fractions of the area) that covers the least of
+/// `marks` (`(x, y, weight)`, fractions of the area from its lower left corner): lower right when it is free (or
+/// no corner is), else the freest of the others.
+fn free_corner(marks: &[(f64, f64, f64)], w: f64, h: f64) -> SeriesLabelPosition {
+    let corners = [
+        (SeriesLabelPosition::LowerRight, (1.0 - w, 1.0), (0.0, h)),
+        (SeriesLabelPosition::UpperLeft, (0.0, w), (1.0 - h, 1.0)),
+        (SeriesLabelPosition::UpperRight, (1.0 - w, 1.0), (1.0 - h, 1.0)),
+        (SeriesLabelPosition::LowerLeft, (0.0, w), (0.0, h)),
+    ];
+    let covered = |(x0, x1): (f64, f64), (y0, y1): (f64, f64)| -> f64 {
+        marks.iter().filter(|(x, y, _)| (x0..=x1).contains(x) && (y0..=y1).contains(y)).map(|m| m.2).sum()
+    };
+    let mut best = (SeriesLabelPosition::LowerRight, f64::INFINITY);
+    for (corner, xs, ys) in corners {
+        let c = covered(xs, ys);
+        if c < best.1 {
+            best = (corner, c);
+        }
+    }
+    best.0
+}
+
+/// What a bar plot draws, as fractions of its data area for [`free_corner`]: each bar, sampled up its height.
+fn bar_marks(n: usize, runs: usize, top: f64, value: &dyn Fn(usize, usize) -> Option<f64>) -> Vec<(f64, f64, f64)> {
+    let width = 0.8 / runs.max(1) as f64;
+    let mut marks = Vec::new();
+    for cell in 0..n {
+        for run in 0..runs {
+            let Some(v) = value(cell, run) else { continue };
+            let x = (cell as f64 - 0.4 + (run as f64 + 0.5) * width + 0.5) / n.max(1) as f64;
+            for k in 0..=8 {
+                marks.push((x, if top > 0.0 { v / top * f64::from(k) / 8.0 } else { 0.0 }, 1.0));
+            }
+        }
+    }
+    marks
+}
+
+/// What a sweep plot draws, as fractions of its data area for [`free_corner`]: each run's points, its lines
+/// (sampled), and its knee rings with their word (weighted most: a legend must never hide a knee).
+fn sweep_marks(
+    n: usize,
+    runs: usize,
+    top: f64,
+    value: &dyn Fn(usize, usize) -> Option<f64>,
+    knees: &[(usize, usize)],
+) -> Vec<(f64, f64, f64)> {
+    let fx = |x: f64| (x + 0.5) / n.max(1) as f64;
+    let fy = |y: f64| if top > 0.0 { y / top } else { 0.0 };
+    let mut marks = Vec::new();
+    for run in 0..runs {
+        for cell in 0..n {
+            let Some(v) = value(cell, run) else { continue };
+            marks.push((fx(cell as f64), fy(v), 2.0));
+            if let Some(next) = (cell + 1 < n).then(|| value(cell + 1, run)).flatten() {
+                for k in 1..8 {
+                    let t = f64::from(k) / 8.0;
+                    marks.push((fx(cell as f64 + t), fy(v + (next - v) * t), 1.0));
+                }
+            }
+        }
+    }
+    // A ring of 10 px and its word above and to the right, in a plot area of about 720 x 350 px.
+    for &(cell, run) in knees {
+        let Some(v) = value(cell, run) else { continue };
+        let (x, y) = (fx(cell as f64), fy(v));
+        for (dx, dy) in [(0.0, 0.0), (-14.0, 0.0), (14.0, 0.0), (0.0, -14.0), (0.0, 14.0), (40.0, 28.0), (70.0, 28.0)] {
+            marks.push((x + dx / 720.0, y + dy / 350.0, 50.0));
+        }
+    }
+    marks
 }
 
 #[cfg(test)]
@@ -245,6 +335,26 @@ mod tests {
     use super::*;
     use loadgate_results::compare::{compare, CompareOptions};
     use loadgate_results::fixture::sample_run;
+
+    #[test]
+    fn the_legend_takes_a_corner_that_hides_no_knee() {
+        // Lower right is kept while it is free.
+        assert_eq!(free_corner(&[(0.1, 0.1, 1.0)], 0.3, 0.2), SeriesLabelPosition::LowerRight);
+        // A knee ring in the last cell near the floor (seed 000's collapse at 64 connections) moves it.
+        let value = |cell: usize, run: usize| -> Option<f64> {
+            Some(match run {
+                0 => 10.0 * (cell as f64 + 1.0),
+                _ => [20.0, 45.0, 70.0, 90.0, 8.0][cell],
+            })
+        };
+        let marks = sweep_marks(5, 2, 100.0, &value, &[(4, 1)]);
+        let corner = free_corner(&marks, 0.3, 0.2);
+        assert_ne!(corner, SeriesLabelPosition::LowerRight);
+        assert_eq!(corner, SeriesLabelPosition::UpperLeft);
+        // Bars rise from the floor: the legend goes above them.
+        let bars = bar_marks(2, 2, 100.0, &|_, _| Some(90.0));
+        assert_eq!(free_corner(&bars, 0.3, 0.05), SeriesLabelPosition::UpperLeft);
+    }
 
     fn comparison() -> Comparison {
         let a = sample_run();

@@ -2,7 +2,9 @@
 //! started): throughput (and the target rate of open loads), p50 and p99 latency, failed requests and non-2xx
 //! responses per second, connections open and users active. Each phase is a segment of its own (lines never
 //! join across a pause); phase boundaries are drawn in every panel, warmups (phases that are not gated) are
-//! shaded, and the top panel names the phases where there is room.
+//! shaded, and the top panel names the phases where there is room. When phases' throughputs lie orders of
+//! magnitude apart (a closed phase at 160,000/s before an open one at 2,000/s), the throughput panel takes a
+//! logarithmic axis in whole decades, so that neither reads as a line on the floor.
 //!
 //! With repetitions, each repetition sits at its own time; in an A/B run the baseline's phases are named
 //! `(A)` and the candidate's `(B)`.
@@ -120,6 +122,34 @@ struct Panel {
     series: Vec<Series>,
     /// Divides every value (a latency unit).
     scale: f64,
+    /// A logarithmic axis (in whole decades): phases whose levels differ by orders of magnitude each read as a
+    /// line of their own, none flat on the floor under another.
+    log: bool,
+}
+
+/// How far apart phases' levels may be before a panel takes a logarithmic axis: beyond this ratio of the
+/// highest phase's median to the lowest's, the lowest would be a line on the floor of a linear axis.
+const LOG_AXIS_RATIO: f64 = 20.0;
+
+/// Whether `series` on `segs` need a logarithmic axis: the medians of the phases' positive values (each phase
+/// with one) lie further apart than [`LOG_AXIS_RATIO`].
+fn needs_log_axis(segs: &[Segment], series: &[Series]) -> bool {
+    let mut medians: Vec<f64> = Vec::new();
+    for seg in segs {
+        let mut values: Vec<f64> = series
+            .iter()
+            .flat_map(|(_, _, f)| seg.points.iter().filter_map(move |(_, dt, p)| f(*dt, p)))
+            .filter(|v| *v > 0.0)
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        values.sort_by(f64::total_cmp);
+        medians.push(values[values.len() / 2]);
+    }
+    let lowest = medians.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = medians.iter().copied().fold(0.0, f64::max);
+    lowest > 0.0 && highest / lowest > LOG_AXIS_RATIO
 }
 
 /// Draws the per-second timeline of a run.
@@ -142,8 +172,14 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
     if users {
         active.push(("users active", TEAL, |_, p| p.users_active.map(|u| u as f64)));
     }
+    let log = needs_log_axis(&segs, &throughput);
     let panels = [
-        Panel { y_desc: "throughput (requests/s)".to_owned(), series: throughput, scale: 1.0 },
+        Panel {
+            y_desc: if log { "throughput (requests/s, log)".to_owned() } else { "throughput (requests/s)".to_owned() },
+            series: throughput,
+            scale: 1.0,
+            log,
+        },
         Panel {
             y_desc: format!("latency ({})", unit.name),
             series: vec![
@@ -151,6 +187,7 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
                 ("p99", ORANGE, |_, p| (p.completed > 0).then_some(p.p99_us as f64)),
             ],
             scale: unit.us,
+            log: false,
         },
         Panel {
             y_desc: "errors (per second)".to_owned(),
@@ -159,11 +196,13 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
                 ("non-2xx responses/s", AMBER, |dt, p| rate(p.non_2xx, dt)),
             ],
             scale: 1.0,
+            log: false,
         },
         Panel {
             y_desc: if users { "connections, users".to_owned() } else { "connections".to_owned() },
             series: active,
             scale: 1.0,
+            log: false,
         },
     ];
 
@@ -203,7 +242,15 @@ fn draw_panel(
         segs.iter().flat_map(move |seg| seg.points.iter().filter_map(move |(_, dt, p)| f(*dt, p)))
     };
     let max = panel.series.iter().flat_map(values).fold(0.0f64, f64::max) / panel.scale;
-    let top = axis_top(max);
+    // A log axis spans whole decades, from the one below the smallest positive value; a zero sits on its floor.
+    let (bottom, top) = if panel.log {
+        let min = panel.series.iter().flat_map(values).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / panel.scale;
+        let low = if min.is_finite() { min.log10().floor() } else { 0.0 };
+        (low, max.log10().ceil().max(low + 1.0))
+    } else {
+        (0.0, axis_top(max))
+    };
+    let y_of = |v: f64| if panel.log { v.max(10f64.powf(bottom)).log10() } else { v };
     let mut chart = ChartBuilder::on(area)
         .margin_left(12)
         .margin_right(24)
@@ -211,12 +258,26 @@ fn draw_panel(
         .margin_bottom(4)
         .x_label_area_size(if last { 44 } else { 24 })
         .y_label_area_size(78)
-        .build_cartesian_2d(0f64..end, 0f64..top)
+        .build_cartesian_2d(0f64..end, bottom..top)
         .or_draw(PLOT)?;
-    let y_label = |y: &f64| compact(*y);
+    let decades = (top - bottom).round() as usize;
+    let y_label = |y: &f64| {
+        if !panel.log {
+            return compact(*y);
+        }
+        // Only the decades are labelled (1k, 10k, 100k).
+        if (y - y.round()).abs() > 1e-9 {
+            return String::new();
+        }
+        compact(10f64.powf(y.round()))
+    };
     let x_label = |x: &f64| format!("{}s", compact(*x));
     let mut mesh = chart.configure_mesh();
-    mesh.y_labels(4).x_labels(12).y_label_formatter(&y_label).x_label_formatter(&x_label).y_desc(panel.y_desc.clone());
+    mesh.y_labels(if panel.log { decades + 1 } else { 4 })
+        .x_labels(12)
+        .y_label_formatter(&y_label)
+        .x_label_formatter(&x_label)
+        .y_desc(panel.y_desc.clone());
     theme_mesh(&mut mesh, 13, 14);
     if last {
         mesh.x_desc("seconds since the run started");
@@ -228,12 +289,12 @@ fn draw_panel(
         .draw_series(
             segs.iter()
                 .filter(|s| !s.gated)
-                .map(|s| Rectangle::new([(s.start, 0.0), (s.end, top)], AMBER.mix(0.14).filled())),
+                .map(|s| Rectangle::new([(s.start, bottom), (s.end, top)], AMBER.mix(0.14).filled())),
         )
         .or_draw(PLOT)?;
     for s in segs {
         for x in [s.start, s.end] {
-            chart.draw_series(LineSeries::new([(x, 0.0), (x, top)], MUTED.mix(0.6))).or_draw(PLOT)?;
+            chart.draw_series(LineSeries::new([(x, bottom), (x, top)], MUTED.mix(0.6))).or_draw(PLOT)?;
         }
     }
     if names {
@@ -253,13 +314,13 @@ fn draw_panel(
     for (_, colour, f) in &panel.series {
         for seg in segs {
             let pts: Vec<(f64, f64)> =
-                seg.points.iter().filter_map(|(t, dt, p)| f(*dt, p).map(|v| (*t, v / panel.scale))).collect();
+                seg.points.iter().filter_map(|(t, dt, p)| f(*dt, p).map(|v| (*t, y_of(v / panel.scale)))).collect();
             if pts.len() < 3 {
                 chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, colour.filled()))).or_draw(PLOT)?;
                 // A sub-second phase has one or two intervals: each drawn over the time it covered, not as a dot.
                 for (t, dt, p) in &seg.points {
                     if let Some(v) = f(*dt, p) {
-                        let v = v / panel.scale;
+                        let v = y_of(v / panel.scale);
                         let span = [((t - dt).max(seg.start), v), (*t, v)];
                         chart.draw_series(LineSeries::new(span, colour.stroke_width(3))).or_draw(PLOT)?;
                     }
@@ -319,4 +380,37 @@ fn draw_legend(
         area.draw(&Text::new(note.to_owned(), (90, y + 18), style)).or_draw(PLOT)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(start: f64, per_second: &[u64]) -> Segment {
+        Segment {
+            name: format!("phase at {start}"),
+            short: Vec::new(),
+            start,
+            end: start + per_second.len() as f64,
+            gated: true,
+            points: per_second
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    (start + i as f64 + 1.0, 1.0, TimelinePoint { completed: *n, ..TimelinePoint::default() })
+                })
+                .collect(),
+            left_out: 0,
+        }
+    }
+
+    #[test]
+    fn phases_orders_of_magnitude_apart_take_a_log_axis_and_close_ones_do_not() {
+        let completed: Vec<Series> = vec![("completed/s", BLUE, |dt, p| rate(p.completed, dt))];
+        let apart = [segment(0.0, &[160_000, 158_000, 161_000]), segment(3.0, &[2_000, 2_000, 1_990])];
+        assert!(needs_log_axis(&apart, &completed));
+        let close = [segment(0.0, &[30_000, 31_000]), segment(2.0, &[2_000, 2_100])];
+        assert!(!needs_log_axis(&close, &completed), "15x: both read on a linear axis");
+        assert!(!needs_log_axis(&[segment(0.0, &[0, 5, 160_000])], &completed), "one phase: never");
+    }
 }

@@ -35,14 +35,14 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
         _ => (1.0, format!("{} (count)", s.metric)),
     };
     let values: Vec<(f64, f64)> = s.points.iter().enumerate().map(|(i, p)| (i as f64, p.value / per_unit)).collect();
-    let labels: Vec<String> = s.points.iter().map(|p| p.name()).collect();
+    let labels: Vec<String> = s.points.iter().map(|p| p.short_name()).collect();
     let title = format!("Trend: {} {}", s.instance, s.metric);
     let regressions = s.change_points.iter().filter(|c| c.regression).count();
     let description = format!(
         "{} of {} over {n} runs{}{}: {} change point{} ({regressions} regression{}, {} improvement{}); {} is better",
         s.metric,
         s.instance,
-        s.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}")),
+        s.on_branch(),
         s.machine.as_ref().map_or_else(String::new, |m| format!(", machine {m}")),
         s.change_points.len(),
         if s.change_points.len() == 1 { "" } else { "s" },
@@ -60,7 +60,7 @@ pub fn trend(s: &HistorySeries) -> Result<String, PlotError> {
             label_chars: 10,
             min_step_px: 60.0,
             top,
-            x_desc: "run (oldest left; label, commit or date)",
+            x_desc: "run (oldest left; label, commit or the end of its id)",
             y_desc: &y_desc,
         };
         let mut chart = skeleton.draw(root, WIDTH, PLOT)?;

@@ -114,13 +114,12 @@ fn the_spectrum_of_an_open_load_has_latency_service_time_and_send_lag_on_the_nin
 fn the_timeline_has_four_panels_with_units_and_shades_the_warmup() {
     let r = sample_run();
     let svg = svg_of(&r, "timeline", None);
-    for label in [
-        "throughput (requests/s)",
-        "latency (ms)",
-        "errors (per second)",
-        "connections, users",
-        "seconds since the run started",
-    ] {
+    // The fixture's phases run at 100/s to 100k/s: the throughput axis is logarithmic, labelled in decades.
+    svg.assert_text("throughput (requests/s, log)");
+    for tick in ["1000", "10k", "100k"] {
+        assert!(svg.texts.iter().any(|t| t == tick), "no tick {tick}: {:?}", svg.texts);
+    }
+    for label in ["latency (ms)", "errors (per second)", "connections, users", "seconds since the run started"] {
         svg.assert_text(label);
     }
     for series in

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use loadgate_model::Metric;
-use loadgate_results::history::{p_clause, p_text, HistorySeries};
+use loadgate_results::history::{p_clause, p_text, time_text, HistorySeries};
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
@@ -37,8 +37,8 @@ pub struct SeriesView {
 /// A change point as the tables show it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeRow {
+    /// The run of the new level: `2026-11-28 18:37:56 (run 3f2a9c01, commit 1a2b3c4)`.
     pub at: String,
-    pub date: String,
     pub before: String,
     pub after: String,
     pub change: String,
@@ -53,8 +53,8 @@ pub struct ChangeRow {
 /// A run as the tables show it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunRow {
+    /// `2026-11-28 18:37:56 (run 3f2a9c01, commit 1a2b3c4)`.
     pub run: String,
-    pub date: String,
     pub value: String,
     /// `change point` on the first run of a new level.
     pub mark: String,
@@ -78,7 +78,7 @@ impl SeriesView {
         let subtitle = format!(
             "{n} run{}{}{}{span}; {} is better",
             if n == 1 { "" } else { "s" },
-            s.branch.as_ref().map_or_else(|| " on every branch".to_owned(), |b| format!(" on {b}")),
+            s.on_branch(),
             s.machine.as_ref().map_or_else(String::new, |m| format!(" (machine {m})")),
             if s.higher_is_better { "higher" } else { "lower" }
         );
@@ -86,8 +86,7 @@ impl SeriesView {
             .change_points
             .iter()
             .map(|c| ChangeRow {
-                at: s.points.get(c.index).map_or_else(|| format!("run {}", c.index + 1), |p| p.name()),
-                date: date(&c.started_at),
+                at: s.points.get(c.index).map_or_else(|| time_text(&c.started_at), |p| p.name()),
                 before: format_value(s, c.mean_before),
                 after: format_value(s, c.mean_after),
                 change: format!("{:+.1}%", c.relative_change * 100.0),
@@ -104,7 +103,6 @@ impl SeriesView {
             .take(RECENT_RUNS)
             .map(|(i, p)| RunRow {
                 run: p.name(),
-                date: p.started_at.clone(),
                 value: format_value(s, p.value),
                 mark: match (s.change_points.iter().find(|c| c.index == i), p.current) {
                     (Some(c), _) => {
@@ -142,8 +140,8 @@ pub fn history_text(series: &[HistorySeries]) -> String {
         for c in &v.change_points {
             let _ = writeln!(
                 out,
-                "  change point at {} ({}): {} -> {} ({}), {}: {}",
-                c.at, c.date, c.before, c.after, c.change, c.p, c.kind
+                "  change point at {}: {} -> {} ({}), {}: {}",
+                c.at, c.before, c.after, c.change, c.p, c.kind
             );
         }
         let _ = writeln!(out);
@@ -172,14 +170,15 @@ pub fn history_markdown(series: &[HistorySeries], plots: bool) -> String {
         if v.change_points.is_empty() {
             out.push_str("No change point.\n\n");
         } else {
-            out.push_str("| Change point at | Date | Before | After | Change | p | |\n| :-- | :-- | --: | --: | --: | --: | :-- |\n");
+            out.push_str(
+                "| Change point at | Before | After | Change | p | |\n| :-- | --: | --: | --: | --: | :-- |\n",
+            );
             for c in &v.change_points {
                 let kind = if c.kind == "regression" { "**regression**" } else { "improvement" };
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {} | {kind} |",
+                    "| {} | {} | {} | {} | {} | {kind} |",
                     md(&c.at),
-                    c.date,
                     md(&c.before),
                     md(&c.after),
                     c.change,
@@ -188,9 +187,9 @@ pub fn history_markdown(series: &[HistorySeries], plots: bool) -> String {
             }
             out.push('\n');
         }
-        out.push_str("| Run | Started | Value | |\n| :-- | :-- | --: | :-- |\n");
+        out.push_str("| Run | Value | |\n| :-- | --: | :-- |\n");
         for r in &v.recent {
-            let _ = writeln!(out, "| {} | {} | {} | {} |", md(&r.run), md(&r.date), md(&r.value), md(&r.mark));
+            let _ = writeln!(out, "| {} | {} | {} |", md(&r.run), md(&r.value), md(&r.mark));
         }
         out.push('\n');
     }

@@ -4,14 +4,27 @@
 use loadgate_results::format;
 use loadgate_results::{peak_users_active, ScenarioResult};
 
-/// `closed load, 256 connections, pipeline 16, 15.00s`.
+/// Whether the instance injected users (Gatling's open model): a connection per user, the users' arrival
+/// profile its plan; no request rate or connection count was planned.
+pub(crate) fn injects_users(s: &ScenarioResult) -> bool {
+    s.load.model == "users"
+}
+
+/// `closed load, 256 connections, pipeline 16, 15.00s`; `users load, at_once 10, 10 users, 1.20s`.
 pub(crate) fn load_line(s: &ScenarioResult) -> String {
     let mut parts = vec![format!("{} load", if s.load.model.is_empty() { "unknown" } else { &s.load.model })];
-    if let Some(target) = s.load.target_rate {
-        parts.push(format!("target {}", format::rate(target)));
+    if injects_users(s) {
+        if let Some(profile) = &s.load.injection {
+            parts.push(profile.clone());
+        }
+    } else {
+        if let Some(target) = s.load.target_rate {
+            parts.push(format!("target {}", format::rate(target)));
+        }
+        let planned = s.connections.planned;
+        let most = if s.load.target_rate.is_some() { "up to " } else { "" };
+        parts.push(format!("{most}{} connection{}", format::count(planned), if planned == 1 { "" } else { "s" }));
     }
-    let planned = s.connections.planned;
-    parts.push(format!("{} connection{}", format::count(planned), if planned == 1 { "" } else { "s" }));
     if s.load.pipeline > 1 {
         let whole = if s.load.pipeline_reads.as_deref() == Some("batch") { " (batches read whole)" } else { "" };
         parts.push(format!("pipeline {}{whole}", s.load.pipeline));
@@ -138,21 +151,50 @@ pub(crate) fn http2_line(s: &ScenarioResult) -> Option<String> {
     Some(out)
 }
 
-/// `6,000 started, 6,000 finished, 118 active at peak`, for user injection: the peak is counted by the engine
-/// whenever a user starts; results of an older loadgate only have the timeline's once-a-second value, which says
-/// so.
+/// `6,000 injected of 6,000 planned, 6,000 finished, 118 active at peak`, for user injection: the peak is counted
+/// by the engine whenever a user starts; results of an older loadgate only have the timeline's once-a-second
+/// value, which says so (and no planned count, which is then left out).
 pub(crate) fn users_line(s: &ScenarioResult) -> Option<String> {
-    if s.load.model != "users" && s.load.users_started.is_none() {
+    if !injects_users(s) && s.load.users_started.is_none() {
         return None;
     }
     let n = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), format::count);
     Some(format!(
-        "{} started, {} finished, {} active at peak{}",
+        "{} injected{}, {} finished, {} active at peak{}",
         n(s.load.users_started),
+        s.load.users_planned.map(|p| format!(" of {} planned", format::count(p))).unwrap_or_default(),
         n(s.load.users_finished),
         n(peak_users_active(s)),
         if s.load.users_peak_active.is_none() { " (sampled once a second)" } else { "" }
     ))
+}
+
+/// `Connections: 256 planned, 256 open at peak, 256 opened, 0 failed, 0 reconnects` as each load model means it:
+/// a closed load plans its connections; an open load's are the most it may open; user injection opens one per
+/// user (no reconnect), with the most open at once its `max_connections`.
+pub(crate) fn connections_line(s: &ScenarioResult) -> String {
+    let c = &s.connections;
+    if injects_users(s) {
+        return format!(
+            "{} opened (one per user), {} open at peak, {} failed; at most {} at once",
+            format::count(c.opened),
+            format::count(c.peak_open),
+            format::count(c.failed),
+            format::count(c.planned)
+        );
+    }
+    let planned = if s.load.target_rate.is_some() {
+        format!("up to {}", format::count(c.planned))
+    } else {
+        format!("{} planned", format::count(c.planned))
+    };
+    format!(
+        "{planned}, {} open at peak, {} opened, {} failed, {} reconnects",
+        format::count(c.peak_open),
+        format::count(c.opened),
+        format::count(c.failed),
+        format::count(c.reconnects)
+    )
 }
 
 /// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INCONCLUSIVE 1/3`, `INVALID`, `not gated`,

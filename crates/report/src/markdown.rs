@@ -544,8 +544,9 @@ fn scenario_row(s: &ScenarioResult) -> ScenarioRow {
         gate: s.gate,
         requests: format::count(s.requests.completed),
         throughput: format::rate(s.throughput),
-        target_rate: s.load.target_rate.map(format::rate),
-        achieved_rate: s.load.achieved_rate.map(|a| match &s.limited_by {
+        // A user load's plan is its injection profile (in `load`), not a mean rate.
+        target_rate: s.load.target_rate.filter(|_| !crate::lines::injects_users(s)).map(format::rate),
+        achieved_rate: s.load.achieved_rate.filter(|_| !crate::lines::injects_users(s)).map(|a| match &s.limited_by {
             Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
             None => format::rate(a),
         }),

@@ -62,6 +62,9 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     if let Some(users) = users_line(s) {
         let _ = writeln!(out, "  Users: {users}");
     }
+    if let Some(profile) = s.load.injection.as_ref().filter(|_| crate::lines::injects_users(s)) {
+        let _ = writeln!(out, "  Injection: {profile}");
+    }
     if s.load.target_rate.is_some() && s.service_time.count > 0 {
         let p =
             |key: &str| s.service_time.percentiles.get(key).map_or_else(|| "-".to_owned(), |us| format::latency(*us));
@@ -85,7 +88,8 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     );
     // As wrk prints it (no thousands separator): scripts that read wrk's output read this line too.
     let _ = writeln!(out, "  Requests/sec: {:.2}", s.throughput);
-    if let Some(target) = s.load.target_rate {
+    // A user load's plan is its injection profile (its mean arrival rate says nothing of an `at_once`).
+    if let Some(target) = s.load.target_rate.filter(|_| !crate::lines::injects_users(s)) {
         let achieved = s.load.achieved_rate.unwrap_or(0.0);
         let share = if target > 0.0 { format!(" ({:.2}%)", 100.0 * achieved / target) } else { String::new() };
         let by = s.limited_by.as_ref().map(|l| format!(", limited by the {}", l.cause.as_str())).unwrap_or_default();
@@ -102,16 +106,7 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     let _ = writeln!(out, "  Status: {}", status_line(s));
     let _ = writeln!(out, "  Errors: {}", errors_line(s));
-    let c = &s.connections;
-    let _ = writeln!(
-        out,
-        "  Connections: {} planned, {} open at peak, {} opened, {} failed, {} reconnects",
-        format::count(c.planned),
-        format::count(c.peak_open),
-        format::count(c.opened),
-        format::count(c.failed),
-        format::count(c.reconnects)
-    );
+    let _ = writeln!(out, "  Connections: {}", crate::lines::connections_line(s));
     if let Some(opening) = crate::lines::opening_line(s) {
         let _ = writeln!(out, "  Opened before the load: {opening}");
     }

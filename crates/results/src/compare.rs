@@ -383,6 +383,17 @@ fn compared_run(r: &RunResults, i: usize, options: &CompareOptions) -> ComparedR
     }
 }
 
+/// The kernel for people: `Linux 6.1.0 x86_64`. The machine records `uname`'s system name, release and
+/// architecture (`Linux 6.1.0 x86_64`); older results, the release alone (`6.1.0`), which gets the system name.
+pub fn kernel_text(kernel: &str) -> String {
+    let k = kernel.trim();
+    if k.split_whitespace().next().is_some_and(|w| w.chars().next().is_some_and(char::is_alphabetic)) {
+        k.to_owned()
+    } else {
+        format!("Linux {k}")
+    }
+}
+
 /// The machine in one line, without its host name: `AMD EPYC 7B13, 2 CPUs, 23.4GiB, Linux 6.1.0, kvm`.
 pub fn machine_line(m: &Machine) -> String {
     let mut parts = Vec::new();
@@ -396,7 +407,7 @@ pub fn machine_line(m: &Machine) -> String {
         parts.push(crate::format::bytes(bytes));
     }
     if let Some(k) = &m.kernel {
-        parts.push(format!("Linux {k}"));
+        parts.push(kernel_text(k));
     }
     if let Some(v) = &m.virtualization {
         parts.push(v.clone());
@@ -714,5 +725,20 @@ mod tests {
     #[test]
     fn one_run_is_refused() {
         assert_eq!(compare(&[sample_run()], &CompareOptions::default()), Err(CompareError::TooFew));
+    }
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_is_named_once_whether_the_system_name_was_recorded_or_not() {
+        assert_eq!(kernel_text("Linux 6.18.44-cloud x86_64"), "Linux 6.18.44-cloud x86_64");
+        assert_eq!(kernel_text("6.8.0-45-generic"), "Linux 6.8.0-45-generic");
+        let mut m = crate::fixture::sample_run().machine;
+        m.kernel = Some("Linux 6.18.44 x86_64".into());
+        let line = machine_line(&m);
+        assert!(line.contains(", Linux 6.18.44 x86_64") && !line.contains("Linux Linux"), "{line}");
     }
 }

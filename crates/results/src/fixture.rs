@@ -168,6 +168,8 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             batches_held: None,
             batches_forced: None,
             keep_alive: shape.users.is_none(),
+            injection: shape.users.map(|(started, _, _)| format!("ramp {started} over 10s")),
+            users_planned: shape.users.map(|(started, _, _)| started),
             users_started: shape.users.map(|(started, _, _)| started),
             users_finished: shape.users.map(|(_, finished, _)| finished),
             users_peak_active: None,
@@ -651,6 +653,7 @@ pub fn history_series() -> crate::history::HistorySeries {
         kind: "latency".into(),
         higher_is_better: false,
         branch: Some("main".into()),
+        unbranched: false,
         machine: None,
         points: (0..30)
             .map(|i| HistoryPoint {

@@ -60,6 +60,7 @@ pub mod frames;
 pub mod gate;
 pub mod hgrm;
 pub mod history;
+pub mod identity;
 pub mod json;
 pub mod knee;
 pub mod limit;

@@ -31,6 +31,12 @@ pub struct RunResults {
     pub loadgate_version: String,
     /// The spec that ran.
     pub spec: SpecInfo,
+    /// The run's own identity, made when it started: a UUIDv7 (`0193a1b2-...`); a merged run's is a UUIDv8
+    /// derived from its shards' ids in sorted order ([`crate::identity::merged`]), so merging the same shards
+    /// twice gives the same id. The history keys runs by it. Absent in files written before it existed (the
+    /// history then derives an identity from the plan hash, the start and the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// RFC 3339 UTC.
     pub started_at: String,
     /// RFC 3339 UTC; `None` while the run is still going (results are written after every phase).
@@ -125,6 +131,7 @@ impl RunResults {
             schema_version: RESULTS_SCHEMA_VERSION,
             loadgate_version,
             spec,
+            id: None,
             started_at,
             finished_at: None,
             machine,

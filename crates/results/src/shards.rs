@@ -157,6 +157,7 @@ pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>
     }
     merged.scenarios = scenarios;
     merged.shard = None;
+    merged.id = crate::identity::merged(all.iter().map(|r| r.id.as_deref()));
     merged.shards = infos;
     merged.started_at = all.iter().map(|r| r.started_at.clone()).min().unwrap_or_default();
     merged.finished_at = all.iter().filter_map(|r| r.finished_at.clone()).max();

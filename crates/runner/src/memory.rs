@@ -111,15 +111,19 @@ pub fn judge_and_record(
         Err(e) => return fail(results, format!("the history store: {e}")),
     };
     if let Some(g) = checks {
-        let query = Query {
-            spec: Some(current.spec.clone()),
-            branch: Some(g.branch.clone()),
-            machine: g.same_machine.then(|| current.machine.clone()),
-            since: None,
-            limit: None,
-        };
-        match store.runs(&query) {
-            Ok(past) => apply(results, gate::judge(g, &past, &current)),
+        // The series the run itself is recorded in, unless the spec names a branch.
+        let branch = gate::series_branch(g, &current);
+        let query = Query::series(&current.spec, branch.clone(), g.same_machine.then(|| current.machine.clone()));
+        match store.runs(&query).and_then(|past| {
+            let mut judged = gate::judge(g, &past, &current);
+            // A series too short on a named branch may be beside runs recorded on none: say how many.
+            if branch.is_some() && judged.iter().any(|j| j.too_short) {
+                let unbranched = store.runs(&Query::series(&current.spec, None, query.machine.clone()))?;
+                gate::note_unbranched(&mut judged, unbranched.iter().filter(|r| r.run_id != current.run_id).count());
+            }
+            Ok(judged)
+        }) {
+            Ok(judged) => apply(results, judged),
             Err(e) => return fail(results, format!("the history store {}: {e}", store.describe())),
         }
     }

@@ -157,7 +157,7 @@ pub(crate) fn new_results(
     pinning.warnings.extend(request.spec_warnings.iter().map(|w| format!("spec: {w}")));
     let mut vars = plan.vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
     request.secrets.redact_vars(&mut vars);
-    RunResults::new(
+    let mut results = RunResults::new(
         request.loadgate_version.clone(),
         SpecInfo {
             name: plan.name.clone(),
@@ -171,5 +171,8 @@ pub(crate) fn new_results(
         now_rfc3339(),
         hardware::fingerprint(request.source_dir.as_deref()),
         pinning,
-    )
+    );
+    // The run's own identity, made as it starts (issue 45).
+    results.id = Some(loadgate_results::identity::new());
+    results
 }

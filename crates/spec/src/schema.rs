@@ -142,7 +142,8 @@ pub struct GatingDoc {
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct HistoryDoc {
-    /// The branch whose runs the checks read (default `main`).
+    /// The branch whose runs the checks read; by default the branch the run itself is recorded on (`--branch`,
+    /// CI's variables or the checked-out branch; a run on no branch reads the runs recorded on no branch).
     pub branch: Option<String>,
     /// Where drift is measured from: `first` (the default), a duration (`30d`: the first run of the last 30
     /// days), `{ commit: SHA }` or `{ label: NAME }` (a run added with `--label`).

@@ -135,6 +135,9 @@ pub struct Query {
     pub spec: Option<String>,
     /// The branch.
     pub branch: Option<String>,
+    /// Only runs recorded on no branch (with `branch` `None`): the series of runs made outside git and CI
+    /// without `--branch`.
+    pub unbranched: bool,
     /// The machine fingerprint ([`RunRecord::machine`]).
     pub machine: Option<String>,
     /// Runs started at or after this time, RFC 3339 (`2025-01-01`, `2025-01-01T12:00:00Z`, `...+02:00`).
@@ -214,6 +217,13 @@ pub trait Engine {
     fn settle(&mut self) -> Result<(), String>;
 }
 
+impl Query {
+    /// The runs of `spec` on `branch` (`None`: on no branch), on `machine` when given: a series.
+    pub fn series(spec: &str, branch: Option<String>, machine: Option<String>) -> Query {
+        Query { spec: Some(spec.to_owned()), unbranched: branch.is_none(), branch, machine, since: None, limit: None }
+    }
+}
+
 impl Store {
     /// Opens a store: `postgres://...` or `postgresql://...` is a PostgreSQL database (without TLS), anything else
     /// a SQLite file, created when missing (its directory must exist). A new store gets the schema; an older one
@@ -271,6 +281,9 @@ impl Store {
                     filters.push(format!("{column} = ?"));
                     params.push(Value::Text(v.clone()));
                 }
+            }
+            if query.unbranched && query.branch.is_none() {
+                filters.push("branch IS NULL".to_owned());
             }
             if let Some(key) = since {
                 filters.push("started_key >= ?".to_owned());

@@ -19,7 +19,7 @@ pub(super) fn read_history(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<
     let f = cx.map(node, path, HISTORY_KEYS, "`history`")?;
     let mut ok = true;
     let mut gate = HistoryGate {
-        branch: "main".to_owned(),
+        branch: None,
         reference: HistoryReference::First,
         same_machine: true,
         drift: Vec::new(),
@@ -28,7 +28,7 @@ pub(super) fn read_history(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<
     };
     if let Some((n, p)) = f.get("branch") {
         match cx.string(n, &p, "`history.branch`") {
-            Some(b) if !b.trim().is_empty() && b.len() <= 255 => gate.branch = b,
+            Some(b) if !b.trim().is_empty() && b.len() <= 255 => gate.branch = Some(b),
             Some(_) => {
                 cx.error(
                     Diagnostic::error(&p, n.span, "`history.branch` is empty or too long")
