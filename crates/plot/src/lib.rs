@@ -303,7 +303,10 @@ fn flame_figures(s: &loadgate_results::ScenarioResult) -> Vec<Figure> {
     out
 }
 
-fn profile_of<'a>(s: &'a loadgate_results::ScenarioResult, side: Option<&str>) -> Result<&'a loadgate_results::ScenarioProfile, PlotError> {
+fn profile_of<'a>(
+    s: &'a loadgate_results::ScenarioResult,
+    side: Option<&str>,
+) -> Result<&'a loadgate_results::ScenarioProfile, PlotError> {
     let p = match side {
         Some("baseline") => s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref()),
         _ => s.profile.as_ref(),
@@ -321,7 +324,11 @@ fn per_request(p: &loadgate_results::ScenarioProfile) -> Option<f64> {
     p.ns_per_sample.filter(|_| p.requests > 0).map(|ns| ns / 1_000.0 / p.requests as f64)
 }
 
-fn flame_options(s: &loadgate_results::ScenarioResult, p: &loadgate_results::ScenarioProfile, side: Option<&str>) -> FlameOptions {
+fn flame_options(
+    s: &loadgate_results::ScenarioResult,
+    p: &loadgate_results::ScenarioProfile,
+    side: Option<&str>,
+) -> FlameOptions {
     let what = if p.sample_type == "cpu" { "CPU".to_owned() } else { p.sample_type.clone() };
     FlameOptions {
         title: format!("{} profile: {}", what, s.name),

@@ -342,6 +342,9 @@ fn verdict_status(s: &ScenarioResult, v: &Verdict, inconclusive: CountedAs<'_>) 
     if !v.passed {
         let mut description = format!("SLO `{}` failed on {}: {}", v.slo, s.name, v.explain());
         description.push_str(&failing_checks(s, v));
+        if let Some(w) = s.profile.as_ref().and_then(|p| loadgate_results::frames::where_text(p, 5)) {
+            description.push_str(&format!("\n{w}"));
+        }
         if let Some(why) = &s.aborted {
             description.push_str(&format!("\nthe phase was stopped early: {why}"));
         }

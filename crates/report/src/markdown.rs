@@ -205,6 +205,9 @@ pub struct View {
     pub warnings: Vec<String>,
     /// The same with every name and message escaped for Markdown (report.md shows these).
     pub warnings_markdown: Vec<String>,
+    /// Per profiled instance: what its profile holds, where the time went, and in an A/B run what got slower,
+    /// each line escaped for Markdown.
+    pub profiles: Vec<ProfileView>,
     /// Per scenario instance: generator and target CPU, target memory.
     pub resources: Vec<ResourceRow>,
     /// The machine, as key/value rows.
@@ -225,6 +228,47 @@ pub struct View {
     pub finished_at: Option<String>,
     /// A run merged from shards: how many, the run id, each shard's start skew and which were late.
     pub shards: Option<String>,
+}
+
+/// A profiled instance in report.md: its lines (what the profile holds on each side, what got slower) and the
+/// top frames by total time.
+#[derive(Debug, Serialize)]
+pub struct ProfileView {
+    pub scenario: String,
+    pub lines: Vec<String>,
+    /// `(frame, total %, self %, total per request)`, the widest first.
+    pub top: Vec<(String, String, String, String)>,
+}
+
+fn profile_view(s: &ScenarioResult) -> Option<ProfileView> {
+    use loadgate_results::frames::{profile_line, where_text};
+    let p = s.profile.as_ref()?;
+    let mut lines = Vec::new();
+    match s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref()) {
+        Some(b) => {
+            lines.push(format!("A: {}", escape_text(&profile_line(b))));
+            lines.push(format!("B: {}", escape_text(&profile_line(p))));
+        }
+        None => lines.push(escape_text(&profile_line(p))),
+    }
+    if let Some(w) = where_text(p, 5) {
+        lines.push(format!("**{}**", escape_text(&w)));
+    }
+    let top = p
+        .table
+        .by_total
+        .iter()
+        .take(8)
+        .map(|f| {
+            (
+                escape_text(&f.name),
+                format!("{:.1}%", f.total_pct),
+                format!("{:.1}%", f.self_pct),
+                f.total_us_per_request.map_or_else(|| "-".to_owned(), |us| format!("{us:.1} us")),
+            )
+        })
+        .collect();
+    Some(ProfileView { scenario: escape_text(&s.name), lines, top })
 }
 
 /// One scenario instance in a table.
@@ -521,6 +565,7 @@ impl View {
             timelines: crate::plots::timeline_tables(r),
             warnings: warnings(r, false),
             warnings_markdown: warnings(r, true),
+            profiles: r.scenarios.iter().filter_map(profile_view).collect(),
             resources: r.scenarios.iter().map(|s| resource_row(r, s)).collect(),
             machine: machine_rows(r),
             pinning: pinning_rows(r),

@@ -167,6 +167,21 @@ pub fn text_summary(s: &ScenarioResult) -> String {
             }
         }
     }
+    if let Some(p) = &s.profile {
+        let base = s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref());
+        match base {
+            Some(b) => {
+                let _ = writeln!(out, "  Profile A: {}", loadgate_results::frames::profile_line(b));
+                let _ = writeln!(out, "  Profile B: {}", loadgate_results::frames::profile_line(p));
+            }
+            None => {
+                let _ = writeln!(out, "  Profile: {}", loadgate_results::frames::profile_line(p));
+            }
+        }
+        if let Some(w) = loadgate_results::frames::where_text(p, 3) {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
     if !s.validity.valid {
         let _ = writeln!(out, "  INVALID MEASUREMENT: the generator did not deliver what the plan asked");
         for p in &s.validity.problems {

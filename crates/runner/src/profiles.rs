@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use loadgate_model::profile::{CommandProfile, CpuProfile, KernelStacks, PprofProfile, ProfileSource, Unwind};
 use loadgate_profile::{CpuReading, Sampler, SamplerOptions, TreeCpu};
-use loadgate_results::frames::{differential, folded_file_name, scenario_profile, FrameOptions, PairedRound, RoundProfile};
+use loadgate_results::frames::{
+    differential, folded_file_name, scenario_profile, FrameOptions, PairedRound, RoundProfile,
+};
 use loadgate_results::stacks::{parse_folded, FoldedLimits, Stacks};
 use loadgate_results::{ScenarioProfile, ScenarioResult, TargetCpuTime};
 use serde::{Deserialize, Serialize};
@@ -171,7 +173,11 @@ fn failed(source: &str, note: String) -> RoundStacks {
 }
 
 fn output(round: RoundStacks, outcome: &PhaseOutcome) -> AttachmentOutput {
-    AttachmentOutput { name: PROFILE.into(), data: serde_json::to_vec(&round).unwrap_or_default(), completed: outcome.completed }
+    AttachmentOutput {
+        name: PROFILE.into(),
+        data: serde_json::to_vec(&round).unwrap_or_default(),
+        completed: outcome.completed,
+    }
 }
 
 /// Splits a command line into words: whitespace separates, single and double quotes group (no shell).
@@ -272,12 +278,20 @@ impl Running for CommandRun {
         let said = if stderr.is_empty() { String::new() } else { format!("; it said: {stderr}") };
         let program = &self.program;
         let round = match status {
-            None => failed("command", format!("the profiler `{program}` was still running {:.0?} after the phase and was stopped{said}", GRACE)),
+            None => failed(
+                "command",
+                format!(
+                    "the profiler `{program}` was still running {:.0?} after the phase and was stopped{said}",
+                    GRACE
+                ),
+            ),
             Some(s) if !s.success() => failed("command", format!("the profiler `{program}` failed ({s}){said}")),
             Some(_) => match std::fs::read(&self.out) {
                 Err(e) => failed("command", format!("the profiler `{program}` wrote no stacks to {{out}} ({e}){said}")),
                 Ok(bytes) => match parse_folded(&bytes, FoldedLimits::default()) {
-                    Err(e) => failed("command", format!("the profiler `{program}` wrote what is not folded stacks: {e}")),
+                    Err(e) => {
+                        failed("command", format!("the profiler `{program}` wrote what is not folded stacks: {e}"))
+                    }
                     Ok(stacks) => {
                         let mut notes = Vec::new();
                         let expected = Duration::from_secs(self.seconds);
@@ -352,8 +366,13 @@ fn fetch(url: &str, seconds: u64) -> Result<Vec<u8>, String> {
     );
     s.write_all(request.as_bytes()).map_err(|e| format!("the pprof endpoint {url}: {e}"))?;
     let mut raw = Vec::new();
-    s.take(MAX_PPROF_BYTES as u64 + 65_536).read_to_end(&mut raw).map_err(|e| format!("the pprof endpoint {url}: {e}"))?;
-    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| format!("the pprof endpoint {url} answered no HTTP response"))?;
+    s.take(MAX_PPROF_BYTES as u64 + 65_536)
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("the pprof endpoint {url}: {e}"))?;
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("the pprof endpoint {url} answered no HTTP response"))?;
     let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
     let status = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
     let body = &raw[head_end + 4..];
@@ -439,8 +458,16 @@ pub fn summarize(merged: &mut ScenarioResult, attached: &[Vec<Vec<AttachmentOutp
         .zip(&b)
         .filter(|((x, _), (y, _))| !x.stacks.is_empty() && !y.stacks.is_empty())
         .map(|((x, xn), (y, yn))| PairedRound {
-            baseline: RoundProfile { stacks: x.stacks.clone(), ns_per_sample: x.ns_per_sample.unwrap_or(1_000.0), requests: *xn },
-            candidate: RoundProfile { stacks: y.stacks.clone(), ns_per_sample: y.ns_per_sample.unwrap_or(1_000.0), requests: *yn },
+            baseline: RoundProfile {
+                stacks: x.stacks.clone(),
+                ns_per_sample: x.ns_per_sample.unwrap_or(1_000.0),
+                requests: *xn,
+            },
+            candidate: RoundProfile {
+                stacks: y.stacks.clone(),
+                ns_per_sample: y.ns_per_sample.unwrap_or(1_000.0),
+                requests: *yn,
+            },
         })
         .collect();
     if pairs.len() < 2 {
@@ -466,7 +493,10 @@ mod tests {
 
     #[test]
     fn a_command_line_splits_into_words_with_quotes_grouping() {
-        assert_eq!(words("asprof -d {seconds} -f '{out} x' {pid}").unwrap(), ["asprof", "-d", "{seconds}", "-f", "{out} x", "{pid}"]);
+        assert_eq!(
+            words("asprof -d {seconds} -f '{out} x' {pid}").unwrap(),
+            ["asprof", "-d", "{seconds}", "-f", "{out} x", "{pid}"]
+        );
         assert_eq!(words("a \"\" b").unwrap(), ["a", "", "b"]);
         assert!(words("a 'b").is_err());
     }
@@ -484,7 +514,13 @@ mod tests {
             let frames: Vec<&str> = line.split(';').collect();
             s.add(&frames, *n);
         }
-        let r = RoundStacks { source: "cpu".into(), sample_type: "cpu".into(), ns_per_sample: Some(1e6), stacks: s, notes: vec!["n".into()] };
+        let r = RoundStacks {
+            source: "cpu".into(),
+            sample_type: "cpu".into(),
+            ns_per_sample: Some(1e6),
+            stacks: s,
+            notes: vec!["n".into()],
+        };
         vec![AttachmentOutput { name: PROFILE.into(), data: serde_json::to_vec(&r).unwrap(), completed }]
     }
 
@@ -503,7 +539,8 @@ mod tests {
     #[test]
     fn rounds_without_a_profile_give_none() {
         let mut merged = loadgate_results::fixture::sweep_cell(1, 1000.0, 1.0);
-        let attached = [vec![vec![AttachmentOutput { name: "target_cpu".into(), data: Vec::new(), completed: 1 }]], Vec::new()];
+        let attached =
+            [vec![vec![AttachmentOutput { name: "target_cpu".into(), data: Vec::new(), completed: 1 }]], Vec::new()];
         summarize(&mut merged, &attached, false);
         assert!(merged.profile.is_none());
     }

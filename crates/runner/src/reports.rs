@@ -63,6 +63,7 @@ impl ReportWriter {
             }
         }
         failures.extend(self.write_plots(results));
+        failures.extend(self.write_folded(results));
         for s in &results.scenarios {
             let name = format!("{}.hgrm", loadgate_report::file_stem(&s.name));
             if self.written_hgrm.contains(&name) {
@@ -71,6 +72,23 @@ impl ReportWriter {
             match write_atomic(&self.dir.join(&name), &loadgate_results::hgrm(&s.histograms.latency)) {
                 Ok(()) => self.written_hgrm.push(name),
                 Err(e) => failures.push(WriteFailure { path: self.dir.join(&name), error: e.to_string() }),
+            }
+        }
+        failures
+    }
+
+    /// Writes each profiled instance's folded stacks beside results.json (`profile-<instance>[-<side>].folded`), the
+    /// format flamegraph.pl, inferno and speedscope read; names scrubbed of secrets like every file of the run.
+    fn write_folded(&self, results: &RunResults) -> Vec<WriteFailure> {
+        let mut failures = Vec::new();
+        let profiles = results.scenarios.iter().flat_map(|s| {
+            [s.profile.as_ref(), s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref())].into_iter().flatten()
+        });
+        for p in profiles {
+            let (Some(file), Some(stacks)) = (&p.folded_file, &p.stacks) else { continue };
+            let path = self.dir.join(file);
+            if let Err(e) = write_atomic(&path, &self.secrets.scrub(&stacks.to_folded())) {
+                failures.push(WriteFailure { path, error: e.to_string() });
             }
         }
         failures

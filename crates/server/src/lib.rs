@@ -1232,8 +1232,15 @@ mod tests {
 
     #[test]
     fn invalid_configs() {
-        let mut s =
-            ServerBehaviour { kind: BuiltinKind::Delay, delay: None, status: 200, body_size: None, chunked: false, work: None, slow_path: None };
+        let mut s = ServerBehaviour {
+            kind: BuiltinKind::Delay,
+            delay: None,
+            status: 200,
+            body_size: None,
+            chunked: false,
+            work: None,
+            slow_path: None,
+        };
         assert!(Behaviour::new(&s).unwrap_err().to_string().contains("needs a delay"));
         s.kind = BuiltinKind::Plaintext;
         s.delay = Some(Duration::from_millis(20));
