@@ -489,6 +489,7 @@ pub fn judged_over_repetitions(slo: &Slo) -> bool {
                 | Metric::ConnectMean
                 | Metric::Throughput
                 | Metric::Capacity
+                | Metric::TargetCpuPerRequest
         )
 }
 

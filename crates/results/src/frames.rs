@@ -511,6 +511,8 @@ impl SplitMix {
 /// baseline's and candidate's microseconds per request of the stacks with that pair, each stack counted once.
 struct Edges {
     values: HashMap<(usize, usize), Vec<[f64; 2]>>,
+    /// Per pair of tested frames, the time of the callee anywhere under the caller, per round and side.
+    below: HashMap<(usize, usize), Vec<[f64; 2]>>,
 }
 
 impl Edges {
@@ -525,14 +527,31 @@ impl Edges {
             }
         }
         let mut values: HashMap<(usize, usize), Vec<[f64; 2]>> = HashMap::new();
+        let mut below: HashMap<(usize, usize), Vec<[f64; 2]>> = HashMap::new();
         let mut pairs: Vec<(usize, usize)> = Vec::new();
+        let mut seen: Vec<usize> = Vec::new();
+        let mut deep: Vec<(usize, usize)> = Vec::new();
         for (i, sides) in pooled.stacks.iter().enumerate() {
             for (s, side) in sides.iter().enumerate() {
                 for (ids, us) in side {
                     pairs.clear();
+                    seen.clear();
+                    deep.clear();
                     let mut above: Option<usize> = None;
                     for k in ids.iter() {
                         let Some(j) = rep.get(*k).copied().flatten() else { continue };
+                        // Every candidate above this one, at any depth, once per stack.
+                        for &a in seen.iter().filter(|&&a| a != j) {
+                            if !deep.contains(&(a, j)) {
+                                deep.push((a, j));
+                                if let Some(v) = below.entry((a, j)).or_insert_with(|| vec![[0.0; 2]; n]).get_mut(i) {
+                                    v[s] += us;
+                                }
+                            }
+                        }
+                        if !seen.contains(&j) {
+                            seen.push(j);
+                        }
                         if let Some(p) = above.filter(|&p| p != j) {
                             if !pairs.contains(&(p, j)) {
                                 pairs.push((p, j));
@@ -546,7 +565,14 @@ impl Edges {
                 }
             }
         }
-        Edges { values }
+        Edges { values, below }
+    }
+
+    /// Like [`Edges::rise_and_time`], for `callee` anywhere under `caller`, not only its nearest tested caller.
+    fn rise_and_time_below(&self, caller: usize, callee: usize) -> Option<(f64, f64)> {
+        let v = self.below.get(&(caller, callee))?;
+        let n = v.len().max(1) as f64;
+        Some((v.iter().map(|r| r[1] - r[0]).sum::<f64>() / n, v.iter().map(|r| r[0] + r[1]).sum::<f64>()))
     }
 
     /// The mean change (candidate - baseline) of the pair, and its time on both sides together.
@@ -626,7 +652,18 @@ fn name_frames(
             named.push((current, keys));
         }
     }
-    named
+    // A named frame whose rise another named frame, deeper under it and owned by it, explains (a runtime's
+    // `catch_unwind` above the handler's `slow_path`) is not named: the deeper one says where.
+    let explained = |a: usize| {
+        named.iter().any(|&(b, _)| {
+            b != a
+                && edges.rise_and_time_below(a, b).is_some_and(|(r, t)| {
+                    sign * r >= options.explain_share * rise(a) && t >= options.owned_share * time(b)
+                })
+        })
+    };
+    let keep: Vec<bool> = named.iter().map(|&(a, _)| !explained(a)).collect();
+    named.into_iter().zip(keep).filter_map(|(n, k)| k.then_some(n)).collect()
 }
 
 /// The rows the "where the time went" table of results.json keeps per side ([`scenario_profile`]).
