@@ -4,16 +4,8 @@
 //! Everything here runs on the worker thread and writes into buffers the caller reuses: filling a slot never
 //! allocates once the buffers have grown to their working size.
 
+use loadgate_model::splitmix64;
 use loadgate_plan::Generator;
-
-/// splitmix64: one step of the sequence, also used to derive seeds.
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 /// xoshiro256**: small, fast, and good enough for test data (not for secrets).
 #[derive(Debug, Clone)]

@@ -29,9 +29,9 @@ use hdrhistogram::Histogram;
 use loadgate_measure::new_histogram;
 use loadgate_plan::ConnectRate;
 
+use crate::control::StopSignal;
 use crate::rt::{Rt, Task};
 use crate::transport::{self, ConnectError, TcpConn};
-use crate::StopSignal;
 
 /// The pacer's period.
 const TICK: Duration = Duration::from_millis(1);

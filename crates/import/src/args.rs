@@ -5,7 +5,7 @@
 //!
 //! Options are accepted before and after positional arguments, as GNU getopt does; `--` ends the options.
 
-use crate::{ImportError, Tool};
+use crate::tool::{ImportError, Tool};
 
 /// One option a tool understands.
 #[derive(Debug, Clone, Copy)]

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use crate::shell::one_line;
+use crate::tool::Tool;
 use crate::values::{format_cpus, Dur, TargetUrl};
-use crate::Tool;
 use loadgate_model::yaml::quote;
 
 /// The JSON Schema the generated spec names in its modeline.
@@ -218,8 +218,8 @@ impl Draft {
             for (k, v) in &self.headers {
                 // A credential is never written into a spec meant to be committed: a reference to the environment.
                 if loadgate_model::secrets::is_credential_header(k, &[]) {
-                    let env = crate::credential_env_name(k);
-                    let reference = quote(&crate::credential_reference(k));
+                    let env = crate::credential::credential_env_name(k);
+                    let reference = quote(&crate::credential::credential_reference(k));
                     let _ = writeln!(y, "        {}: {reference}  # export {env} with the value", key(k));
                 } else {
                     let _ = writeln!(y, "        {}: {}", key(k), quote(&literal(v)));

@@ -76,7 +76,7 @@ pub fn spec_from_flags(f: &FlagRun) -> Result<String, String> {
 }
 
 /// [`spec_from_flags`] for printing (`--print-spec`): a spec the user may keep, whose credential headers read
-/// their values from the environment ([`crate::credential_reference`]) rather than hold them. Returns the spec and
+/// their values from the environment ([`crate::credential::credential_reference`]) rather than hold them. Returns the spec and
 /// the headers written so.
 pub fn printable_spec_from_flags(f: &FlagRun) -> Result<(String, Vec<String>), String> {
     render_flags(f, true)
@@ -126,8 +126,13 @@ fn render_flags(f: &FlagRun, references: bool) -> Result<(String, Vec<String>), 
         let _ = writeln!(y, "      headers:");
         for (k, v) in &headers {
             if references && loadgate_model::secrets::is_credential_header(k, &[]) {
-                let env = crate::credential_env_name(k);
-                let _ = writeln!(y, "        {}: {}  # export {env}", quote(k), quote(&crate::credential_reference(k)));
+                let env = crate::credential::credential_env_name(k);
+                let _ = writeln!(
+                    y,
+                    "        {}: {}  # export {env}",
+                    quote(k),
+                    quote(&crate::credential::credential_reference(k))
+                );
                 referenced.push(k.clone());
             } else {
                 let _ = writeln!(y, "        {}: {}", quote(k), quote(v));

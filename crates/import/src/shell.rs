@@ -7,7 +7,7 @@
 //! `&`, `&&`, `||`, a `#` comment), so a line is split into its commands; redirections (`> out.txt`, `2>&1`)
 //! are dropped with their target.
 
-use crate::ImportError;
+use crate::tool::ImportError;
 
 /// The words of one command of a shell line, and what was dropped from it.
 #[derive(Debug, Default)]

@@ -9,8 +9,8 @@
 
 use crate::args::{self, flag, value, Given, Opt, Parsed, Style};
 use crate::draft::{Draft, Load, Stop, Val};
+use crate::tool::{ImportError, Tool};
 use crate::values::{self, Dur, TargetUrl};
-use crate::{ImportError, Tool};
 
 const MAX_CONNECTIONS: u64 = 1_000_000;
 const MAX_THREADS: u64 = 4096;

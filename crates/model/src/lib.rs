@@ -22,6 +22,7 @@ pub mod history;
 pub mod location;
 pub mod output;
 pub mod profile;
+pub mod random;
 pub mod secrets;
 pub mod slo;
 pub mod spec;
@@ -38,6 +39,7 @@ pub use check::{
 pub use diag::{Diagnostic, Diagnostics, Severity, SpecError};
 pub use generate::{Generator, Segment};
 pub use history::{Detection, HistoryCheckKind, HistoryGate, HistoryLimit, HistoryReference};
+pub use random::splitmix64;
 pub use slo::{AbortOnFail, Comparison, Metric, MetricKind, Slo, SloError, Threshold};
 pub use spec::*;
 pub use sweep::{AxisUnit, AxisValue, CellRef, CellThreshold, KneeWhich, SweepCheck, SweepSlo, SweepSpec};

@@ -154,10 +154,7 @@ pub fn plan_hash(plan: &ExecutionPlan) -> String {
 /// A phase index hashed into 64 well-mixed bits (the splitmix64 finalizer), so that neighbouring phases get
 /// unrelated seeds.
 fn mix64(index: u64) -> u64 {
-    let mut z = index.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    loadgate_model::splitmix64(&mut { index })
 }
 
 /// Whether a cell is verified before the load: its own `verify:` decides, else the spec's (`auto`: when one of

@@ -8,8 +8,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::chart::{chart_builder, svg_document, theme_mesh, theme_secondary, LabelAreas};
+use crate::shared::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 use crate::theme::{AMBER, BLUE, FONT, GREEN, ORANGE, RED, SLATE};
-use crate::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the capacity search";
 const WIDTH: u32 = 900;

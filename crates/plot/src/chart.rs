@@ -9,8 +9,8 @@ use plotters::coord::Shift;
 use plotters::drawing::DrawingArea;
 use plotters::prelude::*;
 
+use crate::shared::{compact, shorten, OrDraw, PlotError};
 use crate::theme::{self, BG, FG, FONT, GRID};
-use crate::{compact, shorten, OrDraw, PlotError};
 
 /// The drawing area of a whole SVG document.
 pub(crate) type Root<'b> = DrawingArea<SVGBackend<'b>, Shift>;

@@ -9,8 +9,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::chart::{svg_document, theme_mesh};
+use crate::shared::{compact, shorten, time_unit, OrDraw, PlotError, TimeUnit};
 use crate::theme::{AMBER, FG, FONT, GREEN, MUTED, RED};
-use crate::{compact, shorten, time_unit, OrDraw, PlotError, TimeUnit};
 
 const PLOT: &str = "the checks";
 const WIDTH: u32 = 900;

@@ -7,8 +7,8 @@ use loadgate_results::model::KneeKind;
 use plotters::prelude::*;
 
 use crate::chart::{svg_document, StepChart};
+use crate::shared::{axis_top, file_stem, legend, shorten, time_unit, OrDraw, PlotError};
 use crate::theme::{RGBColor, AMBER, BLUE, FONT, GREEN, ORANGE, PURPLE, RED, SLATE, TEAL};
-use crate::{axis_top, file_stem, legend, shorten, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the comparison";
 const WIDTH: u32 = 900;

@@ -32,8 +32,9 @@ use std::fmt::Write as _;
 use loadgate_results::format;
 
 use crate::flame_tree::{Selection, Tree, ROOT};
+use crate::shared::shorten;
+use crate::shared::PlotError;
 use crate::theme::{escape, finish, RGBColor, BG, FG, GRID, GRID_LIGHT, MUTED};
-use crate::{shorten, PlotError};
 
 const PLOT: &str = "the flame graph";
 /// The longest frame name a tooltip shows in full.

@@ -8,8 +8,8 @@ use loadgate_results::{format, ScenarioResult};
 use plotters::prelude::*;
 
 use crate::chart::{chart_builder, svg_document, theme_mesh, LabelAreas};
+use crate::shared::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 use crate::theme::{BLUE, GREEN, ORANGE, SLATE};
-use crate::{axis_top, compact, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the latency spectrum";
 /// Points per halving of the distance to 100%: fine enough for a smooth tail.

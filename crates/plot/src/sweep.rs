@@ -7,8 +7,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::chart::{chart_builder, svg_document, theme_mesh, theme_secondary, LabelAreas};
+use crate::shared::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
 use crate::theme::{BLUE, FONT, MUTED, ORANGE, RED};
-use crate::{axis_top, compact, legend, shorten, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the sweep";
 const WIDTH: u32 = 900;

@@ -14,8 +14,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::chart::{svg_document, theme_mesh};
+use crate::shared::{axis_top, compact, time_unit, OrDraw, PlotError};
 use crate::theme::{AMBER, BLUE, FG, FONT, GREEN, MUTED, ORANGE, PURPLE, RED, SLATE, TEAL};
-use crate::{axis_top, compact, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the timeline";
 const WIDTH: u32 = 960;
@@ -218,7 +218,7 @@ pub fn timeline(r: &RunResults) -> Result<String, PlotError> {
     );
     let height = PANEL_HEIGHT * panels.len() as u32 + 110;
     svg_document((WIDTH, height), &title, &description, "timeline", PLOT, |root| {
-        let root = root.titled(&crate::shorten(&title, 90), (FONT, 20).into_font().color(&FG)).or_draw(PLOT)?;
+        let root = root.titled(&crate::shared::shorten(&title, 90), (FONT, 20).into_font().color(&FG)).or_draw(PLOT)?;
         let (body, legend) = root.split_vertically(PANEL_HEIGHT * panels.len() as u32);
         let areas = body.split_evenly((panels.len(), 1));
         for (i, (panel, area)) in panels.iter().zip(areas.iter()).enumerate() {
@@ -302,7 +302,7 @@ fn draw_panel(
         for s in segs {
             let room = ((s.end - s.start) * px_per_s / 6.5).floor() as usize;
             let fits = std::iter::once(&s.name).chain(&s.short).find(|l| l.chars().count() <= room);
-            let label = fits.cloned().or_else(|| (room >= 4).then(|| crate::shorten(&s.name, room)));
+            let label = fits.cloned().or_else(|| (room >= 4).then(|| crate::shared::shorten(&s.name, room)));
             if let Some(label) = label {
                 let text =
                     EmptyElement::at((s.start, top)) + Text::new(label, (4, 3), (FONT, 13).into_font().color(&MUTED));

@@ -7,15 +7,20 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::chart::{svg_document, StepChart};
+use crate::shared::{axis_top, legend, time_unit, OrDraw, PlotError};
 use crate::theme::{BLUE, FONT, GREEN, MUTED, ORANGE, RED, SLATE};
-use crate::{axis_top, legend, time_unit, OrDraw, PlotError};
 
 const PLOT: &str = "the trend";
 const WIDTH: u32 = 900;
 
 /// The file a series' trend plot is written to: `trend-api-get-p99.svg` (spec, instance, metric).
 pub fn trend_file(s: &HistorySeries) -> String {
-    format!("trend-{}-{}-{}.svg", crate::file_stem(&s.spec), crate::file_stem(&s.instance), crate::file_stem(&s.metric))
+    format!(
+        "trend-{}-{}-{}.svg",
+        crate::shared::file_stem(&s.spec),
+        crate::shared::file_stem(&s.instance),
+        crate::shared::file_stem(&s.metric)
+    )
 }
 
 /// Draws the trend of a series.

@@ -11,7 +11,9 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 
-use crate::{pattern, precise_sleep_until, route, Behaviour, BodySource, Request, MAX_BODY};
+use crate::behaviour::{pattern, Behaviour, MAX_BODY};
+use crate::route::{route, BodySource, Request};
+use crate::timer::precise_sleep_until;
 
 /// The client connection preface of HTTP/2.
 pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -45,45 +45,27 @@ use loadgate_model::BuiltinKind;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
+mod behaviour;
 mod burn;
+mod error;
 mod h2;
+mod route;
+mod timer;
 pub mod tls;
+
+pub use behaviour::{kind_name, ServerBehaviour, HELLO_WORLD, MAX_BODY};
+use behaviour::{pattern, Behaviour};
+pub use error::ServerError;
+use route::{route, BodySource, Reply, Request};
+use timer::precise_sleep_until;
 pub use tls::ServeTls;
 
-/// Why the built-in server cannot serve.
-#[derive(Debug, thiserror::Error)]
-pub enum ServerError {
-    /// The built-in server's configuration cannot be served.
-    #[error("the built-in server cannot start: {0}")]
-    InvalidServer(String),
-
-    /// `loadgate serve` arguments that do not parse.
-    #[error("invalid `serve` arguments: {0}")]
-    InvalidArgs(String),
-
-    /// The built-in server could not listen on the requested address.
-    #[error("the built-in server cannot listen on {addr}: {source}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-
-    /// An OS-level failure inside the built-in server (runtime, threads, signals).
-    #[error("the built-in server failed: {0}")]
-    Server(String),
-}
-
-/// TechEmpower's plaintext body.
-pub const HELLO_WORLD: &[u8] = b"Hello, World!";
 /// The prefix of the one line `loadgate serve` prints to stdout once it listens (`https://` with TLS).
 pub const LISTENING_PREFIX: &str = "listening on http://";
 /// The prefix of the listening line of a server speaking TLS.
 pub const LISTENING_PREFIX_TLS: &str = "listening on https://";
 /// How long a TLS handshake may take before the server drops the connection.
 const TLS_HANDSHAKE_TIMEOUT: StdDuration = StdDuration::from_secs(10);
-/// The largest request body the server reads, and the largest body `/bytes/{n}` and `/chunked/{n}` send.
-pub const MAX_BODY: usize = 64 * 1024 * 1024;
 /// The largest request head (request line and headers) the server reads.
 pub const MAX_HEAD: usize = 64 * 1024;
 /// How long a graceful shutdown waits for connections that are busy answering.
@@ -91,27 +73,6 @@ const SHUTDOWN_GRACE: StdDuration = StdDuration::from_secs(2);
 /// Bodies sent chunked are cut into chunks of at most this many bytes.
 const CHUNK_SIZE: usize = 8 * 1024;
 const MAX_HEADERS: usize = 64;
-const MAX_ROUTE_DELAY_MS: u64 = 3_600_000;
-
-/// What the built-in server answers on every path that is not a listed route: the server's own configuration,
-/// which `loadgate serve`'s flags give, or the runner from a plan's `target: { builtin: ... }`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerBehaviour {
-    /// Plaintext, echo or delay.
-    pub kind: BuiltinKind,
-    /// For `delay`: how long each response waits.
-    pub delay: Option<Duration>,
-    /// The status every response carries (200 unless set).
-    pub status: u16,
-    /// For `plaintext` and `delay`: the response body size; `None` is TechEmpower's 13-byte `Hello, World!`.
-    pub body_size: Option<u64>,
-    /// Send bodies with `Transfer-Encoding: chunked`.
-    pub chunked: bool,
-    /// For `cpu`: the CPU time each request costs.
-    pub work: Option<Duration>,
-    /// For `cpu`: CPU time added to each request in a callee of `slow_path`.
-    pub slow_path: Option<Duration>,
-}
 
 /// What `loadgate serve` runs: the behaviour, the address to listen on and the number of server threads.
 #[derive(Debug, Clone, PartialEq)]
@@ -289,11 +250,6 @@ impl ServeConfig {
     }
 }
 
-/// The name of a kind as `--kind` takes it.
-pub fn kind_name(kind: BuiltinKind) -> &'static str {
-    loadgate_model::builtin_kind_name(kind)
-}
-
 fn parse_kind(s: &str) -> Option<BuiltinKind> {
     match s {
         "plaintext" => Some(BuiltinKind::Plaintext),
@@ -449,78 +405,6 @@ fn bind_listeners(addr: SocketAddr, n: usize) -> Result<Vec<std::net::TcpListene
     Ok(out)
 }
 
-/// The configured behaviour, precomputed.
-#[derive(Debug)]
-struct Behaviour {
-    kind: BuiltinKind,
-    status: u16,
-    delay: Option<StdDuration>,
-    chunked: bool,
-    /// The body of plaintext and delay responses.
-    body: Vec<u8>,
-    /// For `cpu`: each request's CPU work and its slow path's.
-    burn: Option<(StdDuration, StdDuration)>,
-}
-
-impl Behaviour {
-    fn new(s: &ServerBehaviour) -> Result<Self, ServerError> {
-        if !(200..=599).contains(&s.status) {
-            return Err(ServerError::InvalidServer(format!(
-                "status {} is not a final HTTP status; use one from 200 to 599",
-                s.status
-            )));
-        }
-        if s.kind == BuiltinKind::Delay && s.delay.is_none() {
-            return Err(ServerError::InvalidServer("the `delay` kind needs a delay, such as `20ms`".to_owned()));
-        }
-        if s.kind != BuiltinKind::Delay && s.delay.is_some_and(|d| !d.as_std().is_zero()) {
-            return Err(ServerError::InvalidServer(format!(
-                "a delay applies to the `delay` kind only, and this server is `{}`; use `--kind delay --delay 20ms`, \
-                 or request the `/delay/{{ms}}` route, which every kind answers",
-                kind_name(s.kind)
-            )));
-        }
-        if s.kind == BuiltinKind::Cpu && s.work.is_none() {
-            return Err(ServerError::InvalidServer("the `cpu` kind needs its work, such as `--work 50us`".to_owned()));
-        }
-        if s.kind != BuiltinKind::Cpu && (s.work.is_some() || s.slow_path.is_some()) {
-            return Err(ServerError::InvalidServer(format!(
-                "work and a slow path apply to the `cpu` kind only, and this server is `{}`",
-                kind_name(s.kind)
-            )));
-        }
-        if s.kind == BuiltinKind::Echo && s.body_size.is_some() {
-            return Err(ServerError::InvalidServer(
-                "a body size applies to the `plaintext` and `delay` kinds; `echo` sends the request's body back \
-                 (request the `/bytes/{n}` route for an n-byte body)"
-                    .to_owned(),
-            ));
-        }
-        let body = match s.body_size {
-            None => HELLO_WORLD.to_vec(),
-            Some(n) => {
-                let n = usize::try_from(n).ok().filter(|n| *n <= MAX_BODY).ok_or_else(|| {
-                    ServerError::InvalidServer(format!("a body of {n} bytes is above the 64 MiB the server sends"))
-                })?;
-                pattern(n)
-            }
-        };
-        Ok(Behaviour {
-            kind: s.kind,
-            status: s.status,
-            delay: s.delay.map(Duration::as_std).filter(|d| !d.is_zero()),
-            chunked: s.chunked,
-            body,
-            burn: s.work.map(|w| (w.as_std(), s.slow_path.map_or(StdDuration::ZERO, Duration::as_std))),
-        })
-    }
-}
-
-/// `n` bytes of `Hello, World! ` repeated.
-fn pattern(n: usize) -> Vec<u8> {
-    b"Hello, World! ".iter().copied().cycle().take(n).collect()
-}
-
 async fn accept_loop(
     listener: std::net::TcpListener,
     behaviour: Arc<Behaviour>,
@@ -667,15 +551,6 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     }
 }
 
-struct Request<'a> {
-    method: &'a str,
-    path: &'a str,
-    http10: bool,
-    keep_alive: bool,
-    content_type: Option<&'a [u8]>,
-    body: std::borrow::Cow<'a, [u8]>,
-}
-
 enum Parsed<'a> {
     Complete(Request<'a>, usize),
     Partial {
@@ -812,100 +687,6 @@ fn decode_chunked(data: &[u8]) -> Chunked {
         }
         pos += 2;
     }
-}
-
-enum BodySource<'a> {
-    Slice(&'a [u8]),
-    /// `n` bytes of the pattern.
-    Generated(usize),
-}
-
-struct Reply<'a> {
-    status: u16,
-    body: BodySource<'a>,
-    chunked: bool,
-    delay: Option<StdDuration>,
-    content_type: &'a [u8],
-    /// CPU work to do before answering (the `cpu` kind's default route).
-    burn: Option<(StdDuration, StdDuration)>,
-}
-
-impl Reply<'_> {
-    /// Does the reply's CPU work, if any, on this thread.
-    fn work(&self) {
-        if let Some((work, slow)) = self.burn {
-            burn::handle_request(work, slow);
-        }
-    }
-}
-
-fn route<'a>(b: &'a Behaviour, req: &'a Request<'a>) -> Reply<'a> {
-    let path = req.path.split('?').next().unwrap_or("");
-    let default_body = |b: &'a Behaviour| match b.kind {
-        BuiltinKind::Echo => BodySource::Slice(&req.body),
-        BuiltinKind::Plaintext | BuiltinKind::Delay | BuiltinKind::Cpu => BodySource::Slice(&b.body),
-    };
-    let default_type = match b.kind {
-        BuiltinKind::Echo => req.content_type.unwrap_or(b"application/octet-stream"),
-        BuiltinKind::Plaintext | BuiltinKind::Delay | BuiltinKind::Cpu => b"text/plain",
-    };
-    let mut reply = Reply {
-        status: b.status,
-        body: default_body(b),
-        chunked: b.chunked,
-        delay: b.delay,
-        content_type: default_type,
-        burn: b.burn,
-    };
-    let bad = |what: &'static str| Reply {
-        status: 400,
-        body: BodySource::Slice(what.as_bytes()),
-        chunked: false,
-        delay: None,
-        content_type: b"text/plain",
-        burn: None,
-    };
-    if path == "/ready" {
-        reply = Reply {
-            status: 200,
-            body: BodySource::Slice(b"ready\n"),
-            chunked: false,
-            delay: None,
-            content_type: b"text/plain",
-            burn: None,
-        };
-    } else if path == "/echo" {
-        reply.body = BodySource::Slice(&req.body);
-        reply.content_type = req.content_type.unwrap_or(b"application/octet-stream");
-    } else if let Some(code) = path.strip_prefix("/status/") {
-        match code.parse::<u16>() {
-            Ok(c) if (200..=599).contains(&c) => reply.status = c,
-            _ => return bad("the status must be a number from 200 to 599\n"),
-        }
-    } else if let Some(ms) = path.strip_prefix("/delay/") {
-        match ms.parse::<u64>() {
-            Ok(ms) if ms <= MAX_ROUTE_DELAY_MS => reply.delay = Some(StdDuration::from_millis(ms)),
-            _ => return bad("the delay must be a number of milliseconds up to 3600000\n"),
-        }
-    } else if let Some(n) = path.strip_prefix("/bytes/") {
-        match n.parse::<usize>() {
-            Ok(n) if n <= MAX_BODY => {
-                reply.body = BodySource::Generated(n);
-                reply.content_type = b"text/plain";
-            }
-            _ => return bad("the size must be a number of bytes up to 67108864\n"),
-        }
-    } else if let Some(n) = path.strip_prefix("/chunked/") {
-        match n.parse::<usize>() {
-            Ok(n) if n <= MAX_BODY => {
-                reply.body = BodySource::Generated(n);
-                reply.chunked = true;
-                reply.content_type = b"text/plain";
-            }
-            _ => return bad("the size must be a number of bytes up to 67108864\n"),
-        }
-    }
-    reply
 }
 
 fn write_response(out: &mut Vec<u8>, req: &Request<'_>, reply: &Reply<'_>) {
@@ -1064,25 +845,20 @@ pub fn http_date_string(secs: u64) -> String {
 }
 
 fn http_date(secs: u64) -> [u8; 29] {
-    const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+    use chrono::Datelike;
+    const DAYS: [&[u8; 3]; 7] = [b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat", b"Sun"];
     const MONTHS: [&[u8; 3]; 12] =
         [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
-    let days = secs / 86_400;
     let rem = secs % 86_400;
     let (h, m, s) = (rem / 3600, (rem / 60) % 60, rem % 60);
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
+    // The calendar date through chrono (a date past chrono's range, some 262,000 years on, shows as the epoch's).
+    let date =
+        i64::try_from(secs).ok().and_then(|t| chrono::DateTime::from_timestamp(t, 0)).unwrap_or_default().date_naive();
+    let (year, month, d) = (u64::try_from(date.year()).unwrap_or(0), u64::from(date.month()), u64::from(date.day()));
+    let weekday = date.weekday().num_days_from_monday() as usize;
     let mut t = [0u8; 29];
     let two = |v: u64| [b'0' + (v / 10 % 10) as u8, b'0' + (v % 10) as u8];
-    t[..3].copy_from_slice(DAYS[(days % 7) as usize]);
+    t[..3].copy_from_slice(DAYS[weekday % 7]);
     t[3..5].copy_from_slice(b", ");
     t[5..7].copy_from_slice(&two(d));
     t[7] = b' ';
@@ -1098,61 +874,6 @@ fn http_date(secs: u64) -> [u8; 29] {
     t[23..25].copy_from_slice(&two(s));
     t[25..29].copy_from_slice(b" GMT");
     t
-}
-
-/// Sleeps until `until` to within tens of microseconds. tokio's timer rounds every sleep up to its next
-/// millisecond tick, so a 2.0 ms and a 2.2 ms delay would both answer after about 3 ms; one timer thread per
-/// process waits on a futex with the exact deadline instead and wakes the task.
-async fn precise_sleep_until(until: Instant) {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    if precise_timer().send((until, tx)).is_err() {
-        tokio::time::sleep_until(until.into()).await;
-        return;
-    }
-    let _ = rx.await;
-}
-
-type TimerRequest = (Instant, tokio::sync::oneshot::Sender<()>);
-
-fn precise_timer() -> std::sync::mpsc::Sender<TimerRequest> {
-    static TIMER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<TimerRequest>>> =
-        std::sync::OnceLock::new();
-    let sender = TIMER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<TimerRequest>();
-        let spawned = std::thread::Builder::new().name("loadgate-serve-timer".to_owned()).spawn(move || {
-            let mut due: std::collections::BinaryHeap<std::cmp::Reverse<(Instant, u64)>> = Default::default();
-            let mut waiting: std::collections::HashMap<u64, tokio::sync::oneshot::Sender<()>> = Default::default();
-            let mut next_id = 0u64;
-            loop {
-                let now = Instant::now();
-                while let Some(std::cmp::Reverse((at, id))) = due.peek().copied() {
-                    if at > now {
-                        break;
-                    }
-                    due.pop();
-                    if let Some(tx) = waiting.remove(&id) {
-                        let _ = tx.send(());
-                    }
-                }
-                let received = match due.peek() {
-                    Some(std::cmp::Reverse((at, _))) => rx.recv_timeout(at.saturating_duration_since(now)),
-                    None => rx.recv().map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
-                };
-                match received {
-                    Ok((at, tx)) => {
-                        due.push(std::cmp::Reverse((at, next_id)));
-                        waiting.insert(next_id, tx);
-                        next_id += 1;
-                    }
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
-                }
-            }
-        });
-        let (fallback_tx, _) = std::sync::mpsc::channel();
-        std::sync::Mutex::new(if spawned.is_ok() { tx } else { fallback_tx })
-    });
-    sender.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 #[cfg(test)]
@@ -1185,17 +906,6 @@ mod tests {
         };
         assert_eq!(ServeConfig::from_args(&cfg.to_args()).unwrap(), cfg);
         assert_eq!(ServeConfig::from_args(&["--tls"]).unwrap().tls, Some(ServeTls::SelfSigned));
-        let mut cpu = ServeConfig::new(ServerBehaviour {
-            kind: BuiltinKind::Cpu,
-            delay: None,
-            status: 200,
-            body_size: None,
-            chunked: false,
-            work: Some(Duration(StdDuration::from_micros(50))),
-            slow_path: Some(Duration(StdDuration::from_micros(15))),
-        });
-        cpu.threads = 1;
-        assert_eq!(ServeConfig::from_args(&cpu.to_args()).unwrap(), cpu);
         assert!(ServeConfig::from_args(&["--tls-cert", "c.pem"]).unwrap_err().to_string().contains("go together"));
         let mut with_verb = vec!["serve".to_owned()];
         with_verb.extend(cfg.to_args());

@@ -9,7 +9,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::ServerSessionMemoryCache;
 use rustls::ServerConfig;
 
-use crate::ServerError;
+use crate::error::ServerError;
 
 /// Sessions the server remembers for resumption by session id (tickets need no memory).
 const SESSION_CACHE: usize = 16 * 1024;

@@ -255,14 +255,9 @@ pub(crate) fn imf_fixdate(s: &[u8]) -> Option<u64> {
     if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
         return None;
     }
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    // The date through chrono: a day the month does not have is no date.
+    let date = chrono::NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, u32::try_from(month).ok()?, day)?;
+    let days = date.signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive()).num_days();
     Some((days * 86_400 + h * 3600 + m * 60 + sec).max(0) as u64)
 }
 

@@ -12,50 +12,15 @@
 
 use std::ops::Range;
 
-use super::{count_failure, Acquired, Ctx, End, Failure, InFlight, SlotIo, Stats};
+use super::pace::{Acquired, Ctx, Stats};
+use super::shared::{count_failure, End, Failure, InFlight, CODES};
+use super::slot::{Driver, SlotIo};
 use crate::h2::{self, FrameHeader, Repr, RequestHead};
 use crate::transport::Stream;
 
 use std::collections::VecDeque;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-
-/// RST_STREAM and GOAWAY error codes are counted by code up to this one (HTTP_1_1_REQUIRED); others as "other".
-pub(crate) const CODES: usize = 14;
-
-/// What one worker's HTTP/2 connections saw.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct H2Counters {
-    /// Connections that spoke HTTP/2.
-    pub connections: u64,
-    /// The fewest concurrent streams a server granted a connection (`min(streams, MAX_CONCURRENT_STREAMS)`),
-    /// 0 before any server's SETTINGS.
-    pub streams_granted: u64,
-    pub goaways: u64,
-    /// RST_STREAM frames received, by error code (the last entry: codes above HTTP_1_1_REQUIRED).
-    pub rst_streams: [u64; CODES + 1],
-    /// Requests sent again: refused by RST_STREAM REFUSED_STREAM or above a GOAWAY's last stream id.
-    pub resent: u64,
-}
-
-impl H2Counters {
-    pub fn add(&mut self, o: &H2Counters) {
-        self.connections += o.connections;
-        self.streams_granted = match (self.streams_granted, o.streams_granted) {
-            (0, g) | (g, 0) => g,
-            (a, b) => a.min(b),
-        };
-        self.goaways += o.goaways;
-        for (a, b) in self.rst_streams.iter_mut().zip(o.rst_streams) {
-            *a += b;
-        }
-        self.resent += o.resent;
-    }
-
-    fn granted(&mut self, g: u64) {
-        self.streams_granted = if self.streams_granted == 0 { g } else { self.streams_granted.min(g) };
-    }
-}
 
 /// A stream in flight.
 struct Open {
@@ -659,7 +624,7 @@ impl<S: Stream> H2<S> {
     }
 }
 
-impl<S: Stream> super::Driver for H2<S> {
+impl<S: Stream> Driver for H2<S> {
     fn drive(&mut self, cx: &mut Context<'_>, ctx: &Ctx, io: &mut SlotIo, quota: &mut Option<u64>) -> Poll<End> {
         let cfg = &ctx.cfg;
         let mut now = Instant::now();

@@ -1,6 +1,6 @@
 //! A worker's check counts: per request entry (the single request, a mix entry or a session step), each check's
 //! passes and failures with its first failing examples, and the responses the checks judged. Kept on the worker
-//! thread like every other count; summed across workers at the end of the phase (`phase::checks_result`).
+//! thread like every other count; summed across workers at the end of the phase (`phase::aggregate::checks_result`).
 
 use loadgate_measure::{CheckExample, CheckedResponses, MAX_CHECK_EXAMPLES};
 
@@ -73,9 +73,11 @@ impl CheckTally {
             c.accepted_non_2xx += u64::from(accepted_non_2xx);
         }
     }
+}
 
-    /// Adds another worker's counts (the same plan), keeping the first examples up to the bound.
-    pub fn add(&mut self, other: &CheckTally) {
+/// Adds another worker's counts (the same plan), keeping the first examples up to the bound.
+impl std::ops::AddAssign<&CheckTally> for CheckTally {
+    fn add_assign(&mut self, other: &CheckTally) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             a.passed += b.passed;
             a.failed += b.failed;
@@ -116,8 +118,8 @@ mod tests {
         t.response(0, true, false);
         t.response(0, false, true);
         let mut sum = CheckTally::new(&[2, 0, 1]);
-        sum.add(&t);
-        sum.add(&t);
+        sum += &t;
+        sum += &t;
         assert_eq!(sum.entry(0)[1].failed, 20);
         assert_eq!(sum.entry(0)[1].examples.len(), MAX_CHECK_EXAMPLES);
         assert_eq!(sum.checked[0], CheckedResponses { responses: 4, failed: 2, accepted_non_2xx: 2 });

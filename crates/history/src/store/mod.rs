@@ -9,6 +9,8 @@
 //! - Stores are untrusted: a row that is not a run gives [`HistoryError::Corrupt`], never a panic, and an export
 //!   streams runs page by page.
 
+mod engine;
+mod location;
 pub mod postgres;
 pub mod sqlite;
 
@@ -17,6 +19,8 @@ use std::io::{BufRead, Read, Write};
 
 pub use crate::error::HistoryError;
 use crate::record::{InstanceRecord, RunRecord};
+pub use engine::{Engine, Kind, Value};
+pub use location::{is_postgres, redact};
 
 /// The newest schema version this build knows: the last of [`MIGRATIONS`].
 pub const SCHEMA_VERSION: u32 = 1;
@@ -160,70 +164,12 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// A value bound to or read from a statement.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    /// A 64-bit integer (`BIGINT`).
-    Int(i64),
-    /// A double (`DOUBLE PRECISION`).
-    Real(f64),
-    /// Text that is never NULL.
-    Text(String),
-    /// Text that may be NULL.
-    OptText(Option<String>),
-}
-
-/// What a column is read as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// [`Value::Int`].
-    Int,
-    /// [`Value::Real`].
-    Real,
-    /// [`Value::Text`].
-    Text,
-    /// [`Value::OptText`].
-    OptText,
-}
-
-/// What the store's code needs of a database: statements with `?` placeholders, typed rows, transactions. Each
-/// error is the database's message.
-pub trait Engine {
-    /// Starts a read-only transaction that sees one snapshot.
-    fn begin_read(&mut self) -> Result<(), String>;
-    /// Starts a write transaction (SQLite: takes the write lock now, waiting for other writers).
-    fn begin_write(&mut self) -> Result<(), String>;
-    /// Commits the transaction.
-    fn commit(&mut self) -> Result<(), String>;
-    /// Rolls the transaction back; errors are ignored (the transaction is gone either way).
-    fn rollback(&mut self);
-    /// Runs statements without parameters or rows (schema steps).
-    fn batch(&mut self, sql: &str) -> Result<(), String>;
-    /// Runs one statement, returning the rows it changed.
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, String>;
-    /// Runs one query, reading each row's columns as `kinds` says.
-    fn query(&mut self, sql: &str, params: &[Value], kinds: &[Kind]) -> Result<Vec<Vec<Value>>, String>;
-    /// The tables of the database (PostgreSQL: of the current schema).
-    fn tables(&mut self) -> Result<Vec<String>, String>;
-    /// Inside a write transaction: waits until no other writer is changing the schema (PostgreSQL's advisory
-    /// lock; SQLite's `BEGIN IMMEDIATE` already holds the only write lock).
-    fn lock_schema(&mut self) -> Result<(), String>;
-    /// What an auto-numbered primary key is in a `CREATE TABLE`.
-    fn id_column(&self) -> &'static str;
-    /// Whether the whole database is the history's, so that any other table in it means a wrong file (SQLite),
-    /// or only tables of the history's names matter (PostgreSQL, a database others may share).
-    fn owns_database(&self) -> bool;
-    /// Settings a store that is (or is to become) a history gets once checked: SQLite's WAL journal.
-    fn settle(&mut self) -> Result<(), String>;
-}
-
 impl Query {
     /// The runs of `spec` on `branch` (`None`: on no branch), on `machine` when given: a series.
     pub fn series(spec: &str, branch: Option<String>, machine: Option<String>) -> Query {
         Query { spec: Some(spec.to_owned()), unbranched: branch.is_none(), branch, machine, since: None, limit: None }
     }
 }
-
 impl Store {
     /// Opens a store: `postgres://...` or `postgresql://...` is a PostgreSQL database (without TLS), anything else
     /// a SQLite file, created when missing (its directory must exist). A new store gets the schema; an older one
@@ -447,50 +393,6 @@ impl Store {
             Ok(())
         })
     }
-}
-
-/// Whether a location names a PostgreSQL database.
-pub fn is_postgres(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
-}
-
-/// A location with the password of a URL (`user:password@`, `password=` in the query) replaced by `***`.
-pub fn redact(location: &str) -> String {
-    let Some(scheme_end) = location.find("://").map(|i| i + 3) else { return location.to_owned() };
-    let rest = &location[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let mut out = location[..scheme_end].to_owned();
-    match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            match userinfo.find(':') {
-                Some(colon) => {
-                    out.push_str(&userinfo[..colon]);
-                    out.push_str(":***");
-                }
-                None => out.push_str(userinfo),
-            }
-            out.push_str(&authority[at..]);
-        }
-        None => out.push_str(authority),
-    }
-    let tail = &rest[authority_end..];
-    match tail.find('?') {
-        Some(q) => {
-            out.push_str(&tail[..=q]);
-            let params: Vec<String> = tail[q + 1..]
-                .split('&')
-                .map(|p| match p.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                    _ => p.to_owned(),
-                })
-                .collect();
-            out.push_str(&params.join("&"));
-        }
-        None => out.push_str(tail),
-    }
-    out
 }
 
 /// The columns of a run's row, in the order [`Db::run_from_row`] reads them.
@@ -875,11 +777,7 @@ pub fn time_key(text: &str) -> Option<String> {
     if s.get(4) != Some(&b'-') || s.get(7) != Some(&b'-') || !(1..=12).contains(&month) {
         return None;
     }
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if day < 1 || day > month_days[(month - 1) as usize] {
-        return None;
-    }
+    let days = days_since_epoch(year, month, day)?;
     let (mut hour, mut minute, mut second, mut nanos, mut offset) = (0, 0, 0, 0i64, 0i64);
     if s.len() > 10 {
         if !matches!(s[10], b'T' | b't' | b' ') {
@@ -928,8 +826,8 @@ pub fn time_key(text: &str) -> Option<String> {
             _ => return None,
         }
     }
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    let (y, m, d) = civil_from_days(seconds.div_euclid(86_400));
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    let (y, m, d) = date_of_day(seconds.div_euclid(86_400))?;
     if !(0..=9999).contains(&y) {
         return None;
     }
@@ -944,8 +842,8 @@ pub fn time_key_before(text: &str, seconds: u64) -> Option<String> {
     let field = |from: usize, n: usize| key.get(from..from + n).and_then(|x| x.parse::<i64>().ok());
     let (y, m, d) = (field(0, 4)?, field(5, 2)?, field(8, 2)?);
     let (h, mi, se) = (field(11, 2)?, field(14, 2)?, field(17, 2)?);
-    let at = days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + se - i64::try_from(seconds).ok()?;
-    let (y, m, d) = civil_from_days(at.div_euclid(86_400));
+    let at = days_since_epoch(y, m, d)? * 86_400 + h * 3600 + mi * 60 + se - i64::try_from(seconds).ok()?;
+    let (y, m, d) = date_of_day(at.div_euclid(86_400))?;
     if !(0..=9999).contains(&y) {
         return None;
     }
@@ -959,27 +857,18 @@ pub fn time_key_before(text: &str, seconds: u64) -> Option<String> {
     ))
 }
 
-/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar, through chrono; `None` when the month has
+/// no such day.
+fn days_since_epoch(y: i64, m: i64, d: i64) -> Option<i64> {
+    let date = chrono::NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, u32::try_from(m).ok()?, u32::try_from(d).ok()?)?;
+    Some(date.signed_duration_since(chrono::DateTime::UNIX_EPOCH.date_naive()).num_days())
 }
 
-/// The date of a day counted from 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// The date (year, month, day) of a day counted from 1970-01-01, through chrono.
+fn date_of_day(days: i64) -> Option<(i64, i64, i64)> {
+    use chrono::Datelike;
+    let date = chrono::DateTime::UNIX_EPOCH.date_naive().checked_add_signed(chrono::TimeDelta::try_days(days)?)?;
+    Some((i64::from(date.year()), i64::from(date.month()), i64::from(date.day())))
 }
 
 #[cfg(test)]
@@ -1018,8 +907,8 @@ mod tests {
         let b = time_key("2025-01-01T12:00:00.5Z").unwrap();
         assert!(a < b, "the text compares the wrong way round, the key does not");
         for days in [-1000, 0, 1, 59, 365, 10_957, 20_000, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
+            let (y, m, d) = date_of_day(days).unwrap();
+            assert_eq!(days_since_epoch(y, m, d), Some(days));
         }
     }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 use ::postgres::types::ToSql;
 use ::postgres::{Client, Config, NoTls, Statement};
 
-use super::{redact, Engine, Kind, Value};
+use super::engine::{Engine, Kind, Value};
+use super::location::redact;
 use crate::error::HistoryError;
 
 /// The advisory lock that serialises schema changes: `loadgate` in ASCII.

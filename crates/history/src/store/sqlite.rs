@@ -12,7 +12,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::{Engine, Kind, Value};
+use super::engine::{Engine, Kind, Value};
 use crate::error::HistoryError;
 
 /// How long a writer waits for another's transaction before giving up: generous, as parallel CI jobs queue.

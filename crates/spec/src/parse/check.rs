@@ -14,7 +14,8 @@ use crate::read::{list, Cx, Fields};
 use crate::units::ByteSize;
 use crate::Comparison;
 
-use super::{enum_error, BODY_SIZE_KEYS, CAPTURE_KEYS, CHECK_KEYS};
+use super::fields::enum_error;
+use super::keys::{BODY_SIZE_KEYS, CAPTURE_KEYS, CHECK_KEYS};
 
 /// The subjects of a check: exactly one per check.
 pub(crate) const SUBJECTS: &[&str] =

@@ -6,7 +6,8 @@ use crate::read::Cx;
 use crate::units::Percent;
 use crate::{Gating, OnInconclusive, Restart, RoundOrder};
 
-use super::{read_choice, GATING_KEYS};
+use super::fields::read_choice;
+use super::keys::GATING_KEYS;
 
 /// The most repetitions a spec may ask for: a bound on what a pull request can make a CI runner do.
 pub(crate) const MAX_REPEAT: u64 = 1000;

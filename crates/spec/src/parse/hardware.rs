@@ -1,13 +1,14 @@
 //! `hardware`: CPU pinning of the generator and the target, and what to do when the machine cannot honour it.
 
 use crate::diag::Diagnostic;
-use crate::model::*;
 use crate::node::{Node, Path};
 use crate::read::Cx;
 use crate::units::CpuList;
 use crate::{OnMismatch, SaturationPolicy};
+use loadgate_model::spec::*;
 
-use super::{enum_error, GENERATOR_KEYS, HARDWARE_KEYS, TARGET_CPU_KEYS};
+use super::fields::enum_error;
+use super::keys::{GENERATOR_KEYS, HARDWARE_KEYS, TARGET_CPU_KEYS};
 
 pub(super) fn read_hardware(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Hardware> {
     let f = cx.map(node, path, HARDWARE_KEYS, "`hardware`")?;

@@ -9,7 +9,8 @@ use crate::suggest::did_you_mean;
 use crate::units::{Duration, Percent};
 use loadgate_model::{Detection, HistoryGate, HistoryLimit, HistoryReference, Metric};
 
-use super::{read_choice, DETECTION_KEYS, HISTORY_KEYS, REFERENCE_KEYS};
+use super::fields::read_choice;
+use super::keys::{DETECTION_KEYS, HISTORY_KEYS, REFERENCE_KEYS};
 
 /// The most runs a change-point window may span (`loadgate_history::changepoint::MAX_WINDOW`).
 const MAX_WINDOW: u64 = 1000;

@@ -1,16 +1,17 @@
 //! `load`: the load models, `closed`, `open`, `ramp` and `users`.
 
 use crate::diag::Diagnostic;
-use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx};
 use crate::units::{Duration, Percent, Rate};
 use crate::{ConnectRate, PipelineMode, PipelineReads};
+use loadgate_model::spec::*;
 
-use super::{
-    enum_error, positive_duration, CAPACITY_KEYS, CLOSED_KEYS, DEFAULT_CAPACITY_CONFIRM, DEFAULT_CAPACITY_MAX_DURATION,
-    DEFAULT_CAPACITY_PRECISION, DEFAULT_CAPACITY_STEP, DEFAULT_MAX_USER_CONNECTIONS, LOAD_KEYS, OPEN_KEYS, RAMP_KEYS,
-    STAGE_KEYS, USERS_KEYS, USER_STEP_KEYS,
+use super::fields::{enum_error, positive_duration};
+use super::keys::{
+    CAPACITY_KEYS, CLOSED_KEYS, DEFAULT_CAPACITY_CONFIRM, DEFAULT_CAPACITY_MAX_DURATION, DEFAULT_CAPACITY_PRECISION,
+    DEFAULT_CAPACITY_STEP, DEFAULT_MAX_USER_CONNECTIONS, LOAD_KEYS, OPEN_KEYS, RAMP_KEYS, STAGE_KEYS, USERS_KEYS,
+    USER_STEP_KEYS,
 };
 
 /// The most HTTP/2 streams per connection a load may ask for (servers grant 100 to 256, the protocol 2^31).
@@ -134,7 +135,7 @@ fn read_closed(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<Load> {
         None => Some(PipelineMode::Batch),
     };
     let pipeline_reads = match f.get("pipeline_reads") {
-        Some((n, p)) => super::read_choice(
+        Some((n, p)) => super::fields::read_choice(
             cx,
             n,
             &p,

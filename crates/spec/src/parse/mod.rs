@@ -2,10 +2,13 @@
 //! matrix cells expanded, every problem reported at once.
 
 mod check;
+mod fields;
 mod gating;
 mod hardware;
 mod history;
+mod keys;
 mod load;
+mod options;
 mod outputs;
 mod profile;
 mod request;
@@ -18,192 +21,21 @@ use std::collections::BTreeMap;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::limits::MAX_NAME_CHARS;
-use crate::model::*;
 use crate::node::{Node, NodeKind, Path, Span};
-use crate::read::{list, Cx};
-use crate::suggest::did_you_mean;
+use crate::read::Cx;
 use crate::template::Templates;
-use crate::units::Duration;
 use loadgate_model::secrets::Redactor;
+use loadgate_model::spec::*;
 
+use fields::{key_node, read_choice, valid_scenario_name};
 use hardware::read_hardware;
+pub(crate) use keys::*;
+pub use keys::{DEFAULT_MAX_USER_CONNECTIONS, DEFAULT_TIMEOUT};
+pub use options::LoadOptions;
 use request::{read_defaults, Defaults};
 use scenario::read_scenario;
 use target::read_target;
 use vars::read_vars;
-
-// The keys each mapping of the spec accepts, in one table: a test in `schema.rs` compares it with the schema.
-pub(crate) const TOP_KEYS: &[&str] = &[
-    "version",
-    "name",
-    "description",
-    "seed",
-    "vars",
-    "secrets",
-    "hardware",
-    "target",
-    "candidate",
-    "gating",
-    "history",
-    "defaults",
-    "verify",
-    "outputs",
-    "profile",
-    "scenarios",
-];
-pub(crate) const HISTORY_KEYS: &[&str] = &["branch", "reference", "machine", "drift", "change_points", "detection"];
-pub(crate) const REFERENCE_KEYS: &[&str] = &["commit", "label"];
-pub(crate) const DETECTION_KEYS: &[&str] = &["p_value", "min_magnitude", "min_segment", "window"];
-pub(crate) const GATING_KEYS: &[&str] =
-    &["repeat", "max_repeat", "restart", "confidence", "on_inconclusive", "order", "rerun_invalid", "detect", "budget"];
-pub(crate) const OUTPUT_KEYS: &[&str] = &["type", "url", "headers"];
-pub(crate) const PROFILE_KEYS: &[&str] = &["cpu", "command", "pprof", "required"];
-pub(crate) const CPU_PROFILE_KEYS: &[&str] = &["frequency", "unwind", "kernel"];
-pub(crate) const COMMAND_PROFILE_KEYS: &[&str] = &["run", "event", "interval"];
-pub(crate) const PPROF_KEYS: &[&str] = &["url", "kind"];
-pub(crate) const SECRETS_KEYS: &[&str] = &["vars", "headers"];
-pub(crate) const HARDWARE_KEYS: &[&str] = &["generator", "target", "on_mismatch", "saturation"];
-pub(crate) const GENERATOR_KEYS: &[&str] = &["cpus", "threads", "pacing"];
-pub(crate) const TARGET_CPU_KEYS: &[&str] = &["cpus"];
-pub(crate) const TARGET_KEYS: &[&str] = &["base_url", "start", "builtin", "tls", "protocol"];
-pub(crate) const TLS_KEYS: &[&str] = &["ca", "insecure", "client_cert", "client_key", "resume", "server_name"];
-pub(crate) const START_KEYS: &[&str] = &["command", "env", "cwd", "ready", "stop_grace"];
-pub(crate) const READY_KEYS: &[&str] = &["http_get", "tcp", "status", "timeout", "interval"];
-pub(crate) const BUILTIN_KEYS: &[&str] =
-    &["kind", "delay", "status", "body_size", "chunked", "tls", "work", "slow_path"];
-pub(crate) const DEFAULTS_KEYS: &[&str] = &["headers", "timeout", "failed_checks", "check_body_limit"];
-pub(crate) const SCENARIO_KEYS: &[&str] = &[
-    "description",
-    "gate",
-    "repeat",
-    "cooldown",
-    "request",
-    "requests",
-    "session",
-    "timeout",
-    "matrix",
-    "matrix_mode",
-    "load",
-    "slo",
-    "sweep",
-    "cookies",
-    "verify",
-    "failed_checks",
-    "profile",
-];
-pub(crate) const REQUEST_KEYS: &[&str] = &["method", "path", "query", "headers", "body", "check", "capture"];
-pub(crate) const MIX_REQUEST_KEYS: &[&str] =
-    &["weight", "method", "path", "query", "headers", "body", "check", "capture"];
-pub(crate) const SESSION_STEP_KEYS: &[&str] =
-    &["name", "think", "method", "path", "query", "headers", "body", "check", "capture"];
-pub(crate) const CHECK_KEYS: &[&str] = &[
-    "name",
-    "status",
-    "header",
-    "body_contains",
-    "body_matches",
-    "body_equals",
-    "body_size",
-    "json",
-    "exists",
-    "equals",
-    "contains",
-    "matches",
-    "gt",
-    "ge",
-    "lt",
-    "le",
-    "type",
-];
-pub(crate) const BODY_SIZE_KEYS: &[&str] = &["min", "max"];
-pub(crate) const CAPTURE_KEYS: &[&str] = &["json", "header", "regex", "cookie", "default", "max_length"];
-pub(crate) const VERIFY_KEYS: &[&str] = &["scenarios", "requests"];
-pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity"];
-pub(crate) const CLOSED_KEYS: &[&str] = &[
-    "connections",
-    "duration",
-    "requests",
-    "pipeline",
-    "pipeline_mode",
-    "pipeline_reads",
-    "keep_alive",
-    "connect_rate",
-    "streams",
-];
-pub(crate) const OPEN_KEYS: &[&str] = &["rate", "duration", "connections", "connect_rate", "streams"];
-pub(crate) const CAPACITY_KEYS: &[&str] = &[
-    "from",
-    "to",
-    "precision",
-    "step",
-    "duration",
-    "connections",
-    "confirm",
-    "max_duration",
-    "pause",
-    "connect_rate",
-    "streams",
-];
-pub(crate) const RAMP_KEYS: &[&str] = &["connections", "start_rate", "stages", "connect_rate", "streams"];
-pub(crate) const STAGE_KEYS: &[&str] = &["to", "over"];
-pub(crate) const USERS_KEYS: &[&str] = &["steps", "max_connections"];
-pub(crate) const USER_STEP_KEYS: &[&str] =
-    &["at_once", "ramp", "over", "per_second", "ramp_per_second", "to", "during", "pause"];
-pub(crate) const SLO_KEYS: &[&str] = &["expr", "abort_on_fail"];
-pub(crate) const ABORT_KEYS: &[&str] = &["delay"];
-pub(crate) const SWEEP_KEYS: &[&str] = &["over", "slo"];
-
-/// A capacity search's defaults: how close it brackets the capacity, its factor from step to step, its
-/// confirmations and its time budget.
-pub const DEFAULT_CAPACITY_PRECISION: f64 = 0.05;
-pub const DEFAULT_CAPACITY_STEP: f64 = 2.0;
-pub const DEFAULT_CAPACITY_CONFIRM: u32 = 1;
-pub const DEFAULT_CAPACITY_MAX_DURATION: Duration = Duration(std::time::Duration::from_secs(600));
-
-/// The default per-request timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration(std::time::Duration::from_secs(10));
-/// The default cap on users active at once.
-pub const DEFAULT_MAX_USER_CONNECTIONS: u64 = 10_000;
-
-/// What the command line and the environment add to a spec.
-#[derive(Debug, Clone)]
-pub struct LoadOptions {
-    /// `--set name=value`, in order; later ones win.
-    pub sets: Vec<(String, String)>,
-    /// The process environment (for `{{ env.X }}` and `LOADGATE_VAR_<NAME>`).
-    pub env: BTreeMap<String, String>,
-    /// Where data files named by `pick_line` and `pick_csv` are found: the spec's directory ([`crate::load_file`]
-    /// sets it), or the current directory when unset.
-    pub base_dir: Option<std::path::PathBuf>,
-    /// Let `pick_line` and `pick_csv` read files outside `base_dir`'s tree (absolute paths, `..`, symbolic links
-    /// that lead out). Off by default, so a spec cannot read `/etc/shadow` into a request
-    /// (`--allow-data-outside-spec-dir`).
-    pub allow_data_outside_spec_dir: bool,
-    /// The largest data file `pick_line` and `pick_csv` read, in bytes
-    /// ([`DEFAULT_MAX_DATA_FILE_BYTES`](crate::limits::DEFAULT_MAX_DATA_FILE_BYTES) by default).
-    pub max_data_file_bytes: u64,
-    /// Variables whose values are secret (`--secret NAME=VALUE`), besides the spec's `secrets.vars`.
-    pub secret_vars: std::collections::BTreeSet<String>,
-}
-
-impl Default for LoadOptions {
-    fn default() -> Self {
-        LoadOptions {
-            sets: Vec::new(),
-            env: BTreeMap::new(),
-            base_dir: None,
-            allow_data_outside_spec_dir: false,
-            max_data_file_bytes: crate::limits::DEFAULT_MAX_DATA_FILE_BYTES,
-            secret_vars: std::collections::BTreeSet::new(),
-        }
-    }
-}
-
-impl LoadOptions {
-    pub fn from_process_env(sets: Vec<(String, String)>) -> Self {
-        LoadOptions { sets, env: std::env::vars().collect(), ..LoadOptions::default() }
-    }
-}
 
 /// The values given with `--secret`: secret whatever the spec says, even when it names no variable.
 pub(crate) fn command_line_secrets(opts: &LoadOptions) -> Redactor {
@@ -556,18 +388,6 @@ fn warn_about_held_reads(
     }
 }
 
-/// Where a scenario's `load` sets `key`: the key's value (`load.<model>.<key>`), else the `load` itself.
-fn key_node(load: &Node, path: Path, key: &str) -> (Path, Option<Span>) {
-    if let NodeKind::Map(models) = &load.kind {
-        for (model, body) in models {
-            if let Some(n) = body.get(key) {
-                return (path.key(&model.name).key(key), n.span);
-            }
-        }
-    }
-    (path, load.span)
-}
-
 /// Where a scenario's `load` sets `streams`: the key's value (`load.<model>.streams`), else the `load` itself.
 fn streams_node(load: &Node, path: Path) -> (Path, Option<Span>) {
     if let NodeKind::Map(models) = &load.kind {
@@ -644,68 +464,4 @@ fn read_verify(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<loadgate_mod
         }
     }
     ok.then_some(v)
-}
-
-// Helpers the sections share.
-
-fn valid_scenario_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-}
-
-/// Reads one of a fixed set of words (`never`, `each_round`) into its value; an unknown word is an error that
-/// lists the options and suggests the nearest.
-fn read_choice<T: Copy>(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str, options: &[(&str, T)]) -> Option<T> {
-    let word = cx.string(node, path, what)?;
-    match options.iter().find(|(w, _)| *w == word) {
-        Some((_, v)) => Some(*v),
-        None => {
-            let names: Vec<&str> = options.iter().map(|(w, _)| *w).collect();
-            cx.error(enum_error(path, node, what, &word, &names));
-            None
-        }
-    }
-}
-
-fn enum_error(path: &Path, node: &Node, what: &str, found: &str, options: &[&str]) -> Diagnostic {
-    let d = Diagnostic::error(path, node.span, format!("{what} has no option `{found}`"))
-        .expected(format!("one of {}", list(options)))
-        .found(node.describe());
-    match did_you_mean(found, options.iter().copied()) {
-        Some(s) => d.help(format!("did you mean `{s}`?")),
-        None => d,
-    }
-}
-
-fn read_string_map(cx: &mut Cx<'_>, node: &Node, path: &Path, what: &str, out: &mut BTreeMap<String, String>) -> bool {
-    let NodeKind::Map(entries) = &node.kind else {
-        cx.error(
-            Diagnostic::error(path, node.span, format!("{what} must be a mapping"))
-                .expected("a mapping of names to values")
-                .found(node.type_name()),
-        );
-        return false;
-    };
-    let mut ok = true;
-    for (k, v) in entries {
-        match cx.string(v, &path.key(&k.name), "a value") {
-            Some(s) => {
-                out.insert(k.name.clone(), s);
-            }
-            None => ok = false,
-        }
-    }
-    ok
-}
-
-fn positive_duration(cx: &mut Cx<'_>, n: &Node, p: &Path, what: &str) -> Option<Duration> {
-    let d = cx.unit::<Duration>(n, p, what)?;
-    if d == Duration::ZERO {
-        cx.error(
-            Diagnostic::error(p, n.span, format!("{what} must be longer than zero"))
-                .expected("a duration such as `10s`")
-                .found(n.describe()),
-        );
-        return None;
-    }
-    Some(d)
 }

@@ -3,8 +3,9 @@
 
 use loadgate_model::output::{check_url, OutputKind, OutputSpec};
 
+use super::fields::read_choice;
+use super::keys::OUTPUT_KEYS;
 use super::request::read_headers;
-use super::{read_choice, OUTPUT_KEYS};
 use crate::diag::Diagnostic;
 use crate::node::{Node, Path};
 use crate::read::Cx;

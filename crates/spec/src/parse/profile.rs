@@ -6,12 +6,13 @@ use loadgate_model::profile::{
     DEFAULT_COMMAND_INTERVAL, MAX_CPU_FREQUENCY,
 };
 
-use super::{read_choice, COMMAND_PROFILE_KEYS, CPU_PROFILE_KEYS, PPROF_KEYS, PROFILE_KEYS};
+use super::fields::read_choice;
+use super::keys::{COMMAND_PROFILE_KEYS, CPU_PROFILE_KEYS, PPROF_KEYS, PROFILE_KEYS};
 use crate::diag::Diagnostic;
-use crate::model::Load;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::Cx;
-use crate::units::Duration;
+use loadgate_model::spec::Load;
+use loadgate_model::units::Duration;
 
 /// The placeholders an external profiler's command line may hold.
 const PLACEHOLDERS: &[&str] = &["pid", "seconds", "out"];

@@ -4,16 +4,14 @@
 use std::collections::BTreeMap;
 
 use crate::diag::Diagnostic;
-use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx, SessionVar};
 use crate::units::Duration;
+use loadgate_model::spec::*;
 
 use super::check::{read_captures, read_checks, Heads, RequestInfo};
-use super::{
-    enum_error, positive_duration, read_choice, read_string_map, valid_scenario_name, DEFAULTS_KEYS, MIX_REQUEST_KEYS,
-    REQUEST_KEYS, SESSION_STEP_KEYS,
-};
+use super::fields::{enum_error, positive_duration, read_choice, read_string_map, valid_scenario_name};
+use super::keys::{DEFAULTS_KEYS, MIX_REQUEST_KEYS, REQUEST_KEYS, SESSION_STEP_KEYS};
 
 const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT"];
 
@@ -686,7 +684,7 @@ fn assemble_request(
         );
         return None;
     }
-    let dynamic = dynamic.then(|| crate::model::DynamicRequest {
+    let dynamic = dynamic.then(|| loadgate_model::spec::DynamicRequest {
         path: merge_text(path_segments),
         headers: header_segments.into_iter().map(|(k, v)| (k, merge_text(v))).collect(),
         body: body_segments.map(merge_text),

@@ -6,19 +6,20 @@ use minijinja::Value;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::limits::{human_bytes, MAX_CELLS, MAX_EXPANDED_BYTES};
-use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{list, Cx, Fields};
 use crate::suggest::did_you_mean;
 use crate::template::Templates;
 use crate::units::Duration;
 use crate::{AbortOnFail, Metric, Slo};
+use loadgate_model::spec::*;
 use loadgate_model::SweepSpec;
 
+use super::fields::enum_error;
+use super::keys::{ABORT_KEYS, DEFAULT_TIMEOUT, SCENARIO_KEYS, SLO_KEYS, SWEEP_KEYS};
 use super::load::read_load;
 use super::request::{read_mix, read_request, read_session, read_timeout, Defaults};
 use super::vars::{to_value, valid_var_name};
-use super::{enum_error, ABORT_KEYS, DEFAULT_TIMEOUT, SCENARIO_KEYS, SLO_KEYS, SWEEP_KEYS};
 
 /// Roughly how many bytes a copy of a subtree takes: its text and a few words per value.
 fn node_size(node: &Node) -> u64 {
@@ -559,7 +560,7 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
         for (key, n) in [("pipeline", pipeline), ("streams", streams)] {
             if n > 1 {
                 let (p, span) = match f.get("load") {
-                    Some((ln, lp)) => super::key_node(ln, lp, key),
+                    Some((ln, lp)) => super::fields::key_node(ln, lp, key),
                     None => (f.path.key("load"), None),
                 };
                 cx.error(

@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use loadgate_model::secrets::{is_credential_header, Redactor};
 
 use crate::diag::Diagnostic;
-use crate::model::*;
 use crate::node::{Node, Path};
 use crate::read::Cx;
 use crate::suggest::did_you_mean;
+use loadgate_model::spec::*;
 
-use super::SECRETS_KEYS;
+use super::keys::SECRETS_KEYS;
 
 /// The spec's `secrets` block: variable names and extra credential headers.
 #[derive(Debug, Clone, Default)]

@@ -3,13 +3,14 @@
 use std::collections::BTreeMap;
 
 use crate::diag::Diagnostic;
-use crate::model::*;
 use crate::node::{Node, NodeKind, Path};
 use crate::read::{Cx, Fields};
 use crate::units::{ByteSize, Duration};
 use crate::{BuiltinKind, Protocol};
+use loadgate_model::spec::*;
 
-use super::{enum_error, read_string_map, BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS, TLS_KEYS};
+use super::fields::{enum_error, read_string_map};
+use super::keys::{BUILTIN_KEYS, READY_KEYS, START_KEYS, TARGET_KEYS, TLS_KEYS};
 
 fn read_base_url(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<BaseUrl> {
     use loadgate_model::url::{HttpUrl, UrlError};

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use minijinja::Value;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::model::*;
 use crate::node::{Node, NodeKind, Path, Span};
 use crate::read::Cx;
 use crate::suggest::did_you_mean;
 use crate::template::Templates;
+use loadgate_model::spec::*;
 
-use super::LoadOptions;
+use super::options::LoadOptions;
 
 pub(super) fn valid_var_name(s: &str) -> bool {
     let mut chars = s.chars();

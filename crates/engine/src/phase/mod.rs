@@ -1,0 +1,194 @@
+//! Running a phase: configure and start the workers (`configure`), merge their per-second snapshots into the
+//! timeline and sum their final reports (`aggregate`), and make the result with its validity verdict
+//! (`measurement`, `validity`); `progress` is what the caller sees once a second.
+
+mod aggregate;
+mod configure;
+mod measurement;
+mod progress;
+mod validity;
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadgate_measure::PhaseMeasurement;
+use loadgate_plan::{Phase, StopCondition, WorkerPlan};
+
+use crate::control::{Control, EngineError, OpeningProgress, StopSignal, Target};
+use crate::opening::{LiveOpening, OpeningCounts};
+use crate::schedule::Schedule;
+use crate::timeline::{add_histogram, Timeline};
+use crate::worker::{self, Msg, Snapshot, WorkerFinal};
+
+use aggregate::{timeline_point, Aggregator};
+use configure::configure;
+use measurement::{assemble, opening_result};
+pub use progress::{Progress, Tick};
+use validity::opening_warnings;
+
+/// How often the opening's progress is reported while connections open.
+const OPENING_REPORT: Duration = Duration::from_secs(1);
+
+pub(crate) fn run(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    target: &Target,
+    stop: &StopSignal,
+    on_opening: &mut dyn FnMut(&OpeningProgress),
+    on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
+) -> Result<PhaseMeasurement, EngineError> {
+    let live = Arc::new(LiveOpening::default());
+    let configs = configure(phase, workers, target, stop, &live)?;
+    let n = configs.len();
+    let connections: u64 = configs.iter().filter(|c| c.opens_before_start()).map(|c| c.slots as u64).sum();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut handles: Vec<JoinHandle<()>> = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n);
+    let mut failure = None;
+    for cfg in configs {
+        let index = cfg.index;
+        match worker::spawn(cfg, tx.clone()) {
+            Ok((h, s)) => {
+                handles.push(h);
+                starts.push(s);
+            }
+            Err(source) => {
+                failure = Some(EngineError::Spawn { worker: index, source });
+                break;
+            }
+        }
+    }
+    drop(tx);
+    // Wait until every worker is pinned, has its runtime and has opened its keep-alive connections: the phase
+    // measures from then on, on every worker at once.
+    // While they open, the progress is reported about once a second (from counters the workers add to).
+    let opening_began = Instant::now();
+    let mut opening = OpeningCounts::default();
+    let mut ready = 0;
+    let mut next_report = opening_began + OPENING_REPORT;
+    let mut reported = false;
+    while failure.is_none() && ready < n {
+        match rx.recv_timeout(next_report.saturating_duration_since(Instant::now())) {
+            Ok(Msg::Ready(counts)) => {
+                opening.add(&counts);
+                ready += 1;
+            }
+            Ok(Msg::Failed(e)) => failure = Some(e),
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                if connections > 0 {
+                    let (opened, failed) = live.read();
+                    let elapsed = now.saturating_duration_since(opening_began);
+                    on_opening(&OpeningProgress { connections, opened, failed, elapsed, done: false });
+                    reported = true;
+                }
+                next_report = (next_report + OPENING_REPORT).max(now + OPENING_REPORT / 2);
+            }
+            Err(RecvTimeoutError::Disconnected) => failure = Some(EngineError::WorkerLost { worker: ready }),
+        }
+    }
+    if let Some(e) = failure {
+        drop(starts);
+        for h in handles {
+            let _ = h.join();
+        }
+        return Err(e);
+    }
+
+    let start = Instant::now();
+    let opening = (opening.slots > 0).then(|| {
+        opening_result(&phase.load.connections.connect_rate, &opening, start.saturating_duration_since(opening_began))
+    });
+    for s in &starts {
+        let _ = s.send(start);
+    }
+    drop(starts);
+    if reported {
+        // Every worker is ready: the counters are final.
+        let (opened, failed) = live.read();
+        let elapsed = start.saturating_duration_since(opening_began);
+        on_opening(&OpeningProgress { connections, opened, failed, elapsed, done: true });
+    }
+
+    let schedule = Schedule::from_arrival(&phase.load.arrival);
+    let planned_secs = match phase.load.stop {
+        StopCondition::Duration { duration } => Some(duration.as_secs_f64()),
+        StopCondition::Requests { .. } => None,
+    };
+    let mut agg = Aggregator::new(n, Timeline::new(planned_secs, crate::timeline::MAX_POINTS));
+    let make_point = |first: u64, s: &Snapshot, t: f64| timeline_point(first, s, schedule.as_ref(), t, phase);
+    let mut finals: Vec<Option<Box<WorkerFinal>>> = (0..n).map(|_| None).collect();
+    let mut lost = None;
+    let mut suspect = None;
+    while finals.iter().any(Option::is_none) {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Msg::Interval(w, snap)) => agg.add(w, *snap),
+            Ok(Msg::Done(w, fin)) => {
+                agg.done(w);
+                if let Some(slot) = finals.get_mut(w) {
+                    *slot = Some(fin);
+                }
+            }
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                // A worker thread that ended without reporting panicked. It sends its last message before it
+                // ends, so a wait that timed out just before that message can find the thread ended with the
+                // message still in the channel: it is lost only when the next wait finds nothing either.
+                let ended = (0..n).find(|&w| finals[w].is_none() && handles[w].is_finished());
+                if ended.is_some() && ended == suspect {
+                    stop.stop("a worker stopped unexpectedly");
+                    lost = ended;
+                    break;
+                }
+                suspect = ended;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                lost = (0..n).find(|&w| finals[w].is_none());
+                break;
+            }
+        }
+        // Ticks for every complete full second.
+        while let Some((index, merged)) = agg.next_complete() {
+            let point = make_point(index, &merged, index as f64 + 1.0);
+            add_histogram(&mut agg.total, &merged.latency);
+            add_histogram(&mut agg.total_service, &merged.service_time);
+            let elapsed = Duration::from_secs(index + 1);
+            let tick = Tick {
+                phase,
+                elapsed,
+                point: &point,
+                interval_latency: &merged.latency,
+                total_latency: &agg.total,
+                interval_errors: &merged.error_kinds,
+                interval_status: &merged.status,
+                interval_send_lag: &merged.send_lag,
+                progress: Progress { phase, elapsed, agg: &agg, opening: opening.as_ref() },
+            };
+            if let Control::Abort(reason) = on_tick(&tick) {
+                stop.stop(reason);
+            }
+            agg.timeline.add(index, merged, &make_point);
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    if let Some(worker) = lost {
+        return Err(EngineError::WorkerLost { worker });
+    }
+    let finals: Vec<Box<WorkerFinal>> = finals.into_iter().flatten().collect();
+    let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
+    let elapsed = end.saturating_duration_since(start).as_secs_f64();
+    // The last, partial second (workers that ended early reported theirs already).
+    let rest = agg.drain_rest();
+    let timeline = agg.timeline.finish(rest, elapsed, &make_point);
+    let mut result = assemble(phase, workers, stop, schedule.as_ref(), start, &finals, timeline, target.tls.as_ref());
+    if let Some(o) = opening {
+        opening_warnings(&mut result.validity, &o, phase.load.connections.connections);
+        result.connections.opening = Some(o);
+    }
+    Ok(result)
+}
