@@ -274,7 +274,8 @@ pub fn kind_name(kind: BuiltinKind) -> &'static str {
     }
 }
 
-fn parse_kind(s: &str) -> Option<BuiltinKind> {
+/// The kind `--kind` names (`plaintext`, `echo`, `delay`).
+pub fn parse_kind(s: &str) -> Option<BuiltinKind> {
     match s {
         "plaintext" => Some(BuiltinKind::Plaintext),
         "echo" => Some(BuiltinKind::Echo),
