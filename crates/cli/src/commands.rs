@@ -330,50 +330,21 @@ fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_re
     .transpose()
 }
 
-/// How this run takes part in a run on several generators, from the shard flags, checked: `--shard I/N`, or
-/// `--shard-count N` with `JOB_COMPLETION_INDEX`, or `--shards N` (local shard processes of `exe`).
+/// How this run takes part in a run on several generators, from the shard flags: `--shard I/N`, or
+/// `--shard-count N`, or `--shards N` (local shard processes of `exe`).
 fn distribution(args: &RunArgs, exe: &Path) -> Result<Distribution, String> {
     let a = &args.shards;
-    if let Some(count) = a.shards {
-        if args.metrics_listen.is_some() {
-            return Err(format!(
-                "--metrics-listen serves one process's series, and --shards {count} runs {count} processes: give \
-                 --output prometheus=URL (each shard pushes its own series, labelled `shard`), or run without --shards"
-            ));
-        }
-        let (exe, options, run_id) = (exe.to_path_buf(), shard_options(args), a.run_id.clone());
-        return Ok(Distribution::Local { count, exe, options, run_id });
-    }
-    let slice = match (a.shard, a.shard_count) {
-        (Some(s), _) => s,
-        (None, Some(n)) => {
-            let raw = std::env::var("JOB_COMPLETION_INDEX").map_err(|_| {
-                "--shard-count needs the shard's index in JOB_COMPLETION_INDEX (from 0, as a Kubernetes Indexed Job sets it), or give --shard I/N".to_owned()
-            })?;
-            let index: u32 = raw.trim().parse().map_err(|_| format!("JOB_COMPLETION_INDEX=`{raw}` is not a number"))?;
-            loadgate_plan::Slice::new(index.saturating_add(1), n).map_err(|_| {
-                format!("JOB_COMPLETION_INDEX={index} is out of range for --shard-count {n} (0 to {})", n - 1)
-            })?
-        }
-        (None, None) => return Ok(Distribution::Whole),
+    let flags = loadgate_runner::placement::ShardFlags {
+        shard: a.shard,
+        shard_count: a.shard_count,
+        shards: a.shards,
+        run_id: a.run_id.clone(),
+        start_at: a.start_at.clone(),
+        barrier: a.barrier.clone(),
+        barrier_timeout: a.barrier_timeout.clone(),
+        metrics_listen: args.metrics_listen.is_some(),
     };
-    let start = match (&a.start_at, &a.barrier) {
-        (Some(t), _) => loadgate_runner::shards::StartSync::At(
-            loadgate_runner::clock::parse_rfc3339(t).map_err(|e| format!("--start-at: {e}"))?,
-        ),
-        (None, Some(addr)) => {
-            let timeout = a
-                .barrier_timeout
-                .parse::<loadgate_model::units::Duration>()
-                .map_err(|e| format!("--barrier-timeout `{}` is not {}", a.barrier_timeout, e.expected))?;
-            if !addr.contains(':') {
-                return Err(format!("--barrier `{addr}` is not HOST:PORT"));
-            }
-            loadgate_runner::shards::StartSync::Barrier { addr: addr.clone(), timeout: timeout.as_std() }
-        }
-        (None, None) => loadgate_runner::shards::StartSync::Now,
-    };
-    Ok(Distribution::Slice { slice, start, run_id: a.run_id.clone() })
+    loadgate_runner::placement::distribution(&flags, exe, shard_options(args))
 }
 
 /// What every local shard process gets of this command line: what changes its plan, and its own series to

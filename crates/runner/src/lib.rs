@@ -18,7 +18,7 @@
 //! | the schedule's tasks executed on the sessions (the executor), the results document and its reports (the ledger) | [`run()`] |
 //! | what runs around each side's measured phase (a per-round profile of the target) | [`attach`] |
 //! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
-//! | one run of several shards: the synchronised start, the merge, local shards | [`shards`], [`shard_merge`] |
+//! | one run of several shards: the shard flags' distribution, the synchronised start, the merge, local shards | [`placement`], [`shards`], [`shard_merge`] |
 //! | live metrics while the run goes (`--output`, `--metrics-listen`): an observer that feeds [`loadgate_export`] | [`export`] |
 //! | the spec's `history:` checks judged against a history store, the run recorded in it (`--history`) | [`memory`] |
 //!
@@ -63,6 +63,7 @@ pub mod job;
 pub mod k8s;
 mod ledger;
 pub mod memory;
+pub mod placement;
 pub mod power;
 pub mod prepare;
 pub mod reports;
