@@ -491,8 +491,8 @@ impl FlagArgs {
     }
 
     /// The flags as the import library reads them.
-    pub fn to_flag_run(&self) -> loadgate_import::FlagRun {
-        loadgate_import::FlagRun {
+    pub fn to_flag_run(&self) -> loadgate_runner::source::FlagRun {
+        loadgate_runner::source::FlagRun {
             url: self.url.clone(),
             connections: self.connections,
             duration: self.duration.clone(),
@@ -606,22 +606,22 @@ pub struct K8sArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// plaintext, echo, delay or cpu.
-    #[arg(long, default_value = "plaintext")]
-    pub kind: String,
+    #[arg(long, default_value = "plaintext", value_parser = serve_kind)]
+    pub kind: loadgate_model::BuiltinKind,
     /// With `--kind cpu` only (and required there): the CPU time each request costs (`50us`), spent in the named
     /// functions `parse_request` and `render_response`.
-    #[arg(long)]
-    pub work: Option<String>,
+    #[arg(long, value_parser = parse_duration)]
+    pub work: Option<loadgate_model::units::Duration>,
     /// With `--kind cpu` only: CPU time added to each request in a callee of `slow_path` (`15us`).
-    #[arg(long)]
-    pub slow_path: Option<String>,
+    #[arg(long, value_parser = parse_duration)]
+    pub slow_path: Option<loadgate_model::units::Duration>,
     /// The address to listen on; port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub listen: String,
+    #[arg(long, default_value = "127.0.0.1:0", value_parser = socket_addr)]
+    pub listen: std::net::SocketAddr,
     /// With `--kind delay` only (and required there): how long each response waits (`20ms`). Other kinds refuse
     /// it; every kind answers the `/delay/{ms}` route.
-    #[arg(long)]
-    pub delay: Option<String>,
+    #[arg(long, value_parser = parse_duration)]
+    pub delay: Option<loadgate_model::units::Duration>,
     /// The status of every response.
     #[arg(long, default_value_t = 200)]
     pub status: u16,
@@ -640,10 +640,39 @@ pub struct ServeArgs {
     pub tls: bool,
     /// Serve HTTPS with this PEM certificate chain (with `--tls-key`).
     #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<String>,
+    pub tls_cert: Option<PathBuf>,
     /// The PEM private key of `--tls-cert`.
     #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<String>,
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The server's configuration, field by field (the runner starts the built-in server with the flags
+/// [`loadgate_server::ServeConfig::to_args`] writes: each of them is a flag here).
+impl From<ServeArgs> for loadgate_server::ServeConfig {
+    fn from(args: ServeArgs) -> Self {
+        let tls = match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(loadgate_server::ServeTls::Files { cert, key }),
+            _ => args.tls.then_some(loadgate_server::ServeTls::SelfSigned),
+        };
+        let server = loadgate_server::ServerBehaviour {
+            kind: args.kind,
+            delay: args.delay,
+            status: args.status,
+            body_size: args.body_size,
+            chunked: args.chunked,
+            work: args.work,
+            slow_path: args.slow_path,
+        };
+        loadgate_server::ServeConfig { server, listen: args.listen, threads: args.threads, tls }
+    }
+}
+
+fn serve_kind(text: &str) -> Result<loadgate_model::BuiltinKind, String> {
+    loadgate_server::parse_kind(text).ok_or_else(|| format!("unknown kind `{text}`; use plaintext, echo, delay or cpu"))
+}
+
+fn socket_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    text.parse().map_err(|_| format!("`{text}` is not a socket address such as `127.0.0.1:0`"))
 }
 
 /// A CPU list in taskset syntax (`0-3`, `1,3`).

@@ -3,8 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, Parser};
-use loadgate_runner::job::{Distribution, JobOptions, ScratchDir};
+use loadgate_plan::ShardOptions;
+use loadgate_runner::export::ExportConfig;
+use loadgate_runner::job::{Distribution, JobOptions, ScratchDir, SpecInput};
 use loadgate_runner::reports::RerenderError;
+use loadgate_runner::source::{FlagRun, RunSource};
 use loadgate_runner::{BuiltinServer, Interrupt, Job, JobError, RunError};
 use loadgate_spec::OnInconclusive;
 
@@ -15,7 +18,7 @@ use crate::args::{
 use crate::exit::Exit;
 use crate::output::Output;
 use crate::render::{Renderer, Views};
-use crate::specs::{load_all, Loaded};
+use crate::specs::load_all;
 
 pub fn main_impl() -> Exit {
     let cli = match Cli::try_parse() {
@@ -75,7 +78,7 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
         Err(l) => (l, Exit::InvalidInput),
     };
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    for Loaded { spec, file, .. } in loaded {
+    for SpecInput { spec, file, .. } in loaded {
         let Ok(plan) = loadgate_runner::job::compile(&spec, None) else { continue };
         let gated = plan.phases.iter().filter(|p| p.gate).count();
         out.info(&format!(
@@ -110,102 +113,43 @@ fn read_template(out: &Output, path: Option<&Path>) -> Result<Option<String>, Ex
     .transpose()
 }
 
-/// Whether a positional argument of `run` is a URL rather than a spec file: it starts with a scheme loadgate
-/// knows, as wrk requires.
-fn is_url(arg: &str) -> bool {
-    let lower = arg.get(..8).unwrap_or(arg).to_ascii_lowercase();
-    lower.starts_with("http://") || lower.starts_with("https://")
-}
-
 /// The specs of `loadgate run`: files, or one built from wrk-style flags and a URL (`--url`, or the one
-/// positional argument, wrk's order). Says which it took.
-fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<Loaded>, Exit> {
-    let urls: Vec<&String> = args.specs.iter().filter(|a| is_url(a)).collect();
-    let url = match (&args.flags.url, urls.as_slice()) {
-        (None, []) => None,
-        (Some(u), []) if args.specs.is_empty() => Some(u.clone()),
-        (None, [u]) if args.specs.len() == 1 => Some((*u).clone()),
-        (None, [_]) | (Some(_), []) => {
-            return Err(fail(out, Exit::InvalidInput)(
-                "give either spec files or one URL, not both: a URL runs one scenario from the command-line flags"
-                    .into(),
-            ))
-        }
-        (None, _) => {
-            return Err(fail(out, Exit::InvalidInput)(
-                "give one URL: a spec-less run loads one URL (write a spec for several)".into(),
-            ))
-        }
-        (Some(_), _) => {
-            return Err(fail(out, Exit::InvalidInput)(
-                "give the URL once: as `--url URL` or as the last argument, not both".into(),
-            ))
-        }
-    };
-    let Some(url) = url else {
-        if args.specs.is_empty() {
-            return Err(fail(out, Exit::InvalidInput)("give a spec file (`loadgate run specs/quickstart.yaml`) or a URL (`loadgate run -c 64 -d 10s http://127.0.0.1:8080/`)".into()));
-        }
-        let given = args.flags.given();
-        if !given.is_empty() {
-            let (verb, need) = if given.len() == 1 { ("describes", "needs") } else { ("describe", "need") };
-            return Err(fail(out, Exit::InvalidInput)(format!(
-                "{} {verb} a run without a spec and {need} a URL (`loadgate run -c 64 -d 10s http://127.0.0.1:8080/`); a spec sets these in its `load:` and `request:`",
-                given.join(", ")
-            )));
-        }
-        let paths: Vec<PathBuf> = args.specs.iter().map(PathBuf::from).collect();
-        for (arg, path) in args.specs.iter().zip(&paths) {
-            if !path.exists() && !arg.contains('/') && arg.contains(':') {
-                return Err(fail(out, Exit::InvalidInput)(format!(
-                    "`{arg}` is neither a spec file nor a URL; a URL starts with its scheme: `http://{arg}`"
-                )));
+/// positional argument, wrk's order), as [`loadgate_runner::source`] reads them. Says which it took.
+fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<SpecInput>, Exit> {
+    let given = args.flags.given();
+    let source = loadgate_runner::source::run_source(&args.specs, args.flags.url.as_deref(), &given);
+    let url = match source.map_err(job_failed(out))? {
+        RunSource::Files(paths) => {
+            for path in &paths {
+                out.info(&format!("spec file {}", path.display()));
             }
+            return load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput);
         }
-        for path in &paths {
-            out.info(&format!("spec file {}", path.display()));
-        }
-        return load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput);
+        RunSource::Url(url) => url,
     };
-    // The spec holds every flag that changes the plan, so that `--print-spec` prints the equivalent spec.
-    let flags = loadgate_import::FlagRun {
-        url: Some(url.clone()),
+    let flags = FlagRun {
+        url: Some(url),
         pacing: args.pacing.map(|p| pacing_of(p).name().to_owned()),
         connect_rate: args.connect_rate.map(|r| r.to_string()),
         ..args.flags.to_flag_run()
     };
-    let yaml = loadgate_import::spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
-    // The credential headers of the spec (given with -H, or made of the URL's `user:password@`) are secret in the
-    // printout and in the spec's errors, which quote its lines, as everywhere else.
-    let credentials = loadgate_model::secrets::Redactor::new(loadgate_import::flag_credentials(&flags), []);
     if args.flags.print_spec {
-        // A spec to keep: its credentials are references to the environment, not values (nor `***`, which the
-        // printed spec would send as it is).
-        let (printable, referenced) =
-            loadgate_import::printable_spec_from_flags(&flags).map_err(fail(out, Exit::InvalidInput))?;
-        out.data(&credentials.scrub(&printable));
-        for header in referenced {
-            out.error(&format!("note: {}", loadgate_import::credential_note(&header)));
+        let (printable, notes) = loadgate_runner::source::printable_flag_spec(&flags).map_err(job_failed(out))?;
+        out.data(&printable);
+        for note in notes {
+            out.error(&format!("note: {note}"));
         }
         return Ok(Vec::new());
     }
-    let file = "(command line)".to_owned();
-    let spec = loadgate_spec::load_str(&file, &yaml, &args.vars.load_options()).map_err(|e| {
-        out.error(&credentials.scrub(&e.render()));
-        Exit::InvalidInput
-    })?;
+    let made = loadgate_runner::source::flag_spec(&flags, &args.vars.load_options()).map_err(job_failed(out))?;
     out.info(&format!(
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
-        spec.secrets.scrub(&loadgate_import::without_userinfo(&url))
+        made.url
     ));
-    // Located in that spec (a flag with no effect, such as `--streams` without `--http2`).
-    for w in &spec.warnings {
-        out.error(&spec.secrets.scrub(&w.render(&file, &yaml)));
+    for warning in &made.warnings {
+        out.error(warning);
     }
-    // Embedded for `loadgate repro` unless it holds a credential: the artifact would keep it scrubbed, which
-    // rebuilds another plan (such a run is refused by `repro` with "run that command line again").
-    let text = (spec.secrets.scrub(&yaml) == yaml).then(|| yaml.clone());
-    Ok(vec![Loaded { spec, file, dir: std::env::current_dir().ok(), text, flags_yaml: Some(yaml) }])
+    Ok(vec![made.input])
 }
 
 /// Whether to print GitHub Actions annotations.
@@ -254,7 +198,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         if options.interrupt.is_interrupted() {
             break;
         }
-        let job = Job::from_spec(loaded.into_input(), options.clone()).map_err(job_failed(out))?;
+        let job = Job::from_spec(loaded, options.clone()).map_err(job_failed(out))?;
         exit = exit.worst(run_job(out, job, &args, &options.out_root, &shown));
     }
     Ok(exit)
@@ -278,9 +222,9 @@ fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOpt
         shard_cpus: args.shard_cpus.clone(),
         history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         from_flags: args.from_flags,
-        export: loadgate_export::ExportConfig {
+        export: ExportConfig {
             linger: args.metrics_linger,
-            ..loadgate_export::ExportConfig::new(command_line_outputs(args), args.metrics_listen.clone())
+            ..ExportConfig::new(command_line_outputs(args), args.metrics_listen.clone())
         },
         spec_outputs: args.outputs.is_empty(),
         checkpoint: Some(args.checkpoint.as_std()),
@@ -357,9 +301,13 @@ fn step_summary() -> Option<PathBuf> {
 
 /// A job that could not be built: exit 2 for what the user gave, 3 for what this machine could not do.
 fn job_failed(out: &Output) -> impl Fn(JobError) -> Exit + '_ {
-    move |e| {
-        let exit = if matches!(e, JobError::Invalid(_)) { Exit::InvalidInput } else { Exit::RunFailed };
-        fail(out, exit)(e.to_string())
+    move |e| match e {
+        JobError::Diagnostic(rendered) => {
+            out.error(&rendered);
+            Exit::InvalidInput
+        }
+        JobError::Invalid(m) => fail(out, Exit::InvalidInput)(m),
+        JobError::Machine(m) => fail(out, Exit::RunFailed)(m),
     }
 }
 
@@ -382,91 +330,45 @@ fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_re
     .transpose()
 }
 
-/// How this run takes part in a run on several generators, from the shard flags, checked: `--shard I/N`, or
-/// `--shard-count N` with `JOB_COMPLETION_INDEX`, or `--shards N` (local shard processes of `exe`).
+/// How this run takes part in a run on several generators, from the shard flags: `--shard I/N`, or
+/// `--shard-count N`, or `--shards N` (local shard processes of `exe`).
 fn distribution(args: &RunArgs, exe: &Path) -> Result<Distribution, String> {
     let a = &args.shards;
-    if let Some(count) = a.shards {
-        if args.metrics_listen.is_some() {
-            return Err(format!(
-                "--metrics-listen serves one process's series, and --shards {count} runs {count} processes: give \
-                 --output prometheus=URL (each shard pushes its own series, labelled `shard`), or run without --shards"
-            ));
-        }
-        let (exe, args, run_id) = (exe.to_path_buf(), local_shard_args(args), a.run_id.clone());
-        return Ok(Distribution::Local { count, exe, args, run_id });
-    }
-    let slice = match (a.shard, a.shard_count) {
-        (Some(s), _) => s,
-        (None, Some(n)) => {
-            let raw = std::env::var("JOB_COMPLETION_INDEX").map_err(|_| {
-                "--shard-count needs the shard's index in JOB_COMPLETION_INDEX (from 0, as a Kubernetes Indexed Job sets it), or give --shard I/N".to_owned()
-            })?;
-            let index: u32 = raw.trim().parse().map_err(|_| format!("JOB_COMPLETION_INDEX=`{raw}` is not a number"))?;
-            loadgate_plan::Slice::new(index.saturating_add(1), n).map_err(|_| {
-                format!("JOB_COMPLETION_INDEX={index} is out of range for --shard-count {n} (0 to {})", n - 1)
-            })?
-        }
-        (None, None) => return Ok(Distribution::Whole),
+    let flags = loadgate_runner::placement::ShardFlags {
+        shard: a.shard,
+        shard_count: a.shard_count,
+        shards: a.shards,
+        run_id: a.run_id.clone(),
+        start_at: a.start_at.clone(),
+        barrier: a.barrier.clone(),
+        barrier_timeout: a.barrier_timeout.clone(),
+        metrics_listen: args.metrics_listen.is_some(),
     };
-    let start = match (&a.start_at, &a.barrier) {
-        (Some(t), _) => loadgate_runner::shards::StartSync::At(
-            loadgate_runner::clock::parse_rfc3339(t).map_err(|e| format!("--start-at: {e}"))?,
-        ),
-        (None, Some(addr)) => {
-            let timeout = a
-                .barrier_timeout
-                .parse::<loadgate_model::units::Duration>()
-                .map_err(|e| format!("--barrier-timeout `{}` is not {}", a.barrier_timeout, e.expected))?;
-            if !addr.contains(':') {
-                return Err(format!("--barrier `{addr}` is not HOST:PORT"));
-            }
-            loadgate_runner::shards::StartSync::Barrier { addr: addr.clone(), timeout: timeout.as_std() }
-        }
-        (None, None) => loadgate_runner::shards::StartSync::Now,
-    };
-    Ok(Distribution::Slice { slice, start, run_id: a.run_id.clone() })
+    loadgate_runner::placement::distribution(&flags, exe, shard_options(args))
 }
 
-/// What every local shard process gets of this command line after the spec: what changes its plan.
-fn local_shard_args(args: &RunArgs) -> Vec<String> {
-    let mut argv = Vec::new();
-    for (k, v) in &args.vars.sets {
-        argv.extend(["--set".to_owned(), format!("{k}={v}")]);
+/// What every local shard process gets of this command line: what changes its plan, and its own series to
+/// export (labelled `shard`; the spec's `outputs:` reach them with the spec).
+fn shard_options(args: &RunArgs) -> ShardOptions {
+    ShardOptions {
+        sets: args.vars.sets.clone(),
+        secrets: args.vars.secrets.clone(),
+        allow_data_outside_spec_dir: args.vars.allow_data_outside_spec_dir,
+        max_data_file_bytes: args.vars.max_data_file_bytes,
+        repeat: args.repeat,
+        connect_rate: args.connect_rate,
+        pacing: args.pacing.map(pacing_of),
+        pin_within_affinity: args.pin_within_affinity,
+        outputs: args
+            .outputs
+            .iter()
+            .map(|o| match o {
+                crate::args::OutputFlag::None => None,
+                crate::args::OutputFlag::To(o) => Some(o.clone()),
+            })
+            .collect(),
+        output_headers: args.output_headers.clone(),
     }
-    for (k, v) in &args.vars.secrets {
-        argv.extend(["--secret".to_owned(), format!("{k}={v}")]);
-    }
-    if args.vars.allow_data_outside_spec_dir {
-        argv.push("--allow-data-outside-spec-dir".to_owned());
-    }
-    if let Some(n) = args.vars.max_data_file_bytes {
-        argv.extend(["--max-data-file-bytes".to_owned(), n.to_string()]);
-    }
-    if let Some(n) = args.repeat {
-        argv.extend(["--repeat".to_owned(), n.to_string()]);
-    }
-    if let Some(rate) = args.connect_rate {
-        argv.extend(["--connect-rate".to_owned(), rate.to_string()]);
-    }
-    if let Some(p) = args.pacing {
-        argv.extend(["--pacing".to_owned(), pacing_of(p).name().to_owned()]);
-    }
-    if args.pin_within_affinity {
-        argv.push("--pin-within-affinity".to_owned());
-    }
-    // Each shard exports its own series (labelled `shard`); the spec's `outputs:` reach them with the spec.
-    for output in &args.outputs {
-        let flag = match output {
-            crate::args::OutputFlag::None => "none".to_owned(),
-            crate::args::OutputFlag::To(o) => format!("{}={}", o.kind.name(), o.url),
-        };
-        argv.extend(["--output".to_owned(), flag]);
-    }
-    for (name, value) in &args.output_headers {
-        argv.extend(["--output-header".to_owned(), format!("{name}: {value}")]);
-    }
-    argv
 }
 
 /// A shard's result: `<dir>/shard-I-of-N.json`, or framed on stdout with `--out -`.
@@ -497,24 +399,6 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let to_stdout = args.out.as_os_str() == "-";
     let out = &if to_stdout { out.reserving_stdout() } else { *out };
     let template = read_template(out, args.template.as_deref())?;
-    let mut parts = Vec::new();
-    for file in &args.files {
-        // `-`: standard input (`kubectl logs -l ... | loadgate merge -`).
-        let (name, text) = if file.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read standard input: {e}")))?;
-            ("standard input".to_owned(), text)
-        } else {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {name}: {e}")))?;
-            (name, text)
-        };
-        let found = loadgate_results::shards::read_shards(&name, &text)
-            .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-        parts.extend(found);
-    }
     let scratch = if to_stdout {
         Some(ScratchDir::new().map_err(|e| {
             fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the merge: {e}"))
@@ -529,7 +413,7 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
         step_summary: step_summary(),
         ..JobOptions::new(scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf()))
     };
-    let job = Job::merge(parts, options).map_err(job_failed(out))?;
+    let job = Job::merge(&args.files, options).map_err(job_failed(out))?;
     let views = Views { no_files: to_stdout, ..Views::default() };
     let secrets = job.secrets().clone();
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &secrets, views);
@@ -552,8 +436,8 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
 }
 
 /// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
-fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
-    loadgate_repro::RunOverrides {
+fn run_overrides(args: &RunArgs) -> loadgate_runner::job::RunOverrides {
+    loadgate_runner::job::RunOverrides {
         repeat: args.repeat,
         on_inconclusive: args.on_inconclusive.map(|on| match on {
             InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
@@ -568,10 +452,7 @@ fn run_overrides(args: &RunArgs) -> loadgate_repro::RunOverrides {
 /// `loadgate repro RESULTS`: rebuild the CI run's plan from the spec results.json embeds, run it as `loadgate run`
 /// does, print the two runs side by side.
 fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
-    let path = args.results.display().to_string();
-    let text = std::fs::read_to_string(&args.results)
-        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {path}: {e}")))?;
-    let ci = loadgate_results::from_json(&text).map_err(|e| fail(out, Exit::InvalidInput)(format!("{path}: {e}")))?;
+    let path = args.results.display();
     let exe = std::env::current_exe().map_err(|e| {
         fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
     })?;
@@ -583,7 +464,7 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
         pin_within_affinity: args.pin_within_affinity,
         ..JobOptions::new(&args.out)
     };
-    let (job, _work) = Job::reproduce(&ci, &path, args.secrets.clone(), options).map_err(job_failed(out))?;
+    let (job, ci) = Job::reproduce(&args.results, args.secrets.clone(), options).map_err(job_failed(out))?;
     let plan_hash = job.plan().map(|p| p.hash.clone()).unwrap_or_default();
     out.info(&format!(
         "reproducing {} from {path}: plan {plan_hash} rebuilt identically (loadgate {})",
@@ -606,38 +487,16 @@ fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Resu
 
 /// `loadgate k8s SPEC --shards N --image IMAGE`: the manifests of a sharded run on stdout.
 fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
-    let opts = loadgate_spec::LoadOptions::from_process_env(args.sets.clone());
-    // Read once, bounded, as `load_all` reads: the manifests embed the text that was validated.
-    let text = loadgate_spec::read_spec_file(&args.spec).map_err(|e| {
-        out.error(&e.render());
-        Exit::InvalidInput
-    })?;
-    let spec = loadgate_spec::load_file_text(&args.spec, &text, &opts).map_err(|e| {
-        out.error(&e.render());
-        Exit::InvalidInput
-    })?;
-    let plan = loadgate_runner::job::compile(&spec, None).map_err(job_failed(out))?;
-    let source = loadgate_repro::embed(&text, &spec, &loadgate_repro::RunOverrides::default());
-    let file_name = args.spec.file_name().map_or_else(|| "spec.yaml".to_owned(), |n| n.to_string_lossy().into_owned());
-    // `target.base_url` as written (`{{ url }}`), to name the variable to `--set` when the target is built in.
-    let raw = loadgate_spec::yaml_to_json(&text).ok();
-    let base_url_template = raw.as_ref().and_then(|v| v["target"]["base_url"].as_str());
-    let request = loadgate_k8s::K8sRequest {
-        plan: &plan,
-        spec_file_name: &file_name,
-        spec_text: &text,
-        files: source.files.into_iter().map(|f| (f.name, f.text)).collect(),
+    let options = loadgate_runner::k8s::K8sOptions {
         shards: args.shards,
-        image: &args.image,
-        name: args.name.as_deref(),
-        namespace: args.namespace.as_deref(),
-        sets: &args.sets,
-        secret_vars: spec.secrets.vars(),
-        secret_from: args.secret_from.as_deref(),
-        memory: &args.memory,
-        base_url_template,
+        image: args.image,
+        name: args.name,
+        namespace: args.namespace,
+        sets: args.sets,
+        secret_from: args.secret_from,
+        memory: args.memory,
     };
-    let yaml = loadgate_k8s::render(&request).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let yaml = loadgate_runner::k8s::manifests(&args.spec, &options).map_err(job_failed(out))?;
     out.document(&yaml);
     Ok(Exit::Pass)
 }
@@ -662,8 +521,8 @@ fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
 }
 
 fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
-    let imported =
-        loadgate_import::import(&args.command.join(" ")).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let imported = loadgate_runner::source::import(&args.command.join(" "))
+        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     out.data(&imported.yaml);
     for note in &imported.notes {
         out.error(&format!("note: {note}"));
@@ -672,18 +531,7 @@ fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
 }
 
 fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
-    let mut argv = vec!["--kind".into(), args.kind, "--listen".into(), args.listen];
-    argv.extend(["--status".into(), args.status.to_string(), "--threads".into(), args.threads.to_string()]);
-    argv.extend(args.delay.map(|d| ["--delay".into(), d]).into_iter().flatten());
-    argv.extend(args.work.map(|d| ["--work".into(), d]).into_iter().flatten());
-    argv.extend(args.slow_path.map(|d| ["--slow-path".into(), d]).into_iter().flatten());
-    argv.extend(args.body_size.map(|b| ["--body-size".into(), b.to_string()]).into_iter().flatten());
-    argv.extend(args.chunked.then(|| "--chunked".to_owned()));
-    argv.extend(args.tls.then(|| "--tls".to_owned()));
-    argv.extend(args.tls_cert.map(|c| ["--tls-cert".into(), c]).into_iter().flatten());
-    argv.extend(args.tls_key.map(|k| ["--tls-key".into(), k]).into_iter().flatten());
-    let cfg =
-        loadgate_server::ServeConfig::from_args(&argv).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let cfg = loadgate_server::ServeConfig::from(args);
     if cfg.tls == Some(loadgate_server::ServeTls::SelfSigned) {
         out.error(
             "note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)",

@@ -278,27 +278,24 @@ pub fn render(req: &K8sRequest<'_>) -> Result<String, K8sError> {
         },
     });
 
-    let n = req.shards.to_string();
-    let barrier = format!("{name}-0.{name}:{BARRIER_PORT}");
-    let mut args = vec![
-        "run".to_owned(),
-        format!("/spec/{spec_key}"),
-        "--shard-count".to_owned(),
-        n.clone(),
-        "--barrier".to_owned(),
-        barrier,
-        "--out".to_owned(),
-        "-".to_owned(),
-    ];
     // The CPUs a static CPU manager gives the pod are not the ones the spec names: the run maps the spec's
     // pinned generator CPUs onto them (the target is a `base_url` server, never pinned by the pods).
-    if req.plan.hardware.generator_cpus.is_some() {
-        args.push("--pin-within-affinity".to_owned());
-    }
-    for (k, v) in req.sets {
-        args.push("--set".to_owned());
-        args.push(format!("{k}={v}"));
-    }
+    let command = loadgate_plan::ShardCommand {
+        spec: format!("/spec/{spec_key}"),
+        place: loadgate_plan::ShardPlace::Indexed(req.shards),
+        run_id: None,
+        barrier: Some(format!("{name}-0.{name}:{BARRIER_PORT}")),
+        out: "-".to_owned(),
+        cpus: None,
+        quiet: false,
+        from_flags: false,
+        options: loadgate_plan::ShardOptions {
+            sets: req.sets.to_vec(),
+            pin_within_affinity: req.plan.hardware.generator_cpus.is_some(),
+            ..loadgate_plan::ShardOptions::default()
+        },
+    };
+    let args = command.args();
     let cpu = cpus_per_pod(req.plan).to_string();
     let resources = json!({ "cpu": cpu, "memory": req.memory });
     let mut container = json!({

@@ -5,9 +5,11 @@ mod compile;
 mod display;
 pub mod model;
 mod shard;
+mod shard_command;
 pub mod verify;
 
 pub use compile::{compile, plan_hash, split_even, split_weighted};
 pub use display::describe_load;
 pub use model::*;
 pub use shard::{shard, ShardError};
+pub use shard_command::{ShardCommand, ShardOptions, ShardPlace};

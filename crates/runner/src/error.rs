@@ -32,3 +32,17 @@ pub enum RunError {
     #[error("{0}")]
     Export(#[source] loadgate_export::ExportError),
 }
+
+/// A job that cannot be built: the message says what to change. Nothing ran.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// An option, a shard or a file the user gave does not fit (exit 2).
+    #[error("{0}")]
+    Invalid(String),
+    /// A spec that does not load: its diagnostic, already rendered with its location (`error: ...`), exit 2.
+    #[error("{0}")]
+    Diagnostic(String),
+    /// This machine could not give what the job needs (a temporary directory, a file for the shards).
+    #[error("{0}")]
+    Machine(String),
+}

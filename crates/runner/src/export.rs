@@ -11,7 +11,9 @@
 use std::path::Path;
 
 use loadgate_export::series::{Interval, Labels, Totals};
-use loadgate_export::{ExportConfig, ExportReport, Exporter};
+use loadgate_export::{ExportReport, Exporter};
+
+pub use loadgate_export::ExportConfig;
 use loadgate_plan::Phase;
 use loadgate_results::ScenarioResult;
 

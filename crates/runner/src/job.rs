@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use loadgate_model::secrets::Redactor;
 use loadgate_model::Spec;
-use loadgate_plan::{ExecutionPlan, Slice};
-use loadgate_repro::RunOverrides;
+use loadgate_plan::{ExecutionPlan, ShardOptions, Slice};
+pub use loadgate_repro::RunOverrides;
 use loadgate_results::{RunResults, ShardPart};
 
 use crate::event::Observer;
@@ -20,33 +20,10 @@ use crate::shard_merge::{LocalShards, MergeOptions};
 use crate::shards::{ShardRun, StartSync};
 use crate::target::BuiltinServer;
 
+pub use crate::error::JobError;
 pub use crate::scratch::ScratchDir;
+pub use crate::source::SpecInput;
 use crate::RunError;
-
-/// A job that cannot be built: the message says what to change. Nothing ran.
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    /// An option, a shard or a file the user gave does not fit (exit 2).
-    #[error("{0}")]
-    Invalid(String),
-    /// This machine could not give what the job needs (a temporary directory, a file for the shards).
-    #[error("{0}")]
-    Machine(String),
-}
-
-/// A spec that validated, as the user gave it.
-#[derive(Debug, Clone)]
-pub struct SpecInput {
-    pub spec: Spec,
-    /// The spec file as the user named it (`(command line)` for a spec made of flags).
-    pub file: String,
-    /// The spec's directory: its relative paths and its git state are read there.
-    pub dir: Option<PathBuf>,
-    /// The spec's text, embedded in results.json for `loadgate repro` (`None`: not kept).
-    pub text: Option<String>,
-    /// The spec's YAML when it was made of command-line flags: what local shards are given to run.
-    pub flags_yaml: Option<String>,
-}
 
 /// How a job's plan is run.
 #[derive(Debug, Clone, Default)]
@@ -56,9 +33,9 @@ pub enum Distribution {
     Whole,
     /// Slice `slice` of the plan, as one shard of a run on several generators (`--shard I/N`).
     Slice { slice: Slice, start: StartSync, run_id: Option<String> },
-    /// `--shards N`: N shard processes of `exe` on this machine, merged. `args` are what every shard gets
-    /// after the spec (`--set`, `--pacing`, ...).
-    Local { count: u32, exe: PathBuf, args: Vec<String>, run_id: Option<String> },
+    /// `--shards N`: N shard processes of `exe` on this machine, merged. `options` are what every shard gets
+    /// of the command line (`--set`, `--pacing`, ...).
+    Local { count: u32, exe: PathBuf, options: ShardOptions, run_id: Option<String> },
 }
 
 /// What a job needs besides its spec.
@@ -121,7 +98,7 @@ impl JobOptions {
 #[derive(Debug)]
 enum Work {
     Run(Box<ExecutionPlan>),
-    Local { plan: Box<ExecutionPlan>, local: Box<LocalShards>, _flags_spec: Option<ScratchDir> },
+    Local { plan: Box<ExecutionPlan>, local: Box<LocalShards> },
     Merge { plan: Option<Box<ExecutionPlan>>, parts: Vec<ShardPart>, dir: PathBuf, interrupted: bool },
 }
 
@@ -133,6 +110,8 @@ pub struct Job {
     work: Work,
     /// The live export, when the job has outputs (runs only, never a merge).
     export: Option<loadgate_export::ExportConfig>,
+    /// Files the run reads (the spec a run from flags gives its shards, a reproduced spec), removed after it.
+    _scratch: Option<ScratchDir>,
 }
 
 impl Job {
@@ -162,40 +141,48 @@ impl Job {
         };
         let request = request(&spec, file, dir, source, shard, &options);
         let work = match &options.distribution {
-            Distribution::Local { count, exe, args, run_id } => {
+            Distribution::Local { count, exe, options: shard_options, run_id } => {
                 // What a shard would refuse (a planned gate, shares that do not split) is refused here, once.
                 Slice::new(1, *count)
                     .and_then(|first| loadgate_plan::shard(&plan, first))
                     .map_err(|e| JobError::Invalid(e.to_string()))?;
                 // A run from flags has no spec file: its shards run the spec the flags made, from a private file.
                 let flags_spec = flags_yaml.as_deref().map(flags_spec_dir).transpose()?;
+                let spec = flags_spec
+                    .as_ref()
+                    .map_or_else(|| request.spec_file.clone(), |f| f.path().join(FLAGS_SPEC).display().to_string());
                 let local = LocalShards {
                     exe: exe.clone(),
-                    args: local_args(&request.spec_file, flags_spec.as_ref(), args),
+                    spec,
+                    from_flags: flags_spec.is_some(),
+                    options: shard_options.clone(),
                     count: *count,
                     run_id: run_id.clone().unwrap_or_else(|| {
                         format!("{}-{}-{}", plan.hash, std::process::id(), crate::clock::now_rfc3339())
                     }),
                 };
-                Work::Local { plan: Box::new(plan), local: Box::new(local), _flags_spec: flags_spec }
+                (Work::Local { plan: Box::new(plan), local: Box::new(local) }, flags_spec)
             }
-            _ => Work::Run(Box::new(plan)),
+            _ => (Work::Run(Box::new(plan)), None),
         };
+        let (work, scratch) = work;
         let export = export_config(&spec, &options);
-        Ok(Job { secrets: spec.secrets.clone(), request, work, export })
+        Ok(Job { secrets: spec.secrets.clone(), request, work, export, _scratch: scratch })
     }
 
-    /// `loadgate repro`: the plan of the run `ci` describes (read from `path`), rebuilt identically from the spec
-    /// it embeds, to run again as `loadgate run` would. `secrets`: the values of its secret variables.
+    /// `loadgate repro`: the plan of the run the results.json at `path` describes, rebuilt identically from the
+    /// spec it embeds, to run again as `loadgate run` would; with that run's results, to compare. `secrets`: the
+    /// values of its secret variables.
     pub fn reproduce(
-        ci: &RunResults,
-        path: &str,
+        path: &Path,
         secrets: Vec<(String, String)>,
         options: JobOptions,
-    ) -> Result<(Job, ScratchDir), JobError> {
+    ) -> Result<(Job, RunResults), JobError> {
+        let ci = crate::source::read_results(path)?;
+        let path = path.display();
         let work = ScratchDir::new()
             .map_err(|e| JobError::Machine(format!("cannot create a temporary directory to rebuild the spec: {e}")))?;
-        let original_dir = spec_dir_of(ci);
+        let original_dir = spec_dir_of(&ci);
         let opts = loadgate_repro::RebuildOptions {
             secrets,
             env: std::env::vars().collect(),
@@ -203,7 +190,7 @@ impl Job {
             original_dir: original_dir.clone(),
             loadgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         };
-        let rebuilt = loadgate_repro::rebuild(ci, &opts)
+        let rebuilt = loadgate_repro::rebuild(&ci, &opts)
             .map_err(|e| JobError::Invalid(e.to_string().replace("results.json holds", &format!("{path} holds"))))?;
         // The spec's directory as CI had it, relative to here, when it exists: the target's relative paths
         // (a start command's `cwd`) resolve there.
@@ -213,14 +200,16 @@ impl Job {
         let request = request(&rebuilt.spec, ci.spec.file.clone(), dir, source, None, &options);
         // Never the spec's `outputs:`: a rerun on a laptop would mix into the team's series (`--output` sends).
         let export = export_config(&rebuilt.spec, &JobOptions { spec_outputs: false, ..options.clone() });
-        let job =
-            Job { secrets: rebuilt.spec.secrets.clone(), request, work: Work::Run(Box::new(rebuilt.plan)), export };
-        Ok((job, work))
+        let secrets = rebuilt.spec.secrets.clone();
+        let job = Job { secrets, request, work: Work::Run(Box::new(rebuilt.plan)), export, _scratch: Some(work) };
+        Ok((job, ci))
     }
 
-    /// `loadgate merge`: shard results (one run's, checked by the merge) into `<out_root>/<spec name>/`, judged
-    /// with the whole plan when it can be rebuilt from the spec they embed (sweep SLOs, `history:` checks).
-    pub fn merge(parts: Vec<ShardPart>, options: JobOptions) -> Result<Job, JobError> {
+    /// `loadgate merge`: the shard results in `files` (one run's, checked by the merge; read by
+    /// [`crate::source::read_shard_results`]) into `<out_root>/<spec name>/`, judged with the whole plan when it
+    /// can be rebuilt from the spec they embed (sweep SLOs, `history:` checks).
+    pub fn merge(files: &[PathBuf], options: JobOptions) -> Result<Job, JobError> {
+        let parts = crate::source::read_shard_results(files)?;
         let Some(first) = parts.first() else {
             return Err(JobError::Invalid("no shard result to merge".to_owned()));
         };
@@ -247,6 +236,7 @@ impl Job {
             secrets: Redactor::default(),
             work: Work::Merge { plan, parts, dir, interrupted },
             export: None,
+            _scratch: None,
         })
     }
 
@@ -366,18 +356,6 @@ fn request(
         checkpoint: options.checkpoint,
         attachments: crate::profiles::attachments(),
     }
-}
-
-/// What every local shard process gets: the spec (the private file of a run from flags), quiet, no annotations,
-/// then the caller's arguments.
-fn local_args(spec_file: &str, flags_spec: Option<&ScratchDir>, args: &[String]) -> Vec<String> {
-    let spec = flags_spec.map_or_else(|| spec_file.to_owned(), |f| f.path().join(FLAGS_SPEC).display().to_string());
-    let mut argv = vec![spec, "--quiet".to_owned(), "--annotations".to_owned(), "never".to_owned()];
-    if flags_spec.is_some() {
-        argv.push("--from-flags".to_owned());
-    }
-    argv.extend(args.iter().cloned());
-    argv
 }
 
 /// The spec file of a run's artifact, as its directory is from here.

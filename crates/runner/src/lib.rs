@@ -11,13 +11,14 @@
 //! | reports rewritten atomically after every phase, the step summary | [`reports::ReportWriter`] |
 //! | interruption (Ctrl-C, SIGTERM, a library caller) | [`Interrupt`] |
 //! | the results so far written every interval while the run goes (`results.partial.json`) | [`checkpoint`] |
-//! | what the user gave (a spec, flags, a results.json to reproduce, shard results) turned into what runs | [`Job`] |
+//! | what the user gave (spec files, flags, a results.json to reproduce, shard results) read and checked | [`source`] |
+//! | what the user gave turned into what runs, and into a sharded run's Kubernetes manifests | [`Job`], [`k8s`] |
 //! | what runs next: verification, a shard's start, rounds, A/B sides, sequential looks, reruns of invalid rounds, budget plans, the end (pure) | [`schedule::Schedule`] |
 //! | what is kept of the rounds: kept, discarded with their pair, judged at a look, power plans (pure) | [`rounds::Rounds`] |
 //! | the schedule's tasks executed on the sessions (the executor), the results document and its reports (the ledger) | [`run()`] |
 //! | what runs around each side's measured phase (a per-round profile of the target) | [`attach`] |
 //! | capacity searches (`load: capacity`): the steps' order, the time budget, the instance's result | [`capacity`] |
-//! | one run of several shards: the synchronised start, the merge, local shards | [`shards`], [`shard_merge`] |
+//! | one run of several shards: the shard flags' distribution, the synchronised start, the merge, local shards | [`placement`], [`shards`], [`shard_merge`] |
 //! | live metrics while the run goes (`--output`, `--metrics-listen`): an observer that feeds [`loadgate_export`] | [`export`] |
 //! | the spec's `history:` checks judged against a history store, the run recorded in it (`--history`) | [`memory`] |
 //!
@@ -59,8 +60,10 @@ mod executor;
 pub mod export;
 pub mod interrupt;
 pub mod job;
+pub mod k8s;
 mod ledger;
 pub mod memory;
+pub mod placement;
 pub mod power;
 pub mod prepare;
 pub mod profiles;
@@ -73,12 +76,13 @@ mod scratch;
 mod session;
 pub mod shard_merge;
 pub mod shards;
+pub mod source;
 mod target;
 
-pub use error::RunError;
+pub use error::{JobError, RunError};
 pub use event::{Event, Observer, Silent};
 pub use interrupt::Interrupt;
-pub use job::{Job, JobError};
+pub use job::Job;
 pub use request::{RunOutcome, RunRequest};
 pub use run::run;
 pub use session::{apply_limit_policy, apply_saturation_policy, merge, Halt, Session, SessionEnd, SessionOptions};

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loadgate_plan::{ExecutionPlan, Slice};
+use loadgate_plan::{ExecutionPlan, ShardCommand, ShardOptions, ShardPlace, Slice};
 use loadgate_results::{OutcomeStatus, ShardPart};
 
 use crate::event::{Event, Observer};
@@ -84,8 +84,12 @@ pub struct MergeOptions<'a> {
 pub struct LocalShards {
     /// The loadgate executable.
     pub exe: PathBuf,
-    /// The arguments of `loadgate run` that every shard gets (the spec, `--set`, ...), without `--out`.
-    pub args: Vec<String>,
+    /// The spec file every shard runs.
+    pub spec: String,
+    /// The spec is the one a run from command-line flags made (`--from-flags`).
+    pub from_flags: bool,
+    /// What every shard gets of the command line (`--set`, `--pacing`, ...).
+    pub options: ShardOptions,
     pub count: u32,
     pub run_id: String,
 }
@@ -130,21 +134,19 @@ pub fn run_local(
     let mut shards = Vec::new();
     for index in 1..=local.count {
         let slice = Slice { index, count: local.count };
-        let mut argv = vec![local.exe.display().to_string(), "run".to_owned()];
-        argv.extend(local.args.iter().cloned());
-        argv.extend([
-            "--shard".to_owned(),
-            slice.to_string(),
-            "--run-id".to_owned(),
-            local.run_id.clone(),
-            "--barrier".to_owned(),
-            format!("127.0.0.1:{port}"),
-            "--out".to_owned(),
-            out_root.display().to_string(),
-        ]);
-        if let Some(part) = parts.as_ref().and_then(|(_, p)| p.as_ref()?.get(index as usize - 1)) {
-            argv.extend(["--shard-cpus".to_owned(), part.to_string()]);
-        }
+        let command = ShardCommand {
+            spec: local.spec.clone(),
+            place: ShardPlace::Slice(slice),
+            run_id: Some(local.run_id.clone()),
+            barrier: Some(format!("127.0.0.1:{port}")),
+            out: out_root.display().to_string(),
+            cpus: parts.as_ref().and_then(|(_, p)| p.as_ref()?.get(index as usize - 1)).cloned(),
+            quiet: true,
+            from_flags: local.from_flags,
+            options: local.options.clone(),
+        };
+        let mut argv = vec![local.exe.display().to_string()];
+        argv.extend(command.args());
         let mut spec = loadgate_target::launch::LaunchSpec::new(argv, &dir);
         spec.log_name = format!("shard-{index}-of-{}", local.count);
         spec.stop_grace = Duration::from_secs(30);

@@ -250,7 +250,8 @@ impl ServeConfig {
     }
 }
 
-fn parse_kind(s: &str) -> Option<BuiltinKind> {
+/// The kind `--kind` names (`plaintext`, `echo`, `delay`, `cpu`).
+pub fn parse_kind(s: &str) -> Option<BuiltinKind> {
     match s {
         "plaintext" => Some(BuiltinKind::Plaintext),
         "echo" => Some(BuiltinKind::Echo),
