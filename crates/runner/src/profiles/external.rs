@@ -1,0 +1,272 @@
+//! The external sources of a profile: a profiler's command line run beside the phase, and a pprof endpoint
+//! fetched over it.
+
+use std::io::{Read as _, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use loadgate_model::profile::{CommandProfile, PprofProfile};
+use loadgate_results::stacks::{parse_folded, FoldedLimits};
+use loadgate_results::ScenarioResult;
+
+use super::round::{failed, output, RoundStacks};
+use crate::attach::{AttachmentOutput, PhaseOutcome, Running};
+
+/// The most bytes of an external profiler's standard error kept for a message.
+const MAX_STDERR: usize = 4096;
+/// The most bytes a pprof endpoint may answer.
+const MAX_PPROF_BYTES: usize = 32 << 20;
+/// How long past the phase an external profiler or a pprof endpoint may take to finish.
+const GRACE: Duration = Duration::from_secs(20);
+
+/// Splits a command line into words: whitespace separates, single and double quotes group (no shell).
+fn words(line: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("the profiler's command line has a quote that is never closed".into());
+    }
+    if in_word {
+        out.push(word);
+    }
+    Ok(out)
+}
+
+pub(super) fn start_command(
+    c: &CommandProfile,
+    pid: u32,
+    seconds: u64,
+    label: &str,
+) -> Result<Box<dyn Running>, String> {
+    let dir = std::env::temp_dir().join(format!("loadgate-profile-{}-{pid}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make a directory for the profiler's output: {e}"))?;
+    let out = dir.join(format!("{}.folded", label.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+    let _ = std::fs::remove_file(&out);
+    let fill = |w: &str| {
+        w.replace("{pid}", &pid.to_string())
+            .replace("{seconds}", &seconds.to_string())
+            .replace("{out}", &out.display().to_string())
+    };
+    let argv: Vec<String> = words(&c.run)?.iter().map(|w| fill(w)).collect();
+    let Some((program, args)) = argv.split_first() else { return Err("the profiler's command line is empty".into()) };
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("the profiler `{program}` could not start: {e}"))?;
+    Ok(Box::new(CommandRun {
+        child,
+        program: program.clone(),
+        out,
+        started: Instant::now(),
+        seconds,
+        event: c.event.name(),
+        ns_per_sample: c.event.is_time().then(|| c.interval.0.as_nanos() as f64),
+    }))
+}
+
+struct CommandRun {
+    child: Child,
+    program: String,
+    out: std::path::PathBuf,
+    started: Instant,
+    seconds: u64,
+    event: &'static str,
+    ns_per_sample: Option<f64>,
+}
+
+impl Running for CommandRun {
+    fn stop(mut self: Box<Self>, outcome: &PhaseOutcome, _: Option<&mut ScenarioResult>) -> AttachmentOutput {
+        let deadline = self.started + Duration::from_secs(self.seconds) + GRACE;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        let ran = self.started.elapsed();
+        let mut stderr = Vec::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.by_ref().take(MAX_STDERR as u64).read_to_end(&mut stderr);
+        }
+        let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
+        let said = if stderr.is_empty() { String::new() } else { format!("; it said: {stderr}") };
+        let program = &self.program;
+        let round = match status {
+            None => failed(
+                "command",
+                format!(
+                    "the profiler `{program}` was still running {:.0?} after the phase and was stopped{said}",
+                    GRACE
+                ),
+            ),
+            Some(s) if !s.success() => failed("command", format!("the profiler `{program}` failed ({s}){said}")),
+            Some(_) => match std::fs::read(&self.out) {
+                Err(e) => failed("command", format!("the profiler `{program}` wrote no stacks to {{out}} ({e}){said}")),
+                Ok(bytes) => match parse_folded(&bytes, FoldedLimits::default()) {
+                    Err(e) => {
+                        failed("command", format!("the profiler `{program}` wrote what is not folded stacks: {e}"))
+                    }
+                    Ok(stacks) => {
+                        let mut notes = Vec::new();
+                        let expected = Duration::from_secs(self.seconds);
+                        if ran + Duration::from_millis(500) < expected.min(outcome.duration) {
+                            notes.push(format!("the profiler ran {ran:.1?} of a {:.1?} phase", outcome.duration));
+                        }
+                        RoundStacks {
+                            source: "command".into(),
+                            sample_type: self.event.into(),
+                            ns_per_sample: self.ns_per_sample,
+                            stacks,
+                            notes,
+                        }
+                    }
+                },
+            },
+        };
+        let _ = std::fs::remove_file(&self.out);
+        output(round, outcome)
+    }
+}
+
+pub(super) fn start_pprof(p: &PprofProfile, seconds: u64) -> Box<dyn Running> {
+    let (url, kind) = (p.url.clone(), p.kind);
+    let handle = std::thread::spawn(move || fetch(&url, seconds));
+    Box::new(PprofRun { handle, kind: kind.name() })
+}
+
+struct PprofRun {
+    handle: std::thread::JoinHandle<Result<Vec<u8>, String>>,
+    kind: &'static str,
+}
+
+impl Running for PprofRun {
+    fn stop(self: Box<Self>, outcome: &PhaseOutcome, _: Option<&mut ScenarioResult>) -> AttachmentOutput {
+        let round = match self.handle.join() {
+            Err(_) => failed("pprof", "the pprof fetch failed".into()),
+            Ok(Err(e)) => failed("pprof", e),
+            Ok(Ok(body)) => match loadgate_results::pprof::decode(&body, None) {
+                Err(e) => failed("pprof", format!("the pprof endpoint answered what is not a profile: {e}")),
+                Ok(p) => RoundStacks {
+                    source: "pprof".into(),
+                    sample_type: if self.kind == "cpu" { "cpu".into() } else { p.sample_type.clone() },
+                    ns_per_sample: p.ns_per_unit(),
+                    stacks: p.stacks,
+                    notes: Vec::new(),
+                },
+            },
+        };
+        output(round, outcome)
+    }
+}
+
+/// GETs `url?seconds=N` over plain HTTP/1.1 (pprof endpoints are debug ports): the body, chunked or not.
+fn fetch(url: &str, seconds: u64) -> Result<Vec<u8>, String> {
+    let parsed = loadgate_model::url::HttpUrl::parse(url).map_err(|e| format!("the pprof URL: {e}"))?;
+    if parsed.https {
+        return Err("the pprof endpoint is https, which loadgate does not fetch profiles over: serve pprof over http on a loopback debug port".into());
+    }
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(parsed.host.trim_matches(['[', ']']), parsed.port))
+        .map_err(|e| format!("the pprof endpoint {url}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("the pprof endpoint {url} has no address"))?;
+    let timeout = Duration::from_secs(seconds) + GRACE;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("the pprof endpoint {url} could not be reached: {e}"))?;
+    let _ = s.set_read_timeout(Some(timeout));
+    let request = format!(
+        "GET {}?seconds={seconds} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept-Encoding: identity\r\n\r\n",
+        parsed.path,
+        parsed.host_header()
+    );
+    s.write_all(request.as_bytes()).map_err(|e| format!("the pprof endpoint {url}: {e}"))?;
+    let mut raw = Vec::new();
+    s.take(MAX_PPROF_BYTES as u64 + 65_536)
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("the pprof endpoint {url}: {e}"))?;
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("the pprof endpoint {url} answered no HTTP response"))?;
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
+    let status = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let body = &raw[head_end + 4..];
+    if status != "200" {
+        let text = String::from_utf8_lossy(&body[..body.len().min(300)]).trim().to_owned();
+        return Err(format!("the pprof endpoint {url} answered {status}: {text}"));
+    }
+    if head.contains("transfer-encoding: chunked") {
+        dechunk(body).ok_or_else(|| format!("the pprof endpoint {url} sent a broken chunked body"))
+    } else {
+        Ok(body.to_vec())
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&body[..line_end]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        if body.len() < size + 2 || out.len() + size > MAX_PPROF_BYTES {
+            return None;
+        }
+        out.extend_from_slice(&body[..size]);
+        body = &body[size + 2..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_splits_into_words_with_quotes_grouping() {
+        assert_eq!(
+            words("asprof -d {seconds} -f '{out} x' {pid}").unwrap(),
+            ["asprof", "-d", "{seconds}", "-f", "{out} x", "{pid}"]
+        );
+        assert_eq!(words("a \"\" b").unwrap(), ["a", "", "b"]);
+        assert!(words("a 'b").is_err());
+    }
+
+    #[test]
+    fn a_chunked_body_is_joined_and_a_broken_one_refused() {
+        assert_eq!(dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n").unwrap(), b"abcde");
+        assert!(dechunk(b"5\r\nab").is_none());
+        assert!(dechunk(b"zz\r\n").is_none());
+    }
+}
