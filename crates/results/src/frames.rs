@@ -764,6 +764,68 @@ pub fn time_table(stacks: &Stacks, ns_per_sample: Option<f64>, requests: u64, to
     }
 }
 
+/// The unit of a profile's per-request figures: CPU microseconds, or the profiler's own counts (samples, bytes)
+/// for profiles whose samples are not time.
+pub fn per_request_unit(p: &ScenarioProfile) -> &'static str {
+    if p.sample_type == "cpu" || p.sample_type == "wall" {
+        "us/request"
+    } else {
+        "units/request"
+    }
+}
+
+/// `where: slow_path +14.6 us/request (+12.9..+16.1, p 0.002); ...`: the frames an A/B profile named as slower,
+/// with their estimates, intervals and adjusted p-values (at most `most`); `where: no frame changed ...` when the
+/// test named none; `None` without a differential.
+pub fn where_text(p: &ScenarioProfile, most: usize) -> Option<String> {
+    let d = p.differential.as_ref()?;
+    let unit = per_request_unit(p);
+    if d.named.is_empty() {
+        return Some(format!(
+            "where: no frame changed significantly ({} frames tested over {} paired rounds, family-wise {}%)",
+            d.tested.len(),
+            d.rounds,
+            d.alpha * 100.0
+        ));
+    }
+    let parts: Vec<String> = d
+        .named
+        .iter()
+        .take(most)
+        .map(|f| {
+            format!(
+                "{} {:+.1} {unit} ({:+.1}..{:+.1}, p {:.3})",
+                f.name, f.estimate_us, f.interval_us.lo, f.interval_us.hi, f.p_adjusted
+            )
+        })
+        .collect();
+    let more = d.named.len().saturating_sub(most);
+    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+    Some(format!("where: {}{more}", parts.join("; ")))
+}
+
+/// One line on what a profile holds: samples, the share unnamed, the stack depth, and its notes.
+pub fn profile_line(p: &ScenarioProfile) -> String {
+    let mut line = format!(
+        "{} samples ({} from {}), {:.0}% of leaves unnamed, stack depth p50 {} (p90 {}, max {})",
+        p.samples,
+        p.sample_type,
+        p.source,
+        p.unknown_share * 100.0,
+        p.depth_p50,
+        p.depth_p90,
+        p.depth_max
+    );
+    if let Some(us) = p.table.total_us_per_request {
+        line.push_str(&format!(", {us:.1} us/request sampled"));
+    }
+    for n in &p.notes {
+        line.push_str("; ");
+        line.push_str(n);
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -993,66 +1055,4 @@ mod tests {
         assert_eq!(no_cpu.total_us_per_request, None);
         assert_eq!(no_cpu.by_self[0].self_us_per_request, None);
     }
-}
-
-/// The unit of a profile's per-request figures: CPU microseconds, or the profiler's own counts (samples, bytes)
-/// for profiles whose samples are not time.
-pub fn per_request_unit(p: &ScenarioProfile) -> &'static str {
-    if p.sample_type == "cpu" || p.sample_type == "wall" {
-        "us/request"
-    } else {
-        "units/request"
-    }
-}
-
-/// `where: slow_path +14.6 us/request (+12.9..+16.1, p 0.002); ...`: the frames an A/B profile named as slower,
-/// with their estimates, intervals and adjusted p-values (at most `most`); `where: no frame changed ...` when the
-/// test named none; `None` without a differential.
-pub fn where_text(p: &ScenarioProfile, most: usize) -> Option<String> {
-    let d = p.differential.as_ref()?;
-    let unit = per_request_unit(p);
-    if d.named.is_empty() {
-        return Some(format!(
-            "where: no frame changed significantly ({} frames tested over {} paired rounds, family-wise {}%)",
-            d.tested.len(),
-            d.rounds,
-            d.alpha * 100.0
-        ));
-    }
-    let parts: Vec<String> = d
-        .named
-        .iter()
-        .take(most)
-        .map(|f| {
-            format!(
-                "{} {:+.1} {unit} ({:+.1}..{:+.1}, p {:.3})",
-                f.name, f.estimate_us, f.interval_us.lo, f.interval_us.hi, f.p_adjusted
-            )
-        })
-        .collect();
-    let more = d.named.len().saturating_sub(most);
-    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
-    Some(format!("where: {}{more}", parts.join("; ")))
-}
-
-/// One line on what a profile holds: samples, the share unnamed, the stack depth, and its notes.
-pub fn profile_line(p: &ScenarioProfile) -> String {
-    let mut line = format!(
-        "{} samples ({} from {}), {:.0}% of leaves unnamed, stack depth p50 {} (p90 {}, max {})",
-        p.samples,
-        p.sample_type,
-        p.source,
-        p.unknown_share * 100.0,
-        p.depth_p50,
-        p.depth_p90,
-        p.depth_max
-    );
-    if let Some(us) = p.table.total_us_per_request {
-        line.push_str(&format!(", {us:.1} us/request sampled"));
-    }
-    for n in &p.notes {
-        line.push_str("; ");
-        line.push_str(n);
-    }
-    line
 }

@@ -70,7 +70,7 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         }
         merged.load.users_started = merged.load.users_started.zip(part.load.users_started).map(|(a, b)| a + b);
         // The target's CPU adds up only where every part read it.
-        merged.target_cpu = merged.target_cpu.zip(part.target_cpu).map(|(a, b)| a.add(b));
+        merged.target_cpu = merged.target_cpu.zip(part.target_cpu).map(|(a, b)| a.and(b));
         merged.load.users_planned = merged.load.users_planned.zip(part.load.users_planned).map(|(a, b)| a + b);
         // Batches read whole in any part: the merge says so, and counts the batches of all.
         if merged.load.pipeline_reads.is_none() {

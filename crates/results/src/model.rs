@@ -449,7 +449,7 @@ impl TargetCpuTime {
     }
 
     /// Two spans together (repetitions back to back, or shards of one target).
-    pub fn add(self, other: TargetCpuTime) -> TargetCpuTime {
+    pub fn and(self, other: TargetCpuTime) -> TargetCpuTime {
         TargetCpuTime {
             cpu_ns: self.cpu_ns.saturating_add(other.cpu_ns),
             requests: self.requests.saturating_add(other.requests),

@@ -85,7 +85,7 @@ pub(super) fn start_command(
         started: Instant::now(),
         seconds,
         event: c.event.name(),
-        ns_per_sample: c.event.is_time().then(|| c.interval.0.as_nanos() as f64),
+        ns_per_sample: c.event.is_time().then_some(c.interval.0.as_nanos() as f64),
     }))
 }
 
