@@ -224,7 +224,8 @@ fn a_started_tls_target_no_handshake_succeeds_with_is_exit_3() {
 #[test]
 fn a_user_injection_summary_says_users_and_profile_not_a_cap_or_a_rate() {
     let (dir, path) = spec_file(
-        "version: 1\nname: users\ntarget: { builtin: plaintext }\nscenarios:\n  visit:\n    \
+        // A phase of a few milliseconds can look like a saturated generator on a loaded machine: a warning here.
+        "version: 1\nname: users\ntarget: { builtin: plaintext }\nhardware: { saturation: warn }\nscenarios:\n  visit:\n    \
          request: { path: / }\n    load: { users: { at_once: 10 } }\n",
     );
     let out_dir = dir.path().join("out");

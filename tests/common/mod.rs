@@ -98,3 +98,23 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Whether this machine refuses `perf_event_open` (a seccomp filter, `perf_event_paranoid` 3 or more): the
+/// sampler's tests skip there, saying so.
+pub fn perf_events_refused() -> bool {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok();
+    paranoid.and_then(|p| p.trim().parse::<i32>().ok()).is_none_or(|p| p > 2)
+}
+
+/// A program on the PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+}
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}

@@ -34,6 +34,13 @@ pub enum ShardError {
          its own: a sharded run takes fixed rounds (`gating.repeat`)"
     )]
     Planned(&'static str),
+    /// A profile of the target's process (`profile.cpu`, `profile.command`): each shard's generator starts no
+    /// target of its own to profile; a pprof endpoint can be profiled from anywhere.
+    #[error(
+        "phase `{0}` profiles the target's process, which a shard does not own: profile a sharded run through \
+         `profile: {{ pprof: {{ url: ... }} }}`, or run it unsharded"
+    )]
+    Profiled(String),
 }
 
 impl std::str::FromStr for Slice {
@@ -151,6 +158,9 @@ pub fn shard(plan: &ExecutionPlan, slice: Slice) -> Result<ExecutionPlan, ShardE
     }
     if plan.gating.budget.is_some() {
         return Err(ShardError::Planned("budget"));
+    }
+    if let Some(p) = plan.phases.iter().find(|p| p.profile.as_ref().is_some_and(|pr| pr.needs_pid())) {
+        return Err(ShardError::Profiled(p.name.clone()));
     }
     let Slice { index, count } = Slice::new(slice.index, slice.count)?;
     let mut out = plan.clone();

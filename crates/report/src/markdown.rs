@@ -274,8 +274,10 @@ fn profile_view(s: &ScenarioResult) -> Option<ProfileView> {
 /// One scenario instance in a table.
 #[derive(Debug, Serialize)]
 pub struct ScenarioRow {
-    /// `plaintext[connections=256]`.
+    /// `plaintext[connections=256]`, with ` (B candidate)` in an A/B run.
     pub name: String,
+    /// The instance's own name, which its figures are filed under.
+    pub instance: String,
     /// `closed load, 256 connections, pipeline 16, 15.00s`.
     pub load: String,
     /// Whether it was gated.
@@ -585,6 +587,7 @@ fn scenario_row(s: &ScenarioResult) -> ScenarioRow {
     ScenarioRow {
         // An A/B instance's numbers are the candidate's; the A/B table has both sides.
         name: if s.ab_baseline.is_some() { format!("{} (B candidate)", s.name) } else { s.name.clone() },
+        instance: s.name.clone(),
         load: load_line(s),
         gate: s.gate,
         requests: format::count(s.requests.completed),

@@ -780,9 +780,18 @@ pub fn per_request_unit(p: &ScenarioProfile) -> &'static str {
 pub fn where_text(p: &ScenarioProfile, most: usize) -> Option<String> {
     let d = p.differential.as_ref()?;
     let unit = per_request_unit(p);
+    // Frames sampled on one side only (new, gone, or inlined differently) are not tested: said apart.
+    let mut apart: Vec<&crate::model::OneSidedFrame> = d.one_sided.iter().collect();
+    apart.sort_by(|a, b| b.us_per_request.total_cmp(&a.us_per_request));
+    let apart: Vec<String> = apart
+        .iter()
+        .take(3)
+        .map(|f| format!("{} {:.1} {unit} only in the {}", f.name, f.us_per_request, f.side))
+        .collect();
+    let apart = if apart.is_empty() { String::new() } else { format!("; not tested: {}", apart.join(", ")) };
     if d.named.is_empty() {
         return Some(format!(
-            "where: no frame changed significantly ({} frames tested over {} paired rounds, family-wise {}%)",
+            "where: no frame changed significantly ({} frames tested over {} paired rounds, family-wise {}%){apart}",
             d.tested.len(),
             d.rounds,
             d.alpha * 100.0
@@ -801,7 +810,7 @@ pub fn where_text(p: &ScenarioProfile, most: usize) -> Option<String> {
         .collect();
     let more = d.named.len().saturating_sub(most);
     let more = if more > 0 { format!("; and {more} more") } else { String::new() };
-    Some(format!("where: {}{more}", parts.join("; ")))
+    Some(format!("where: {}{more}{apart}", parts.join("; ")))
 }
 
 /// One line on what a profile holds: samples, the share unnamed, the stack depth, and its notes.

@@ -152,6 +152,7 @@ impl Rounds {
         if !self.statistical {
             return a.last().cloned().map(|mut r| {
                 crate::profiles::summarize(&mut r, &i.attached, false);
+                judge_target_cpu(&phase.slos, &mut r, baseline);
                 r
             });
         }
@@ -168,6 +169,22 @@ impl Rounds {
             }
             merged
         })
+    }
+}
+
+/// A single run's `target_cpu_per_request` checks, judged again now that its attachment read the target's CPU
+/// (the phase's own verdicts were judged before its attachments stopped).
+fn judge_target_cpu(slos: &[loadgate_plan::Slo], r: &mut ScenarioResult, baseline: Option<&RunResults>) {
+    let metric = loadgate_plan::Metric::TargetCpuPerRequest.to_string();
+    if !r.verdicts.iter().any(|v| v.metric == metric) || r.verdicts.len() != slos.len() {
+        return;
+    }
+    let stored = baseline.and_then(|b| loadgate_results::baseline_for(b, r)).cloned();
+    let fresh = loadgate_results::evaluate(slos, r, stored.as_ref());
+    for (v, f) in r.verdicts.iter_mut().zip(fresh) {
+        if v.metric == metric {
+            *v = f;
+        }
     }
 }
 

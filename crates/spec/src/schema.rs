@@ -330,6 +330,9 @@ pub enum BuiltinKindDoc {
     Echo,
     /// Answers after `delay` (needs the detailed form).
     Delay,
+    /// Spends `work` of CPU per request in named functions, plus `slow_path` in a callee of `slow_path` (needs the
+    /// detailed form): a server whose profile is known.
+    Cpu,
 }
 
 #[derive(JsonSchema)]
@@ -346,6 +349,10 @@ pub struct BuiltinDetailDoc {
     pub chunked: Option<BoolDoc>,
     /// Serve HTTPS with a self-signed certificate made at start, which loadgate trusts.
     pub tls: Option<BoolDoc>,
+    /// For `cpu`: the CPU time each request costs (`50us`), in `parse_request` and `render_response`.
+    pub work: Option<DurationText>,
+    /// For `cpu`: CPU time added to each request in a callee of `slow_path` (`15us`).
+    pub slow_path: Option<DurationText>,
 }
 
 #[derive(JsonSchema)]
@@ -751,7 +758,7 @@ pub enum ProfileEventDoc {
 #[schemars(deny_unknown_fields)]
 pub struct PprofDoc {
     /// `http://127.0.0.1:6060/debug/pprof/profile` (or `.../allocs`, `heap`, `mutex`, `block`).
-    #[schemars(regex(pattern = r"^https?://"))]
+    #[schemars(regex(pattern = r"^http://"))]
     pub url: String,
     /// `cpu` (`profile`), `allocs`, `heap`, `mutex` or `block`; read from the URL when left out.
     pub kind: Option<PprofKindDoc>,

@@ -272,11 +272,11 @@ fn read_pprof(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<PprofProfile>
     let (un, up) = cx.required(&f, "url", "`profile.pprof`")?;
     let url = cx.string(un, &up, "`profile.pprof.url`")?;
     let parsed = match loadgate_model::url::HttpUrl::parse(&url) {
-        Ok(u) if u.userinfo.is_none() && !u.has_query && u.fragment.is_none() => u,
+        Ok(u) if !u.https && u.userinfo.is_none() && !u.has_query && u.fragment.is_none() => u,
         _ => {
             cx.error(
                 Diagnostic::error(&up, un.span, "`profile.pprof.url` is not a pprof endpoint loadgate can fetch")
-                    .expected("an http:// or https:// URL without a query or credentials, such as `http://127.0.0.1:6060/debug/pprof/profile`")
+                    .expected("an http:// URL without a query or credentials, such as `http://127.0.0.1:6060/debug/pprof/profile` (pprof is served on a plain debug port)")
                     .found(un.describe()),
             );
             return None;
