@@ -14,7 +14,7 @@
 //! | HAR 1.2 | `startedDateTime` | 1 ms |
 //!
 //! Times to the second are spread within their second, uniformly by a seeded hash of the line number
-//! ([`spread_offset`]; see [`schedule`](self::schedule) for why). Starts out of order go through a reorder buffer
+//! ([`spread_offset`]; see the `schedule` module for why). Starts out of order go through a reorder buffer
 //! of [`ReplayOptions::reorder_window`] (10 s); a start beyond it is a located error. Reading is bounded by
 //! [`Limits`]: lines, bytes, a line's bytes, a HAR's bytes, the share of lines that may fail.
 //!
