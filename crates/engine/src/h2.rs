@@ -101,21 +101,8 @@ pub(crate) fn put_window_update(out: &mut Vec<u8>, stream: u32, increment: u32) 
     out.extend_from_slice(&(increment & MAX_WINDOW).to_be_bytes());
 }
 
-/// An HPACK integer with an `n`-bit prefix, the first byte's high bits being `first` (RFC 7541 section 5.1).
-pub(crate) fn put_int(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
-    let max = (1usize << n) - 1;
-    if value < max {
-        out.push(first | value as u8);
-        return;
-    }
-    out.push(first | max as u8);
-    value -= max;
-    while value >= 128 {
-        out.push((value % 128) as u8 | 0x80);
-        value /= 128;
-    }
-    out.push(value as u8);
-}
+/// An HPACK integer with an `n`-bit prefix (RFC 7541 section 5.1): the one encoder, `hpack`'s.
+pub(crate) use crate::hpack::put_int;
 
 /// An HPACK string literal, without Huffman coding.
 fn put_string(out: &mut Vec<u8>, s: &[u8]) {
