@@ -322,15 +322,7 @@ mod tests {
     #[test]
     fn an_attachment_is_started_and_stopped_around_each_sides_phase_with_that_sides_target_pid() {
         // Both sides' targets are processes loadgate starts (`sleep`), in front of one server on this process.
-        let mut cfg = loadgate_server::ServeConfig::new(loadgate_server::ServerBehaviour {
-            kind: loadgate_model::BuiltinKind::Plaintext,
-            delay: None,
-            status: 200,
-            body_size: None,
-            chunked: false,
-            work: None,
-            slow_path: None,
-        });
+        let mut cfg = loadgate_server::ServeConfig::new(loadgate_server::ServerBehaviour::default());
         cfg.threads = 1;
         let server = loadgate_server::spawn_in_process(&cfg).unwrap();
         let target = format!(

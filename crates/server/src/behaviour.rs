@@ -33,6 +33,21 @@ pub struct ServerBehaviour {
     pub slow_path: Option<Duration>,
 }
 
+impl Default for ServerBehaviour {
+    /// `loadgate serve`'s defaults: TechEmpower's plaintext, status 200, no delay, no work.
+    fn default() -> Self {
+        ServerBehaviour {
+            kind: BuiltinKind::Plaintext,
+            delay: None,
+            status: 200,
+            body_size: None,
+            chunked: false,
+            work: None,
+            slow_path: None,
+        }
+    }
+}
+
 /// The name of a kind as `--kind` takes it.
 pub fn kind_name(kind: BuiltinKind) -> &'static str {
     loadgate_model::builtin_kind_name(kind)

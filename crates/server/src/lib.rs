@@ -139,15 +139,7 @@ impl ServeConfig {
     /// Parses the arguments of `loadgate serve` (a leading `serve` is skipped). Defaults: `--kind plaintext`,
     /// `--listen 127.0.0.1:0`, `--status 200`, `--threads 0`.
     pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<Self, ServerError> {
-        let mut cfg = ServeConfig::new(ServerBehaviour {
-            kind: BuiltinKind::Plaintext,
-            delay: None,
-            status: 200,
-            body_size: None,
-            chunked: false,
-            work: None,
-            slow_path: None,
-        });
+        let mut cfg = ServeConfig::new(ServerBehaviour::default());
         let mut it = args.iter().map(AsRef::as_ref).peekable();
         if it.peek() == Some(&"serve") {
             it.next();
@@ -943,15 +935,7 @@ mod tests {
 
     #[test]
     fn invalid_configs() {
-        let mut s = ServerBehaviour {
-            kind: BuiltinKind::Delay,
-            delay: None,
-            status: 200,
-            body_size: None,
-            chunked: false,
-            work: None,
-            slow_path: None,
-        };
+        let mut s = ServerBehaviour { kind: BuiltinKind::Delay, ..ServerBehaviour::default() };
         assert!(Behaviour::new(&s).unwrap_err().to_string().contains("needs a delay"));
         s.kind = BuiltinKind::Plaintext;
         s.delay = Some(Duration::from_millis(20));

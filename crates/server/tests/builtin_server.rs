@@ -9,15 +9,7 @@ use loadgate_model::BuiltinKind;
 use loadgate_server::{spawn_in_process, ServeConfig, ServerBehaviour, ServerHandle};
 
 fn server(kind: BuiltinKind, f: impl FnOnce(&mut ServerBehaviour)) -> ServerHandle {
-    let mut s = ServerBehaviour {
-        kind,
-        delay: None,
-        status: 200,
-        body_size: None,
-        chunked: false,
-        work: None,
-        slow_path: None,
-    };
+    let mut s = ServerBehaviour { kind, ..ServerBehaviour::default() };
     f(&mut s);
     let mut cfg = ServeConfig::new(s);
     cfg.threads = 1;
