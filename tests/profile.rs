@@ -152,3 +152,148 @@ fn the_sampler_runs_with_privileges_dropped() {
     let folded = out_dir.join("prof-ab").join("profile-main.folded");
     assert!(assert_folded(&folded) > 0);
 }
+
+/// One profiled scenario against the built-in `cpu` kind as a process, under a single run (no candidate).
+fn single(profile: &str, slo: &str) -> String {
+    format!(
+        "version: 1\nname: prof-one\ntarget: {{ builtin: {{ kind: cpu, work: 50us }} }}\nprofile: {profile}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ open: {{ rate: 500/s, connections: 4, duration: 1s }} }}\n    slo: [\"{slo}\"]\n"
+    )
+}
+
+/// Runs loadgate with a seccomp filter that refuses `perf_event_open` with EPERM, as Docker's default profile does.
+fn run_without_perf_events(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = common::command(args);
+    // SAFETY: between fork and exec only async-signal-safe calls (two prctl) on memory the closure owns.
+    unsafe {
+        cmd.pre_exec(|| {
+            const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+            const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+            const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+            let nr = libc::SYS_perf_event_open as u32;
+            let mut filter = [
+                libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 }, // the syscall number
+                libc::sock_filter { code: JEQ_K, jt: 0, jf: 1, k: nr },
+                libc::sock_filter { code: RET_K, jt: 0, jf: 0, k: 0x0005_0000 | libc::EPERM as u32 }, // ERRNO
+                libc::sock_filter { code: RET_K, jt: 0, jf: 0, k: 0x7fff_0000 },                      // ALLOW
+            ];
+            let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const libc::sock_fprog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("run loadgate")
+}
+
+#[test]
+fn a_sampler_the_kernel_refuses_is_one_warning_and_the_run_goes_on_unprofiled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), &single("{ cpu: true }", "target_cpu_per_request < 1s"));
+    let out_dir = dir.path().join("out");
+    let out = run_without_perf_events(&["run", &spec, "--out", &out_dir.display().to_string()]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let all = format!("{stdout}\n{stderr}");
+    assert!(!all.contains("panicked"), "{all}");
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(all.matches("the CPU profile of main cannot be taken").count(), 1, "{all}");
+    assert!(all.contains("seccomp") && all.contains("the run goes on without it"), "{all}");
+    // Unprofiled, but still measured: the target's CPU per request comes from /proc, not from perf events.
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("prof-one").join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    assert!(results["scenarios"][0]["profile"].is_null(), "{}", results["scenarios"][0]["profile"]);
+    assert!(results["scenarios"][0]["target_cpu"]["cpu_ns"].as_u64().unwrap_or(0) > 0);
+}
+
+#[test]
+fn a_required_profile_the_kernel_refuses_stops_the_run_before_any_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), &single("{ cpu: true, required: true }", "target_cpu_per_request < 1s"));
+    let out_dir = dir.path().join("out");
+    let out = run_without_perf_events(&["run", &spec, "--out", &out_dir.display().to_string()]);
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(!all.contains("panicked"), "{all}");
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(all.contains("perf_event_paranoid") && all.contains("no load was sent"), "{all}");
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("prof-one").join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    assert_eq!(results["scenarios"].as_array().map_or(0, Vec::len), 0, "{results}");
+}
+
+#[test]
+fn a_profiler_that_is_not_there_is_named_before_the_load_and_refused_when_required() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = r#"{ command: "no-such-profiler-41 -d {seconds} -o {out} {pid}" }"#;
+    let spec = write(dir.path(), &single(profile, "throughput > 0/s"));
+    let out = loadgate(&["run", &spec, "--out", &dir.path().join("out").display().to_string()]);
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(all.matches("the profiler `no-such-profiler-41` of main is not there").count(), 1, "{all}");
+    let required = profile.replace(" }", ", required: true }");
+    let spec = write(dir.path(), &single(&required, "throughput > 0/s"));
+    let out = loadgate(&["run", &spec, "--out", &dir.path().join("out2").display().to_string()]);
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(all.contains("not found on PATH") && all.contains("no load was sent"), "{all}");
+}
+
+#[test]
+fn rounds_too_short_for_useful_samples_are_a_warning() {
+    if common::perf_events_refused() {
+        eprintln!("skipped: perf_event_open is refused here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(dir.path(), &single("{ cpu: { frequency: 49 } }", "throughput > 0/s"));
+    let out = loadgate(&["run", &spec, "--out", &dir.path().join("out").display().to_string()]);
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("gathers at most 49 samples per busy CPU a round"), "{all}");
+    assert!(all.contains("rounds with fewer than 50 samples"), "{all}");
+}
+
+#[test]
+fn a_wrapper_whose_tree_does_no_work_is_said_and_not_profiled() {
+    if common::perf_events_refused() {
+        eprintln!("skipped: perf_event_open is refused here");
+        return;
+    }
+    let Some(setsid) = common::which("setsid") else {
+        eprintln!("skipped: needs setsid");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let exe = env!("CARGO_BIN_EXE_loadgate");
+    // Like `docker run`: the wrapper hands the server to a process it does not parent (a new session whose parent
+    // exits at once), then waits doing nothing.
+    let pid_file = dir.path().join("server.pid");
+    let script = format!(
+        "{setsid} -f sh -c 'echo $$ > {pid}; exec {exe} serve --kind cpu --work 50us --listen 127.0.0.1:{port} >/dev/null 2>&1'; exec sleep 600",
+        setsid = setsid.display(),
+        pid = pid_file.display()
+    );
+    let yaml = format!(
+        "version: 1\nname: prof-wrapper\ntarget:\n  base_url: http://127.0.0.1:{port}\n  start:\n    command: [sh, -c, {script:?}]\n    ready: {{ tcp: true, timeout: 20s }}\nprofile: {{ cpu: true }}\nscenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ open: {{ rate: 500/s, connections: 4, duration: 1s }} }}\n    slo: [\"target_cpu_per_request < 1s\"]\n"
+    );
+    let spec = write(dir.path(), &yaml);
+    let out = loadgate(&["run", &spec, "--out", &dir.path().join("out").display().to_string()]);
+    // The server outside the tree is this test's to stop.
+    if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()) {
+        // SAFETY: a plain kill(2) of the process this test's wrapper started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(!all.contains("panicked"), "{all}");
+    assert!(all.contains("the target's process tree did almost no work while the server answered"), "{all}");
+    // A CPU per request that was not measured never passes.
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("needs the CPU time of a server loadgate started"), "{all}");
+}

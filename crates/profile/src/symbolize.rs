@@ -65,6 +65,10 @@ pub struct ProfileStats {
     pub kernel_stacks: bool,
     pub threads_seen: u64,
     pub processes_seen: u64,
+    /// Kept samples whose leaf is in anonymous executable memory (JIT code) that no perf map names.
+    pub jit_unnamed: u64,
+    /// The processes with such samples: JIT code without `/tmp/perf-PID.map` (or without its addresses).
+    pub jit_without_map: Vec<u32>,
 }
 
 impl Profile {
@@ -235,6 +239,7 @@ impl RawProfile {
         let mut merged: HashMap<Vec<String>, u64> = HashMap::new();
         let (mut kept, mut leaf_ok, mut frames_total, mut frames_unknown) = (0u64, 0u64, 0u64, 0u64);
         let mut depths: HashMap<u32, u64> = HashMap::new();
+        let (mut jit_unnamed, mut jit_pids) = (0u64, std::collections::BTreeSet::new());
         for ((comm, frames), &n) in &self.stacks {
             let mut out = Vec::with_capacity(frames.len() + 1);
             out.push(self.comms.get(*comm as usize).cloned().unwrap_or_else(|| "[unknown]".into()));
@@ -252,6 +257,10 @@ impl RawProfile {
                         out.push(name);
                     }
                     None => {
+                        if let (true, Frame::Anon { pid, .. }) = (is_leaf, f) {
+                            jit_unnamed += n;
+                            jit_pids.insert(*pid);
+                        }
                         frames_unknown += n;
                         out.push(self.placeholder(*f));
                     }
@@ -283,6 +292,8 @@ impl RawProfile {
                 kernel_stacks: self.kernel_stacks,
                 threads_seen: c.threads_seen,
                 processes_seen: c.processes_seen,
+                jit_unnamed,
+                jit_without_map: jit_pids.into_iter().collect(),
             },
         }
     }
@@ -380,6 +391,8 @@ mod tests {
                 kernel_stacks: false,
                 threads_seen: 1,
                 processes_seen: 1,
+                jit_unnamed: 0,
+                jit_without_map: vec![],
             },
         };
         assert_eq!(p.folded(), "app;a:b;c 3\n");

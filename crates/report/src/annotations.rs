@@ -41,6 +41,9 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
                 ));
             } else if !v.passed {
                 let mut message = v.explain();
+                if let Some(w) = loadgate_results::frames::verdict_where(s, v) {
+                    message.push_str(&format!("; {w}"));
+                }
                 if let Some(why) = &s.aborted {
                     message.push_str(&format!("; the phase was stopped early: {why}"));
                 }

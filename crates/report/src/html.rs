@@ -27,6 +27,58 @@ struct Embedded<'a> {
     svg: &'a str,
 }
 
+/// A profiled instance as the page shows it: its lines (what each side's profile holds, what got slower) as plain
+/// text, and its "where the time went" tables, already HTML (every name escaped).
+#[derive(Debug, Serialize)]
+struct ProfileSection {
+    instance: String,
+    lines: Vec<String>,
+    /// `(caption, table)`: by total then by self time, for the candidate (or the only side), then the baseline.
+    tables: Vec<(String, Value)>,
+}
+
+/// The frames each table shows.
+const TABLE_ROWS: usize = 15;
+
+fn profile_sections(results: &RunResults) -> Vec<ProfileSection> {
+    use loadgate_results::frames::{profile_line, where_text};
+    let rows = |frames: &[loadgate_results::FrameTime]| -> Vec<crate::TimeRow> {
+        frames
+            .iter()
+            .take(TABLE_ROWS)
+            .map(|f| crate::TimeRow {
+                frame: f.name.clone(),
+                self_share: f.self_pct / 100.0,
+                total_share: f.total_pct / 100.0,
+                self_us_per_request: f.self_us_per_request,
+                total_us_per_request: f.total_us_per_request,
+            })
+            .collect()
+    };
+    let mut sections = Vec::new();
+    for s in &results.scenarios {
+        let Some(p) = &s.profile else { continue };
+        let base = s.ab_baseline.as_deref().and_then(|b| b.profile.as_ref());
+        let mut sides = vec![(if base.is_some() { "B (candidate)" } else { "" }, p)];
+        sides.extend(base.map(|b| ("A (baseline)", b)));
+        let mut lines: Vec<String> = sides
+            .iter()
+            .map(|(side, p)| if side.is_empty() { profile_line(p) } else { format!("{side}: {}", profile_line(p)) })
+            .collect();
+        lines.extend(where_text(p, 5));
+        let mut tables = Vec::new();
+        for (side, p) in &sides {
+            let side = if side.is_empty() { String::new() } else { format!("{side}, ") };
+            for (by, frames) in [("total", &p.table.by_total), ("self", &p.table.by_self)] {
+                let caption = format!("Where the time went: {side}top frames by {by} time");
+                tables.push((caption, Value::from_safe_string(crate::where_time_went_html(&rows(frames)))));
+            }
+        }
+        sections.push(ProfileSection { instance: s.name.clone(), lines, tables });
+    }
+    sections
+}
+
 /// The page's stylesheet: the plots' theme properties for both themes, forced by the switch or following the
 /// reader's preference.
 pub(crate) fn stylesheet() -> String {
@@ -71,6 +123,7 @@ pub fn html(results: &RunResults, plots: &[(Figure, String)]) -> Result<String, 
         report => Value::from_serialize(&view),
         results => Value::from_serialize(results),
         figures => Value::from_serialize(&figures),
+        profiles => Value::from_serialize(profile_sections(results)),
         css => Value::from_safe_string(stylesheet()),
     };
     tmpl.render(ctx).map_err(|e| ReportError::Html(e.to_string()))

@@ -348,7 +348,11 @@ fn verdict_status(s: &ScenarioResult, v: &Verdict, inconclusive: CountedAs<'_>) 
         if let Some(why) = &s.aborted {
             description.push_str(&format!("\nthe phase was stopped early: {why}"));
         }
-        return failure("slo", &v.explain(), &description);
+        let message = match loadgate_results::frames::verdict_where(s, v) {
+            Some(w) => format!("{}; {w}", v.explain()),
+            None => v.explain(),
+        };
+        return failure("slo", &message, &description);
     }
     if !s.gate || !v.evaluated() {
         return skipped(&v.explain());

@@ -631,6 +631,15 @@ fn slo_rows(r: &RunResults) -> Vec<SloRow> {
 
 /// The row of an instance's verdict `v`; `counted_as`: what the run counts an inconclusive verdict as, and why.
 fn instance_slo_row(s: &ScenarioResult, v: &Verdict, counted_as: Option<&(OutcomeStatus, String)>) -> SloRow {
+    let mut row = verdict_row(s, v, counted_as);
+    // A failed verdict of an A/B instance whose profile named what got slower says where, first.
+    if let Some(w) = loadgate_results::frames::verdict_where(s, v) {
+        row.note = if row.note.is_empty() { w } else { format!("{w}; {}", row.note) };
+    }
+    row
+}
+
+fn verdict_row(s: &ScenarioResult, v: &Verdict, counted_as: Option<&(OutcomeStatus, String)>) -> SloRow {
     SloRow {
         scenario: s.name.clone(),
         slo: v.slo.clone(),

@@ -151,7 +151,8 @@ pub fn text_summary(s: &ScenarioResult) -> String {
             } else {
                 "PASS"
             };
-            let _ = writeln!(out, "    {mark}  {}", v.explain());
+            let place = loadgate_results::frames::verdict_where(s, v).map(|w| format!("; {w}")).unwrap_or_default();
+            let _ = writeln!(out, "    {mark}  {}{place}", v.explain());
             if let Some(st) = &v.statistics {
                 let _ = writeln!(
                     out,

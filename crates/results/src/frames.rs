@@ -81,7 +81,8 @@ pub struct FrameOptions {
     pub explain_share: f64,
     /// ... and at least this share of the callee's time is under that caller (0.5).
     pub owned_share: f64,
-    /// One-sided frames are listed from this share of their side's time (0.001).
+    /// One-sided frames are listed from this share of their side's time (0.01: below, a frame seen a few times
+    /// on one side is as likely sampling noise as a change).
     pub min_one_sided_share: f64,
 }
 
@@ -95,7 +96,7 @@ impl Default for FrameOptions {
             exact_max_rounds: 16,
             explain_share: 0.5,
             owned_share: 0.5,
-            min_one_sided_share: 0.001,
+            min_one_sided_share: 0.01,
         }
     }
 }
@@ -797,6 +798,11 @@ pub fn where_text(p: &ScenarioProfile, most: usize) -> Option<String> {
             d.alpha * 100.0
         ));
     }
+    Some(format!("where: {}{apart}", named_text(d, unit, most)))
+}
+
+/// The frames named, with estimates, intervals and adjusted p-values: at most `most`, then how many more.
+fn named_text(d: &FrameDifferential, unit: &str, most: usize) -> String {
     let parts: Vec<String> = d
         .named
         .iter()
@@ -810,7 +816,20 @@ pub fn where_text(p: &ScenarioProfile, most: usize) -> Option<String> {
         .collect();
     let more = d.named.len().saturating_sub(most);
     let more = if more > 0 { format!("; and {more} more") } else { String::new() };
-    Some(format!("where: {}{more}{apart}", parts.join("; ")))
+    format!("{}{more}", parts.join("; "))
+}
+
+/// What a failed verdict of an A/B instance adds to its line: `where: slow_path +14.6 us/request (+12.9..+16.1,
+/// p 0.002)`, the frames the candidate's profile named as changed (at most two); `None` for a verdict that
+/// passed or was inconclusive, and when no frame was named (nothing is named without significance).
+pub fn verdict_where(s: &crate::ScenarioResult, v: &crate::Verdict) -> Option<String> {
+    let failed = match &v.statistics {
+        Some(st) => st.status == crate::StatisticalStatus::Fail,
+        None => !v.passed && v.evaluated(),
+    };
+    let p = s.profile.as_ref().filter(|_| failed)?;
+    let d = p.differential.as_ref().filter(|d| !d.named.is_empty())?;
+    Some(format!("where: {}", named_text(d, per_request_unit(p), 2)))
 }
 
 /// One line on what a profile holds: samples, the share unnamed, the stack depth, and its notes.

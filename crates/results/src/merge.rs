@@ -118,11 +118,21 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         merged.checked += &part.checked;
         crate::checks::add_checks(&mut merged.checks, &part.checks);
         merged.workers.extend(part.workers.iter().cloned());
-        merged.validity = Validity {
-            valid: merged.validity.valid && part.validity.valid,
-            problems: merged.validity.problems.iter().chain(&part.validity.problems).cloned().collect(),
-            warnings: merged.validity.warnings.iter().chain(&part.validity.warnings).cloned().collect(),
-        };
+        merged.validity =
+            Validity {
+                valid: merged.validity.valid && part.validity.valid,
+                problems: merged.validity.problems.iter().chain(&part.validity.problems).cloned().collect(),
+                // A warning each part gives (the same every round) is said once.
+                warnings: merged
+                    .validity
+                    .warnings
+                    .iter()
+                    .chain(part.validity.warnings.iter().filter(|w| {
+                        !merged.validity.warnings.iter().any(|m| m.kind == w.kind && m.message == w.message)
+                    }))
+                    .cloned()
+                    .collect(),
+            };
         if merged.aborted.is_none() {
             merged.aborted.clone_from(&part.aborted);
         }

@@ -188,7 +188,8 @@ pub fn outcome(results: &RunResults) -> Outcome {
             let inconclusive =
                 v.statistics.as_ref().is_some_and(|st| st.status == crate::model::StatisticalStatus::Inconclusive);
             let status = if inconclusive { inconclusive_as } else { OutcomeStatus::SloFailed };
-            findings.push((status, format!("{}: {}", s.name, v.explain())));
+            let place = crate::frames::verdict_where(s, v).map(|w| format!("; {w}")).unwrap_or_default();
+            findings.push((status, format!("{}: {}{place}", s.name, v.explain())));
         }
     }
     for sweep in &results.sweeps {

@@ -291,6 +291,10 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
                             }
                         } else if on_checks {
                             nothing_checked(slo)
+                        } else if slo.metric == Metric::TargetCpuPerRequest {
+                            "nothing measured: target_cpu_per_request needs the CPU time of a server loadgate \
+                             started (a target process whose own tree answers the requests)"
+                                .to_owned()
                         } else if slo.metric.is_connect() {
                             format!("nothing measured: {} needs connections that opened", slo.metric)
                         } else {

@@ -7,9 +7,12 @@
 
 use std::time::Duration;
 
-use loadgate_plan::Phase;
+use std::sync::Arc;
+
+use loadgate_plan::{ExecutionPlan, Phase};
 use loadgate_results::ScenarioResult;
 
+use crate::event::{Event, Observer};
 use crate::schedule::Side;
 
 /// The side an attachment is started for.
@@ -57,6 +60,14 @@ pub struct AttachmentOutput {
 
 /// Something started around each side's measured phase.
 pub trait Attachment: Send + Sync + std::fmt::Debug {
+    /// Checks once, before the run sends any load, what it can do for `plan` on this machine (the privileges it
+    /// needs, the programs it runs) and decides what it does in this run. `Ok`: warnings to say once before the
+    /// load (what it leaves out, and why); `Err`: it cannot do what the plan requires of it, and the run stops
+    /// before the load (exit 3).
+    fn prepare(&self, _plan: &ExecutionPlan) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+
     /// Starts for `side`, just before its phase. `Err`: why it could not (a warning; the side runs without it).
     fn start(&self, side: &SideContext<'_>) -> Result<Box<dyn Running>, String>;
 }
@@ -66,4 +77,18 @@ pub trait Running {
     /// Stops it just after the side's phase, which measured `outcome`; `result` is the side's result of the
     /// round (`None` when the phase could not run), which the attachment may annotate (the target's CPU time).
     fn stop(self: Box<Self>, outcome: &PhaseOutcome, result: Option<&mut ScenarioResult>) -> AttachmentOutput;
+}
+
+/// Prepares a run's attachments before its load: each one's warnings told once; `Err` with the first refusal.
+pub(crate) fn prepare(
+    attachments: &[Arc<dyn Attachment>],
+    plan: &ExecutionPlan,
+    observer: &mut dyn Observer,
+) -> Result<(), String> {
+    for a in attachments {
+        for w in a.prepare(plan)? {
+            observer.event(&Event::Warning(w));
+        }
+    }
+    Ok(())
 }

@@ -61,6 +61,9 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
     let (sides, statistical) = (schedule.all_sides(), schedule.statistical());
     let checkpoint = ledger.checkpoint();
     let setup = Setup { plan, targets, workers, opts: session_opts, checkpoint, sides, statistical };
+    if let Err(reason) = crate::attach::prepare(&request.attachments, plan, observer) {
+        return Ok(ledger.not_started(&reason, observer));
+    }
     let mut executor = match Executor::start(setup, observer) {
         Ok(executor) => executor,
         Err(reason) => return Ok(ledger.not_started(&reason, observer)),

@@ -20,7 +20,7 @@ const MAX_PPROF_BYTES: usize = 32 << 20;
 const GRACE: Duration = Duration::from_secs(20);
 
 /// Splits a command line into words: whitespace separates, single and double quotes group (no shell).
-fn words(line: &str) -> Result<Vec<String>, String> {
+pub(super) fn words(line: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

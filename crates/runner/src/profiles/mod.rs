@@ -4,9 +4,10 @@
 //! stacks come back with the side's round and are summed up when the instance is judged ([`summarize`]).
 
 mod external;
+mod ready;
 mod round;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use loadgate_model::profile::{CpuProfile, KernelStacks, ProfileSource, Unwind};
@@ -25,7 +26,7 @@ use round::{failed, output, RoundStacks};
 
 /// The attachments every run has: the target's CPU time, and its profile where a phase asks for one.
 pub fn attachments() -> Vec<Arc<dyn Attachment>> {
-    vec![Arc::new(TargetCpuMeter), Arc::new(Profiler)]
+    vec![Arc::new(TargetCpuMeter), Arc::new(Profiler::default())]
 }
 
 /// Nothing to do for this side.
@@ -62,19 +63,59 @@ impl Running for CpuSpan {
     fn stop(self: Box<Self>, outcome: &PhaseOutcome, result: Option<&mut ScenarioResult>) -> AttachmentOutput {
         if let (Ok(end), Some(result)) = (TreeCpu::read(self.pid), result) {
             let delta = end.since(&self.start);
-            result.target_cpu = Some(TargetCpuTime { cpu_ns: delta.ns, requests: outcome.completed });
+            match idle_tree(delta.ns, outcome.completed) {
+                None => result.target_cpu = Some(TargetCpuTime { cpu_ns: delta.ns, requests: outcome.completed }),
+                Some(why) => {
+                    let warning = loadgate_results::Problem { kind: "target_cpu".into(), message: why };
+                    if !result.validity.warnings.iter().any(|w| w.message == warning.message) {
+                        result.validity.warnings.push(warning);
+                    }
+                }
+            }
         }
         AttachmentOutput { name: "target_cpu".into(), data: Vec::new(), completed: outcome.completed }
     }
 }
 
-/// Takes each measured phase's `profile:`.
-#[derive(Debug)]
-struct Profiler;
+/// The most CPU a request may cost the target's process tree for the tree to count as doing none of the work:
+/// no HTTP server answers a request in a microsecond of CPU (the system calls alone cost more).
+const IDLE_TREE_NS_PER_REQUEST: u64 = 1_000;
+/// The fewest requests a round must complete before an idle tree is called a wrapper.
+const IDLE_TREE_MIN_REQUESTS: u64 = 200;
+
+/// Why the target's process tree cannot be the server that answered `completed` requests while it spent `cpu_ns`
+/// of CPU: a wrapper (`docker run`, `sudo`, a shell that hands the work on) whose server runs outside it.
+fn idle_tree(cpu_ns: u64, completed: u64) -> Option<String> {
+    (completed >= IDLE_TREE_MIN_REQUESTS && cpu_ns < completed.saturating_mul(IDLE_TREE_NS_PER_REQUEST)).then(|| {
+        "the target's process tree did almost no work while the server answered (under 1 us of CPU per request): \
+         the server runs outside the tree loadgate started (a wrapper such as `docker run` or `sudo` hands the work \
+         to a process it does not parent), so its CPU per request is not measured and it is not profiled; start \
+         the server itself as the target, or profile it through `pprof:`"
+            .to_owned()
+    })
+}
+
+/// Takes each measured phase's `profile:`, but for what the run found it cannot take before its load.
+#[derive(Debug, Default)]
+struct Profiler {
+    off: Mutex<ready::Off>,
+}
 
 impl Attachment for Profiler {
+    fn prepare(&self, plan: &loadgate_plan::ExecutionPlan) -> Result<Vec<String>, String> {
+        let ready = ready::readiness(&plan.phases, &ready::Here);
+        if let Some(refusal) = ready.refusal {
+            return Err(refusal);
+        }
+        *self.off.lock().unwrap_or_else(PoisonError::into_inner) = ready.off;
+        Ok(ready.warnings)
+    }
+
     fn start(&self, side: &SideContext<'_>) -> Result<Box<dyn Running>, String> {
         let Some(profile) = &side.phase.profile else { return Ok(Box::new(Idle)) };
+        if self.off.lock().unwrap_or_else(PoisonError::into_inner).leaves_out(profile) {
+            return Ok(Box::new(Idle));
+        }
         let seconds = side.phase.duration.map_or(1, |d| d.0.as_secs_f64().ceil().max(1.0) as u64);
         let label = format!("{} round {} ({})", side.phase.name, side.round, side.side.letter());
         match &profile.source {
@@ -90,6 +131,9 @@ impl Attachment for Profiler {
         }
     }
 }
+
+/// Fewer samples in a round than this is said in the profile's notes.
+const FEW_SAMPLES: u64 = 50;
 
 fn start_sampler(pid: u32, cpu: &CpuProfile) -> Result<Box<dyn Running>, String> {
     let options = SamplerOptions {
@@ -112,6 +156,10 @@ struct SamplerRun {
 impl Running for SamplerRun {
     fn stop(self: Box<Self>, outcome: &PhaseOutcome, _: Option<&mut ScenarioResult>) -> AttachmentOutput {
         let cpu_ns = self.cpu_start.zip(TreeCpu::read(self.pid).ok()).map(|(a, b)| b.since(&a).ns);
+        if let Some(why) = cpu_ns.and_then(|ns| idle_tree(ns, outcome.completed)) {
+            drop(self.sampler.stop());
+            return output(failed("cpu", why), outcome);
+        }
         let round = match self.sampler.stop() {
             Ok(raw) => {
                 let profile = raw.symbolize();
@@ -122,6 +170,21 @@ impl Running for SamplerRun {
                         Some(s) => format!("covers user time, {s:.0}% of the target's CPU: the kernel refuses kernel stacks here (CAP_PERFMON or kernel.perf_event_paranoid <= 1 adds them)"),
                         None => "covers user time only: the kernel refuses kernel stacks here".to_owned(),
                     });
+                }
+                if profile.stats.jit_unnamed * 20 >= profile.stats.samples.max(1) {
+                    notes.push(format!(
+                        "{:.0}% of samples end in JIT code that no perf map names (no /tmp/perf-PID.map for process \
+                         {}): a JVM needs -XX:+PreserveFramePointer and `jcmd PID Compiler.perfmap` at the end of \
+                         each round (or async-profiler through `profile.command`), Node.js --perf-basic-prof",
+                        profile.stats.jit_unnamed as f64 * 100.0 / profile.stats.samples.max(1) as f64,
+                        profile.stats.jit_without_map.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                    ));
+                }
+                if profile.stats.samples < FEW_SAMPLES && outcome.completed > 0 {
+                    notes.push(format!(
+                        "rounds with fewer than {FEW_SAMPLES} samples: a frame's change cannot be told from \
+                         sampling noise there; lengthen the phase or raise `profile.cpu.frequency`"
+                    ));
                 }
                 if profile.stats.lost > 0 {
                     notes.push(format!("{} samples lost: the sampler's rings were full", profile.stats.lost));
