@@ -49,7 +49,8 @@ fn an_ab_run_profiles_both_sides_and_gates_the_targets_cpu_per_request() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = write(dir.path(), AB);
     let out_dir = dir.path().join("out");
-    let out = loadgate(&["run", &spec, "--out", &out_dir.display().to_string()]);
+    let store = dir.path().join("history.db").display().to_string();
+    let out = loadgate(&["run", &spec, "--out", &out_dir.display().to_string(), "--history", &store]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(!stderr.contains("panicked"), "{stderr}");
     // 30 us of extra CPU per request on a handler of about 50: the candidate costs more, beyond 5%.
@@ -78,12 +79,22 @@ fn an_ab_run_profiles_both_sides_and_gates_the_targets_cpu_per_request() {
         html.contains("flame-diff-main.svg") && html.contains("flame-main-candidate.svg"),
         "report.html has no flame graph"
     );
-    // What got slower: when a frame is named, the first is the slow path (its callee is shared with the others).
+    // What got slower: when a frame is named, the first is the slow path (its callee is shared with the others),
+    // on the failed verdict's own line too.
     let named = s["profile"]["differential"]["named"].as_array().cloned().unwrap_or_default();
     if let Some(first) = named.first() {
         assert!(first["name"].as_str().unwrap_or_default().contains("slow_path"), "{named:?}");
         assert!(stdout.contains("where: loadgate_server::burn::slow_path"), "{stdout}");
+        let verdict = stdout.lines().find(|l| l.contains("FAIL  target_cpu_per_request")).unwrap_or_default();
+        assert!(verdict.contains("; where: loadgate_server::burn::slow_path"), "{verdict}");
+        let md = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+        assert!(md.contains("| **FAIL** | where: loadgate_server::burn::slow_path"), "{md}");
     }
+    assert!(html.contains("Where the time went: B (candidate), top frames by total time"), "report.html");
+    // The history marks the run as profiled.
+    let shown = loadgate(&["history", "show", "--store", &store, "--format", "text"]);
+    let shown = text(&shown.stdout);
+    assert!(shown.contains("the newest run was profiled (cpu from cpu, "), "{shown}");
 }
 
 #[test]

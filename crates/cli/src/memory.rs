@@ -349,6 +349,7 @@ fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
             label: current.label.clone(),
             value: 0.0,
             current: true,
+            profile: None,
         }
         .name()
     ));

@@ -75,6 +75,10 @@ pub struct InstanceRecord {
     pub repetitions: Vec<BTreeMap<String, f64>>,
     /// The merged latency histogram as results.json serializes it (`HISTFAAA...`); `None` when it is empty.
     pub histogram: Option<String>,
+    /// When the instance was profiled: what the profile held and what it named
+    /// (`loadgate_results::frames::history_mark`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// What a record takes from outside results.json.
@@ -186,6 +190,7 @@ impl InstanceRecord {
             } else {
                 histogram_serde::encode(&s.histograms.latency).ok()
             },
+            profile: s.profile.as_ref().map(loadgate_results::frames::history_mark),
         }
     }
 }

@@ -83,6 +83,7 @@ pub fn series(records: &[RunRecord], selection: &Selection) -> Vec<HistorySeries
                         label: r.label.clone(),
                         value,
                         current: false,
+                        profile: i.profile.clone(),
                     })
                 })
                 .collect();
@@ -161,6 +162,7 @@ pub(crate) mod tests {
                 metrics: BTreeMap::from([("p99".to_owned(), p99), ("throughput".to_owned(), throughput)]),
                 repetitions: Vec::new(),
                 histogram: None,
+                profile: None,
             }],
         }
     }

@@ -76,6 +76,7 @@ macro_rules! on_both_engines {
 
 on_both_engines!(
     a_new_store_gets_the_schema,
+    a_store_of_the_first_schema_is_brought_up_to_date_keeping_its_runs,
     runs_come_back_as_they_were_added,
     adding_a_run_twice_finds_it,
     queries_filter_and_limit,
@@ -116,6 +117,7 @@ fn small(n: usize, spec: &str, branch: Option<&str>, machine: &str, started_at: 
             metrics: metrics(n as f64),
             repetitions: vec![metrics(1.0), metrics(2.0), BTreeMap::new()],
             histogram: None,
+            profile: (n % 2 == 0).then(|| format!("profiled (cpu from cpu, {n} samples)")),
         }],
     }
 }
@@ -143,7 +145,7 @@ fn a_new_store_gets_the_schema(place: &Place) {
     drop(store);
     // Opening it again finds it as it is.
     let mut store = Store::open(&location).expect("opens again");
-    assert_eq!(store.schema_version().expect("a version"), 1);
+    assert_eq!(store.schema_version().expect("a version"), SCHEMA_VERSION);
     let described = store.describe();
     match place {
         Place::Sqlite(_) => assert_eq!(described, format!("SQLite file {location}")),
@@ -391,6 +393,28 @@ fn writers_in_processes_lose_nothing(place: &Place) {
     assert_eq!(ids.len(), PROCESSES * PROCESS_ADDS + 1);
 }
 
+fn a_store_of_the_first_schema_is_brought_up_to_date_keeping_its_runs(place: &Place) {
+    let location = place.fresh();
+    let mut store = Store::open(&location).expect("opens");
+    let old = small(1, "s", None, "m", "2025-01-01T00:00:00Z");
+    store
+        .add(&RunRecord { instances: vec![InstanceRecord { profile: None, ..old.instances[0].clone() }], ..old })
+        .expect("adds");
+    // Back to the first schema: what loadgate wrote before instances kept their profile.
+    raw(&mut store, "ALTER TABLE instances DROP COLUMN profile");
+    raw(&mut store, "DELETE FROM loadgate_schema WHERE version = 2");
+    drop(store);
+    let mut store = Store::open(&location).expect("opens and migrates");
+    assert_eq!(store.schema_version().expect("a version"), SCHEMA_VERSION);
+    let runs = store.runs(&Query::default()).expect("runs");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].instances[0].profile, None);
+    let profiled = small(2, "s", None, "m", "2025-01-01T00:01:00Z");
+    store.add(&profiled).expect("adds");
+    let runs = store.runs(&Query::default()).expect("runs");
+    assert_eq!(runs[1].instances[0].profile.as_deref(), Some("profiled (cpu from cpu, 2 samples)"));
+}
+
 fn a_newer_schema_is_refused_untouched(place: &Place) {
     let location = place.fresh();
     let mut store = Store::open(&location).expect("opens");
@@ -403,13 +427,13 @@ fn a_newer_schema_is_refused_untouched(place: &Place) {
     };
     let e = Store::open(&location).expect_err("a newer schema");
     assert!(matches!(e, HistoryError::NewerSchema { found: 99, known: SCHEMA_VERSION, .. }), "{e}");
-    assert!(e.to_string().contains("schema version 99, newer than this loadgate knows (1)"), "{e}");
+    assert!(e.to_string().contains("schema version 99, newer than this loadgate knows (2)"), "{e}");
     match place {
         Place::Sqlite(_) => assert_eq!(std::fs::read(&location).expect("the file"), before, "the file is unchanged"),
         Place::Postgres(server) => {
             let db = location.rsplit('/').next().unwrap_or_default();
             let versions = server.psql(db, "SELECT version FROM loadgate_schema ORDER BY version").expect("psql");
-            assert_eq!(versions.trim(), "1\n99");
+            assert_eq!(versions.trim(), "1\n2\n99");
             assert_eq!(server.psql(db, "SELECT count(*) FROM runs").expect("psql").trim(), "1");
         }
     }
@@ -452,7 +476,7 @@ fn a_foreign_database_is_refused(place: &Place) {
             let db = url.rsplit('/').next().unwrap_or_default();
             server.psql(db, "CREATE TABLE users (x INTEGER)").expect("psql");
             let mut store = Store::open(&url).expect("opens beside other tables");
-            assert_eq!(store.schema_version().expect("a version"), 1);
+            assert_eq!(store.schema_version().expect("a version"), SCHEMA_VERSION);
             // Not a PostgreSQL server.
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
             let port = listener.local_addr().expect("an address").port();

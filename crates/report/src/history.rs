@@ -48,6 +48,8 @@ pub struct ChangeRow {
     pub p: String,
     /// `regression` or `improvement`.
     pub kind: &'static str,
+    /// The run's profile when it was profiled (what the profile held and named), else empty.
+    pub profile: String,
 }
 
 /// A run as the tables show it.
@@ -93,6 +95,7 @@ impl SeriesView {
                 p_value: p_text(c.p_value),
                 p: p_clause(c.p_value),
                 kind: if c.regression { "regression" } else { "improvement" },
+                profile: s.points.get(c.index).and_then(|p| p.profile.clone()).unwrap_or_default(),
             })
             .collect();
         let recent = s
@@ -104,12 +107,19 @@ impl SeriesView {
             .map(|(i, p)| RunRow {
                 run: p.name(),
                 value: format_value(s, p.value),
-                mark: match (s.change_points.iter().find(|c| c.index == i), p.current) {
-                    (Some(c), _) => {
-                        format!("change point ({})", if c.regression { "regression" } else { "improvement" })
+                mark: {
+                    let mark = match (s.change_points.iter().find(|c| c.index == i), p.current) {
+                        (Some(c), _) => {
+                            format!("change point ({})", if c.regression { "regression" } else { "improvement" })
+                        }
+                        (None, true) => "this run".to_owned(),
+                        (None, false) => String::new(),
+                    };
+                    match (&p.profile, mark.is_empty()) {
+                        (Some(profile), true) => profile.clone(),
+                        (Some(profile), false) => format!("{mark}; {profile}"),
+                        (None, _) => mark,
                     }
-                    (None, true) => "this run".to_owned(),
-                    (None, false) => String::new(),
                 },
             })
             .collect();
@@ -134,13 +144,17 @@ pub fn history_text(series: &[HistorySeries]) -> String {
     for s in series {
         let v = SeriesView::new(s);
         let _ = writeln!(out, "{}\n  {}; latest {}", v.title, v.subtitle, v.latest);
+        if let Some(profile) = s.points.last().and_then(|p| p.profile.as_ref()) {
+            let _ = writeln!(out, "  the newest run was {profile}");
+        }
         if v.change_points.is_empty() {
             let _ = writeln!(out, "  no change point");
         }
         for c in &v.change_points {
+            let profile = if c.profile.is_empty() { String::new() } else { format!("; that run {}", c.profile) };
             let _ = writeln!(
                 out,
-                "  change point at {}: {} -> {} ({}), {}: {}",
+                "  change point at {}: {} -> {} ({}), {}: {}{profile}",
                 c.at, c.before, c.after, c.change, c.p, c.kind
             );
         }
@@ -175,6 +189,7 @@ pub fn history_markdown(series: &[HistorySeries], plots: bool) -> String {
             );
             for c in &v.change_points {
                 let kind = if c.kind == "regression" { "**regression**" } else { "improvement" };
+                let kind = if c.profile.is_empty() { kind.to_owned() } else { format!("{kind}; {}", md(&c.profile)) };
                 let _ = writeln!(
                     out,
                     "| {} | {} | {} | {} | {} | {kind} |",
@@ -263,6 +278,20 @@ mod tests {
     #[test]
     fn markdown_lists_change_points_and_the_newest_runs() {
         insta::assert_snapshot!(history_markdown(&[series()], true));
+    }
+
+    #[test]
+    fn a_profiled_run_says_so_and_at_a_change_point_what_its_profile_named() {
+        let mut s = series();
+        let mark = "profiled (cpu from cpu, 2,236 samples); where: slow_path +18.3 us/request (+16.0..+20.0, p 0.008)";
+        s.points[20].profile = Some(mark.to_owned());
+        s.points[29].profile = Some("profiled (cpu from cpu, 1,992 samples)".to_owned());
+        let text = history_text(&[s.clone()]);
+        assert!(text.contains(&format!("regression; that run {mark}")), "{text}");
+        assert!(text.contains("the newest run was profiled (cpu from cpu, 1,992 samples)"), "{text}");
+        let md = history_markdown(&[s], false);
+        assert!(md.contains("this run; profiled (cpu from cpu, 1,992 samples)"), "{md}");
+        assert!(md.contains("**regression**; profiled (cpu from cpu"), "{md}");
     }
 
     #[test]

@@ -663,6 +663,7 @@ pub fn history_series() -> crate::history::HistorySeries {
                 label: None,
                 value: if i < 20 { 1000.0 } else { 1050.0 },
                 current: i == 29,
+                profile: None,
             })
             .collect(),
         change_points: vec![HistoryChangePoint {

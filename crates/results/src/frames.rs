@@ -832,6 +832,24 @@ pub fn verdict_where(s: &crate::ScenarioResult, v: &crate::Verdict) -> Option<St
     Some(format!("where: {}", named_text(d, per_request_unit(p), 2)))
 }
 
+/// The most characters of a profile's mark in the history.
+const MAX_MARK_CHARS: usize = 400;
+
+/// How the history marks a profiled instance: `profiled (cpu from cpu, 2,236 samples); where: slow_path +18.3
+/// us/request (+16.0..+20.0, p 0.008)`, the frames named (at most three) when the profile named any; at most
+/// 400 characters.
+pub fn history_mark(p: &ScenarioProfile) -> String {
+    let mut mark =
+        format!("profiled ({} from {}, {} samples)", p.sample_type, p.source, crate::format::count(p.samples));
+    if let Some(d) = p.differential.as_ref().filter(|d| !d.named.is_empty()) {
+        mark.push_str(&format!("; where: {}", named_text(d, per_request_unit(p), 3)));
+    }
+    if mark.chars().count() > MAX_MARK_CHARS {
+        mark = mark.chars().take(MAX_MARK_CHARS - 3).chain("...".chars()).collect();
+    }
+    mark
+}
+
 /// One line on what a profile holds: samples, the share unnamed, the stack depth, and its notes.
 pub fn profile_line(p: &ScenarioProfile) -> String {
     let mut line = format!(

@@ -55,6 +55,9 @@ pub struct HistoryPoint {
     /// Whether this point is the run being judged (the last point of a run's own series).
     #[serde(default)]
     pub current: bool,
+    /// When the run was profiled: what the profile held and, in an A/B run, the frames it named as changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// A change point of a series: where the metric's level moved, significantly.
@@ -168,6 +171,7 @@ mod tests {
             label: label.map(Into::into),
             value: 1.0,
             current: false,
+            profile: None,
         }
     }
 

@@ -23,7 +23,7 @@ pub use engine::{Engine, Kind, Value};
 pub use location::{is_postgres, redact};
 
 /// The newest schema version this build knows: the last of [`MIGRATIONS`].
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The table holding the schema's version (one row per migration applied).
 pub const VERSION_TABLE: &str = "loadgate_schema";
@@ -52,11 +52,12 @@ pub struct Migration {
 }
 
 /// Every schema step, in order: a store at version `n` gets the steps after `n`, in one transaction.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    statements: &[
-        "CREATE TABLE loadgate_schema (version BIGINT PRIMARY KEY, written_by TEXT NOT NULL)",
-        "CREATE TABLE runs (
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        statements: &[
+            "CREATE TABLE loadgate_schema (version BIGINT PRIMARY KEY, written_by TEXT NOT NULL)",
+            "CREATE TABLE runs (
             id {id},
             run_id TEXT NOT NULL UNIQUE,
             spec TEXT NOT NULL,
@@ -73,7 +74,7 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
             outcome TEXT NOT NULL,
             record_version BIGINT NOT NULL
         )",
-        "CREATE TABLE instances (
+            "CREATE TABLE instances (
             run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
             ord BIGINT NOT NULL,
             idx BIGINT NOT NULL,
@@ -85,7 +86,7 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
             histogram TEXT,
             PRIMARY KEY (run, ord)
         )",
-        "CREATE TABLE metrics (
+            "CREATE TABLE metrics (
             run BIGINT NOT NULL,
             ord BIGINT NOT NULL,
             metric TEXT NOT NULL,
@@ -93,7 +94,7 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (run, ord, metric),
             FOREIGN KEY (run, ord) REFERENCES instances (run, ord) ON DELETE CASCADE
         )",
-        "CREATE TABLE repetition_metrics (
+            "CREATE TABLE repetition_metrics (
             run BIGINT NOT NULL,
             ord BIGINT NOT NULL,
             repetition BIGINT NOT NULL,
@@ -102,11 +103,17 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (run, ord, repetition, metric),
             FOREIGN KEY (run, ord) REFERENCES instances (run, ord) ON DELETE CASCADE
         )",
-        "CREATE INDEX runs_series ON runs (spec, branch, machine, started_key)",
-        "CREATE INDEX runs_started ON runs (started_key, id)",
-        "CREATE INDEX metrics_by_name ON metrics (metric, run)",
-    ],
-}];
+            "CREATE INDEX runs_series ON runs (spec, branch, machine, started_key)",
+            "CREATE INDEX runs_started ON runs (started_key, id)",
+            "CREATE INDEX metrics_by_name ON metrics (metric, run)",
+        ],
+    },
+    Migration {
+        version: 2,
+        // Whether an instance was profiled, and what its profile named.
+        statements: &["ALTER TABLE instances ADD COLUMN profile TEXT"],
+    },
+];
 
 /// Whether an add stored the run or found it there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -585,8 +592,8 @@ impl Db<'_> {
             let matrix = serde_json::to_string(&instance.matrix).unwrap_or_else(|_| "[]".to_owned());
             self.execute(
                 &doing,
-                "INSERT INTO instances (run, ord, idx, name, scenario, matrix, gate, repetitions, histogram) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO instances (run, ord, idx, name, scenario, matrix, gate, repetitions, histogram, \
+                 profile) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 &[
                     Value::Int(id),
                     Value::Int(count(ord)),
@@ -597,6 +604,7 @@ impl Db<'_> {
                     Value::Int(i64::from(instance.gate)),
                     Value::Int(count(instance.repetitions.len())),
                     Value::OptText(instance.histogram.clone()),
+                    Value::OptText(instance.profile.clone()),
                 ],
             )?;
             for (metric, value) in &instance.metrics {
@@ -664,10 +672,20 @@ impl Db<'_> {
         let doing = format!("reading run {run_id}");
         let rows = self.query(
             &doing,
-            "SELECT ord, idx, name, scenario, matrix, gate, repetitions, histogram FROM instances WHERE run = ? \
-             ORDER BY ord",
+            "SELECT ord, idx, name, scenario, matrix, gate, repetitions, histogram, profile FROM instances \
+             WHERE run = ? ORDER BY ord",
             &[Value::Int(id)],
-            &[Kind::Int, Kind::Int, Kind::Text, Kind::Text, Kind::Text, Kind::Int, Kind::Int, Kind::OptText],
+            &[
+                Kind::Int,
+                Kind::Int,
+                Kind::Text,
+                Kind::Text,
+                Kind::Text,
+                Kind::Int,
+                Kind::Int,
+                Kind::OptText,
+                Kind::OptText,
+            ],
         )?;
         let mut instances = Vec::with_capacity(rows.len());
         let mut by_ord = BTreeMap::new();
@@ -701,6 +719,7 @@ impl Db<'_> {
                         metrics: BTreeMap::new(),
                         repetitions: vec![BTreeMap::new(); repetitions],
                         histogram: opt_text_at(row, 7).ok_or("an instance's histogram is not text")?,
+                        profile: opt_text_at(row, 8).ok_or("an instance's profile is not text")?,
                     },
                 ))
             };
