@@ -1,19 +1,15 @@
 //! `loadgate compare` and `loadgate history`: parse the arguments, call the libraries (`loadgate_results::compare`,
 //! `loadgate_history`), print and write what they render.
 
-use std::io::{BufRead, Read, Write};
 use std::path::Path;
-use std::str::FromStr;
 
-use loadgate_history::gate;
-use loadgate_history::record::RunRecord;
 use loadgate_history::series::{self, Selection};
-use loadgate_history::store::{Added, Query, Store};
+use loadgate_history::store::{Query, Store};
 use loadgate_model::{Detection, Metric};
 use loadgate_results::compare::{self, Against, CompareOptions};
 use loadgate_results::history::HistorySeries;
-use loadgate_results::{RunResults, StatisticalStatus};
-use loadgate_runner::memory::HistoryRequest;
+use loadgate_results::StatisticalStatus;
+use loadgate_runner::memory::{AddedFile, HistoryRequest, MemoryError};
 
 use crate::args::{
     AgainstArg, ColorChoice, CompareArgs, DetectionArgs, HistoryArgs, HistoryCheckArgs, HistoryCommand,
@@ -22,14 +18,19 @@ use crate::args::{
 use crate::exit::Exit;
 use crate::output::Output;
 
-/// The largest results.json read: the histograms of a few hundred instances, with room to spare.
-const MAX_RESULTS_BYTES: u64 = 256 << 20;
-
 /// Prints `error: ...` and gives `exit`.
 fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
     move |message| {
         out.error(&format!("error: {message}"));
         exit
+    }
+}
+
+/// A history command's error, printed, as its exit code: bad input exits 2, a store that failed 3.
+fn failed(out: &Output) -> impl FnOnce(MemoryError) -> Exit + '_ {
+    move |e| match e {
+        MemoryError::Input(m) => fail(out, Exit::InvalidInput)(m),
+        MemoryError::Store(m) => fail(out, Exit::RunFailed)(m),
     }
 }
 
@@ -41,38 +42,6 @@ pub fn history_request(store: Option<&str>, meta: &RunMetaArgs) -> Option<Histor
         label: meta.label.clone(),
         commit: meta.commit.clone(),
     })
-}
-
-/// Reads a results.json, bounded in size, with the file named in every error.
-fn read_results(path: &Path) -> Result<RunResults, String> {
-    let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {name}: {e}"))?;
-    let meta = file.metadata().map_err(|e| format!("cannot read {name}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{name} is not a file"));
-    }
-    if meta.len() > MAX_RESULTS_BYTES {
-        return Err(format!("{name} is {} bytes, more than the {MAX_RESULTS_BYTES} a results.json may be", meta.len()));
-    }
-    let mut text = String::new();
-    file.take(MAX_RESULTS_BYTES + 1).read_to_string(&mut text).map_err(|e| format!("cannot read {name}: {e}"))?;
-    loadgate_results::from_json(&text).map_err(|e| format!("{name}: {e}"))
-}
-
-/// Metric names as an SLO writes them, checked.
-fn metrics(names: &[String]) -> Result<Vec<Metric>, String> {
-    names
-        .iter()
-        .map(|n| n.trim())
-        .filter(|n| !n.is_empty())
-        .map(|n| {
-            Metric::from_str(n).map_err(|()| {
-                let hint = loadgate_model::suggest::did_you_mean(n, Metric::names().iter().copied())
-                    .map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"));
-                format!("`{n}` is not a metric{hint}: use one an SLO can name ({})", Metric::names().join(", "))
-            })
-        })
-        .collect()
 }
 
 /// Writes `files` into `dir` (created), each atomically.
@@ -93,7 +62,9 @@ fn write_files(out: &Output, dir: &Path, files: &[(String, String)]) -> Result<(
 pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
     let mut runs = Vec::new();
     for path in &args.results {
-        runs.push(read_results(path).map_err(fail(out, Exit::InvalidInput))?);
+        runs.push(
+            loadgate_runner::source::read_results(path).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?,
+        );
     }
     if args.labels.len() > runs.len() {
         return Err(fail(out, Exit::InvalidInput)(format!(
@@ -103,7 +74,7 @@ pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
         )));
     }
     let options = CompareOptions {
-        metrics: metrics(&args.metrics).map_err(fail(out, Exit::InvalidInput))?,
+        metrics: Metric::parse_list(&args.metrics).map_err(fail(out, Exit::InvalidInput))?,
         labels: args.labels.clone(),
         files: args.results.iter().map(|p| p.display().to_string()).collect(),
         against: match args.against {
@@ -134,17 +105,7 @@ pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
         let files = loadgate_report::compare_files(&c).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
         write_files(out, dir, &files)?;
     }
-    let mut regressions: Vec<String> = Vec::new();
-    for cell in &c.cells {
-        for m in &cell.metrics {
-            for ch in m.changes.iter().flatten().filter(|ch| ch.word.is_some_and(|w| w.is_regression())) {
-                regressions.push(format!(
-                    "{} {}: {} vs {}",
-                    cell.name, m.metric, c.runs[ch.run].label, c.runs[ch.reference].label
-                ));
-            }
-        }
-    }
+    let regressions = c.regressions();
     if args.fail_on_regression && !regressions.is_empty() {
         out.error(&format!("error: {} regression(s): {}", regressions.len(), regressions.join("; ")));
         return Ok(Exit::SloFailed);
@@ -158,26 +119,21 @@ pub fn history(out: &Output, args: HistoryArgs, _color: ColorChoice, _verbose: u
         HistoryCommand::Add(a) => {
             let request = history_request(Some(&a.store.store), &a.meta).unwrap_or_default();
             let mut store = open(out, &a.store.store)?;
-            let mut records = Vec::new();
-            for path in &a.results {
-                let results = read_results(path).map_err(fail(out, Exit::InvalidInput))?;
-                match loadgate_runner::memory::recordable(&results) {
-                    Ok(()) => records.push((path, loadgate_runner::memory::record_of(&results, &request, None))),
-                    Err(reason) => out.error(&format!("warning: {} not added: {reason}", path.display())),
-                }
-            }
-            for (path, record) in records {
-                let added = store.add(&record).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
-                let what = match added {
-                    Added::New { .. } => "added",
-                    Added::AlreadyThere { .. } => "already there",
+            let added = loadgate_runner::memory::add_files(&mut store, &a.results, &request).map_err(failed(out))?;
+            for (path, file) in a.results.iter().zip(added) {
+                let (record, what) = match file {
+                    AddedFile::Skipped(reason) => {
+                        out.error(&format!("warning: {} not added: {reason}", path.display()));
+                        continue;
+                    }
+                    AddedFile::Added { record, new } => (record, if new { "added" } else { "already there" }),
                 };
+                let n = record.instances.len();
                 out.info(&format!(
-                    "{}: {what} (spec {}, {} instance{}, branch {}, commit {})",
+                    "{}: {what} (spec {}, {n} instance{}, branch {}, commit {})",
                     path.display(),
                     record.spec,
-                    record.instances.len(),
-                    if record.instances.len() == 1 { "" } else { "s" },
+                    if n == 1 { "" } else { "s" },
                     record.branch.as_deref().unwrap_or("unknown"),
                     record.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect())
                 ));
@@ -188,42 +144,13 @@ pub fn history(out: &Output, args: HistoryArgs, _color: ColorChoice, _verbose: u
         HistoryCommand::Check(a) => check(out, a),
         HistoryCommand::Export(a) => {
             let mut store = open(out, &a.store.store)?;
-            let written = match &a.out {
-                Some(path) => {
-                    let tmp = path.with_extension("jsonl.tmp");
-                    let file = std::fs::File::create(&tmp)
-                        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", tmp.display())))?;
-                    let mut w = std::io::BufWriter::new(file);
-                    let n = store.export(&mut w).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
-                    w.flush()
-                        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", tmp.display())))?;
-                    std::fs::rename(&tmp, path)
-                        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", path.display())))?;
-                    n
-                }
-                None => {
-                    let stdout = std::io::stdout();
-                    let mut w = std::io::BufWriter::new(stdout.lock());
-                    let n = store.export(&mut w).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
-                    let _ = w.flush();
-                    n
-                }
-            };
+            let written = loadgate_runner::memory::export(&mut store, a.out.as_deref()).map_err(failed(out))?;
             out.error(&format!("exported {written} run{}", if written == 1 { "" } else { "s" }));
             Ok(Exit::Pass)
         }
         HistoryCommand::Import(a) => {
             let mut store = open(out, &a.store.store)?;
-            let mut reader: Box<dyn BufRead> = if a.file.as_os_str() == "-" {
-                Box::new(std::io::BufReader::new(std::io::stdin()))
-            } else {
-                let f = std::fs::File::open(&a.file)
-                    .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {}: {e}", a.file.display())))?;
-                Box::new(std::io::BufReader::new(f))
-            };
-            let imported = store
-                .import(&mut reader)
-                .map_err(|e| fail(out, Exit::InvalidInput)(format!("{}: {e}", a.file.display())))?;
+            let imported = loadgate_runner::memory::import(&mut store, &a.file).map_err(failed(out))?;
             out.info(&format!(
                 "imported {} run{} ({} already there) into {}",
                 imported.added,
@@ -250,8 +177,11 @@ fn detection(d: &DetectionArgs) -> Result<Detection, String> {
 /// `loadgate history show`.
 fn show(out: &Output, a: HistoryShowArgs) -> Result<Exit, Exit> {
     let detection = detection(&a.detection).map_err(fail(out, Exit::InvalidInput))?;
-    let names: Vec<String> =
-        metrics(&a.metrics).map_err(fail(out, Exit::InvalidInput))?.iter().map(ToString::to_string).collect();
+    let names: Vec<String> = Metric::parse_list(&a.metrics)
+        .map_err(fail(out, Exit::InvalidInput))?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let mut store = open(out, &a.store.store)?;
     let query = Query {
         spec: a.spec.clone(),
@@ -311,37 +241,20 @@ fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
         )));
     };
     let mut store = open(out, &a.store.store)?;
-    // The newest run of the spec (on the spec's branch when it names one), judged on the series it is in.
-    let newest = Query {
-        spec: Some(loaded.spec.name.clone()),
-        branch: checks.branch.clone(),
-        limit: Some(1),
-        ..Query::default()
-    };
-    let current: RunRecord =
-        store.runs(&newest).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?.pop().ok_or_else(|| {
-            fail(out, Exit::Inconclusive)(format!(
-                "the history has no run of `{}`{}: nothing to judge",
-                loaded.spec.name,
-                checks.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}"))
-            ))
+    let name = &loaded.spec.name;
+    let (current, judgement) = loadgate_runner::memory::check_newest(&mut store, name, checks)
+        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?
+        .ok_or_else(|| {
+            let on = checks.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}"));
+            fail(out, Exit::Inconclusive)(format!("the history has no run of `{name}`{on}: nothing to judge"))
         })?;
-    let branch = gate::series_branch(checks, &current);
-    let series = Query::series(&current.spec, branch.clone(), checks.same_machine.then(|| current.machine.clone()));
-    let past = store.runs(&series).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    let mut judged = gate::judge(checks, &past, &current);
-    if branch.is_some() && judged.iter().any(|j| j.too_short) {
-        let unbranched = store
-            .runs(&Query::series(&current.spec, None, series.machine.clone()))
-            .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-        gate::note_unbranched(&mut judged, unbranched.len());
-    }
+    let (branch, judged) = (judgement.branch, judgement.judged);
     let mut exit = Exit::Pass;
     out.data(&format!(
         "history checks of {} on {} ({} runs, newest {})",
         loaded.spec.name,
-        gate::branch_words(branch.as_deref()),
-        past.len(),
+        loadgate_history::gate::branch_words(branch.as_deref()),
+        judgement.runs,
         loadgate_results::history::HistoryPoint {
             run_id: current.run_id.clone(),
             started_at: current.started_at.clone(),

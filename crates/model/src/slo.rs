@@ -105,6 +105,23 @@ impl Metric {
         &METRIC_NAMES
     }
 
+    /// Metric names as an SLO writes them (`--metric p99,throughput`), each checked; blank ones skipped; the
+    /// first unknown one named, with the nearest known name.
+    pub fn parse_list(names: &[String]) -> Result<Vec<Metric>, String> {
+        names
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| !n.is_empty())
+            .map(|n| {
+                Metric::from_str(n).map_err(|()| {
+                    let hint = crate::suggest::did_you_mean(n, Metric::names().iter().copied())
+                        .map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"));
+                    format!("`{n}` is not a metric{hint}: use one an SLO can name ({})", Metric::names().join(", "))
+                })
+            })
+            .collect()
+    }
+
     /// Whether the metric reads the connect-time histogram rather than the request latency's.
     pub fn is_connect(self) -> bool {
         matches!(self, Metric::ConnectPercentile(_) | Metric::ConnectMax | Metric::ConnectMean)

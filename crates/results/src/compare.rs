@@ -112,6 +112,22 @@ pub struct Comparison {
     pub warnings: Vec<String>,
 }
 
+impl Comparison {
+    /// Every change judged a regression: `get p99: pr-123 vs main`.
+    pub fn regressions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for cell in &self.cells {
+            for m in &cell.metrics {
+                for ch in m.changes.iter().flatten().filter(|ch| ch.word.is_some_and(|w| w.is_regression())) {
+                    let (run, reference) = (&self.runs[ch.run].label, &self.runs[ch.reference].label);
+                    out.push(format!("{} {}: {run} vs {reference}", cell.name, m.metric));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Where one run's sweep stopped scaling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ComparedKnee {

@@ -11,6 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use loadgate_history::error::HistoryError;
 use loadgate_history::gate::{self, Judged};
 use loadgate_history::record::{RecordMeta, RunRecord};
 use loadgate_history::store::{Added, Query, Store};
@@ -111,19 +112,8 @@ pub fn judge_and_record(
         Err(e) => return fail(results, format!("the history store: {e}")),
     };
     if let Some(g) = checks {
-        // The series the run itself is recorded in, unless the spec names a branch.
-        let branch = gate::series_branch(g, &current);
-        let query = Query::series(&current.spec, branch.clone(), g.same_machine.then(|| current.machine.clone()));
-        match store.runs(&query).and_then(|past| {
-            let mut judged = gate::judge(g, &past, &current);
-            // A series too short on a named branch may be beside runs recorded on none: say how many.
-            if branch.is_some() && judged.iter().any(|j| j.too_short) {
-                let unbranched = store.runs(&Query::series(&current.spec, None, query.machine.clone()))?;
-                gate::note_unbranched(&mut judged, unbranched.iter().filter(|r| r.run_id != current.run_id).count());
-            }
-            Ok(judged)
-        }) {
-            Ok(judged) => apply(results, judged),
+        match judge_history(&mut store, g, &current) {
+            Ok(judgement) => apply(results, judgement.judged),
             Err(e) => return fail(results, format!("the history store {}: {e}", store.describe())),
         }
     }
@@ -143,6 +133,129 @@ pub fn judge_and_record(
             fail(results, format!("the run could not be recorded in the history store {}: {e}", store.describe()))
         }
     }
+}
+
+/// A run's history checks as judged on its series.
+#[derive(Debug)]
+pub struct HistoryJudgement {
+    /// The branch whose runs the series holds (`None`: the runs on no branch).
+    pub branch: Option<String>,
+    /// The runs in the series, the judged one included.
+    pub runs: usize,
+    pub judged: Vec<Judged>,
+}
+
+/// The one query of a run's history checks, for `run --history` (the run not yet stored) and `history check`
+/// (the newest stored run): `current`'s series in `store` (the branch it is recorded on unless the checks name
+/// one; its machine with `same_machine`), judged with `current` last. A series too short on a named branch may
+/// be beside runs recorded on none: the verdicts say how many.
+pub fn judge_history(
+    store: &mut Store,
+    checks: &HistoryGate,
+    current: &RunRecord,
+) -> Result<HistoryJudgement, HistoryError> {
+    let branch = gate::series_branch(checks, current);
+    let machine = checks.same_machine.then(|| current.machine.clone());
+    let past = store.runs(&Query::series(&current.spec, branch.clone(), machine.clone()))?;
+    let mut judged = gate::judge(checks, &past, current);
+    if branch.is_some() && judged.iter().any(|j| j.too_short) {
+        let unbranched = store.runs(&Query::series(&current.spec, None, machine))?;
+        gate::note_unbranched(&mut judged, unbranched.iter().filter(|r| r.run_id != current.run_id).count());
+    }
+    let runs = past.iter().filter(|r| r.run_id != current.run_id).count() + 1;
+    Ok(HistoryJudgement { branch, runs, judged })
+}
+
+/// `history check`: the newest stored run of `spec` (on the checks' branch when they name one) judged on its
+/// series; `None` when the store has no such run.
+pub fn check_newest(
+    store: &mut Store,
+    spec: &str,
+    checks: &HistoryGate,
+) -> Result<Option<(RunRecord, HistoryJudgement)>, HistoryError> {
+    let newest =
+        Query { spec: Some(spec.to_owned()), branch: checks.branch.clone(), limit: Some(1), ..Query::default() };
+    let Some(current) = store.runs(&newest)?.pop() else { return Ok(None) };
+    let judgement = judge_history(store, checks, &current)?;
+    Ok(Some((current, judgement)))
+}
+
+/// Why a history command could not do its work: its input (a file, a line of an import) or the store.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Store(String),
+}
+
+/// What `history add` did with one results file.
+#[derive(Debug)]
+pub enum AddedFile {
+    /// Stored (`new`), or found there already.
+    Added { record: Box<RunRecord>, new: bool },
+    /// Not worth keeping, and why ([`recordable`]).
+    Skipped(String),
+}
+
+/// `history add`: every file read first (an unreadable one adds nothing), then each run worth keeping added.
+pub fn add_files(
+    store: &mut Store,
+    paths: &[std::path::PathBuf],
+    request: &HistoryRequest,
+) -> Result<Vec<AddedFile>, MemoryError> {
+    let mut read = Vec::with_capacity(paths.len());
+    for path in paths {
+        let results = crate::source::read_results(path).map_err(|e| MemoryError::Input(e.to_string()))?;
+        read.push(match recordable(&results) {
+            Ok(()) => Ok(record_of(&results, request, None)),
+            Err(reason) => Err(reason),
+        });
+    }
+    let mut done = Vec::with_capacity(read.len());
+    for r in read {
+        done.push(match r {
+            Ok(record) => {
+                let added = store.add(&record).map_err(|e| MemoryError::Store(e.to_string()))?;
+                AddedFile::Added { record: Box::new(record), new: matches!(added, Added::New { .. }) }
+            }
+            Err(reason) => AddedFile::Skipped(reason),
+        });
+    }
+    Ok(done)
+}
+
+/// `history export`: every run as JSON lines into `to` (written whole or not at all) or standard output; how
+/// many.
+pub fn export(store: &mut Store, to: Option<&Path>) -> Result<usize, MemoryError> {
+    use std::io::Write as _;
+    let Some(path) = to else {
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::new(stdout.lock());
+        let n = store.export(&mut w).map_err(|e| MemoryError::Store(e.to_string()))?;
+        let _ = w.flush();
+        return Ok(n);
+    };
+    let failed = |p: &Path, e: std::io::Error| MemoryError::Store(format!("cannot write {}: {e}", p.display()));
+    let tmp = path.with_extension("jsonl.tmp");
+    let file = std::fs::File::create(&tmp).map_err(|e| failed(&tmp, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let n = store.export(&mut w).map_err(|e| MemoryError::Store(e.to_string()))?;
+    w.flush().map_err(|e| failed(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| failed(path, e))?;
+    Ok(n)
+}
+
+/// `history import`: the JSON lines of `from` (`-`: standard input) into the store, in one transaction.
+pub fn import(store: &mut Store, from: &Path) -> Result<loadgate_history::store::Imported, MemoryError> {
+    let name = from.display();
+    let mut reader: Box<dyn std::io::BufRead> = if from.as_os_str() == "-" {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(from).map_err(|e| MemoryError::Input(format!("cannot read {name}: {e}")))?;
+        Box::new(std::io::BufReader::new(f))
+    };
+    store.import(&mut reader).map_err(|e| MemoryError::Input(format!("{name}: {e}")))
 }
 
 /// [`judge_and_record`], telling the observer what became of the record.

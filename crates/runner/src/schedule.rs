@@ -253,7 +253,7 @@ impl Schedule {
         }
         let b_first = match self.order {
             RoundOrder::Abba => round % 2 == 0,
-            RoundOrder::Shuffle => splitmix(self.seed ^ u64::from(round)) & 1 == 1,
+            RoundOrder::Shuffle => loadgate_model::splitmix64(&mut (self.seed ^ u64::from(round))) & 1 == 1,
         };
         if b_first {
             [Some(Side::Candidate), Some(Side::Target)]
@@ -364,13 +364,6 @@ fn budgeted_rounds(b: &Budget) -> u32 {
     let wanted = next.saturating_sub(b.kept).div_ceil(b.scale);
     let fit = b.cap.saturating_sub(b.spent) / b.scale;
     wanted.min(fit)
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]

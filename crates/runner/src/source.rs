@@ -175,11 +175,31 @@ pub fn printable_flag_spec(flags: &FlagRun) -> Result<(String, Vec<String>), Job
     Ok((credentials.scrub(&printable), notes))
 }
 
-/// A results.json (of `repro`, or `--baseline`), read and checked.
+/// The largest results.json read: the histograms of a few hundred instances, with room to spare.
+const MAX_RESULTS_BYTES: u64 = 256 << 20;
+
+/// A results.json (of `repro`, `--baseline`, `compare`, `history add`), read bounded in size and checked, the
+/// file named in every error.
 pub fn read_results(path: &Path) -> Result<RunResults, JobError> {
+    use std::io::Read as _;
     let name = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| JobError::Invalid(format!("cannot read {name}: {e}")))?;
-    loadgate_results::from_json(&text).map_err(|e| JobError::Invalid(format!("{name}: {e}")))
+    let invalid = |e: String| JobError::Invalid(e);
+    let file = std::fs::File::open(path).map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
+    let meta = file.metadata().map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
+    if !meta.is_file() {
+        return Err(invalid(format!("{name} is not a file")));
+    }
+    if meta.len() > MAX_RESULTS_BYTES {
+        return Err(invalid(format!(
+            "{name} is {} bytes, more than the {MAX_RESULTS_BYTES} a results.json may be",
+            meta.len()
+        )));
+    }
+    let mut text = String::new();
+    file.take(MAX_RESULTS_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
+    loadgate_results::from_json(&text).map_err(|e| invalid(format!("{name}: {e}")))
 }
 
 /// The shard results in `files` (result files, or any text holding framed shard results, such as `kubectl
