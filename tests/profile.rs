@@ -109,6 +109,31 @@ fn a_sharded_run_of_a_profiled_target_is_refused_before_any_load() {
 }
 
 #[test]
+fn kubernetes_manifests_of_a_profiled_target_are_refused_unless_pprof() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write(
+        dir.path(),
+        &AB.replace(
+            "target: { builtin: { kind: cpu, work: 50us, slow_path: 5us } }",
+            "target: { base_url: \"http://127.0.0.1:8080\", start: { command: [./server] } }",
+        )
+        .replace("candidate: { builtin: { kind: cpu, work: 50us, slow_path: 35us } }\n", "")
+        .replace("      - target_cpu_per_request <= baseline * 1.05\n", "      - p99 < 1s\n"),
+    );
+    let out = loadgate(&["k8s", &spec, "--shards", "2", "--image", "loadgate:test"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("profiles the target's process, which a shard does not own"), "{err}");
+    // A Go server's pprof endpoint can be read from any pod.
+    let yaml = std::fs::read_to_string(&spec)
+        .expect("spec")
+        .replace("profile: { cpu: {} }", "profile: { pprof: { url: \"http://127.0.0.1:8080/debug/pprof/profile\" } }");
+    let spec = write(dir.path(), &yaml.replace(", start: { command: [./server] }", ""));
+    let out = loadgate(&["k8s", &spec, "--shards", "2", "--image", "loadgate:test"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
 fn plan_tells_the_samples_a_round_gathers_and_the_change_they_resolve() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = write(dir.path(), AB);
