@@ -236,9 +236,15 @@ pub struct StacksShape {
     pub depth_max: usize,
 }
 
-/// Whether a frame name says the profiler could not name it: `[unknown]` or a bare address `0x7f..`.
+/// Whether a frame name says the profiler could not name it: `[unknown]`, a bare address `0x7f..`, or only the
+/// file the address is in (`[nginx]`, `[libc.so.6]`, `[kernel]`: loadgate's sampler writes that for a stripped
+/// binary without its debug file, as perf writes `[unknown]` beside the file).
 pub fn is_unknown(name: &str) -> bool {
-    name == "[unknown]"
+    let file_only = name.len() > 2
+        && name.starts_with('[')
+        && name.ends_with(']')
+        && !name[1..name.len() - 1].contains(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | '='));
+    file_only
         || name.strip_prefix("0x").is_some_and(|hex| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
@@ -610,6 +616,11 @@ mod tests {
         let s: Stacks = [(v("a;b;c"), 3), (v("a;[unknown]"), 1)].into_iter().collect();
         let shape = s.shape();
         assert_eq!((shape.samples, shape.unknown_leaf, shape.depth_p50, shape.depth_max), (4, 1, 3, 3));
+        // A frame named only by its file is not named; names with brackets inside are.
+        let s: Stacks = [(v("nginx;[nginx]"), 2), (v("a;0x7f00"), 1), (v("a;std::vec[i]"), 1), (v("a;[tid=7]"), 1)]
+            .into_iter()
+            .collect();
+        assert_eq!(s.shape().unknown_leaf, 3);
     }
 
     proptest::proptest! {
