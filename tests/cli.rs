@@ -177,6 +177,59 @@ fn import_turns_a_seed_command_line_into_a_spec_that_validates() {
     assert!(text(&bad.stderr).contains("`-c`"), "{}", text(&bad.stderr));
 }
 
+#[test]
+fn import_log_and_har_write_specs_that_validate_and_run_without_their_secrets() {
+    let data = common::root().join("crates/import/tests/data/replay");
+    let dir = tempfile::tempdir().unwrap();
+    let nginx = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \
+                 \"$http_user_agent\" $request_time $msec $connection";
+    let log = data.join("nginx-timed.log");
+    let out = loadgate(&["import", "log", log.to_str().unwrap(), "--nginx-format", nginx]);
+    let (yaml, notes) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{notes}");
+    // The log's access tokens are references to the environment, in the spec and in the notes alike.
+    for logged in ["tok1", "tok7", "tok13"] {
+        assert!(!yaml.contains(logged) && !notes.contains(logged), "{logged}:\n{yaml}\n{notes}");
+    }
+    assert!(yaml.contains("{{ env.LOADGATE_ACCESS_TOKEN }}") && yaml.contains("ramp:"), "{yaml}");
+    assert!(notes.contains("40 requests skipped: method not GET or HEAD"), "{notes}");
+    let har = data.join("shop.har");
+    let out = loadgate(&["import", "har", har.to_str().unwrap()]);
+    let yaml = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(yaml.contains("base_url: \"https://shop.example\""), "{yaml}");
+    // Run against the built-in server, the secrets given as the notes say: none reaches a file or a printout.
+    let canaries =
+        [("LOADGATE_ACCESS_TOKEN", "canaryQUERYlog41"), ("LOADGATE_AUTHORIZATION", "Bearer canaryAUTHhar44")];
+    let runnable = yaml.replace("base_url: \"https://shop.example\"", "builtin: plaintext");
+    let spec = dir.path().join("shop.yaml");
+    std::fs::write(&spec, runnable).unwrap();
+    let out_dir = dir.path().join("out");
+    let mut cmd = common::command(&["run", spec.to_str().unwrap(), "-v", "--out", out_dir.to_str().unwrap()]);
+    for (k, v) in canaries {
+        cmd.env(k, v);
+    }
+    let out = cmd.env("LOADGATE_COOKIE", "session=canaryCOOKIE45").output().unwrap();
+    let printed = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    let files = common::files_under(&out_dir);
+    assert!(files.iter().any(|f| f.ends_with("results.json")), "{files:?}");
+    for canary in ["canaryQUERYlog41", "canaryAUTHhar44", "canaryCOOKIE45"] {
+        assert!(!printed.contains(canary), "{canary} was printed");
+        for file in &files {
+            let content = String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
+            assert!(!content.contains(canary), "{canary} reached {}", file.display());
+        }
+    }
+    // Bad input: a file that is not there, an unknown option; each a located message, exit 2.
+    let missing = loadgate(&["import", "log", "/nonexistent/access.log"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("cannot read /nonexistent/access.log"), "{}", text(&missing.stderr));
+    let unknown = loadgate(&["import", "log", log.to_str().unwrap(), "--speed", "2x"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("unknown option `--speed`"), "{}", text(&unknown.stderr));
+}
+
 /// Runs `loadgate validate FILE` in `dir` under a 256 MiB address-space limit (issue 16's bound, on virtual
 /// memory, which is stricter than resident) and a 20 s CPU-time limit, so a blow-up fails the test instead of the
 /// machine. There is no wall-clock assertion: a loaded CI machine is slow, not wrong; the CPU limit only stops a

@@ -104,7 +104,8 @@ pub enum Command {
     K8s(K8sArgs),
     /// Run the built-in reference server (what `target: { builtin: ... }` starts).
     Serve(ServeArgs),
-    /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line into a spec (printed on stdout).
+    /// Turn a wrk, wrk2, ab, hey, oha, apib or h2load command line, or recorded traffic (`log FILE`, `har FILE`),
+    /// into a spec (printed on stdout).
     Import(ImportArgs),
     /// Print a shell completion script: `loadgate completions bash > /etc/bash_completion.d/loadgate`.
     Completions(CompletionsArgs),
@@ -132,7 +133,9 @@ pub struct ManArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The command line, quoted as one argument: `loadgate import 'taskset -c 16-31 wrk -t16 -c64 -d1m http://h/x'`.
-    /// Several arguments are joined with spaces.
+    /// Several arguments are joined with spaces. Or recorded traffic: `log FILE [--format
+    /// combined|common|apache-combined|alb] [--nginx-format F] [--apache-format F] [--url URL]`, `har FILE [--origin
+    /// URL] [--url URL]`: a synthetic load with the traffic's request mix and rate (secrets as `env` references).
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
 }

@@ -520,11 +520,18 @@ fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
     Ok(Exit::of(results.outcome.status))
 }
 
+/// `loadgate import`: a load tool's command line, or recorded traffic (`log FILE`, `har FILE`), as a spec.
 fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
-    let imported = loadgate_runner::source::import(&args.command.join(" "))
-        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    out.data(&imported.yaml);
-    for note in &imported.notes {
+    let (yaml, notes) = match loadgate_runner::traffic::import(&args.command).map_err(job_failed(out))? {
+        Some(made) => (made.yaml, made.notes),
+        None => {
+            let imported = loadgate_runner::source::import(&args.command.join(" "))
+                .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+            (imported.yaml, imported.notes)
+        }
+    };
+    out.data(&yaml);
+    for note in &notes {
         out.error(&format!("note: {note}"));
     }
     Ok(Exit::Pass)

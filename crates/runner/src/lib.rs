@@ -78,6 +78,7 @@ pub mod shard_merge;
 pub mod shards;
 pub mod source;
 mod target;
+pub mod traffic;
 
 pub use error::{JobError, RunError};
 pub use event::{Event, Observer, Silent};

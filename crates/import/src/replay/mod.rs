@@ -30,6 +30,7 @@ mod read;
 mod record;
 mod schedule;
 mod secret;
+mod synth;
 mod text;
 mod time;
 
@@ -46,6 +47,7 @@ pub use schedule::{
     StatusPattern, WindowBound,
 };
 pub use secret::{Header, QueryParam, Secret, SecretRules, Value, DEFAULT_SECRET_QUERY};
+pub use synth::{synthesize, SynthSource, Synthesized, MAX_MIX};
 pub use text::{LineFormat, APACHE_COMBINED, APACHE_COMMON, NGINX_COMBINED};
 
 /// Reads a log and builds its schedule: [`parse_log`] then [`build`]. `env` looks up environment variables

@@ -217,12 +217,9 @@ pub struct Schedule {
     pub reorder_peak: usize,
 }
 
-/// SplitMix64's finalizer.
+/// SplitMix64's output for the state `x` (the one generator, `loadgate_model::splitmix64`).
 fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    loadgate_model::splitmix64(&mut { x })
 }
 
 /// The offset in [0, 1 s) a second-resolution time of `line` gets, in microseconds.
