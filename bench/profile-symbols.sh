@@ -19,6 +19,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 secs=${1:-8}
+[ "$secs" -ge 6 ] || { echo "at least 6 seconds per server (perf records all but the first 2 and last 2)" >&2; exit 2; }
 perf=$(command -v perf || ls /usr/bin/perf_* 2>/dev/null | head -n 1 || true)
 [ -n "$perf" ] || { echo "perf is needed (Debian: linux-perf)" >&2; exit 2; }
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "nginx is needed (Debian: nginx-light)" >&2; exit 2; }
@@ -146,7 +147,7 @@ http {
 }
 CONF
 debug="without its debug symbols"
-build_id=$(readelf -n "$nginx" 2>/dev/null | awk '/Build ID/ { print $3 }')
+build_id=$(readelf -n "$nginx" 2>/dev/null | awk '/Build ID/ { print $3 }' || true)
 if [ -n "$build_id" ] && [ -f "/usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug" ]; then
   debug="with its debug symbols (/usr/lib/debug)"
 fi

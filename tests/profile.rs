@@ -198,31 +198,8 @@ fn single(profile: &str, slo: &str) -> String {
 
 /// Runs loadgate with a seccomp filter that refuses `perf_event_open` with EPERM, as Docker's default profile does.
 fn run_without_perf_events(args: &[&str]) -> std::process::Output {
-    use std::os::unix::process::CommandExt as _;
     let mut cmd = common::command(args);
-    // SAFETY: between fork and exec only async-signal-safe calls (two prctl) on memory the closure owns.
-    unsafe {
-        cmd.pre_exec(|| {
-            const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-            const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-            const RET_K: u16 = 0x06; // BPF_RET | BPF_K
-            let nr = libc::SYS_perf_event_open as u32;
-            let mut filter = [
-                libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 }, // the syscall number
-                libc::sock_filter { code: JEQ_K, jt: 0, jf: 1, k: nr },
-                libc::sock_filter { code: RET_K, jt: 0, jf: 0, k: 0x0005_0000 | libc::EPERM as u32 }, // ERRNO
-                libc::sock_filter { code: RET_K, jt: 0, jf: 0, k: 0x7fff_0000 },                      // ALLOW
-            ];
-            let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const libc::sock_fprog) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.output().expect("run loadgate")
+    loadgate_testkit::refuse_perf_events(&mut cmd).output().expect("run loadgate")
 }
 
 #[test]
@@ -322,9 +299,8 @@ fn a_wrapper_whose_tree_does_no_work_is_said_and_not_profiled() {
     let spec = write(dir.path(), &yaml);
     let out = loadgate(&["run", &spec, "--out", &dir.path().join("out").display().to_string()]);
     // The server outside the tree is this test's to stop.
-    if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()) {
-        // SAFETY: a plain kill(2) of the process this test's wrapper started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+    if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<u32>().ok()) {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
     }
     let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
     assert!(!all.contains("panicked"), "{all}");

@@ -322,9 +322,7 @@ fn run_error(out: &Output, e: RunError) -> Exit {
 /// The results `--baseline FILE` names (of `run`, `merge` and `repro`), read and checked.
 fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_results::RunResults>, Exit> {
     path.map(|p| {
-        std::fs::read_to_string(p)
-            .map_err(|e| e.to_string())
-            .and_then(|t| loadgate_results::from_json(&t).map_err(|e| e.to_string()))
+        loadgate_runner::source::read_results(p)
             .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
     })
     .transpose()

@@ -255,7 +255,11 @@ pub fn import(store: &mut Store, from: &Path) -> Result<loadgate_history::store:
         let f = std::fs::File::open(from).map_err(|e| MemoryError::Input(format!("cannot read {name}: {e}")))?;
         Box::new(std::io::BufReader::new(f))
     };
-    store.import(&mut reader).map_err(|e| MemoryError::Input(format!("{name}: {e}")))
+    store.import(&mut reader).map_err(|e| match e {
+        // A line that is not a run record is the input's fault; a store that fails, the store's.
+        HistoryError::Import { .. } | HistoryError::Invalid { .. } => MemoryError::Input(format!("{name}: {e}")),
+        e => MemoryError::Store(format!("{name}: {e}")),
+    })
 }
 
 /// [`judge_and_record`], telling the observer what became of the record.

@@ -183,23 +183,24 @@ const MAX_RESULTS_BYTES: u64 = 256 << 20;
 pub fn read_results(path: &Path) -> Result<RunResults, JobError> {
     use std::io::Read as _;
     let name = path.display();
-    let invalid = |e: String| JobError::Invalid(e);
-    let file = std::fs::File::open(path).map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
-    let meta = file.metadata().map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
-    if !meta.is_file() {
-        return Err(invalid(format!("{name} is not a file")));
+    let too_big =
+        || JobError::Invalid(format!("{name} is more than the {MAX_RESULTS_BYTES} bytes a results.json may be"));
+    let file = std::fs::File::open(path).map_err(|e| JobError::Invalid(format!("cannot read {name}: {e}")))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(JobError::Invalid(format!("{name} is a directory, not a results.json")));
     }
-    if meta.len() > MAX_RESULTS_BYTES {
-        return Err(invalid(format!(
-            "{name} is {} bytes, more than the {MAX_RESULTS_BYTES} a results.json may be",
-            meta.len()
-        )));
+    if file.metadata().is_ok_and(|m| m.is_file() && m.len() > MAX_RESULTS_BYTES) {
+        return Err(too_big());
     }
+    // A pipe (`<(curl ...)`) is read too, bounded the same.
     let mut text = String::new();
     file.take(MAX_RESULTS_BYTES + 1)
         .read_to_string(&mut text)
-        .map_err(|e| invalid(format!("cannot read {name}: {e}")))?;
-    loadgate_results::from_json(&text).map_err(|e| invalid(format!("{name}: {e}")))
+        .map_err(|e| JobError::Invalid(format!("cannot read {name}: {e}")))?;
+    if text.len() as u64 > MAX_RESULTS_BYTES {
+        return Err(too_big());
+    }
+    loadgate_results::from_json(&text).map_err(|e| JobError::Invalid(format!("{name}: {e}")))
 }
 
 /// The shard results in `files` (result files, or any text holding framed shard results, such as `kubectl

@@ -19,7 +19,7 @@ pub fn import(words: &[String]) -> Result<Option<Synthesized>, JobError> {
         "har" => true,
         _ => return Ok(None),
     };
-    let invalid = |m: String| JobError::Invalid(m);
+    let invalid = JobError::Invalid;
     let usage = if har {
         "loadgate import har FILE [--origin URL] [--url URL]"
     } else {

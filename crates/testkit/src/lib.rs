@@ -1,5 +1,36 @@
 //! What loadgate's tests share (a dev-dependency only, never a dependency of a crate that ships): a small
-//! deterministic generator, so that a test's noisy series are the same on every machine and every run.
+//! deterministic generator, so that a test's noisy series are the same on every machine and every run, and the
+//! real restrictions a test puts a process under ([`refuse_perf_events`]).
+
+use std::os::unix::process::CommandExt as _;
+use std::process::Command;
+
+/// Makes `cmd` run under a seccomp filter that refuses `perf_event_open` with EPERM, as Docker's default seccomp
+/// profile does (and nothing else): the kernel's own refusal, for tests of what a profile does without sampling.
+pub fn refuse_perf_events(cmd: &mut Command) -> &mut Command {
+    // SAFETY: between fork and exec only async-signal-safe calls (two prctl) on memory the closure owns.
+    unsafe {
+        cmd.pre_exec(|| {
+            const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+            const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+            const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+            let nr = libc::SYS_perf_event_open as u32;
+            let mut filter = [
+                libc::sock_filter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 }, // the system call's number
+                libc::sock_filter { code: JEQ_K, jt: 0, jf: 1, k: nr },
+                libc::sock_filter { code: RET_K, jt: 0, jf: 0, k: 0x0005_0000 | libc::EPERM as u32 }, // ERRNO
+                libc::sock_filter { code: RET_K, jt: 0, jf: 0, k: 0x7fff_0000 },                      // ALLOW
+            ];
+            let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const libc::sock_fprog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
 
 /// SplitMix64 (Steele, Lea and Flood), with uniform and Gaussian (Box-Muller) draws from it.
 #[derive(Debug, Clone)]

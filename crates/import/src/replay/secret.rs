@@ -1,6 +1,7 @@
 //! Secrets in logged requests: credential headers (`Authorization`, `Cookie`, `Proxy-Authorization`,
 //! `X-Api-Key`, plus the user's) and query parameters by name (`access_token`, `api_key`, `token`, `key`,
-//! `signature` by default, configurable). Their values are held as [`Secret`]s, whose `Debug` and `Display` print
+//! `signature` by default, configurable, and any name that reads like a credential: `refresh_token`,
+//! `client_secret`, `X-Amz-Signature`, `password`). Their values are held as [`Secret`]s, whose `Debug` and `Display` print
 //! `***` and which no serializer sees: only [`Secret::expose`] gives the value, for the bytes sent. A mapping
 //! name -> environment variable replaces a logged value with the environment's (the log's being stale or
 //! not to be reused).
@@ -122,9 +123,16 @@ impl SecretRules {
         is_credential_header(name, &self.headers) || self.env_for(name).is_some()
     }
 
-    /// Whether a query parameter's value is secret.
+    /// Whether a query parameter's value is secret: a name of the list, one that reads like a credential
+    /// (holding `token`, `secret`, `signature`, `credential`, `password`, `passwd`, `apikey` or `api_key`, as
+    /// `refresh_token`, `client_secret`, `X-Amz-Signature`, `X-Amz-Credential` do), or one the environment replaces.
     pub fn query_is_secret(&self, name: &str) -> bool {
-        self.query.iter().any(|q| q.eq_ignore_ascii_case(name)) || self.env_for(name).is_some()
+        const CREDENTIAL_WORDS: [&str; 8] =
+            ["token", "secret", "signature", "credential", "password", "passwd", "apikey", "api_key"];
+        let lower = name.to_ascii_lowercase();
+        self.query.iter().any(|q| q.eq_ignore_ascii_case(name))
+            || CREDENTIAL_WORDS.iter().any(|w| lower.contains(w))
+            || self.env_for(name).is_some()
     }
 
     /// A logged header, its value marked.

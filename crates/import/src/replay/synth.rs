@@ -21,6 +21,8 @@ const MAX_STAGES: u64 = 30;
 const MIN_STAGE_MS: u64 = 10_000;
 /// The response time the connections are sized for at the peak rate.
 const SIZED_FOR_MS: f64 = 100.0;
+/// The largest weight a spec takes.
+const MAX_WEIGHT: u64 = 1_000_000;
 
 /// What the spec is made from besides the schedule.
 #[derive(Debug, Clone)]
@@ -68,7 +70,14 @@ pub fn synthesize(schedule: &Schedule, source: &SynthSource) -> Synthesized {
     let mut notes = Vec::new();
     let mut referenced: Vec<String> = Vec::new();
     let mut counts: HashMap<MixKey, (u64, u64)> = HashMap::new();
+    let mut not_paths = 0u64;
     for (i, r) in schedule.requests.iter().enumerate() {
+        // A request target that is not a path (`*`, a scanner's junk, an absolute URL the log kept as sent) is no
+        // request a spec can send to the target.
+        if !r.path.starts_with('/') {
+            not_paths += 1;
+            continue;
+        }
         // Logged text stays literal through the spec's templates (a `{{` in a path is not an expression).
         let mut target = literal(&r.path);
         for (j, q) in r.query.iter().enumerate() {
@@ -103,6 +112,16 @@ pub fn synthesize(schedule: &Schedule, source: &SynthSource) -> Synthesized {
             left as f64 * 100.0 / total.max(1) as f64
         ));
         mix.truncate(MAX_MIX);
+    }
+    if not_paths > 0 {
+        let s = if not_paths == 1 { "" } else { "s" };
+        notes.push(format!("{not_paths} request{s} skipped: the target is not a path"));
+    }
+    // Weights keep their ratios within the spec's largest weight.
+    let top = mix.first().map_or(1, |m| m.1);
+    let scale = if top > MAX_WEIGHT { top as f64 / MAX_WEIGHT as f64 } else { 1.0 };
+    if scale > 1.0 {
+        notes.push(format!("the weights are the counts divided by {scale:.1} (a weight is at most {MAX_WEIGHT})"));
     }
     for (reason, n) in &schedule.skips {
         notes.push(format!("{n} request{} skipped: {}", if *n == 1 { "" } else { "s" }, reason.name()));
@@ -142,6 +161,7 @@ pub fn synthesize(schedule: &Schedule, source: &SynthSource) -> Synthesized {
     let _ = writeln!(y, "scenarios:\n  imported:\n    requests:");
     let width = mix.len().to_string().len();
     for (i, (key, n, _)) in mix.iter().enumerate() {
+        let n = ((*n as f64 / scale).round() as u64).clamp(1, MAX_WEIGHT);
         let (method, path) = (quote(&literal(&key.method)), quote(&key.target));
         let _ = write!(y, "      r{:0width$}: {{ weight: {n}, method: {method}, path: {path}", i + 1);
         if !key.headers.is_empty() {
@@ -274,6 +294,33 @@ mod tests {
         for line in s.yaml.lines().filter(|l| l.contains("headers:")) {
             assert!(line.contains("{{ env.LOADGATE_"), "{line}");
         }
+    }
+
+    #[test]
+    fn weights_beyond_what_a_spec_takes_keep_their_ratios() {
+        let line = |i: u64, path: &str| {
+            format!("127.0.0.1 - - [28/Nov/2026:21:54:50 +0000] \"GET {path} HTTP/1.1\" 200 3 \"-\" \"t\" 0.001 {}.{:03} {i}\n", 1_795_902_890 + i / 1000, i % 1000)
+        };
+        let mut log = String::new();
+        for i in 0..3_000u64 {
+            log.push_str(&line(i, if i % 3 == 0 { "/b" } else { "/a" }));
+        }
+        log.push_str(&line(3_000, "*"));
+        let s = replay(log.as_bytes(), &timed(), &Limits::default(), &ReplayOptions::default(), &|_| None)
+            .expect("schedule");
+        let mut s = s;
+        // As if the log had sent each request a thousand times more.
+        let copies: Vec<_> = s.requests.iter().flat_map(|r| std::iter::repeat_n(r.clone(), 1000)).collect();
+        s.requests = copies;
+        let made = synthesize(&s, &SynthSource { file: "big.log".into(), format: "test".into(), url: None });
+        assert!(made.yaml.contains("r1: { weight: 1000000, method: \"GET\", path: \"/a\" }"), "{}", made.yaml);
+        assert!(made.yaml.contains("r2: { weight: 500000, method: \"GET\", path: \"/b\" }"), "{}", made.yaml);
+        assert!(made.notes.iter().any(|n| n.contains("divided by 2.0")), "{:?}", made.notes);
+        assert!(
+            made.notes.iter().any(|n| n.contains("1000 requests skipped: the target is not a path")),
+            "{:?}",
+            made.notes
+        );
     }
 
     #[test]

@@ -382,9 +382,16 @@ fn field_len(f: &Field, rest: &str, next: Option<&str>) -> Option<usize> {
     }
 }
 
+/// At most 40 characters of a logged value for a message, never its query (a token may be there).
 fn excerpt(s: &str) -> String {
-    let mut e: String = s.chars().take(40).collect();
-    if e.len() < s.len() {
+    let (shown, query) = match s.split_once('?') {
+        Some((before, _)) => (before, true),
+        None => (s, false),
+    };
+    let mut e: String = shown.chars().take(40).collect();
+    if query {
+        e.push_str("?…");
+    } else if e.len() < shown.len() {
         e.push('…');
     }
     e

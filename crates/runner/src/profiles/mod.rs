@@ -86,7 +86,10 @@ const IDLE_TREE_MIN_REQUESTS: u64 = 200;
 /// Why the target's process tree cannot be the server that answered `completed` requests while it spent `cpu_ns`
 /// of CPU: a wrapper (`docker run`, `sudo`, a shell that hands the work on) whose server runs outside it.
 fn idle_tree(cpu_ns: u64, completed: u64) -> Option<String> {
-    (completed >= IDLE_TREE_MIN_REQUESTS && cpu_ns < completed.saturating_mul(IDLE_TREE_NS_PER_REQUEST)).then(|| {
+    // Without per-thread schedstat a thread's CPU is read in 10 ms ticks, too coarse to call a tree idle.
+    let exact = std::path::Path::new("/proc/self/schedstat").exists();
+    let idle = completed >= IDLE_TREE_MIN_REQUESTS && cpu_ns < completed.saturating_mul(IDLE_TREE_NS_PER_REQUEST);
+    (exact && idle).then(|| {
         "the target's process tree did almost no work while the server answered (under 1 us of CPU per request): \
          the server runs outside the tree loadgate started (a wrapper such as `docker run` or `sudo` hands the work \
          to a process it does not parent), so its CPU per request is not measured and it is not profiled; start \
