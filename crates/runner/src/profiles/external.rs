@@ -5,7 +5,8 @@ use std::io::{Read as _, Write as _};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadgate_model::profile::{CommandProfile, PprofProfile};
+use loadgate_model::profile::{CommandProfile, PprofKind};
+use loadgate_results::pprof::{self, PprofError, PprofStacks};
 use loadgate_results::stacks::{parse_folded, FoldedLimits};
 use loadgate_results::ScenarioResult;
 
@@ -158,15 +159,15 @@ impl Running for CommandRun {
     }
 }
 
-pub(super) fn start_pprof(p: &PprofProfile, seconds: u64) -> Box<dyn Running> {
-    let (url, kind) = (p.url.clone(), p.kind);
+/// Fetches `url` (the side's pprof endpoint) over the phase, on a thread of its own.
+pub(super) fn start_pprof(url: String, kind: PprofKind, seconds: u64) -> Box<dyn Running> {
     let handle = std::thread::spawn(move || fetch(&url, seconds));
-    Box::new(PprofRun { handle, kind: kind.name() })
+    Box::new(PprofRun { handle, kind })
 }
 
 struct PprofRun {
     handle: std::thread::JoinHandle<Result<Vec<u8>, String>>,
-    kind: &'static str,
+    kind: PprofKind,
 }
 
 impl Running for PprofRun {
@@ -174,11 +175,11 @@ impl Running for PprofRun {
         let round = match self.handle.join() {
             Err(_) => failed("pprof", "the pprof fetch failed".into()),
             Ok(Err(e)) => failed("pprof", e),
-            Ok(Ok(body)) => match loadgate_results::pprof::decode(&body, None) {
+            Ok(Ok(body)) => match decode_pprof(&body, self.kind) {
                 Err(e) => failed("pprof", format!("the pprof endpoint answered what is not a profile: {e}")),
                 Ok(p) => RoundStacks {
                     source: "pprof".into(),
-                    sample_type: if self.kind == "cpu" { "cpu".into() } else { p.sample_type.clone() },
+                    sample_type: if self.kind == PprofKind::Cpu { "cpu".into() } else { p.sample_type.clone() },
                     ns_per_sample: p.ns_per_unit(),
                     stacks: p.stacks,
                     notes: Vec::new(),
@@ -186,6 +187,20 @@ impl Running for PprofRun {
             },
         };
         output(round, outcome)
+    }
+}
+
+/// Reads a pprof profile: a CPU profile by its sample counts (`samples/count`, each the profile's period of CPU
+/// time), so that its counts are samples as every other source's are, not nanoseconds; other kinds by their
+/// default sample type.
+fn decode_pprof(body: &[u8], kind: PprofKind) -> Result<PprofStacks, PprofError> {
+    if kind != PprofKind::Cpu {
+        return pprof::decode(body, None);
+    }
+    match pprof::decode(body, Some("samples")) {
+        Ok(p) if p.ns_per_unit().is_some() => Ok(p),
+        Err(e @ (PprofError::TooLarge { .. } | PprofError::TooLargeDecoded { .. } | PprofError::Gzip(_))) => Err(e),
+        _ => pprof::decode(body, None),
     }
 }
 
@@ -261,6 +276,18 @@ mod tests {
         );
         assert_eq!(words("a \"\" b").unwrap(), ["a", "", "b"]);
         assert!(words("a 'b").is_err());
+    }
+
+    #[test]
+    fn a_go_cpu_profile_counts_samples_of_its_period_not_nanoseconds() {
+        let body = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../results/tests/data/go-cpu.pprof.gz"))
+            .expect("the Go CPU profile sample");
+        let p = decode_pprof(&body, PprofKind::Cpu).expect("decodes");
+        assert_eq!(p.sample_type, "samples");
+        assert_eq!(p.ns_per_unit(), Some(10_000_000.0));
+        let ns = pprof::decode(&body, Some("cpu")).expect("cpu nanoseconds");
+        assert_eq!(p.stacks.total() * 10_000_000, ns.stacks.total());
+        assert!(decode_pprof(b"not a profile", PprofKind::Cpu).is_err());
     }
 
     #[test]
