@@ -627,6 +627,13 @@ impl Drop for Target {
     }
 }
 
+/// Kills a helper loadgate started in a process group of its own (`CommandExt::process_group(0)`, so its pid is
+/// the group's id) while it still runs: the group, and every descendant of it that left the group. An external
+/// profiler that overran goes with whatever it started, which would otherwise hold its pipes open.
+pub fn kill_tree(pid: u32) {
+    signal_tree(Some(pid), pid, libc::SIGKILL);
+}
+
 /// Sends `sig` to the process group `pgid` and to every descendant of the tree that left the group.
 fn signal_tree(root: Option<u32>, pgid: u32, sig: libc::c_int) {
     let outside: Vec<u32> = procfs::process_tree(root, Some(pgid))
