@@ -240,6 +240,12 @@ impl Target {
         // calls (sched_setaffinity, prctl, getppid) on data prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
+                // Under Yama's ptrace_scope 1 (Debian's and Ubuntu's default) only a process's ancestors may trace
+                // it, and an external profiler loadgate runs beside the target (`profile: { command: py-spy ... }`)
+                // is the target's sibling. Naming loadgate the target's tracer lets loadgate and its own children
+                // attach (Yama allows the named tracer's descendants), no one else; the relation survives exec.
+                // Without Yama the call fails with EINVAL and changes nothing, so its result is not checked.
+                libc::prctl(libc::PR_SET_PTRACER, parent as libc::c_ulong, 0, 0, 0);
                 if let Some(set) = &cpu_set {
                     if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
                         return Err(std::io::Error::last_os_error());
