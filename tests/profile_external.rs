@@ -405,10 +405,17 @@ fn a_failing_profiler_or_endpoint_is_named_and_the_run_goes_on() {
     // YAML single quotes: a doubled quote is one quote; the command line's double quotes group one word.
     let fails = r#"{ command: 'sh -c "printf ''\033[31mError:\033[0m '' >&2; echo cannot attach to process $0 >&2; exit 3" {pid} {out}' }"#;
     let garbage = r#"{ command: 'sh -c "printf ''\000\001\033[2J\377 garbage'' > $1" {pid} {out}' }"#;
+    // 200 KB on its standard error, more than a pipe holds, before it writes its stacks: read while it runs, it
+    // finishes (a pipe read only at the end held it until it was killed).
+    let chatty = r#"{ command: 'sh -c "head -c 200000 /dev/zero | tr ''\000'' x >&2; echo ''main;chatty 3'' > $1" {pid} {out}' }"#;
+    // Exits at once, leaving a child that holds its standard error open for 30 s: the round does not wait for it.
+    let lingers = r#"{ command: 'sh -c "(sleep 30 &); echo ''main;lingers 2'' > $1" {pid} {out}' }"#;
     let yaml = format!(
-        "version: 1\nname: profile-failures\ntarget: {{ builtin: {{ kind: cpu, work: 20us }} }}\nscenarios:\n{}{}{}{}",
+        "version: 1\nname: profile-failures\ntarget: {{ builtin: {{ kind: cpu, work: 20us }} }}\nscenarios:\n{}{}{}{}{}{}",
         scenario("fails", fails),
         scenario("garbage", garbage),
+        scenario("chatty", chatty),
+        scenario("lingers", lingers),
         scenario("missing", "{ command: \"/nonexistent/profiler -p {pid} -o {out}\" }"),
         scenario("refused", &format!("{{ pprof: {{ url: \"http://127.0.0.1:{closed}/debug/pprof/profile\" }} }}")),
     );
@@ -445,4 +452,9 @@ fn a_failing_profiler_or_endpoint_is_named_and_the_run_goes_on() {
         assert_eq!(p["sample_type"], "cpu", "a failed round keeps its profile's event: {p}");
     }
     assert!(run.stdout.contains("it said: \\u{1b}[31mError:"), "{}", run.stdout);
+    for (name, samples) in [("chatty", 3), ("lingers", 2)] {
+        let p = &run.scenario(name)["profile"];
+        assert_eq!(p["samples"], samples, "{name}: {p}");
+        assert!(p["notes"].is_null() || p["notes"] == serde_json::json!([]), "{name}: {p}");
+    }
 }

@@ -640,6 +640,12 @@ pub fn kill_tree(pid: u32) {
     signal_tree(Some(pid), pid, libc::SIGKILL);
 }
 
+/// Interrupts such a helper (SIGINT to its group and the descendants that left it), as Ctrl-C would: a profiler
+/// stops and writes what it has.
+pub fn interrupt_tree(pid: u32) {
+    signal_tree(Some(pid), pid, libc::SIGINT);
+}
+
 /// Sends `sig` to the process group `pgid` and to every descendant of the tree that left the group.
 fn signal_tree(root: Option<u32>, pgid: u32, sig: libc::c_int) {
     let outside: Vec<u32> = procfs::process_tree(root, Some(pgid))

@@ -175,6 +175,14 @@ impl CommandRun {
 impl Running for CommandRun {
     fn stop(mut self: Box<Self>, outcome: &PhaseOutcome, _: Option<&mut ScenarioResult>) -> AttachmentOutput {
         let deadline = self.started + Duration::from_secs(self.seconds) + GRACE;
+        // A phase that ended early (interrupted, aborted): the profiler, in a group of its own, never saw the
+        // terminal's Ctrl-C; it is interrupted as Ctrl-C would, so that it writes what it has now rather than at
+        // the end of `{seconds}`. Only while it runs, so that its pid is still its group's id.
+        if outcome.duration + Duration::from_secs(1) < Duration::from_secs(self.seconds)
+            && matches!(self.child.try_wait(), Ok(None))
+        {
+            loadgate_target::launch::interrupt_tree(self.child.id());
+        }
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break Some(status),
