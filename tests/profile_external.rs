@@ -410,12 +410,15 @@ fn a_failing_profiler_or_endpoint_is_named_and_the_run_goes_on() {
     let chatty = r#"{ command: 'sh -c "head -c 200000 /dev/zero | tr ''\000'' x >&2; echo ''main;chatty 3'' > $1" {pid} {out}' }"#;
     // Exits at once, leaving a child that holds its standard error open for 30 s: the round does not wait for it.
     let lingers = r#"{ command: 'sh -c "(sleep 30 &); echo ''main;lingers 2'' > $1" {pid} {out}' }"#;
+    // Not told `{seconds}`: it runs until interrupted, and is, when its phase ends.
+    let untimed = r#"{ command: 'sh -c "echo ''main;untimed 4'' > $1; trap ''exit 0'' INT; while :; do sleep 0.1; done" {pid} {out}' }"#;
     let yaml = format!(
-        "version: 1\nname: profile-failures\ntarget: {{ builtin: {{ kind: cpu, work: 20us }} }}\nscenarios:\n{}{}{}{}{}{}",
+        "version: 1\nname: profile-failures\ntarget: {{ builtin: {{ kind: cpu, work: 20us }} }}\nscenarios:\n{}{}{}{}{}{}{}",
         scenario("fails", fails),
         scenario("garbage", garbage),
         scenario("chatty", chatty),
         scenario("lingers", lingers),
+        scenario("untimed", untimed),
         scenario("missing", "{ command: \"/nonexistent/profiler -p {pid} -o {out}\" }"),
         scenario("refused", &format!("{{ pprof: {{ url: \"http://127.0.0.1:{closed}/debug/pprof/profile\" }} }}")),
     );
@@ -452,7 +455,7 @@ fn a_failing_profiler_or_endpoint_is_named_and_the_run_goes_on() {
         assert_eq!(p["sample_type"], "cpu", "a failed round keeps its profile's event: {p}");
     }
     assert!(run.stdout.contains("it said: \\u{1b}[31mError:"), "{}", run.stdout);
-    for (name, samples) in [("chatty", 3), ("lingers", 2)] {
+    for (name, samples) in [("chatty", 3), ("lingers", 2), ("untimed", 4)] {
         let p = &run.scenario(name)["profile"];
         assert_eq!(p["samples"], samples, "{name}: {p}");
         assert!(p["notes"].is_null() || p["notes"] == serde_json::json!([]), "{name}: {p}");

@@ -94,6 +94,7 @@ pub(super) fn start_command(
         out,
         started: Instant::now(),
         seconds,
+        timed: c.run.contains("{seconds}"),
         event: c.event.name(),
         ns_per_sample: c.event.is_time().then_some(c.interval.0.as_nanos() as f64),
     }))
@@ -161,6 +162,8 @@ struct CommandRun {
     out: std::path::PathBuf,
     started: Instant,
     seconds: u64,
+    /// Told `{seconds}`: it stops by itself when the phase does.
+    timed: bool,
     event: &'static str,
     ns_per_sample: Option<f64>,
 }
@@ -175,12 +178,12 @@ impl CommandRun {
 impl Running for CommandRun {
     fn stop(mut self: Box<Self>, outcome: &PhaseOutcome, _: Option<&mut ScenarioResult>) -> AttachmentOutput {
         let deadline = self.started + Duration::from_secs(self.seconds) + GRACE;
-        // A phase that ended early (interrupted, aborted): the profiler, in a group of its own, never saw the
-        // terminal's Ctrl-C; it is interrupted as Ctrl-C would, so that it writes what it has now rather than at
-        // the end of `{seconds}`. Only while it runs, so that its pid is still its group's id.
-        if outcome.duration + Duration::from_secs(1) < Duration::from_secs(self.seconds)
-            && matches!(self.child.try_wait(), Ok(None))
-        {
+        // A profiler not told `{seconds}` runs until interrupted, and one whose phase ended early (interrupted,
+        // aborted) should stop now rather than at the end of `{seconds}`: in a group of its own, it never sees the
+        // terminal's Ctrl-C, so it is interrupted as Ctrl-C would, and writes what it has. Only while it runs, so
+        // that its pid is still its group's id.
+        let early = outcome.duration + Duration::from_secs(1) < Duration::from_secs(self.seconds);
+        if (!self.timed || early) && matches!(self.child.try_wait(), Ok(None)) {
             loadgate_target::launch::interrupt_tree(self.child.id());
         }
         let status = loop {

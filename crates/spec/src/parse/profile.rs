@@ -67,7 +67,8 @@ pub(super) fn read_profile(cx: &mut Cx<'_>, node: &Node, path: &Path, pcx: Profi
 }
 
 /// A pprof profile is fetched with `?seconds=N`, and pprof counts whole seconds: every phase of a profiled
-/// scenario must be bounded by time and last a second or more.
+/// scenario must be bounded by time and last a second or more. An external profiler told `{seconds}` needs phases
+/// bounded by time too: a phase bounded by a request count has no length to tell it.
 pub(super) fn check_rounds(
     cx: &mut Cx<'_>,
     profile: &Profile,
@@ -76,6 +77,18 @@ pub(super) fn check_rounds(
     span: Option<crate::node::Span>,
     path: &Path,
 ) -> bool {
+    if let ProfileSource::Command(c) = &profile.source {
+        if c.run.contains("{seconds}") && loads.iter().any(|l| l.duration().is_none()) {
+            cx.error(
+                Diagnostic::error(path, span, format!("scenario `{scenario}` cannot tell its profiler `{{seconds}}`"))
+                    .expected("phases bounded by time (`duration`): `{seconds}` is the phase's length")
+                    .found("phases bounded by a request count, not by time")
+                    .help("give the load a `duration`, or use a command line without `{seconds}`: loadgate interrupts such a profiler (SIGINT) when the phase ends"),
+            );
+            return false;
+        }
+        return true;
+    }
     if !matches!(profile.source, ProfileSource::Pprof(_)) {
         return true;
     }
