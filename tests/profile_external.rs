@@ -248,14 +248,13 @@ fn py_spy_profiles_a_python_server_and_a_refused_attach_is_named() {
     run.assert_printable();
 }
 
-/// The Go fixture, built once per test process with `$LOADGATE_GO` into a directory that outlives the tests.
+/// The Go fixture, built once per test process with `$LOADGATE_GO` into cargo's scratch directory for tests.
 fn go_fixture(test: &str) -> Option<PathBuf> {
     static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     let go = tool("LOADGATE_GO", test)?;
     BUILT
         .get_or_init(|| {
-            let dir = tempfile::Builder::new().prefix("loadgate-go-fixture").tempdir().expect("tempdir").keep();
-            let bin = dir.join("profilefixture");
+            let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile-go-fixture");
             let o = Command::new(&go)
                 .args(["build", "-o"])
                 .arg(&bin)
