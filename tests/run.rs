@@ -334,6 +334,8 @@ fn every_spec_in_specs_runs_at_its_smallest_scale_against_the_builtin_target() {
         // It needs httpbin (its checks fail against the built-in server, so its verification exits 3):
         // tests/checks.rs runs it against httpbin.
         .filter(|p| !p.ends_with("httpbin-flows.yaml"))
+        // It starts the JVM fixture with async-profiler beside it: tests/profile_external.rs runs that setup.
+        .filter(|p| !p.ends_with("profile-seed002.yaml"))
         .collect();
     specs.sort();
     assert!(specs.len() >= 7);

@@ -142,7 +142,9 @@ impl ProfileEvent {
 /// `profile.pprof`: a Go server's profile endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PprofProfile {
-    /// The endpoint's URL, without `seconds` (added for each phase): `http://127.0.0.1:6060/debug/pprof/profile`.
+    /// The endpoint's URL, without `seconds` (added for each phase): `http://127.0.0.1:6060/debug/pprof/profile`;
+    /// or a path (`/debug/pprof/profile`), fetched from each side's `base_url` (a Go server serving pprof on its
+    /// own listener; the one form an A/B run takes, its two sides being two servers).
     pub url: String,
     pub kind: PprofKind,
 }
@@ -162,6 +164,17 @@ pub enum PprofKind {
     Mutex,
     /// `/debug/pprof/block`: blocking on synchronisation (a delta over the phase).
     Block,
+}
+
+impl PprofProfile {
+    /// The URL fetched for a side whose target answers at `base_url`: the spec's URL, or its path on `base_url`.
+    pub fn url_for(&self, base_url: &str) -> String {
+        if self.url.starts_with('/') {
+            format!("{}{}", base_url.trim_end_matches('/'), self.url)
+        } else {
+            self.url.clone()
+        }
+    }
 }
 
 impl PprofKind {
@@ -227,6 +240,9 @@ impl Profile {
                     String::new()
                 };
                 format!("`{}` beside each measured phase ({} profile{per}){required}", c.run, c.event.name())
+            }
+            ProfileSource::Pprof(p) if p.url.starts_with('/') => {
+                format!("{} from {} on each side's base_url for each measured phase{required}", p.kind.name(), p.url)
             }
             ProfileSource::Pprof(p) => format!("{} from {} for each measured phase{required}", p.kind.name(), p.url),
         }
@@ -296,6 +312,18 @@ mod tests {
         let r = resolution(10_000_000, 1.0, None, 10, 50.0);
         assert_eq!(r.samples_per_cpu, 100.0);
         assert!(r.us_per_sample_per_request.is_none() && r.smallest_change_us.is_none());
+    }
+
+    #[test]
+    fn a_pprof_path_is_fetched_from_each_sides_base_url_and_a_url_as_written() {
+        let p = |url: &str| PprofProfile { url: url.into(), kind: PprofKind::Cpu };
+        assert_eq!(
+            p("/debug/pprof/profile").url_for("http://127.0.0.1:8081/"),
+            "http://127.0.0.1:8081/debug/pprof/profile"
+        );
+        assert_eq!(p("/debug/pprof/heap").url_for("http://h:1/api"), "http://h:1/api/debug/pprof/heap");
+        let absolute = "http://127.0.0.1:6060/debug/pprof/profile";
+        assert_eq!(p(absolute).url_for("http://127.0.0.1:8081"), absolute);
     }
 
     #[test]

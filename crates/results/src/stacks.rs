@@ -474,9 +474,17 @@ pub fn parse_folded(input: &[u8], limits: FoldedLimits) -> Result<Stacks, Folded
     Ok(stacks)
 }
 
-/// At most 60 characters of a line, for an error message.
+/// At most 60 characters of a line, for an error message; control characters escaped (`\u{1b}`), so that what
+/// a profiler wrote never drives the terminal that shows the message.
 fn snippet(text: &str) -> String {
-    let mut out: String = text.chars().take(60).collect();
+    let mut out = String::new();
+    for c in text.chars().take(60) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
     if text.chars().nth(60).is_some() {
         out.push_str("...");
     }
@@ -584,6 +592,10 @@ mod tests {
         );
         assert_eq!(err("a;b 1\n\n ;; 4\n"), "line 3: no frames before the count");
         assert!(err("<html><body>500 Internal Server Error</body></html>").starts_with("line 1: "));
+        // Binary garbage is shown with its control characters escaped: nothing reaches the terminal raw.
+        let binary = err("\u{1b}[2J\u{7}\u{0}junk");
+        assert!(binary.ends_with("found `\\u{1b}[2J\\u{7}\\u{0}junk`"), "{binary}");
+        assert!(!binary.chars().any(char::is_control), "{binary:?}");
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct SideContext<'a> {
     pub target_pid: Option<u32>,
     /// Every process of that target's tree when the side starts (the pid first); empty without a process.
     pub target_pids: Vec<u32>,
+    /// Where the side's target answers (a pprof path is fetched from it).
+    pub base_url: &'a str,
 }
 
 /// What a side's phase measured, told to its attachments when they stop.

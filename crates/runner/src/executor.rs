@@ -239,6 +239,7 @@ fn start_attachments(
         side,
         target_pid: target.pid(),
         target_pids: target.pids(),
+        base_url: &target.base_url,
     };
     let mut running = Vec::new();
     for a in unit.attachments {

@@ -757,8 +757,9 @@ pub enum ProfileEventDoc {
 #[derive(JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct PprofDoc {
-    /// `http://127.0.0.1:6060/debug/pprof/profile` (or `.../allocs`, `heap`, `mutex`, `block`).
-    #[schemars(regex(pattern = r"^http://"))]
+    /// `http://127.0.0.1:6060/debug/pprof/profile` (or `.../allocs`, `heap`, `mutex`, `block`), or a path
+    /// (`/debug/pprof/profile`) fetched from each side's base_url (the one form an A/B run takes).
+    #[schemars(regex(pattern = r"^(http://|/)"))]
     pub url: String,
     /// `cpu` (`profile`), `allocs`, `heap`, `mutex` or `block`; read from the URL when left out.
     pub kind: Option<PprofKindDoc>,

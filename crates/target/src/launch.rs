@@ -240,6 +240,12 @@ impl Target {
         // calls (sched_setaffinity, prctl, getppid) on data prepared before the fork.
         unsafe {
             cmd.pre_exec(move || {
+                // Under Yama's ptrace_scope 1 (Debian's and Ubuntu's default) only a process's ancestors may trace
+                // it, and an external profiler loadgate runs beside the target (`profile: { command: py-spy ... }`)
+                // is the target's sibling. Naming loadgate the target's tracer lets loadgate and its own children
+                // attach (Yama allows the named tracer's descendants), no one else; the relation survives exec.
+                // Without Yama the call fails with EINVAL and changes nothing, so its result is not checked.
+                libc::prctl(libc::PR_SET_PTRACER, parent as libc::c_ulong, 0, 0, 0);
                 if let Some(set) = &cpu_set {
                     if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
                         return Err(std::io::Error::last_os_error());
@@ -625,6 +631,19 @@ impl Drop for Target {
             eprintln!("loadgate: {e}");
         }
     }
+}
+
+/// Kills a helper loadgate started in a process group of its own (`CommandExt::process_group(0)`, so its pid is
+/// the group's id) while it still runs: the group, and every descendant of it that left the group. An external
+/// profiler that overran goes with whatever it started, which would otherwise hold its pipes open.
+pub fn kill_tree(pid: u32) {
+    signal_tree(Some(pid), pid, libc::SIGKILL);
+}
+
+/// Interrupts such a helper (SIGINT to its group and the descendants that left it), as Ctrl-C would: a profiler
+/// stops and writes what it has.
+pub fn interrupt_tree(pid: u32) {
+    signal_tree(Some(pid), pid, libc::SIGINT);
 }
 
 /// Sends `sig` to the process group `pgid` and to every descendant of the tree that left the group.

@@ -130,7 +130,7 @@ impl Attachment for Profiler {
                 let pid = side.target_pid.ok_or("the profile needs the target's process, and this target has none")?;
                 start_command(command, pid, seconds, &label)
             }
-            ProfileSource::Pprof(pprof) => Ok(start_pprof(pprof, seconds)),
+            ProfileSource::Pprof(pprof) => Ok(start_pprof(pprof.url_for(side.base_url), pprof.kind, seconds)),
         }
     }
 }

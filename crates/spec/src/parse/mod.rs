@@ -192,6 +192,7 @@ fn read_sections(
     let started = |t: Option<&Target>| matches!(t, Some(Target::Command { .. } | Target::Builtin { .. }));
     let profile_cx = profile::ProfileCx {
         started: started(target.as_ref()) && candidate.as_ref().is_none_or(|c| c.is_none() || started(c.as_ref())),
+        ab: candidate.as_ref().is_some_and(Option::is_some),
     };
     let profile = match top.get("profile") {
         Some((n, p)) => profile::read_profile(&mut cx, n, &p, profile_cx).map(Some),

@@ -32,6 +32,8 @@ const PPROF_KINDS: &[(&str, PprofKind)] = &[
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct ProfileCx {
     pub(super) started: bool,
+    /// The spec has a `candidate`: two servers, so one pprof URL cannot serve both sides.
+    pub(super) ab: bool,
 }
 
 /// Reads the spec-wide `profile:`.
@@ -46,7 +48,7 @@ pub(super) fn read_profile(cx: &mut Cx<'_>, node: &Node, path: &Path, pcx: Profi
     let source = match which {
         "cpu" => ProfileSource::Cpu(read_cpu(cx, n, &p)?),
         "command" => ProfileSource::Command(read_command(cx, n, &p)?),
-        _ => ProfileSource::Pprof(read_pprof(cx, n, &p)?),
+        _ => ProfileSource::Pprof(read_pprof(cx, n, &p, pcx)?),
     };
     if !f.unknown.is_empty() {
         return None;
@@ -65,7 +67,8 @@ pub(super) fn read_profile(cx: &mut Cx<'_>, node: &Node, path: &Path, pcx: Profi
 }
 
 /// A pprof profile is fetched with `?seconds=N`, and pprof counts whole seconds: every phase of a profiled
-/// scenario must be bounded by time and last a second or more.
+/// scenario must be bounded by time and last a second or more. An external profiler told `{seconds}` needs phases
+/// bounded by time too: a phase bounded by a request count has no length to tell it.
 pub(super) fn check_rounds(
     cx: &mut Cx<'_>,
     profile: &Profile,
@@ -74,6 +77,18 @@ pub(super) fn check_rounds(
     span: Option<crate::node::Span>,
     path: &Path,
 ) -> bool {
+    if let ProfileSource::Command(c) = &profile.source {
+        if c.run.contains("{seconds}") && loads.iter().any(|l| l.duration().is_none()) {
+            cx.error(
+                Diagnostic::error(path, span, format!("scenario `{scenario}` cannot tell its profiler `{{seconds}}`"))
+                    .expected("phases bounded by time (`duration`): `{seconds}` is the phase's length")
+                    .found("phases bounded by a request count, not by time")
+                    .help("give the load a `duration`, or use a command line without `{seconds}`: loadgate interrupts such a profiler (SIGINT) when the phase ends"),
+            );
+            return false;
+        }
+        return true;
+    }
     if !matches!(profile.source, ProfileSource::Pprof(_)) {
         return true;
     }
@@ -267,22 +282,37 @@ fn check_placeholders(cx: &mut Cx<'_>, node: &Node, path: &Path, run: &str) -> b
     ok
 }
 
-fn read_pprof(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<PprofProfile> {
+fn read_pprof(cx: &mut Cx<'_>, node: &Node, path: &Path, pcx: ProfileCx) -> Option<PprofProfile> {
     let f = cx.map(node, path, PPROF_KEYS, "`profile.pprof`")?;
     let (un, up) = cx.required(&f, "url", "`profile.pprof`")?;
     let url = cx.string(un, &up, "`profile.pprof.url`")?;
-    let parsed = match loadgate_model::url::HttpUrl::parse(&url) {
-        Ok(u) if !u.https && u.userinfo.is_none() && !u.has_query && u.fragment.is_none() => u,
-        _ => {
-            cx.error(
-                Diagnostic::error(&up, un.span, "`profile.pprof.url` is not a pprof endpoint loadgate can fetch")
-                    .expected("an http:// URL without a query or credentials, such as `http://127.0.0.1:6060/debug/pprof/profile` (pprof is served on a plain debug port)")
-                    .found(un.describe()),
-            );
-            return None;
+    // A path (`/debug/pprof/profile`) is fetched from each side's base_url.
+    let endpoint_path = if url.starts_with('/') {
+        (!url.contains(['?', '#']) && !url.chars().any(char::is_whitespace)).then(|| url.clone())
+    } else {
+        match loadgate_model::url::HttpUrl::parse(&url) {
+            Ok(u) if !u.https && u.userinfo.is_none() && !u.has_query && u.fragment.is_none() => Some(u.path),
+            _ => None,
         }
     };
-    let last = parsed.path.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    let Some(endpoint_path) = endpoint_path else {
+        cx.error(
+            Diagnostic::error(&up, un.span, "`profile.pprof.url` is not a pprof endpoint loadgate can fetch")
+                .expected("an http:// URL without a query or credentials, such as `http://127.0.0.1:6060/debug/pprof/profile` (pprof is served on a plain debug port), or a path such as `/debug/pprof/profile` on the target's base_url")
+                .found(un.describe()),
+        );
+        return None;
+    };
+    if pcx.ab && !url.starts_with('/') {
+        cx.error(
+            Diagnostic::error(&up, un.span, "one pprof URL cannot profile both sides of an A/B run")
+                .expected("a path such as `/debug/pprof/profile`, fetched from each side's base_url (the target's and the candidate's)")
+                .found(format!("`{url}`, which is one of the two servers at most"))
+                .help("serve net/http/pprof on each server's own listener and write `profile: { pprof: { url: /debug/pprof/profile } }`"),
+        );
+        return None;
+    }
+    let last = endpoint_path.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
     let by_path = PPROF_KINDS.iter().find(|(k, _)| *k == last).map(|(_, k)| *k);
     let kind = match f.get("kind") {
         Some((n, p)) => {
