@@ -438,7 +438,10 @@ fn a_failing_profiler_or_endpoint_is_named_and_the_run_goes_on() {
     assert!(n.contains("the profiler `sh` wrote what is not folded stacks: line 1: no count"), "{n}");
     assert!(n.contains(r"\\u{0}\\u{1}\\u{1b}[2J"), "the garbage is shown escaped: {n}");
     assert!(
-        run.stderr.contains("warning: missing: the profiler `/nonexistent/profiler` could not start: No such file"),
+        run.stderr.contains(
+            "warning: the profiler `/nonexistent/profiler` of missing is not there (no such executable file); the run \
+             goes on without it"
+        ),
         "{}",
         run.stderr
     );
