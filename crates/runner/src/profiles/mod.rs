@@ -224,7 +224,8 @@ fn rounds_of(attached: &[Vec<AttachmentOutput>]) -> Vec<(RoundStacks, u64)> {
 
 /// One side's profile over its kept rounds: stacks merged, the table, the notes, the folded file's name.
 fn side_profile(instance: &str, side: Option<&str>, rounds: &[(RoundStacks, u64)]) -> Option<ScenarioProfile> {
-    let first = rounds.first()?;
+    // What the samples are is told by a round that has some (a failed round knows only its source).
+    let first = rounds.iter().find(|(r, _)| !r.stacks.is_empty()).or(rounds.first())?;
     let mut merged = Stacks::new();
     let mut notes: Vec<String> = Vec::new();
     let mut requests = 0u64;
