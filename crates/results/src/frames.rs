@@ -820,16 +820,27 @@ fn named_text(d: &FrameDifferential, unit: &str, most: usize) -> String {
 }
 
 /// What a failed verdict of an A/B instance adds to its line: `where: slow_path +14.6 us/request (+12.9..+16.1,
-/// p 0.002)`, the frames the candidate's profile named as changed (at most two); `None` for a verdict that
-/// passed or was inconclusive, and when no frame was named (nothing is named without significance).
+/// p 0.002)`, the frames the candidate's profile named as changed (at most two); when none was named, the frames
+/// sampled in the candidate only (`sampled in the candidate only (not tested): main.slowPath 190.0 us/request`),
+/// which have no pairs to test; `None` for a verdict that passed or was inconclusive, and when there is neither
+/// (nothing is named without significance).
 pub fn verdict_where(s: &crate::ScenarioResult, v: &crate::Verdict) -> Option<String> {
     let failed = match &v.statistics {
         Some(st) => st.status == crate::StatisticalStatus::Fail,
         None => !v.passed && v.evaluated(),
     };
     let p = s.profile.as_ref().filter(|_| failed)?;
-    let d = p.differential.as_ref().filter(|d| !d.named.is_empty())?;
-    Some(format!("where: {}", named_text(d, per_request_unit(p), 2)))
+    let d = p.differential.as_ref()?;
+    let unit = per_request_unit(p);
+    if !d.named.is_empty() {
+        return Some(format!("where: {}", named_text(d, unit, 2)));
+    }
+    // A function the candidate runs and the baseline never did (new code, or inlined differently) is not tested
+    // (it has no pairs), but it is where to look: said as such, without a significance it does not have.
+    let mut new: Vec<&OneSidedFrame> = d.one_sided.iter().filter(|f| f.side == "candidate").collect();
+    new.sort_by(|a, b| b.us_per_request.total_cmp(&a.us_per_request));
+    let parts: Vec<String> = new.iter().take(2).map(|f| format!("{} {:.1} {unit}", f.name, f.us_per_request)).collect();
+    (!parts.is_empty()).then(|| format!("sampled in the candidate only (not tested): {}", parts.join(", ")))
 }
 
 /// The most characters of a profile's mark in the history.
@@ -1083,6 +1094,63 @@ mod tests {
             "profile-api_users[conns=8]-baseline.folded"
         );
         assert_eq!(folded_file_name("plaintext", None), "profile-plaintext.folded");
+    }
+
+    #[test]
+    fn a_failed_verdict_says_where_only_with_what_the_profile_can_stand_behind() {
+        let stacks: Stacks = [(vec!["main", "a"], 10u64)].into_iter().collect();
+        let mut s = crate::fixture::sample_ab_run().scenarios[0].clone();
+        let mut v = s.verdicts[0].clone();
+        v.passed = false;
+        v.statistics = None;
+        v.note = None;
+        let mut p = scenario_profile("cpu", "cpu", &stacks, Some(1_000_000.0), 100, None);
+        let differential = |named: Vec<NamedFrame>, one_sided: Vec<OneSidedFrame>| FrameDifferential {
+            rounds: 10,
+            alpha: 0.01,
+            confidence: 0.95,
+            randomisations: 1024,
+            exact: true,
+            smallest_p: 2.0 / 1024.0,
+            named,
+            faster: Vec::new(),
+            one_sided,
+            tested: Vec::new(),
+        };
+        let slow = NamedFrame {
+            name: "slow_path".into(),
+            estimate_us: 14.6,
+            interval_us: crate::stats::Interval {
+                lo: 12.9,
+                hi: 16.1,
+                confidence: 0.95,
+                requested: 0.95,
+                reached: true,
+                ranks: (9, 47),
+                count: 55,
+                exact: true,
+            },
+            estimate_pct: None,
+            interval_pct: None,
+            p_adjusted: 0.002,
+            path: Vec::new(),
+        };
+        let new = OneSidedFrame { name: "main.slowPath".into(), side: "candidate".into(), us_per_request: 190.0 };
+        // Without a differential (one side), nothing.
+        s.profile = Some(p.clone());
+        assert_eq!(verdict_where(&s, &v), None);
+        p.differential = Some(differential(vec![slow], vec![new.clone()]));
+        s.profile = Some(p.clone());
+        assert_eq!(verdict_where(&s, &v).as_deref(), Some("where: slow_path +14.6 us/request (+12.9..+16.1, p 0.002)"));
+        p.differential = Some(differential(Vec::new(), vec![new]));
+        s.profile = Some(p.clone());
+        assert_eq!(
+            verdict_where(&s, &v).as_deref(),
+            Some("sampled in the candidate only (not tested): main.slowPath 190.0 us/request")
+        );
+        // A verdict that passed says nothing of it.
+        v.passed = true;
+        assert_eq!(verdict_where(&s, &v), None);
     }
 
     #[test]
