@@ -298,29 +298,46 @@ pub fn differential(rounds: &[PairedRound], options: &FrameOptions) -> Result<Fr
     }
     let significant: Vec<usize> = (0..candidates.len()).filter(|&j| p_adjusted[j] <= options.alpha).collect();
     let edges = Edges::of(&pooled, &candidates);
-    let walk = |sign: f64| -> Vec<NamedFrame> {
+    let walk = |sign: f64| -> Result<Vec<NamedFrame>, StatsError> {
         let chosen: Vec<usize> = significant.iter().copied().filter(|&j| estimates[j].median * sign > 0.0).collect();
         name_frames(&pooled, &candidates, &edges, &chosen, sign, options)
             .into_iter()
-            .map(|(j, path)| {
+            .map(|(j, path, new)| {
                 let c = &candidates[j];
+                let path: Vec<String> = path.iter().map(|&k| pooled.keys[k].clone()).collect();
+                // New work under the frame: named in its stead, with the frame's p-value (its rise is what was
+                // tested) and its own per-round time (the baseline's being none).
+                if let Some((key, values)) = new {
+                    let hl = stats::shift(&values, options.confidence)?;
+                    let mut path = path;
+                    path.push(pooled.keys[key].clone());
+                    return Ok(NamedFrame {
+                        name: pooled.keys[key].clone(),
+                        estimate_us: hl.median,
+                        interval_us: hl.interval,
+                        estimate_pct: None,
+                        interval_pct: None,
+                        p_adjusted: p_adjusted[j],
+                        path,
+                    });
+                }
                 let hl = &estimates[j];
                 let pct = |x: f64| (c.baseline_mean > 0.0).then(|| 100.0 * x / c.baseline_mean);
-                NamedFrame {
+                Ok(NamedFrame {
                     name: pooled.keys[c.key].clone(),
                     estimate_us: hl.median,
                     interval_us: hl.interval,
                     estimate_pct: pct(hl.median),
                     interval_pct: pct(hl.interval.lo).zip(pct(hl.interval.hi)),
                     p_adjusted: p_adjusted[j],
-                    path: path.iter().map(|&k| pooled.keys[k].clone()).collect(),
-                }
+                    path,
+                })
             })
-            .collect()
+            .collect::<Result<Vec<_>, StatsError>>()
     };
-    let mut named = walk(1.0);
+    let mut named = walk(1.0)?;
     named.sort_by(|a, b| b.estimate_us.total_cmp(&a.estimate_us).then_with(|| a.name.cmp(&b.name)));
-    let mut faster = walk(-1.0);
+    let mut faster = walk(-1.0)?;
     faster.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us).then_with(|| a.name.cmp(&b.name)));
     tested.sort_by(|a, b| a.p_adjusted.total_cmp(&b.p_adjusted).then_with(|| a.name.cmp(&b.name)));
     Ok(FrameDifferential {
@@ -584,7 +601,14 @@ impl Edges {
     }
 }
 
+/// A frame named: its candidate index, its path of keys, and the new work under it that explains its rise (a key
+/// sampled in the candidate only, and its time under the frame per round).
+type Named = (usize, Vec<usize>, Option<(usize, Vec<f64>)>);
+
 /// The frames to name among `chosen` (candidate indices changed in `sign`'s direction), each with its path of keys.
+/// A walk also stops at a frame whose rise new work explains: a function under it sampled in the candidate only
+/// (the work `slow_path` does and the baseline's never did), with at least `explain_share` of the frame's rise and
+/// `owned_share` of its time under it ([`new_work`]); that function is where the time went.
 fn name_frames(
     pooled: &Pooled,
     candidates: &[Candidate],
@@ -592,7 +616,7 @@ fn name_frames(
     chosen: &[usize],
     sign: f64,
     options: &FrameOptions,
-) -> Vec<(usize, Vec<usize>)> {
+) -> Vec<Named> {
     let mean = |d: &[f64]| d.iter().sum::<f64>() / d.len().max(1) as f64;
     let rise = |j: usize| sign * mean(&candidates[j].d);
     let time = |j: usize| -> f64 { (0..2).map(|s| pooled.total(s, candidates[j].key)).sum() };
@@ -613,14 +637,21 @@ fn name_frames(
             .then_with(|| rise(b).total_cmp(&rise(a)))
     });
     let mut covered: HashSet<usize> = HashSet::new();
-    let mut named: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut named: Vec<Named> = Vec::new();
     for &start in &order {
         if covered.contains(&start) {
             continue;
         }
         let mut path = vec![start];
         let mut current = start;
+        let mut new = None;
         loop {
+            if sign > 0.0 {
+                new = new_work(pooled, &candidates[current], rise(current), options);
+                if new.is_some() {
+                    break;
+                }
+            }
             let next = callees(current)
                 .into_iter()
                 .filter(|&(c, r, t)| {
@@ -648,23 +679,57 @@ fn name_frames(
                 }
             }
         }
-        if !named.iter().any(|(j, _)| *j == current) {
+        if !named.iter().any(|(j, _, _)| *j == current) {
             let keys: Vec<usize> = path.iter().flat_map(|&j| candidates[j].group.iter().copied()).collect();
-            named.push((current, keys));
+            named.push((current, keys, new));
         }
     }
     // A named frame whose rise another named frame, deeper under it and owned by it, explains (a runtime's
     // `catch_unwind` above the handler's `slow_path`) is not named: the deeper one says where.
     let explained = |a: usize| {
-        named.iter().any(|&(b, _)| {
+        named.iter().any(|&(b, _, _)| {
             b != a
                 && edges.rise_and_time_below(a, b).is_some_and(|(r, t)| {
                     sign * r >= options.explain_share * rise(a) && t >= options.owned_share * time(b)
                 })
         })
     };
-    let keep: Vec<bool> = named.iter().map(|&(a, _)| !explained(a)).collect();
+    let keep: Vec<bool> = named.iter().map(|(a, _, _)| !explained(*a)).collect();
     named.into_iter().zip(keep).filter_map(|(n, k)| k.then_some(n)).collect()
+}
+
+/// New work under a frame whose time rose by `rise` (microseconds per request): the deepest function under it in
+/// the candidate's stacks that the baseline never sampled, with at least `explain_share` of the rise (its mean
+/// time under the frame) and at least `owned_share` of its own time under the frame; with its time under the frame
+/// in each round.
+fn new_work(pooled: &Pooled, c: &Candidate, rise: f64, options: &FrameOptions) -> Option<(usize, Vec<f64>)> {
+    if rise <= 0.0 {
+        return None;
+    }
+    let n = pooled.stacks.len().max(1);
+    let mut under: HashMap<usize, Vec<f64>> = HashMap::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for (i, sides) in pooled.stacks.iter().enumerate() {
+        for (ids, us) in &sides[1] {
+            let Some(at) = ids.iter().position(|k| c.group.contains(k)) else { continue };
+            seen.clear();
+            for &k in &ids[at + 1..] {
+                if pooled.total(0, k) <= 0.0 && !seen.contains(&k) && !is_structural(&pooled.keys[k]) {
+                    seen.push(k);
+                    if let Some(v) = under.entry(k).or_insert_with(|| vec![0.0; n]).get_mut(i) {
+                        *v += us;
+                    }
+                }
+            }
+        }
+    }
+    under
+        .into_iter()
+        .filter(|(k, v)| {
+            let sum = v.iter().sum::<f64>();
+            sum / n as f64 >= options.explain_share * rise && sum >= options.owned_share * pooled.total(1, *k)
+        })
+        .max_by(|a, b| pooled.depth(a.0).total_cmp(&pooled.depth(b.0)).then(b.0.cmp(&a.0)))
 }
 
 /// The rows the "where the time went" table of results.json keeps per side ([`scenario_profile`]).
@@ -976,6 +1041,37 @@ mod tests {
             }
         }
         eprintln!("A/B: slow_path named first in {named_first} of 20 trials");
+        assert!(named_first >= 19, "slow_path named first in {named_first} of 20");
+    }
+
+    #[test]
+    fn new_work_under_a_slow_path_the_baseline_never_ran_names_the_slow_path() {
+        // The baseline's `slow_path` returns at once (never sampled); the candidate's spends 20 us there.
+        let mut named_first = 0;
+        for seed in 0..20 {
+            let mut r = rounds(40 + seed, 10, 15.0, false);
+            for round in &mut r {
+                let kept: Vec<(Vec<String>, u64)> = round
+                    .baseline
+                    .stacks
+                    .iter()
+                    .filter(|(frames, _)| !frames.contains(&"slow_path"))
+                    .map(|(frames, n)| (frames.iter().map(|f| (*f).to_owned()).collect(), n))
+                    .collect();
+                round.baseline.stacks = kept.into_iter().collect();
+            }
+            let d = differential(&r, &FrameOptions::default()).unwrap();
+            if d.named.first().is_some_and(|f| f.name == "slow_path" && f.p_adjusted < 0.01) {
+                named_first += 1;
+            }
+            if seed == 0 {
+                let first = &d.named[0];
+                assert_eq!(first.path, vec!["server::run", "server::handler", "slow_path"], "{d:#?}");
+                assert!((first.estimate_us - 20.0).abs() < 3.0, "{first:?}");
+                assert!(first.interval_us.lo > 15.0 && first.interval_us.hi < 25.0, "{first:?}");
+                assert!(d.one_sided.iter().any(|f| f.name == "slow_path"), "still said apart: {d:#?}");
+            }
+        }
         assert!(named_first >= 19, "slow_path named first in {named_first} of 20");
     }
 
