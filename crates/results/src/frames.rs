@@ -38,8 +38,11 @@
 //! happened under one caller names the caller, whose code changed. Significant frames on a finished walk, and
 //! callees whose change happened mostly (`explain_share`) under the named frame, start no walk of their own.
 //! Rises are [`FrameDifferential::named`], falls [`FrameDifferential::faster`], each with the Hodges-Lehmann
-//! estimate of the `d_i` and its exact signed-rank interval ([`crate::stats::shift`]). Nothing is named when
-//! nothing is significant.
+//! estimate of the `d_i` and its exact signed-rank interval ([`crate::stats::shift`]). A walk also stops at a
+//! frame whose rise new work explains: a function under it sampled in the candidate only (the slow path the
+//! baseline never ran), with at least `explain_share` of the rise and `owned_share` of its own time under the
+//! frame; that function is named, with the frame's adjusted p-value and the estimate of its own per-round time.
+//! Nothing is named when nothing is significant.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
