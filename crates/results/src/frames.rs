@@ -631,6 +631,7 @@ fn name_frames(
             .filter_map(|&c| edges.rise_and_time(p, c).map(|(r, t)| (c, sign * r, t)))
             .collect()
     };
+    let in_chosen: HashSet<usize> = chosen.iter().copied().collect();
     let mut order = chosen.to_vec();
     order.sort_by(|&a, &b| {
         pooled
@@ -671,16 +672,14 @@ fn name_frames(
             }
         }
         covered.extend(path.iter().copied());
-        // Changed frames whose change happened mostly under the named frame, at any depth (through frames that
-        // did not change enough to be chosen, as a kernel's `do_syscall_64` under a user `clock_gettime`), are
-        // explained by it.
-        for &c in chosen {
-            if !covered.contains(&c)
-                && edges
-                    .rise_and_time_below(current, c)
-                    .is_some_and(|(r, _)| sign * r >= options.explain_share * rise(c))
-            {
-                covered.insert(c);
+        // Callees whose change happened mostly under the named frame are explained by it.
+        let mut stack = vec![current];
+        while let Some(p) = stack.pop() {
+            for (c, r, _) in callees(p) {
+                if in_chosen.contains(&c) && !covered.contains(&c) && r >= options.explain_share * rise(c) {
+                    covered.insert(c);
+                    stack.push(c);
+                }
             }
         }
         if !named.iter().any(|(j, _, _)| *j == current) {
@@ -698,7 +697,17 @@ fn name_frames(
                 })
         })
     };
-    let keep: Vec<bool> = named.iter().map(|(a, _, _)| !explained(*a)).collect();
+    // A named frame whose rise happened mostly under another named frame, at any depth, and is only a minor part of
+    // it (a kernel `do_syscall_64` under a noisy user `clock_gettime` under `slow_path`), is that frame's detail.
+    let detail = |b: usize| {
+        named.iter().any(|&(a, _, _)| {
+            a != b
+                && edges.rise_and_time_below(a, b).is_some_and(|(r, _)| {
+                    sign * r >= options.explain_share * rise(b) && sign * r < options.explain_share * rise(a)
+                })
+        })
+    };
+    let keep: Vec<bool> = named.iter().map(|(a, _, _)| !explained(*a) && !detail(*a)).collect();
     named.into_iter().zip(keep).filter_map(|(n, k)| k.then_some(n)).collect()
 }
 
