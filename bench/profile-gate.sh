@@ -16,7 +16,8 @@
 # Knobs: WORK (50us: the handler), SLOW_A (5us: the baseline's slow_path; at 0 the frame is never sampled on the
 # baseline's side and is listed apart, not named: docs/profiles.md), SLOW_B (20us: the candidate's),
 # RATE (2000/s), CONNS (8), REP (2s), REPEAT (10), LIMIT (1.10), TARGET_CPU (0), GEN_CPU (1), LOADGATE (the
-# binary; default target/release/loadgate), LOADGATE_GO (go; default /usr/local/go/bin/go or the PATH's).
+# binary; default target/release/loadgate), LOADGATE_GO (go; default /usr/local/go/bin/go or the PATH's),
+# FREQUENCY (the sampler's, in Hz; empty: the default).
 # Prints the time it took. Kills what it started on exit.
 set -euo pipefail
 
@@ -34,6 +35,8 @@ LIMIT=${LIMIT:-1.10}
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 CROSSCHECK=${CROSSCHECK:-1}
+FREQUENCY=${FREQUENCY:-}
+if [ -n "$FREQUENCY" ]; then cpu_profile="{ frequency: $FREQUENCY }"; else cpu_profile="{}"; fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 LOADGATE=${LOADGATE:-${CARGO_TARGET_DIR:-$ROOT/target}/release/loadgate}
@@ -84,7 +87,7 @@ hardware:
 target: $(side "$SLOW_A")
 candidate: $(side "$2")
 gating: { repeat: $REPEAT }
-profile: { cpu: {} }
+profile: { cpu: $cpu_profile }
 scenarios:
   main:
     request: { path: / }
@@ -145,7 +148,7 @@ hardware:
   target: { cpus: "$TARGET_CPU" }
   on_mismatch: warn
 target: { start: { command: ["$work/go-server", -listen, "127.0.0.1:$port", -work, $WORK, -slow, $SLOW_B], ready: { http_get: /ready } }, base_url: "http://127.0.0.1:$port" }
-profile: { cpu: {} }
+profile: { cpu: $cpu_profile }
 scenarios:
   main:
     request: { path: / }

@@ -15,8 +15,12 @@
 #   AA=1 AB=2 REPEAT=10 bench/profile-noise.sh
 #   NOISE=0 bench/profile-noise.sh         # without the noise
 #   KEEP=dir bench/profile-noise.sh
+#   AA=0 AB=4 MAX_REPEAT=40 bench/profile-noise.sh   # rounds added while a verdict is INCONCLUSIVE, up to 40
+#   PACING=precise bench/profile-noise.sh  # the generator wakes ahead of each request (a dedicated core): p50 is
+#                                          # then the server's latency, not mostly the default pacer's send lag
 #
-# Knobs: WORK (50us), SLOW_B (2.5us), RATE (2000/s), CONNS (16), REP (2s), REPEAT (12), LIMIT (1.02),
+# Knobs: WORK (50us), SLOW_B (2.5us), RATE (2000/s), CONNS (16), REP (2s), REPEAT (12), MAX_REPEAT (REPEAT),
+# LIMIT (1.02), PACING (default),
 # TARGET_CPU (0), GEN_CPU (1), LOADGATE. Prints the time it took.
 set -euo pipefail
 
@@ -30,6 +34,8 @@ CONNS=${CONNS:-16}
 REP=${REP:-2s}
 REPEAT=${REPEAT:-12}
 LIMIT=${LIMIT:-1.02}
+PACING=${PACING:-default}
+MAX_REPEAT=${MAX_REPEAT:-$REPEAT}
 TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -67,12 +73,12 @@ spec() { # $1 = file, $2 = the candidate's slow_path
 version: 1
 name: pnoise
 hardware:
-  generator: { cpus: "$GEN_CPU" }
+  generator: { cpus: "$GEN_CPU", pacing: $PACING }
   target: { cpus: "$TARGET_CPU" }
   on_mismatch: warn
 target: { builtin: { kind: cpu, work: $WORK } }
 candidate: { builtin: { kind: cpu, work: $WORK, slow_path: $2 } }
-gating: { repeat: $REPEAT }
+gating: { repeat: $REPEAT, max_repeat: $MAX_REPEAT }
 scenarios:
   main:
     request: { path: / }
@@ -86,7 +92,7 @@ YAML
 noise_text="on (CPU bursts on the target's CPU)"
 [ "$NOISE" = 0 ] && noise_text=off
 echo "profile-noise: noise $noise_text, $AA A/A and $AB A/B trials (slow_path $SLOW_B)," \
-  "$REPEAT paired rounds of $REP at $RATE; load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  "$REPEAT paired rounds of $REP at $RATE, $PACING pacing; load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : > "$work/trials.jsonl"
 trial() { # $1 = AA or AB, $2 = number
   local slow=0us code=0

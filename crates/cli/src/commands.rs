@@ -501,11 +501,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
 
 fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
     let template = read_template(out, args.template.as_deref())?;
-    let path = args.results.display();
-    let text = std::fs::read_to_string(&args.results)
-        .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read {path}: {e}")))?;
-    let mut results =
-        loadgate_results::from_json(&text).map_err(|e| fail(out, Exit::InvalidInput)(format!("{path}: {e}")))?;
+    let mut results = loadgate_runner::source::read_results(&args.results).map_err(job_failed(out))?;
     let beside = args.results.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let dir = args.out.clone().unwrap_or_else(|| beside.to_path_buf());
     let written = loadgate_runner::reports::rerender(&mut results, &dir, template.as_deref()).map_err(|e| {
