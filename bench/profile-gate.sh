@@ -208,7 +208,8 @@ for b in open(traces).read().split("-----------+")[1:]:
     go_total += v
     if "main.slowPath" in frames:
         go_slow += v
-requests = rate * 8
+# The requests in pprof's 8 s window: the phase's achieved throughput (a saturated server completes fewer than the rate).
+requests = (s.get("throughput") or rate) * 8
 print("Cross-check with Go's own pprof (one 16 s run at the rate, slow path at the candidate's; pprof over 8 s of it):")
 print()
 print("| | samples | sampled CPU / CPU measured | main.slowPath share | main.slowPath us/request, sampled | main.slowPath us/request, share x measured CPU/request |")
