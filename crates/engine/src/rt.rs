@@ -296,6 +296,12 @@ impl Rt {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         WOKEN.with(|w| w.borrow_mut().clear());
         let take_woken = |ready: &mut VecDeque<TaskId>, queued: &mut [bool]| {
+            // The list is empty after most polls (a socket's readiness goes to its task directly): a check small
+            // enough to be inlined spares the drain's out-of-line call (bench/engine-ab.sh saw it cost 41
+            // instructions per request in the closed loop when the compiler stopped inlining `LocalKey::with`).
+            if WOKEN.with(|w| w.borrow().is_empty()) {
+                return;
+            }
             WOKEN.with(|w| {
                 for id in w.borrow_mut().drain(..) {
                     if let Some(q) = queued.get_mut(id as usize) {
