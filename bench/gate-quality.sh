@@ -63,16 +63,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-burner() { # $1 = CPU: bursts of 20-300 ms at random times (1-10 bursts a second)
-  taskset -c "$1" python3 - <<'PY' &
-import random, time
-rng = random.Random(1234)
-while True:
-    time.sleep(rng.uniform(0.1, 1.0))
-    end = time.perf_counter() + rng.uniform(0.02, 0.3)
-    while time.perf_counter() < end:
-        pass
-PY
+burner() { # $1 = CPU: bench/burner.py's bursts of 20-300 ms, one every 0.1-1 s, the same seed everywhere
+  taskset -c "$1" python3 "$HERE/burner.py" &
 }
 
 # The stall profile: every 3-8 s each running trial's target processes (the children of the loadgate the

@@ -3,9 +3,9 @@
 # spread is at most a third of p50 latency's, and +5% handler work FAILs on it where the p99 gate alone is
 # INCONCLUSIVE").
 #
-# The noise is bench/gate-quality.sh's CPU-burst profile (NOISE=cpu): bursts of 20-300 ms of busy loop on the
-# target's CPU at random times, 1-10 a second. The built-in cpu kind (WORK per request, pinned to TARGET_CPU) is
-# loaded at RATE by a generator on GEN_CPU in A/B runs of REPEAT paired rounds of REP:
+# The noise is bench/gate-quality.sh's CPU-burst profile (NOISE=cpu, bench/burner.py): bursts of 20-300 ms of
+# busy loop on the target's CPU at random times, 1-10 a second. The built-in cpu kind (WORK per request, pinned to
+# TARGET_CPU) is loaded at RATE by a generator on GEN_CPU in A/B runs of REPEAT paired rounds of REP:
 #   - AA trials (the same server twice): each round's target_cpu_per_request and p50 latency; their round-to-round
 #     spread (1.4826 x MAD over the median, per side, and of the paired log-ratios B/A);
 #   - AB trials (+5% handler work: slow_path SLOW_B, 2.5 us on a 50 us handler), gated on
@@ -53,17 +53,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# bench/gate-quality.sh's burner, the same seed.
-burner() { # $1 = CPU
-  taskset -c "$1" python3 - <<'PY' &
-import random, time
-rng = random.Random(1234)
-while True:
-    time.sleep(rng.uniform(0.1, 1.0))
-    end = time.perf_counter() + rng.uniform(0.02, 0.3)
-    while time.perf_counter() < end:
-        pass
-PY
+burner() { # $1 = CPU: bench/burner.py's bursts of 20-300 ms, one every 0.1-1 s, the same seed everywhere
+  taskset -c "$1" python3 "$HERE/burner.py" &
   noise_pid=$!
 }
 if [ "$NOISE" != 0 ]; then burner "$TARGET_CPU"; fi

@@ -1,8 +1,9 @@
 //! The results document of a run: what it measured and decided so far (the results, the failures, the target's
 //! samples of sessions that ended), settled and written to its reports after every judgement, fed to the
 //! checkpoint, and its end (`Ledger::finish`: the outcome, the history, the shard's own record, the last reports;
-//! then [`wrap_up`], which every run and every merge ends with: logs scrubbed, the step summary, the final event). It runs nothing: the executor ([`crate::executor`])
-//! does, and the round-keeping ([`crate::rounds`]) keeps the rounds.
+//! then [`wrap_up`], which every run and every merge ends with: logs scrubbed, the step summary, the final event).
+//! It runs nothing: the executor ([`crate::executor`]) does, and the round-keeping ([`crate::rounds`]) keeps the
+//! rounds.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
