@@ -177,3 +177,19 @@ pub fn run_phase_reporting(
 ) -> Result<loadgate_measure::PhaseMeasurement, EngineError> {
     phase::run(phase, workers, target, stop, on_opening, on_tick)
 }
+
+/// A duet phase: the phase run against each of `targets` at once, from the same workers (each worker's lanes
+/// share its thread, its start and its schedule, so every intended instant sends one request to each target, in a
+/// keyed random order per pair). Each target gets the phase's whole load: the generator sends `targets.len()`
+/// times the plan's. One measurement per target, in order; `on_tick` is told each lane's seconds with its index.
+/// With one target it is [`run_phase_reporting`].
+pub fn run_phase_together(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    targets: &[&Target],
+    stop: &StopSignal,
+    on_opening: &mut dyn FnMut(&OpeningProgress),
+    on_tick: &mut dyn FnMut(usize, &Tick<'_>) -> Control,
+) -> Result<Vec<loadgate_measure::PhaseMeasurement>, EngineError> {
+    phase::run_lanes(phase, workers, targets, stop, on_opening, on_tick)
+}

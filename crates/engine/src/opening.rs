@@ -247,8 +247,9 @@ struct State<'a> {
 }
 
 /// Opens the worker's `cfg.slots` connections on `rt`, paced by `cfg.rate` (this worker carries `cfg.share` of
-/// it). Slot `i` runs as task `1 + i`, as in the phase, so its connection is registered under its own task.
-pub(crate) fn open_all(rt: &Rt, cfg: Plan<'_>) -> Opened {
+/// it). Slot `i` runs as task `first + i`, as in the phase, so its connection is registered under its own task
+/// (the tasks before `first` but the pacer, task 0, are another lane's: they end at once here).
+pub(crate) fn open_all(rt: &Rt, cfg: Plan<'_>, first: crate::rt::TaskId) -> Opened {
     let slots = cfg.slots;
     let state = Rc::new(State {
         rt,
@@ -261,8 +262,12 @@ pub(crate) fn open_all(rt: &Rt, cfg: Plan<'_>) -> Opened {
         connect_time: RefCell::new(new_histogram()),
         tried: Cell::new(0),
     });
-    let mut tasks: Vec<Task<'_>> = Vec::with_capacity(slots + 1);
+    let first = usize::try_from(first).unwrap_or(1).max(1);
+    let mut tasks: Vec<Task<'_>> = Vec::with_capacity(slots + first);
     tasks.push(Box::pin(pace(state.clone())));
+    for _ in 1..first {
+        tasks.push(Box::pin(std::future::ready(())));
+    }
     for slot in 0..slots {
         tasks.push(Box::pin(open_slot(state.clone(), slot)));
     }

@@ -59,7 +59,7 @@ use crate::check::cookie::Jar;
 use crate::control::EngineError;
 use crate::opening;
 use crate::request::UserValues;
-use crate::rt::{Rt, Task};
+use crate::rt::{Rt, Task, TaskId};
 use crate::tls::{self, TlsConn};
 use crate::transport::{self, ConnectError, TcpConn};
 use crate::vars::Vars;
@@ -75,7 +75,9 @@ pub(crate) mod tally;
 use batch::Stall;
 use pace::{run, Acquired, Ctx};
 use shared::{micros, End};
-pub(crate) use shared::{Counters, H2Counters, Msg, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal};
+pub(crate) use shared::{
+    Counters, H2Counters, Msg, PairKey, SessionOp, Snapshot, TlsCounters, WorkerConfig, WorkerFinal,
+};
 use slot::{Driver, Http1, SlotIo};
 
 const BACKOFF_MIN: Duration = Duration::from_millis(1);
@@ -86,21 +88,25 @@ const PRECISE_AHEAD: Duration = Duration::from_micros(200);
 /// Closed keep-alive loads over TLS: the most the event loop polls its sockets before it blocks.
 const TLS_POLL_MAX: Duration = Duration::from_micros(20);
 
-/// Starts a worker thread. It pins itself, builds its runtime, reports `Ready`, then waits for the start instant.
+/// Starts a worker thread with its lanes (one per target the phase loads: one, or a duet's two, all with the
+/// same worker index, CPU and schedule). It pins itself, builds its runtime, opens each lane's connections, reports
+/// `Ready` once per lane, then waits for the start instant.
 pub(crate) fn spawn(
-    cfg: WorkerConfig,
+    lanes: Vec<WorkerConfig>,
     tx: Sender<Msg>,
 ) -> std::io::Result<(std::thread::JoinHandle<()>, Sender<Instant>)> {
     let (start_tx, start_rx) = std::sync::mpsc::channel();
+    let index = lanes.first().map_or(0, |c| c.index);
     let handle = std::thread::Builder::new()
-        .name(format!("loadgate-worker-{}", cfg.index))
-        .spawn(move || worker_thread(cfg, tx, start_rx))?;
+        .name(format!("loadgate-worker-{index}"))
+        .spawn(move || worker_thread(lanes, tx, start_rx))?;
     Ok((handle, start_tx))
 }
 
-fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>) {
-    let index = cfg.index;
-    if let Some(cpu) = cfg.cpu {
+fn worker_thread(lanes: Vec<WorkerConfig>, tx: Sender<Msg>, start_rx: Receiver<Instant>) {
+    let Some(first) = lanes.first() else { return };
+    let (index, cpu) = (first.index, first.cpu);
+    if let Some(cpu) = cpu {
         if let Err(source) = crate::sys::pin_current_thread(cpu) {
             let _ = tx.send(Msg::Failed(EngineError::Pin { worker: index, cpu, source }));
             return;
@@ -108,51 +114,68 @@ fn worker_thread(cfg: WorkerConfig, tx: Sender<Msg>, start_rx: Receiver<Instant>
     }
     // The pacer's timers fire within a microsecond of the intended send time (the kernel's default slack is 50).
     crate::sys::set_timer_slack(1_000);
-    let rt = match Rt::new(cfg.slots + 1) {
-        Ok(rt) => rt,
+    let rt = match Rt::new(lanes.iter().map(|c| c.slots).sum::<usize>() + 1) {
+        Ok(rt) => Rc::new(rt),
         Err(source) => {
             let _ = tx.send(Msg::Failed(EngineError::Runtime { worker: index, source }));
             return;
         }
     };
-    // Keep-alive connections open before the start, paced, and measured apart from the load.
-    let opened = cfg.opens_before_start().then(|| opening::open_all(&rt, cfg.opening_plan()));
-    let counts = opened.as_ref().map(|o| o.counts.clone()).unwrap_or_default();
-    if tx.send(Msg::Ready(Box::new(counts))).is_err() {
-        return;
+    // Keep-alive connections open before the start, paced, and measured apart from the load. Task 0 is the
+    // ticker; lane `l`'s slot `i` is task `first_task + i`, its lanes' slots one after the other.
+    let mut first_task: TaskId = 1;
+    let mut opened = Vec::with_capacity(lanes.len());
+    for cfg in &lanes {
+        let o = cfg.opens_before_start().then(|| opening::open_all(&rt, cfg.opening_plan(), first_task));
+        let counts = o.as_ref().map(|o| o.counts.clone()).unwrap_or_default();
+        if tx.send(Msg::Ready(cfg.lane, Box::new(counts))).is_err() {
+            return;
+        }
+        opened.push((first_task, o));
+        first_task += TaskId::try_from(cfg.slots).unwrap_or(TaskId::MAX);
     }
     let Ok(start) = start_rx.recv() else { return };
-    if cfg.precise {
+    let first = &lanes[0];
+    if first.precise {
         rt.spin_ahead(PRECISE_AHEAD);
     }
     // A closed keep-alive load over TLS against a server that is the bottleneck: a generator that sleeps
     // between responses must be woken by an interrupt from the server's CPU for each, which in a VM costs that
     // CPU (and the generator's) more than polling for a few microseconds (`docs/benchmarks.md`, issue 13).
     // Measured no better for plain HTTP and worse for pipelining and HTTP/2, whose responses come in batches.
-    if cfg.open.is_none() && cfg.keep_alive && cfg.tls.is_some() && !cfg.http2 && cfg.pipeline == 1 {
+    if first.open.is_none() && first.keep_alive && first.tls.is_some() && !first.http2 && first.pipeline == 1 {
         rt.poll_before_block(TLS_POLL_MAX);
     }
     let (user0, sys0) = crate::sys::thread_cpu_seconds();
-    let ctx = Rc::new(Ctx::new(cfg, start, rt, opened));
-    // Task 0 is the ticker; task `1 + i` is slot `i`.
-    let quotas = ctx.cfg.slot_quotas.clone();
-    ctx.live_slots.set(ctx.cfg.slots);
-    if ctx.cfg.slots == 0 {
-        ctx.stop_at.set(Some(Instant::now()));
+    let ctxs: Vec<Rc<Ctx>> = lanes
+        .into_iter()
+        .zip(opened)
+        .map(|(cfg, (first_task, o))| Rc::new(Ctx::new(cfg, start, Rc::clone(&rt), first_task, o)))
+        .collect();
+    let mut tasks: Vec<Task<'_>> = Vec::with_capacity(usize::try_from(first_task).unwrap_or(0));
+    tasks.push(Box::pin(run(ctxs.clone(), tx.clone())));
+    for ctx in &ctxs {
+        let quotas = ctx.cfg.slot_quotas.clone();
+        ctx.live_slots.set(ctx.cfg.slots);
+        if ctx.cfg.slots == 0 {
+            ctx.stop_at.set(Some(Instant::now()));
+        }
+        for slot in 0..ctx.cfg.slots {
+            let quota = quotas.as_ref().map(|q| q.get(slot).copied().unwrap_or(0));
+            tasks.push(Box::pin(slot_main(ctx.clone(), slot, quota)));
+        }
     }
-    let mut tasks: Vec<Task<'_>> = Vec::with_capacity(ctx.cfg.slots + 1);
-    tasks.push(Box::pin(run(ctx.clone(), tx.clone())));
-    for slot in 0..ctx.cfg.slots {
-        let quota = quotas.as_ref().map(|q| q.get(slot).copied().unwrap_or(0));
-        tasks.push(Box::pin(slot_main(ctx.clone(), slot, quota)));
-    }
-    ctx.rt.run(tasks);
-    let mut fin = ctx.finish();
-    drop(ctx);
+    rt.run(tasks);
+    let fins: Vec<(usize, WorkerFinal)> = ctxs.iter().map(|c| (c.cfg.lane, c.finish())).collect();
+    drop(ctxs);
+    // The thread's CPU is every lane's: a duet's lanes each report it whole, so that a saturated generator shows
+    // on both sides.
     let (user1, sys1) = crate::sys::thread_cpu_seconds();
-    fin.user_seconds = (user1 - user0).max(0.0);
-    fin.system_seconds = (sys1 - sys0).max(0.0);
-    let _ = tx.send(Msg::Done(index, Box::new(fin)));
+    for (lane, mut fin) in fins {
+        fin.user_seconds = (user1 - user0).max(0.0);
+        fin.system_seconds = (sys1 - sys0).max(0.0);
+        let _ = tx.send(Msg::Done(index, lane, Box::new(fin)));
+    }
 }
 
 /// A connection ready for requests. A TLS connection (a kilobyte and more of rustls state) is boxed until

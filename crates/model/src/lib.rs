@@ -255,6 +255,22 @@ pub enum RoundOrder {
     Abba,
     /// A seeded random order per round.
     Shuffle,
+    /// Duet rounds: both sides loaded at once, at the same intended instants, from the same workers, so noise
+    /// that hits the machine hits both (Bulej et al., "Duet Benchmarking", ICPE 2020). Which side is the
+    /// workers' first lane alternates A B, B A, ... between rounds, and the order of each instant's two sends is
+    /// a keyed draw. Open loads only; the generator sends twice the load.
+    Duet,
+}
+
+impl RoundOrder {
+    /// The name the spec writes (`gating.order`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundOrder::Abba => "abba",
+            RoundOrder::Shuffle => "shuffle",
+            RoundOrder::Duet => "duet",
+        }
+    }
 }
 
 /// The default two-sided confidence of a verdict's interval: 90%, so that a false FAIL and a false PASS each
@@ -448,11 +464,15 @@ impl Gating {
                 self.confidence * 100.0
             ));
             if let Some(c) = candidate {
-                let order = match self.order {
-                    RoundOrder::Abba => "abba",
-                    RoundOrder::Shuffle => "shuffle",
-                };
-                text.push_str(&format!("; A/B against the candidate {c}, rounds in {order} order"));
+                match self.order {
+                    RoundOrder::Duet => text.push_str(&format!(
+                        "; A/B against the candidate {c} in duet rounds (both loaded at once, the generator sending \
+                         twice the load)"
+                    )),
+                    order => {
+                        text.push_str(&format!("; A/B against the candidate {c}, rounds in {} order", order.name()))
+                    }
+                }
             }
             if each_round {
                 text.push_str("; the target restarts for each round");

@@ -217,15 +217,23 @@ impl ExecutionPlan {
         let _ = writeln!(out);
         let _ = writeln!(out, "  target       {}", describe_target(&self.target));
         if let Some(c) = &self.candidate {
-            let _ = writeln!(
-                out,
-                "  candidate    {} (A/B: every gated phase runs on both, rounds in {} order)",
-                describe_target(c),
-                match self.gating.order {
-                    crate::RoundOrder::Abba => "ABBA",
-                    crate::RoundOrder::Shuffle => "a seeded shuffled",
+            let how = match self.gating.order {
+                crate::RoundOrder::Abba => "every gated phase runs on both, rounds in ABBA order".to_owned(),
+                crate::RoundOrder::Shuffle => {
+                    "every gated phase runs on both, rounds in a seeded shuffled order".to_owned()
                 }
-            );
+                crate::RoundOrder::Duet => {
+                    let cpus = match &self.hardware.target_cpus {
+                        Some(cpus) => format!("both targets share CPUs {cpus}, so CPU-bound servers slow each other"),
+                        None => "the targets are not pinned".to_owned(),
+                    };
+                    format!(
+                        "duet rounds: every gated phase loads both at once, each with the phase's whole load, so the \
+                         generator sends twice it; {cpus}"
+                    )
+                }
+            };
+            let _ = writeln!(out, "  candidate    {} (A/B: {how})", describe_target(c));
         }
     }
 
@@ -309,8 +317,10 @@ impl ExecutionPlan {
             Some(w) if w.expected == w.pass => w.pass.to_string(),
             Some(w) => {
                 let mut text = format!("{} ({} a pass, gated phases repeated", w.expected, w.pass);
-                if self.candidate.is_some() {
-                    text.push_str(", every phase on both sides");
+                match (&self.candidate, self.gating.order) {
+                    (None, _) => {}
+                    (Some(_), crate::RoundOrder::Duet) => text.push_str(", both sides at once in duet rounds"),
+                    (Some(_), _) => text.push_str(", every phase on both sides"),
                 }
                 text.push(')');
                 if w.most > w.expected {

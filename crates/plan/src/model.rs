@@ -576,12 +576,13 @@ impl ExecutionPlan {
 
     /// The run's wall time where every phase is bounded by time; `None` when a phase stops after a request
     /// count. Cooldowns count after every instance but the run's last. Start-up (the target's, the connections'
-    /// opening) is not included.
+    /// opening) is not included. Duet rounds run a gated phase's sides at once.
     pub fn wall_time(&self) -> Option<WallTime> {
-        let sides = if self.candidate.is_some() { 2 } else { 1 };
         let (mut pass, mut expected, mut most) = (std::time::Duration::ZERO, 0u128, 0u128);
         let mut last_cooldown = std::time::Duration::ZERO;
         for p in &self.phases {
+            let duet = p.gate && self.gating.order == RoundOrder::Duet;
+            let sides = if self.candidate.is_some() && !duet { 2 } else { 1 };
             let one = p.duration?.0 + p.cooldown.0;
             pass += one;
             let (runs, max) = self.rounds_of(p);

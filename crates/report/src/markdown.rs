@@ -866,7 +866,11 @@ fn gating_sentence(r: &RunResults) -> Option<String> {
             _ => OnInconclusive::Inconclusive,
         },
         restart: if g.restart == "each_round" { Restart::EachRound } else { Restart::Never },
-        order: if g.order.as_deref() == Some("shuffle") { RoundOrder::Shuffle } else { RoundOrder::Abba },
+        order: match g.order.as_deref() {
+            Some("shuffle") => RoundOrder::Shuffle,
+            Some("duet") => RoundOrder::Duet,
+            _ => RoundOrder::Abba,
+        },
         rerun_invalid: g.rerun_invalid,
         detect: g.detect,
         budget: g.budget_seconds.map(|s| loadgate_model::units::Duration(std::time::Duration::from_secs_f64(s))),

@@ -144,7 +144,69 @@ impl<'a> Executor<'a> {
     ) -> UnitRun {
         match unit.sides.together {
             Together::InTurn => self.in_turn(unit, baseline, observer),
+            Together::AtOnce => self.at_once(unit, baseline, observer),
         }
+    }
+
+    /// The sides at once, in one phase of the engine (a duet round): the unit's first side is each worker's first
+    /// lane. Each side's attachments start and stop around the one phase with that side's target.
+    fn at_once(&mut self, unit: &Unit<'_>, baseline: Option<&RunResults>, observer: &mut dyn Observer) -> UnitRun {
+        let [Some(first), Some(second)] = unit.sides.order else {
+            return self.in_turn(unit, baseline, observer);
+        };
+        let (i, j) = (first.index(), second.index());
+        if i == j || i.max(j) >= self.sessions.len() {
+            let failure = "a duet round needs both targets running".to_owned();
+            let stop = Stopping { reason: format!("the run stopped: {failure}"), failure: Some(failure) };
+            return UnitRun { sides: Vec::new(), stop: Some(stop) };
+        }
+        if let Some(stop) = self.sessions.iter().find_map(halted) {
+            return UnitRun { sides: Vec::new(), stop: Some(stop) };
+        }
+        let phase = unit.phase;
+        let mut running = Vec::with_capacity(2);
+        for side in [first, second] {
+            observer.event(&Event::InstanceStarting {
+                phase,
+                round: self.setup.statistical.then_some(unit.round),
+                side: Some(side),
+            });
+            running.push(start_attachments(unit, side, self.sessions[side.index()].target(), observer));
+        }
+        let (low, high) = self.sessions.split_at_mut(1);
+        let pair = match (&mut low[0], &mut high[0]) {
+            (a, b) if i == 0 => [a, b],
+            (a, b) => [b, a],
+        };
+        let results = crate::session::run_together(pair, phase, baseline, observer);
+        let mut ran = UnitRun::default();
+        match results {
+            Ok(results) => {
+                for ((side, mut result), running) in [first, second].into_iter().zip(results).zip(running) {
+                    let outcome = PhaseOutcome::of(&result);
+                    let attached = running.into_iter().map(|r| r.stop(&outcome, Some(&mut result))).collect();
+                    if self.setup.statistical {
+                        observer.event(&Event::RepetitionFinished { phase, round: unit.round, side, result: &result });
+                    }
+                    if aborted_by_slo(result.aborted.as_deref()) {
+                        let reason = format!("the run stopped after {} breached an abort_on_fail SLO", phase.name);
+                        ran.stop = Some(Stopping { reason, failure: None });
+                    }
+                    ran.sides.push(SideRun { side, result, attached });
+                }
+            }
+            Err(e) => {
+                for r in running.into_iter().flatten() {
+                    r.stop(&PhaseOutcome::default(), None);
+                }
+                observer.event(&Event::PhaseFailed { phase, error: e.to_string() });
+                ran.stop = Some(Stopping {
+                    reason: format!("the run stopped when {} could not run", phase.name),
+                    failure: Some(format!("{} could not run: {e}", phase.name)),
+                });
+            }
+        }
+        ran
     }
 
     /// The sides one after the other, each after the phase's cooldown of the one before.
@@ -188,12 +250,8 @@ impl<'a> Executor<'a> {
             let failure = "the target is not running".to_owned();
             return Err(Stopping { reason: format!("the run stopped: {failure}"), failure: Some(failure) });
         };
-        if let Some(halt) = session.halted() {
-            let reason = match halt {
-                Halt::Interrupted => "the run was interrupted (Ctrl-C)",
-                Halt::TargetDied => "the target exited during the run",
-            };
-            return Err(Stopping { reason: reason.to_owned(), failure: None });
+        if let Some(stop) = halted(session) {
+            return Err(stop);
         }
         observer.event(&Event::InstanceStarting {
             phase,
@@ -221,6 +279,15 @@ impl<'a> Executor<'a> {
     pub(crate) fn finish(self) -> Vec<SessionEnd> {
         self.sessions.into_iter().map(Session::finish).collect()
     }
+}
+
+/// Why a unit cannot run on `session`, when it cannot.
+fn halted(session: &Session) -> Option<Stopping> {
+    let reason = match session.halted()? {
+        Halt::Interrupted => "the run was interrupted (Ctrl-C)",
+        Halt::TargetDied => "the target exited during the run",
+    };
+    Some(Stopping { reason: reason.to_owned(), failure: None })
 }
 
 /// Starts a unit's attachments for `side`, whose target is `target`; one that cannot start is a warning.

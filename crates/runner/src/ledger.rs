@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use loadgate_machine::hardware::AppliedPinning;
-use loadgate_plan::{ExecutionPlan, OnInconclusive, Restart, RoundOrder, WorkerPlan};
+use loadgate_plan::{ExecutionPlan, OnInconclusive, Restart, WorkerPlan};
 use loadgate_results::{
     GatingInfo, Outcome, ResourceSample, RunResults, ScenarioResult, ShardInfo, StatisticalStatus, VerifiedScenario,
 };
@@ -275,13 +275,7 @@ fn gating_info(plan: &ExecutionPlan, candidate: Option<&str>) -> GatingInfo {
         }
         .to_owned(),
         rerun_invalid: g.rerun_invalid,
-        order: candidate.map(|_| {
-            match g.order {
-                RoundOrder::Abba => "abba",
-                RoundOrder::Shuffle => "shuffle",
-            }
-            .to_owned()
-        }),
+        order: candidate.map(|_| g.order.name().to_owned()),
         candidate: candidate.map(str::to_owned),
         detect: g.detect,
         budget_seconds: g.budget.map(|b| b.0.as_secs_f64()),

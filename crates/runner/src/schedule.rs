@@ -252,7 +252,8 @@ impl Schedule {
             return [Some(Side::Target), None];
         }
         let b_first = match self.order {
-            RoundOrder::Abba => round % 2 == 0,
+            // A duet's order is its lanes': which side is each worker's first.
+            RoundOrder::Abba | RoundOrder::Duet => round % 2 == 0,
             RoundOrder::Shuffle => loadgate_model::splitmix64(&mut (self.seed ^ u64::from(round))) & 1 == 1,
         };
         if b_first {
@@ -282,8 +283,15 @@ impl Schedule {
         if round > 1 && self.restart_each_round {
             self.queue.push_back(Queued::Task(Task::Restart { round }));
         }
-        let sides = Sides { order: self.sides(round), together: Together::InTurn };
+        let order = self.sides(round);
         for phase in (0..self.wanted.len()).filter(|p| self.wanted[*p] >= round) {
+            // Duet rounds load a gated phase's sides at once; warmups still run in turn.
+            let together = if self.ab && self.order == RoundOrder::Duet && self.gate[phase] {
+                Together::AtOnce
+            } else {
+                Together::InTurn
+            };
+            let sides = Sides { order, together };
             self.invalid[phase].clear();
             self.queue.push_back(Queued::Task(Task::Run(Unit { phase, round, sides })));
             self.queue.push_back(Queued::Judge { phase, round });
@@ -372,8 +380,14 @@ mod tests {
 
     /// Three instances: `warm` (not gated), `main`, `once` (`repeat: 1`), with the given gating line.
     fn plan(yaml_gating: &str, candidate: bool) -> ExecutionPlan {
+        // Duet rounds refuse closed loads: the gated instances then run an open one.
+        let gated_load = if yaml_gating.contains("duet") {
+            "load: { open: { rate: 10/s, duration: 1s, connections: 1 } }"
+        } else {
+            "load: { closed: { connections: 1, requests: 1 } }"
+        };
         let yaml = format!(
-            "version: 1\nname: r\ntarget: {{ builtin: plaintext }}\n{}{yaml_gating}\nscenarios:\n  warm:\n    gate: false\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  main:\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  once:\n    repeat: 1\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n",
+            "version: 1\nname: r\ntarget: {{ builtin: plaintext }}\n{}{yaml_gating}\nscenarios:\n  warm:\n    gate: false\n    request: {{ path: / }}\n    load: {{ closed: {{ connections: 1, requests: 1 }} }}\n  main:\n    request: {{ path: / }}\n    {gated_load}\n  once:\n    repeat: 1\n    request: {{ path: / }}\n    {gated_load}\n",
             if candidate { "candidate: { builtin: plaintext }\n" } else { "" }
         );
         let spec = loadgate_spec::load_str("r.yaml", &yaml, &loadgate_spec::LoadOptions::default()).unwrap();
@@ -403,10 +417,15 @@ mod tests {
             match task {
                 Task::Restart { round } => log.push(format!("R{round}")),
                 Task::Run(u) => {
-                    assert_eq!(u.sides.together, Together::InTurn);
                     for side in u.sides.each() {
                         s.ran(u.phase, side, ran(&One { phase: u.phase, side, round: u.round }));
-                        log.push(format!("{}@{}{}", NAMES[u.phase], u.round, side.letter()));
+                    }
+                    let letters: Vec<&str> = u.sides.each().map(Side::letter).collect();
+                    match u.sides.together {
+                        Together::InTurn => {
+                            log.extend(letters.iter().map(|l| format!("{}@{}{l}", NAMES[u.phase], u.round)));
+                        }
+                        Together::AtOnce => log.push(format!("{}@{}{}", NAMES[u.phase], u.round, letters.join("+"))),
                     }
                 }
                 Task::Discard(d) => {
@@ -546,6 +565,16 @@ mod tests {
         let main: Vec<&str> = units(&log).into_iter().filter(|u| u.starts_with("main")).collect();
         assert_eq!(main, ["main@1A", "main@1B", "main@2B", "main@2A", "main@3A", "main@3B", "main@4B", "main@4A"]);
         assert_eq!(units(&log)[..2], ["warm@1A", "warm@1B"], "a warmup warms both sides");
+    }
+
+    #[test]
+    fn duet_rounds_load_both_sides_at_once_alternating_the_first_lane_and_warmups_run_in_turn() {
+        let p = plan("gating: { repeat: 4, order: duet }", true);
+        let mut s = Schedule::new(&p);
+        let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
+        let main: Vec<&str> = units(&log).into_iter().filter(|u| u.starts_with("main")).collect();
+        assert_eq!(main, ["main@1A+B", "main@2B+A", "main@3A+B", "main@4B+A"]);
+        assert_eq!(units(&log)[..2], ["warm@1A", "warm@1B"], "a warmup is not gated: it runs in turn");
     }
 
     #[test]

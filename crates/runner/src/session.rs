@@ -170,17 +170,7 @@ impl Session {
         baseline: Option<&RunResults>,
         observer: &mut dyn Observer,
     ) -> Result<ScenarioResult, EngineError> {
-        let stop = StopSignal::new();
-        if let Ok(mut s) = self.current_stop.lock() {
-            *s = stop.clone();
-        }
-        // A stop asked for between phases (Ctrl-C, the target's death) applies to this one too.
-        if let Some(halt) = self.halted() {
-            stop.stop(match halt {
-                Halt::Interrupted => "interrupted (Ctrl-C)",
-                Halt::TargetDied => "the target exited",
-            });
-        }
+        let stop = self.next_stop();
         observer.event(&Event::PhaseStarted { phase });
         let mut abort = AbortWatch::new();
         let offset = self.opts.origin.elapsed().as_secs_f64();
@@ -192,32 +182,44 @@ impl Session {
             &self.workers,
             &self.target.engine,
             &stop,
-            &mut |o| {
-                observer.borrow_mut().event(&Event::Opening {
-                    phase,
-                    connections: o.connections,
-                    opened: o.opened,
-                    failed: o.failed,
-                    elapsed: o.elapsed,
-                    done: o.done,
-                });
-            },
+            &mut |o| observer.borrow_mut().event(&opening_event(phase, o)),
             &mut |tick| {
-                observer.borrow_mut().event(&Event::Tick {
-                    phase: tick.phase,
-                    elapsed: tick.elapsed,
-                    point: tick.point,
-                    latency: tick.interval_latency,
-                    send_lag: tick.interval_send_lag,
-                    errors: tick.interval_errors,
-                    status: tick.interval_status,
-                });
-                if let Some(failed) = checkpoint.as_ref().and_then(|c| c.tick(tick, offset)) {
-                    observer.borrow_mut().event(&Event::Warning(failed));
-                }
+                tell_tick(*observer.borrow_mut(), checkpoint.as_deref(), tick, offset);
                 abort.check(tick)
             },
         )?;
+        Ok(self.finish_result(phase, measured, offset, baseline))
+    }
+
+    /// A fresh stop signal for the next phase, installed where the target's death and Ctrl-C stop it; a stop
+    /// asked for between phases applies to it at once.
+    fn next_stop(&mut self) -> StopSignal {
+        let stop = StopSignal::new();
+        self.install_stop(&stop);
+        stop
+    }
+
+    fn install_stop(&mut self, stop: &StopSignal) {
+        if let Ok(mut s) = self.current_stop.lock() {
+            *s = stop.clone();
+        }
+        if let Some(halt) = self.halted() {
+            stop.stop(match halt {
+                Halt::Interrupted => "interrupted (Ctrl-C)",
+                Halt::TargetDied => "the target exited",
+            });
+        }
+    }
+
+    /// What the engine measured, made this session's result: the phase's resources, the saturation and limit
+    /// policies, and its SLOs evaluated (against `baseline` where they are relative).
+    fn finish_result(
+        &self,
+        phase: &Phase,
+        measured: loadgate_results::PhaseMeasurement,
+        offset: f64,
+        baseline: Option<&RunResults>,
+    ) -> ScenarioResult {
         let mut result = loadgate_results::ScenarioResult::from(measured);
         result.failed_checks = phase.checks.failed_checks;
         result.started_at_offset = offset;
@@ -234,7 +236,7 @@ impl Session {
         let baseline = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
         result.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);
         loadgate_results::checks::warn_ungated(&mut result, &phase.slos);
-        Ok(result)
+        result
     }
 
     /// Runs a verification phase (`loadgate_plan::verify::probe`) on the first worker: a few requests whose
@@ -280,6 +282,80 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.watcher_done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A duet round: `phase` run on both sessions' targets at once, from the first session's workers (each worker
+/// loads both targets at the same intended instants: `loadgate_engine::run_phase_together`). One stop signal is
+/// installed in both sessions, so Ctrl-C or either target's death stops the phase; each lane's `abort_on_fail`
+/// SLOs are watched on its own seconds. The observer and the checkpoint see the first lane's seconds. Each
+/// result is its own session's, as [`Session::run_phase`] makes it.
+pub fn run_together(
+    sessions: [&mut Session; 2],
+    phase: &Phase,
+    baseline: Option<&RunResults>,
+    observer: &mut dyn Observer,
+) -> Result<[ScenarioResult; 2], EngineError> {
+    let [first, second] = sessions;
+    let stop = first.next_stop();
+    second.install_stop(&stop);
+    observer.event(&Event::PhaseStarted { phase });
+    let mut aborts = [AbortWatch::new(), AbortWatch::new()];
+    let offset = first.opts.origin.elapsed().as_secs_f64();
+    let observer = std::cell::RefCell::new(observer);
+    let checkpoint = first.checkpoint.clone();
+    let targets = [&first.target.engine, &second.target.engine];
+    let measured = loadgate_engine::run_phase_together(
+        phase,
+        &first.workers,
+        &targets,
+        &stop,
+        &mut |o| observer.borrow_mut().event(&opening_event(phase, o)),
+        &mut |lane, tick| {
+            if lane == 0 {
+                tell_tick(*observer.borrow_mut(), checkpoint.as_deref(), tick, offset);
+            }
+            aborts.get_mut(lane).map_or(loadgate_engine::Control::Continue, |a| a.check(tick))
+        },
+    )?;
+    let mut measured = measured.into_iter();
+    let (Some(a), Some(b)) = (measured.next(), measured.next()) else {
+        return Err(EngineError::InvalidPlan("a duet phase measured fewer than two targets".into()));
+    };
+    Ok([first.finish_result(phase, a, offset, baseline), second.finish_result(phase, b, offset, baseline)])
+}
+
+/// The observer's event for the opening's progress.
+fn opening_event<'a>(phase: &'a Phase, o: &loadgate_engine::OpeningProgress) -> Event<'a> {
+    Event::Opening {
+        phase,
+        connections: o.connections,
+        opened: o.opened,
+        failed: o.failed,
+        elapsed: o.elapsed,
+        done: o.done,
+    }
+}
+
+/// A second of a phase told to the observer, and written to the run's checkpoint (a failure to write it is a
+/// warning).
+fn tell_tick(
+    observer: &mut dyn Observer,
+    checkpoint: Option<&crate::checkpoint::Checkpointer>,
+    tick: &loadgate_engine::Tick<'_>,
+    offset: f64,
+) {
+    observer.event(&Event::Tick {
+        phase: tick.phase,
+        elapsed: tick.elapsed,
+        point: tick.point,
+        latency: tick.interval_latency,
+        send_lag: tick.interval_send_lag,
+        errors: tick.interval_errors,
+        status: tick.interval_status,
+    });
+    if let Some(failed) = checkpoint.and_then(|c| c.tick(tick, offset)) {
+        observer.event(&Event::Warning(failed));
     }
 }
 

@@ -219,6 +219,9 @@ pub enum OrderDoc {
     Abba,
     /// A seeded random order per round.
     Shuffle,
+    /// Both sides at once in every round of a gated open load, at the same intended instants (the generator
+    /// sends twice the load), so noise that hits the machine hits both; the workers' lanes alternate A B, B A.
+    Duet,
 }
 
 #[derive(JsonSchema)]

@@ -12,7 +12,7 @@ use crate::opening::LiveOpening;
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
 use crate::worker::inspect::CheckPlan;
-use crate::worker::{SessionOp, WorkerConfig};
+use crate::worker::{PairKey, SessionOp, WorkerConfig};
 
 /// The longest drain after a duration-bound phase's deadline (bounded further by the request timeout).
 const MAX_DRAIN: Duration = Duration::from_secs(2);
@@ -47,22 +47,32 @@ struct Common<'a> {
     checks: Option<Arc<CheckPlan>>,
 }
 
+/// Each worker's configuration for each target (lane) the phase loads: `configs[w][l]` is worker `w`'s lane `l`.
+/// Every lane of a worker gets the phase's whole load (its slots, rate and schedule from the same place, hence
+/// the same intended instants) against its own target.
 pub(super) fn configure(
     phase: &Phase,
     workers: &[WorkerPlan],
-    target: &Target,
+    targets: &[&Target],
     stop: &StopSignal,
     live: &Arc<LiveOpening>,
-) -> Result<Vec<WorkerConfig>, EngineError> {
+) -> Result<Vec<Vec<WorkerConfig>>, EngineError> {
     if workers.len() != phase.workers.len() {
         return Err(EngineError::WorkerMismatch { planned: phase.workers.len(), given: workers.len() });
     }
-    let common = Common::new(phase, target, stop, live)?;
-    let mut prefix = 0.0;
-    let mut configs = Vec::with_capacity(workers.len());
-    for (i, (wp, share)) in workers.iter().zip(&phase.workers).enumerate() {
-        configs.push(common.worker(i, workers.len(), wp, share, prefix)?);
-        prefix += share.share.as_f64();
+    let mut configs: Vec<Vec<WorkerConfig>> = workers.iter().map(|_| Vec::with_capacity(targets.len())).collect();
+    for (lane, target) in targets.iter().enumerate() {
+        let common = Common::new(phase, target, stop, live)?;
+        let mut prefix = 0.0;
+        for (i, ((wp, share), lanes)) in workers.iter().zip(&phase.workers).zip(&mut configs).enumerate() {
+            let mut cfg = common.worker(i, workers.len(), wp, share, prefix)?;
+            cfg.lane = lane;
+            if targets.len() < 2 {
+                cfg.pair = None;
+            }
+            lanes.push(cfg);
+            prefix += share.share.as_f64();
+        }
     }
     Ok(configs)
 }
@@ -180,6 +190,8 @@ impl<'a> Common<'a> {
         };
         Ok(WorkerConfig {
             index: i,
+            lane: 0,
+            pair: Some(PairKey { seed: phase.seed, stream: stream as u64, streams: streams as u64 }),
             cpu: wp.cpu,
             addr: target.addr,
             tls: match target.protocol {

@@ -39,16 +39,29 @@ pub(crate) fn run(
     on_opening: &mut dyn FnMut(&OpeningProgress),
     on_tick: &mut dyn FnMut(&Tick<'_>) -> Control,
 ) -> Result<PhaseMeasurement, EngineError> {
+    let mut lanes = run_lanes(phase, workers, &[target], stop, on_opening, &mut |_, tick| on_tick(tick))?;
+    lanes.pop().ok_or_else(|| EngineError::InvalidPlan("the phase loaded no target".into()))
+}
+
+/// Runs the phase against each of `targets` from the same workers (a duet's two lanes; one target is a plain
+/// phase): one measurement per target, in order. `on_tick` is told each lane's seconds with the lane's index.
+pub(crate) fn run_lanes(
+    phase: &Phase,
+    workers: &[WorkerPlan],
+    targets: &[&Target],
+    stop: &StopSignal,
+    on_opening: &mut dyn FnMut(&OpeningProgress),
+    on_tick: &mut dyn FnMut(usize, &Tick<'_>) -> Control,
+) -> Result<Vec<PhaseMeasurement>, EngineError> {
     let live = Arc::new(LiveOpening::default());
-    let configs = configure(phase, workers, target, stop, &live)?;
-    let n = configs.len();
-    let connections: u64 = configs.iter().filter(|c| c.opens_before_start()).map(|c| c.slots as u64).sum();
+    let configs = configure(phase, workers, targets, stop, &live)?;
+    let (n, lanes) = (configs.len(), targets.len());
+    let connections: u64 = configs.iter().flatten().filter(|c| c.opens_before_start()).map(|c| c.slots as u64).sum();
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut handles: Vec<JoinHandle<()>> = Vec::with_capacity(n);
     let mut starts = Vec::with_capacity(n);
     let mut failure = None;
-    for cfg in configs {
-        let index = cfg.index;
+    for (index, cfg) in configs.into_iter().enumerate() {
         match worker::spawn(cfg, tx.clone()) {
             Ok((h, s)) => {
                 handles.push(h);
@@ -61,18 +74,20 @@ pub(crate) fn run(
         }
     }
     drop(tx);
-    // Wait until every worker is pinned, has its runtime and has opened its keep-alive connections: the phase
-    // measures from then on, on every worker at once.
+    // Wait until every worker is pinned, has its runtime and has opened its keep-alive connections (each lane's):
+    // the phase measures from then on, on every worker at once.
     // While they open, the progress is reported about once a second (from counters the workers add to).
     let opening_began = Instant::now();
-    let mut opening = OpeningCounts::default();
+    let mut opening: Vec<OpeningCounts> = (0..lanes).map(|_| OpeningCounts::default()).collect();
     let mut ready = 0;
     let mut next_report = opening_began + OPENING_REPORT;
     let mut reported = false;
-    while failure.is_none() && ready < n {
+    while failure.is_none() && ready < n * lanes {
         match rx.recv_timeout(next_report.saturating_duration_since(Instant::now())) {
-            Ok(Msg::Ready(counts)) => {
-                opening.add(&counts);
+            Ok(Msg::Ready(lane, counts)) => {
+                if let Some(o) = opening.get_mut(lane) {
+                    o.add(&counts);
+                }
                 ready += 1;
             }
             Ok(Msg::Failed(e)) => failure = Some(e),
@@ -87,7 +102,9 @@ pub(crate) fn run(
                 }
                 next_report = (next_report + OPENING_REPORT).max(now + OPENING_REPORT / 2);
             }
-            Err(RecvTimeoutError::Disconnected) => failure = Some(EngineError::WorkerLost { worker: ready }),
+            Err(RecvTimeoutError::Disconnected) => {
+                failure = Some(EngineError::WorkerLost { worker: ready / lanes.max(1) })
+            }
         }
     }
     if let Some(e) = failure {
@@ -99,9 +116,12 @@ pub(crate) fn run(
     }
 
     let start = Instant::now();
-    let opening = (opening.slots > 0).then(|| {
-        opening_result(&phase.load.connections.connect_rate, &opening, start.saturating_duration_since(opening_began))
-    });
+    // Each lane's opening (the lanes open one after the other on each worker, within the same wait).
+    let opened_in = start.saturating_duration_since(opening_began);
+    let opening: Vec<Option<_>> = opening
+        .iter()
+        .map(|o| (o.slots > 0).then(|| opening_result(&phase.load.connections.connect_rate, o, opened_in)))
+        .collect();
     for s in &starts {
         let _ = s.send(start);
     }
@@ -118,17 +138,23 @@ pub(crate) fn run(
         StopCondition::Duration { duration } => Some(duration.as_secs_f64()),
         StopCondition::Requests { .. } => None,
     };
-    let mut agg = Aggregator::new(n, Timeline::new(planned_secs, crate::timeline::MAX_POINTS));
+    let mut aggs: Vec<Aggregator> =
+        (0..lanes).map(|_| Aggregator::new(n, Timeline::new(planned_secs, crate::timeline::MAX_POINTS))).collect();
     let make_point = |first: u64, s: &Snapshot, t: f64| timeline_point(first, s, schedule.as_ref(), t, phase);
-    let mut finals: Vec<Option<Box<WorkerFinal>>> = (0..n).map(|_| None).collect();
+    let mut finals: Vec<Vec<Option<Box<WorkerFinal>>>> = (0..lanes).map(|_| (0..n).map(|_| None).collect()).collect();
     let mut lost = None;
     let mut suspect = None;
-    while finals.iter().any(Option::is_none) {
+    let unfinished = |finals: &[Vec<Option<Box<WorkerFinal>>>], w: usize| finals.iter().any(|l| l[w].is_none());
+    while (0..n).any(|w| unfinished(&finals, w)) {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(Msg::Interval(w, snap)) => agg.add(w, *snap),
-            Ok(Msg::Done(w, fin)) => {
-                agg.done(w);
-                if let Some(slot) = finals.get_mut(w) {
+            Ok(Msg::Interval(w, lane, snap)) => {
+                if let Some(agg) = aggs.get_mut(lane) {
+                    agg.add(w, *snap);
+                }
+            }
+            Ok(Msg::Done(w, lane, fin)) => {
+                if let (Some(agg), Some(slot)) = (aggs.get_mut(lane), finals.get_mut(lane).and_then(|l| l.get_mut(w))) {
+                    agg.done(w);
                     *slot = Some(fin);
                 }
             }
@@ -137,7 +163,7 @@ pub(crate) fn run(
                 // A worker thread that ended without reporting panicked. It sends its last message before it
                 // ends, so a wait that timed out just before that message can find the thread ended with the
                 // message still in the channel: it is lost only when the next wait finds nothing either.
-                let ended = (0..n).find(|&w| finals[w].is_none() && handles[w].is_finished());
+                let ended = (0..n).find(|&w| unfinished(&finals, w) && handles[w].is_finished());
                 if ended.is_some() && ended == suspect {
                     stop.stop("a worker stopped unexpectedly");
                     lost = ended;
@@ -146,31 +172,33 @@ pub(crate) fn run(
                 suspect = ended;
             }
             Err(RecvTimeoutError::Disconnected) => {
-                lost = (0..n).find(|&w| finals[w].is_none());
+                lost = (0..n).find(|&w| unfinished(&finals, w));
                 break;
             }
         }
-        // Ticks for every complete full second.
-        while let Some((index, merged)) = agg.next_complete() {
-            let point = make_point(index, &merged, index as f64 + 1.0);
-            add_histogram(&mut agg.total, &merged.latency);
-            add_histogram(&mut agg.total_service, &merged.service_time);
-            let elapsed = Duration::from_secs(index + 1);
-            let tick = Tick {
-                phase,
-                elapsed,
-                point: &point,
-                interval_latency: &merged.latency,
-                total_latency: &agg.total,
-                interval_errors: &merged.error_kinds,
-                interval_status: &merged.status,
-                interval_send_lag: &merged.send_lag,
-                progress: Progress { phase, elapsed, agg: &agg, opening: opening.as_ref() },
-            };
-            if let Control::Abort(reason) = on_tick(&tick) {
-                stop.stop(reason);
+        // Ticks for every complete full second, each lane's.
+        for (lane, agg) in aggs.iter_mut().enumerate() {
+            while let Some((index, merged)) = agg.next_complete() {
+                let point = make_point(index, &merged, index as f64 + 1.0);
+                add_histogram(&mut agg.total, &merged.latency);
+                add_histogram(&mut agg.total_service, &merged.service_time);
+                let elapsed = Duration::from_secs(index + 1);
+                let tick = Tick {
+                    phase,
+                    elapsed,
+                    point: &point,
+                    interval_latency: &merged.latency,
+                    total_latency: &agg.total,
+                    interval_errors: &merged.error_kinds,
+                    interval_status: &merged.status,
+                    interval_send_lag: &merged.send_lag,
+                    progress: Progress { phase, elapsed, agg, opening: opening[lane].as_ref() },
+                };
+                if let Control::Abort(reason) = on_tick(lane, &tick) {
+                    stop.stop(reason);
+                }
+                agg.timeline.add(index, merged, &make_point);
             }
-            agg.timeline.add(index, merged, &make_point);
         }
     }
     for h in handles {
@@ -179,16 +207,22 @@ pub(crate) fn run(
     if let Some(worker) = lost {
         return Err(EngineError::WorkerLost { worker });
     }
-    let finals: Vec<Box<WorkerFinal>> = finals.into_iter().flatten().collect();
-    let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
-    let elapsed = end.saturating_duration_since(start).as_secs_f64();
-    // The last, partial second (workers that ended early reported theirs already).
-    let rest = agg.drain_rest();
-    let timeline = agg.timeline.finish(rest, elapsed, &make_point);
-    let mut result = assemble(phase, workers, stop, schedule.as_ref(), start, &finals, timeline, target.tls.as_ref());
-    if let Some(o) = opening {
-        opening_warnings(&mut result.validity, &o, phase.load.connections.connections);
-        result.connections.opening = Some(o);
+    let mut results = Vec::with_capacity(lanes);
+    for (((agg, finals), target), opening) in aggs.into_iter().zip(finals).zip(targets).zip(opening) {
+        let finals: Vec<Box<WorkerFinal>> = finals.into_iter().flatten().collect();
+        let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
+        let elapsed = end.saturating_duration_since(start).as_secs_f64();
+        // The last, partial second (workers that ended early reported theirs already).
+        let mut agg = agg;
+        let rest = agg.drain_rest();
+        let timeline = agg.timeline.finish(rest, elapsed, &make_point);
+        let mut result =
+            assemble(phase, workers, stop, schedule.as_ref(), start, &finals, timeline, target.tls.as_ref());
+        if let Some(o) = opening {
+            opening_warnings(&mut result.validity, &o, phase.load.connections.connections);
+            result.connections.opening = Some(o);
+        }
+        results.push(result);
     }
-    Ok(result)
+    Ok(results)
 }

@@ -38,7 +38,10 @@ const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 
 /// The worker's shared state, owned by its thread.
 pub(super) struct Ctx {
-    pub(super) rt: Rt,
+    /// The worker's event loop, shared by its lanes (a duet's two targets).
+    pub(super) rt: Rc<Rt>,
+    /// The task of this lane's slot 0 (slot `i` is task `first_task + i`; task 0 is the ticker).
+    pub(super) first_task: rt::TaskId,
     pub(super) cfg: WorkerConfig,
     pub(super) start: Instant,
     pub(super) deadline: Option<Instant>,
@@ -230,7 +233,13 @@ pub(super) enum Acquired {
 }
 
 impl Ctx {
-    pub(super) fn new(mut cfg: WorkerConfig, start: Instant, rt: Rt, opened: Option<Opened>) -> Self {
+    pub(super) fn new(
+        mut cfg: WorkerConfig,
+        start: Instant,
+        rt: Rc<Rt>,
+        first_task: rt::TaskId,
+        opened: Option<Opened>,
+    ) -> Self {
         let (pre_opened, opening_connects) = match opened {
             Some(o) => (o.conns, o.connect_time),
             None => (Vec::new(), new_histogram()),
@@ -279,6 +288,7 @@ impl Ctx {
             held: Cell::new(false),
             caches: RefCell::new(cfg.checks.as_ref().map(|p| p.caches())),
             rt,
+            first_task,
             deadline,
             start,
             stopping: Cell::new(false),
@@ -316,7 +326,7 @@ impl Ctx {
         for (i, stall) in self.stall.iter().enumerate() {
             if matches!(stall.get(), Stall::At(t) if now.is_none_or(|now| now >= t)) {
                 stall.set(Stall::Forced);
-                self.rt.force_readable(1 + i as rt::TaskId);
+                self.rt.force_readable(self.first_task + i as rt::TaskId);
                 any = true;
             }
         }
@@ -571,8 +581,23 @@ impl Ctx {
     }
 }
 
-/// The worker's main future: spawns the slots and runs the ticker until the work is done or the drain ends.
-pub(super) async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
+/// What the ticker keeps of one lane between its wakes.
+#[derive(Default)]
+struct Lane {
+    interval: u64,
+    last: Counters,
+    /// The intended time the pacer last woke idle slots for: once they ran, the next wake is computed from the
+    /// request after it (a slot woken for a due request takes it only when the pacer yields).
+    handed: Option<Instant>,
+    /// Its slots all ended, or its drain did: nothing more to do for it.
+    over: bool,
+}
+
+/// The worker's ticker (task 0): checks the stop and the deadline, wakes idle slots when requests are due, and
+/// sends the snapshots, for each of the worker's lanes (one target, or a duet's two, which share the start, the
+/// schedule and therefore every intended instant), until every lane's work is done or its drain ended.
+pub(super) async fn run(lanes: Vec<Rc<Ctx>>, tx: Sender<Msg>) {
+    let Some(ctx) = lanes.first().cloned() else { return };
     let tick = if ctx.open_loop { Duration::from_millis(1) } else { Duration::from_millis(10) };
     let mut next_tick = ctx.start + tick;
     // I/O may wait for the pacer only in open keep-alive loads of single requests without pipelining (see the
@@ -586,36 +611,43 @@ pub(super) async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
     // Precise pacing wakes for every request a connection waits for; the default at most once a tick for that.
     let gap = if ctx.cfg.precise { Duration::ZERO } else { tick };
     let mut next_snapshot = ctx.start + SNAPSHOT_EVERY;
-    let mut interval = 0u64;
-    let mut last = Counters::default();
     let drain = ctx.cfg.drain;
-    // The intended time the pacer last woke idle slots for: once they ran, the next wake is computed from the
-    // request after it (a slot woken for a due request takes it only when the pacer yields).
-    let mut handed: Option<Instant> = None;
+    let mut books: Vec<Lane> = lanes.iter().map(|_| Lane::default()).collect();
+    let mut wakes = vec![0usize; lanes.len()];
     loop {
-        let paced = match handed.take() {
-            Some(due) => {
-                yield_now().await;
-                // A request still untaken after the slots ran (they found the load stopping) waits for the tick.
-                ctx.pace_at(gap).filter(|&t| t != due)
-            }
-            None => ctx.pace_at(gap),
-        };
-        let paced = paced.filter(|&t| t < next_tick);
+        if books.iter().any(|b| b.handed.is_some()) {
+            yield_now().await;
+        }
+        // A request still untaken after the slots ran (they found the load stopping) waits for the tick.
+        let paced = lanes
+            .iter()
+            .zip(&mut books)
+            .filter(|(_, b)| !b.over)
+            .filter_map(|(c, b)| {
+                let due = b.handed.take();
+                c.pace_at(gap).filter(|&t| Some(t) != due)
+            })
+            .min()
+            .filter(|&t| t < next_tick);
         let mut sleep = ctx.rt.sleep_until(paced.unwrap_or(next_tick));
         poll_fn(|cx| {
-            if ctx.live_slots.get() == 0 {
+            if lanes.iter().all(|c| c.live_slots.get() == 0) {
                 return Poll::Ready(());
             }
-            let mut w = ctx.main_waker.borrow_mut();
-            if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *w = Some(cx.waker().clone());
+            for c in &lanes {
+                let mut w = c.main_waker.borrow_mut();
+                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *w = Some(cx.waker().clone());
+                }
             }
             Pin::new(&mut sleep).poll(cx)
         })
         .await;
         let now = Instant::now();
-        if ctx.live_slots.get() == 0 {
+        for (c, b) in lanes.iter().zip(&mut books) {
+            b.over |= c.live_slots.get() == 0;
+        }
+        if books.iter().all(|b| b.over) {
             break;
         }
         // Ticks keep their grid whatever wakes between them; missed ticks are skipped, not caught up.
@@ -626,62 +658,138 @@ pub(super) async fn run(ctx: Rc<Ctx>, tx: Sender<Msg>) {
                 next_tick += tick * (u32::try_from(behind).unwrap_or(u32::MAX - 1) + 1);
             }
         }
-        if !ctx.stopping.get() {
-            if ctx.cfg.stop.is_stopped() {
-                ctx.begin_stop(now);
-            } else if let Some(d) = ctx.deadline.filter(|&d| now >= d) {
-                // The requests of the last tick's interval that were due before the deadline still go out (the
-                // default pacing hands each millisecond's requests out at the tick after them) when a connection
-                // is free for them, for a few ticks at most; what then still waits is counted as never sent.
-                let hand_out = now < d + LAST_SENDS
-                    && !ctx.idle.borrow().is_empty()
-                    && ctx.open.as_ref().is_some_and(|src| src.borrow().due_count(now, Some(d), 1) > 0);
-                if !hand_out {
-                    ctx.begin_stop(d);
+        let mut defer = may_defer;
+        for ((c, b), wake) in lanes.iter().zip(&mut books).zip(&mut wakes) {
+            *wake = 0;
+            if b.over {
+                defer = false;
+                continue;
+            }
+            match c.tick(now, drain) {
+                Tick::Over => {
+                    // What arrived of batches held back by a low-water mark is read before the lane ends.
+                    if c.batching && c.force_stalled(None) {
+                        yield_now().await;
+                    }
+                    b.over = true;
+                    defer = false;
+                }
+                Tick::Wake { idle, deferrable } => {
+                    *wake = idle;
+                    defer &= deferrable;
                 }
             }
         }
-        if ctx.stopping.get() && ctx.stop_at.get().is_some_and(|at| now >= at + drain) {
-            // What arrived of batches held back by a low-water mark is read before the worker ends.
-            if ctx.batching && ctx.force_stalled(None) {
-                yield_now().await;
-            }
+        if books.iter().all(|b| b.over) {
             break;
         }
-        if ctx.batching {
-            ctx.force_stalled(Some(now));
-        }
-        let mut defer = false;
-        if !ctx.stopping.get() {
-            if let Some(src) = &ctx.open {
-                let idle = ctx.idle.borrow().len();
-                let src_ref = src.borrow();
-                let due = src_ref.due_count(now, ctx.deadline, usize::MAX);
-                if idle > 0 {
-                    // Once the schedule has nothing more (the last user step is over), the waiting slots end
-                    // instead of waiting for the deadline.
-                    let wake = if src_ref.exhausted(ctx.deadline) { idle } else { due.min(idle) };
-                    drop(src_ref);
-                    ctx.wake_idle(wake);
-                    if wake > 0 {
-                        handed = ctx.open.as_ref().and_then(|src| src.borrow().next_at);
-                    }
+        match (&lanes[..], &wakes[..]) {
+            ([one], [n]) => one.wake_idle(*n),
+            _ => {
+                for lane in pair_wakes(&wakes, ctx.next_index(), |k| ctx.cfg.pair.is_some_and(|p| p.second_first(k))) {
+                    lanes[lane].wake_idle(1);
                 }
-                // Every due request has a free connection: nothing waits for a response to be read.
-                defer = may_defer && due <= idle;
+            }
+        }
+        for ((c, b), &wake) in lanes.iter().zip(&mut books).zip(&wakes) {
+            if wake > 0 {
+                b.handed = c.open.as_ref().and_then(|src| src.borrow().next_at);
             }
         }
         ctx.rt.set_defer_io(defer);
         while now >= next_snapshot {
-            let snap = ctx.snapshot(interval, true, &mut last);
-            let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
-            interval += 1;
+            for (c, b) in lanes.iter().zip(&mut books).filter(|(_, b)| !b.over) {
+                let snap = c.snapshot(b.interval, true, &mut b.last);
+                let _ = tx.send(Msg::Interval(c.cfg.index, c.cfg.lane, Box::new(snap)));
+                b.interval += 1;
+            }
             next_snapshot += SNAPSHOT_EVERY;
         }
     }
-    // The final, partial interval travels with the worker's totals.
-    let snap = ctx.snapshot(interval, false, &mut last);
-    let _ = tx.send(Msg::Interval(ctx.cfg.index, Box::new(snap)));
+    // The final, partial interval travels with each lane's totals.
+    for (c, b) in lanes.iter().zip(&mut books) {
+        let snap = c.snapshot(b.interval, false, &mut b.last);
+        let _ = tx.send(Msg::Interval(c.cfg.index, c.cfg.lane, Box::new(snap)));
+    }
+}
+
+/// What a lane's tick found.
+enum Tick {
+    /// Its drain ended.
+    Over,
+    /// Wake `idle` of its waiting slots for the requests due (all when its schedule has nothing more);
+    /// `deferrable`: every due request has a free connection, so nothing waits for a response to be read.
+    Wake { idle: usize, deferrable: bool },
+}
+
+/// The order in which a duet worker wakes its lanes' slots at one tick, given how many each lane wakes: pair
+/// `k` (the `k`-th request due on each lane, from the worker's request `first`) goes to both lanes, the second
+/// lane first when `second_first(first + k)`. The run queue is FIFO, so the wake order is the send order.
+pub(super) fn pair_wakes(wakes: &[usize], first: u64, second_first: impl Fn(u64) -> bool) -> Vec<usize> {
+    let most = wakes.iter().copied().max().unwrap_or(0);
+    let mut order = Vec::with_capacity(wakes.iter().sum());
+    for k in 0..most {
+        let flip = second_first(first + k as u64);
+        for i in 0..wakes.len() {
+            let lane = if flip { wakes.len() - 1 - i } else { i };
+            if k < wakes[lane] {
+                order.push(lane);
+            }
+        }
+    }
+    order
+}
+
+impl Ctx {
+    /// The worker's index of the next request its schedule gives (0 in a closed load).
+    fn next_index(&self) -> u64 {
+        self.open.as_ref().map_or(0, |src| src.borrow().next_j)
+    }
+
+    /// A tick of this lane: begins the stop when asked or at the deadline, ends the lane when its drain did,
+    /// reads overdue held-back batches, and counts the slots to wake for the requests due.
+    fn tick(&self, now: Instant, drain: Duration) -> Tick {
+        if !self.stopping.get() {
+            if self.cfg.stop.is_stopped() {
+                self.begin_stop(now);
+            } else if let Some(d) = self.deadline.filter(|&d| now >= d) {
+                // The requests of the last tick's interval that were due before the deadline still go out (the
+                // default pacing hands each millisecond's requests out at the tick after them) when a connection
+                // is free for them, for a few ticks at most; what then still waits is counted as never sent.
+                let hand_out = now < d + LAST_SENDS
+                    && !self.idle.borrow().is_empty()
+                    && self.open.as_ref().is_some_and(|src| src.borrow().due_count(now, Some(d), 1) > 0);
+                if !hand_out {
+                    self.begin_stop(d);
+                }
+            }
+        }
+        if self.stopping.get() && self.stop_at.get().is_some_and(|at| now >= at + drain) {
+            return Tick::Over;
+        }
+        if self.batching {
+            self.force_stalled(Some(now));
+        }
+        if self.stopping.get() {
+            return Tick::Wake { idle: 0, deferrable: false };
+        }
+        let Some(src) = &self.open else {
+            return Tick::Wake { idle: 0, deferrable: false };
+        };
+        let idle = self.idle.borrow().len();
+        let src = src.borrow();
+        let due = src.due_count(now, self.deadline, usize::MAX);
+        // Once the schedule has nothing more (the last user step is over), the waiting slots end instead of
+        // waiting for the deadline.
+        let wake = if idle == 0 {
+            0
+        } else if src.exhausted(self.deadline) {
+            idle
+        } else {
+            due.min(idle)
+        };
+        Tick::Wake { idle: wake, deferrable: due <= idle }
+    }
 }
 
 /// Lets every task woken so far run before this one continues.
@@ -748,5 +856,28 @@ mod tests {
         let t = src.paced(ms).unwrap();
         src.retry.push_back(t);
         assert_eq!(src.paced(ms), None);
+    }
+
+    #[test]
+    fn pair_wakes_interleave_the_lanes_by_pair_and_the_keyed_bit_picks_who_goes_first() {
+        // Pairs 10, 11, 12: the second lane first at 11 only.
+        assert_eq!(pair_wakes(&[3, 3], 10, |k| k == 11), vec![0, 1, 1, 0, 0, 1]);
+        // A lane with fewer free slots wakes fewer: the other's extra requests follow in order.
+        assert_eq!(pair_wakes(&[1, 3], 0, |_| true), vec![1, 0, 1, 1]);
+        assert_eq!(pair_wakes(&[0, 0], 0, |_| true), Vec::<usize>::new());
+        assert_eq!(pair_wakes(&[2], 0, |_| true), vec![0, 0]);
+    }
+
+    #[test]
+    fn the_pair_bit_depends_on_the_global_index_not_the_worker() {
+        use super::super::shared::PairKey;
+        // Worker 1 of 2 sends global requests 1, 3, 5, ...; the only worker of 1 sends them all.
+        let one = PairKey { seed: 7, stream: 0, streams: 1 };
+        let second_of_two = PairKey { seed: 7, stream: 1, streams: 2 };
+        for k in 0..64 {
+            assert_eq!(second_of_two.second_first(k), one.second_first(1 + 2 * k));
+        }
+        let firsts = (0..10_000).filter(|&k| one.second_first(k)).count();
+        assert!((4_700..5_300).contains(&firsts), "about half: {firsts}");
     }
 }

@@ -23,6 +23,11 @@ use super::tally;
 #[derive(Debug)]
 pub(crate) struct WorkerConfig {
     pub index: usize,
+    /// The target this configuration loads, among the phase's (0 but in a duet, where each target is a lane of
+    /// the same workers).
+    pub lane: usize,
+    /// A duet: how the worker orders the two lanes' sends of one instant.
+    pub pair: Option<PairKey>,
     pub cpu: Option<u32>,
     pub addr: SocketAddr,
     /// HTTPS: the TLS client every connection of the worker uses (the worker takes its own copy).
@@ -91,6 +96,26 @@ impl WorkerConfig {
     }
 }
 
+/// A duet's pair order: which lane sends first the request of global index `stream + k streams` (the worker's
+/// `k`-th) is a keyed draw, so it depends on neither the worker count nor the shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PairKey {
+    pub seed: u64,
+    pub stream: u64,
+    pub streams: u64,
+}
+
+/// The call site of the pair order's draws (`Rng::keyed`'s stream).
+const PAIR_ORDER: u64 = 0x6475_6574; // "duet"
+
+impl PairKey {
+    /// Whether the second lane sends first the worker's `k`-th request of the pair.
+    pub(crate) fn second_first(&self, k: u64) -> bool {
+        let index = self.stream.wrapping_add(k.wrapping_mul(self.streams));
+        crate::data::Rng::keyed(self.seed, index, PAIR_ORDER).next_u64() & 1 == 1
+    }
+}
+
 /// A step of a user's session, as the worker runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SessionOp {
@@ -104,10 +129,13 @@ pub(crate) enum SessionOp {
 #[derive(Debug)]
 pub(crate) enum Msg {
     /// Pinned, with its runtime, its connections opened (what the opening did).
-    Ready(Box<OpeningCounts>),
+    /// Lane, what its opening did.
+    Ready(usize, Box<OpeningCounts>),
     Failed(EngineError),
-    Interval(usize, Box<Snapshot>),
-    Done(usize, Box<WorkerFinal>),
+    /// Worker, lane, the interval.
+    Interval(usize, usize, Box<Snapshot>),
+    /// Worker, lane, its totals.
+    Done(usize, usize, Box<WorkerFinal>),
 }
 
 /// One interval of one worker (deltas), or the partial interval at its end.

@@ -509,3 +509,14 @@ pub fn describe(r: &PhaseMeasurement) -> String {
         r.load
     )
 }
+
+impl PhaseBuilder {
+    /// The phase run against each of `targets` at once (a duet's lanes): one measurement per target.
+    pub fn run_together(&self, targets: &[&Target]) -> Vec<PhaseMeasurement> {
+        let (phase, workers) = self.build();
+        loadgate_engine::run_phase_together(&phase, &workers, targets, &StopSignal::new(), &mut |_| {}, &mut |_, _| {
+            Control::Continue
+        })
+        .unwrap()
+    }
+}

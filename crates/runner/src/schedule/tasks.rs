@@ -28,9 +28,11 @@ impl Side {
 /// How a unit's sides share the round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Together {
-    /// One after the other, in the unit's order: each side's phase measured on its own. (Loading the sides in one
-    /// phase at once, a duet round, would be another variant here and another arm of the executor.)
+    /// One after the other, in the unit's order: each side's phase measured on its own.
     InTurn,
+    /// At once, in one phase of the engine (`gating.order: duet`): each worker loads both targets at the same
+    /// intended instants, the unit's first side as its first lane.
+    AtOnce,
 }
 
 /// The sides of a unit, in the order they run, and how they share the round.

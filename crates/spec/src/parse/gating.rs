@@ -79,7 +79,13 @@ pub(super) fn read_gating(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<G
         }
     }
     if let Some((n, p)) = f.get("order") {
-        match read_choice(cx, n, &p, "`order`", &[("abba", RoundOrder::Abba), ("shuffle", RoundOrder::Shuffle)]) {
+        match read_choice(
+            cx,
+            n,
+            &p,
+            "`order`",
+            &[("abba", RoundOrder::Abba), ("shuffle", RoundOrder::Shuffle), ("duet", RoundOrder::Duet)],
+        ) {
             Some(v) => g.order = v,
             None => ok = false,
         }

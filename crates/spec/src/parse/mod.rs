@@ -2,6 +2,7 @@
 //! matrix cells expanded, every problem reported at once.
 
 mod check;
+mod duet;
 mod fields;
 mod gating;
 mod hardware;
@@ -263,6 +264,17 @@ fn read_sections(
     }
     warn_about_idle_streams(&mut cx, &target, candidate.as_ref(), &scenarios, top.get("scenarios"));
     warn_about_held_reads(&mut cx, &target, candidate.as_ref(), &scenarios, top.get("scenarios"));
+    duet::refuse_duet_misuse(
+        &mut cx,
+        &gating,
+        candidate.is_some(),
+        &scenarios,
+        top.get("gating"),
+        top.get("scenarios"),
+    );
+    if cx.diags.has_errors() {
+        return None;
+    }
     gating::warn_about_undecidable_checks(
         &mut cx,
         &gating,
