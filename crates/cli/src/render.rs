@@ -122,8 +122,9 @@ impl Observer for Renderer<'_> {
             Event::RepetitionFinished { phase, round, side, result } => {
                 self.end_progress();
                 let p99 = result.latency.percentiles.get("p99").copied().unwrap_or_default();
+                let round = if *round == 0 { "solo".to_owned() } else { format!("round {round}") };
                 out.info(&format!(
-                    "{} round {round}{}: {}, p99 {}{}",
+                    "{} {round}{}: {}, p99 {}{}",
                     phase.name,
                     if self.ab { format!(" {}", side.letter()) } else { String::new() },
                     loadgate_results::format::rate(result.throughput),

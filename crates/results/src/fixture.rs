@@ -222,6 +222,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         failed_checks: Default::default(),
         repetitions: Vec::new(),
         discarded_rounds: Vec::new(),
+        duet: None,
         power_plan: None,
         ab_baseline: None,
         resources: None,

@@ -409,6 +409,10 @@ pub struct ScenarioResult {
     /// the change needs, what the budget allows), as the terminal showed it before the rounds that followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_plan: Option<PowerPlan>,
+    /// In duet rounds (`gating.order: duet`): what loading both sides at once cost this side, from the solo
+    /// round it ran alone before the duet rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duet: Option<DuetPenalty>,
     /// In an A/B run: the same scenario instance measured on the baseline target (A), merged over its
     /// repetitions, which it lists; this result is the candidate's (B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -512,6 +516,7 @@ impl From<PhaseMeasurement> for ScenarioResult {
             failed_checks: FailedChecks::default(),
             repetitions: Vec::new(),
             discarded_rounds: Vec::new(),
+            duet: None,
             power_plan: None,
             ab_baseline: None,
             resources: None,
@@ -535,6 +540,31 @@ pub struct PhaseResources {
     pub target_rss_peak: Option<u64>,
     /// How many target samples fell in the phase.
     pub samples: usize,
+}
+
+/// A duet side's penalty: its p50 in the duet rounds (merged) against its p50 in a solo round, loaded alone just
+/// before them. Two CPU-bound servers that share CPUs slow each other, and the change measured in duet may then
+/// differ from the change alone: above [`DUET_PENALTY_WARNING`] the result carries a `duet_penalty` warning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DuetPenalty {
+    /// The solo round's p50 latency, in microseconds.
+    pub solo_p50_us: u64,
+    /// The duet rounds' p50 latency (their merged histogram), in microseconds.
+    pub duet_p50_us: u64,
+    /// `duet_p50_us / solo_p50_us`.
+    pub penalty: f64,
+}
+
+/// The duet penalty above which a result warns that the sides slow each other.
+pub const DUET_PENALTY_WARNING: f64 = 1.10;
+
+impl DuetPenalty {
+    /// A side's penalty from its solo round and its duet rounds' merge; `None` when either has no latency.
+    pub fn of(solo: &ScenarioResult, duet: &ScenarioResult) -> Option<DuetPenalty> {
+        let solo_p50_us = solo.latency.percentile(50.0).filter(|&v| v > 0)?;
+        let duet_p50_us = duet.latency.percentile(50.0)?;
+        Some(DuetPenalty { solo_p50_us, duet_p50_us, penalty: duet_p50_us as f64 / solo_p50_us as f64 })
+    }
 }
 
 /// A round discarded because a side's run of it was invalid as a measurement, and run again.

@@ -49,7 +49,8 @@ pub enum Event<'a> {
         status: &'a loadgate_results::StatusCounts,
     },
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
-    /// or the candidate (B).
+    /// or the candidate (B). Round 0 is a duet instance's solo round (`gating.order: duet`), run alone before its
+    /// rounds for the duet penalty.
     RepetitionFinished { phase: &'a Phase, round: u32, side: crate::schedule::Side, result: &'a ScenarioResult },
     /// A budgeted instance's pilot ended (`gating.detect` / `gating.budget`): the plan for its rounds, made
     /// before they run: the round length, the rounds the change needs and what the budget allows.

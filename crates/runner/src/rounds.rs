@@ -35,6 +35,8 @@ struct Instance {
     discarded: Vec<DiscardedRound>,
     /// The plan of a budgeted instance, once its pilot ended (`gating.detect` / `gating.budget`).
     plan: Option<PowerPlan>,
+    /// Duet rounds: each side's solo round, run alone before them; kept apart from the rounds.
+    solo: [Option<ScenarioResult>; 2],
 }
 
 impl Rounds {
@@ -62,6 +64,11 @@ impl Rounds {
         if side == Side::Candidate || self.sides.len() == 1 {
             i.rounds.push(round);
         }
+    }
+
+    /// Keeps a side's solo round of a duet instance: apart from its rounds, for the duet penalty only.
+    pub fn keep_solo(&mut self, phase: usize, side: Side, result: ScenarioResult) {
+        self.instances[phase].solo[side.index()] = Some(result);
     }
 
     /// The kept results of an instance on a side, in order.
@@ -163,6 +170,7 @@ impl Rounds {
             merged.resources =
                 loadgate_results::PhaseResources::combine(mine.iter().filter_map(|r| r.resources.as_ref()));
             note_discarded(&mut merged, &i.discarded);
+            note_duet_penalty(&mut merged, &i.solo);
             crate::profiles::summarize(&mut merged, &i.attached, self.sides.len() == 2);
             if plan.budget_units(phase).is_some() {
                 crate::power::annotate(&mut merged, i.plan.as_ref(), plan.gating.detect, out_of_budget);
@@ -185,6 +193,34 @@ fn judge_target_cpu(slos: &[loadgate_plan::Slo], r: &mut ScenarioResult, baselin
         if v.metric == metric {
             *v = f;
         }
+    }
+}
+
+/// A duet instance's penalty per side (its duet rounds' p50 against its solo round's), on the candidate's merged
+/// result and its baseline's, and a `duet_penalty` warning when a side's exceeds
+/// [`loadgate_results::DUET_PENALTY_WARNING`]: the sides slow each other, and the change measured together may
+/// differ from the change alone.
+fn note_duet_penalty(merged: &mut ScenarioResult, solo: &[Option<ScenarioResult>; 2]) {
+    let [Some(solo_a), Some(solo_b)] = solo else { return };
+    merged.duet = loadgate_results::DuetPenalty::of(solo_b, merged);
+    let a = merged.ab_baseline.as_deref_mut().and_then(|a| {
+        a.duet = loadgate_results::DuetPenalty::of(solo_a, a);
+        a.duet.clone()
+    });
+    let over: Vec<String> = [("A", a), ("B", merged.duet.clone())]
+        .into_iter()
+        .filter_map(|(side, d)| d.filter(|d| d.penalty > loadgate_results::DUET_PENALTY_WARNING).map(|d| (side, d)))
+        .map(|(side, d)| format!("{side}'s p50 {:.2}x its solo round's", d.penalty))
+        .collect();
+    if !over.is_empty() {
+        merged.validity.warnings.push(loadgate_results::Problem {
+            kind: "duet_penalty".into(),
+            message: format!(
+                "in duet rounds {}: the sides slow each other (CPU-bound servers sharing CPUs?), so the change \
+                 measured together may differ from the change alone; pin the targets to separate CPUs",
+                over.join(", ")
+            ),
+        });
     }
 }
 
@@ -299,6 +335,42 @@ mod tests {
         assert_eq!(r.kept(0, Side::Target).len(), 2);
         assert_eq!(r.attached(0, Side::Candidate)[1], vec![output(Side::Candidate, 2)]);
         assert_eq!(r.instances[0].rounds, [1, 2], "a round counts once, with its pair");
+    }
+
+    #[test]
+    fn solo_rounds_are_kept_apart_and_give_each_sides_duet_penalty() {
+        let yaml = "version: 1\nname: r\ntarget: { builtin: plaintext }\ncandidate: { builtin: plaintext }\n\
+                    gating: { repeat: 3, order: duet }\nscenarios:\n  main:\n    request: { path: / }\n    \
+                    load: { open: { rate: 100/s, duration: 1s, connections: 4 } }\n    slo: [p99 <= baseline * 1.5]\n";
+        let spec = loadgate_spec::load_str("r.yaml", yaml, &loadgate_spec::LoadOptions::default()).unwrap();
+        let p = loadgate_plan::compile(&spec);
+        let mut s = Schedule::new(&p);
+        let mut r = Rounds::new(&p, &s);
+        // Alone, A's p50 is 2 ms and B's 4 ms; together, A's is 2 ms and B's 5 ms (1.25x: over the warning).
+        r.keep_solo(0, Side::Target, result(2.0, None));
+        r.keep_solo(0, Side::Candidate, result(4.0, None));
+        for round in 1..=3 {
+            r.keep(0, round, Side::Target, result(2.0, None), vec![]);
+            r.keep(0, round, Side::Candidate, result(5.0, None), vec![]);
+        }
+        assert_eq!(r.kept(0, Side::Target).len(), 3, "solo rounds are none of the rounds");
+        while let Some(task) = s.next_task() {
+            if let Task::Run(u) = task {
+                assert_eq!(u.sides.together, crate::schedule::Together::AtOnce);
+                for side in u.sides.each() {
+                    s.ran(0, side, Ran::Valid);
+                }
+            }
+        }
+        let j = Judgement { phase: 0, round: 3, last: true };
+        let merged = r.judge(&p, &j, None, &s).expect("a result");
+        let b = merged.duet.as_ref().expect("B's penalty");
+        let a = merged.ab_baseline.as_ref().and_then(|a| a.duet.as_ref()).expect("A's penalty");
+        assert!((a.penalty - 1.0).abs() < 0.05, "{a:?}");
+        assert!((b.penalty - 1.25).abs() < 0.1, "{b:?}");
+        let warning = merged.validity.warnings.iter().find(|w| w.kind == "duet_penalty").expect("a warning");
+        assert!(warning.message.contains("B's p50 1.2"), "{}", warning.message);
+        assert!(!warning.message.contains("A's"), "A's penalty is under 1.10: {}", warning.message);
     }
 
     #[test]

@@ -100,6 +100,19 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                 let ran = executor.run(&work, request.baseline.as_ref(), observer);
                 keep(unit, ran, &mut schedule, &mut rounds, &mut ledger);
             }
+            Task::Solo(unit) => {
+                // Solo rounds measure the duet penalty only: no attachments (profiles are of the rounds).
+                let phase = &plan.phases[unit.phase];
+                // Its events name round 0: a solo round is none of the instance's rounds.
+                let work = crate::executor::Unit { phase, round: 0, sides: unit.sides, attachments: &[] };
+                let ran = executor.run(&work, request.baseline.as_ref(), observer);
+                for one in ran.sides {
+                    rounds.keep_solo(unit.phase, one.side, one.result);
+                }
+                if let Some(stop) = ran.stop {
+                    schedule.stop(ledger.stopping(stop));
+                }
+            }
             Task::Discard(d) => rounds.discard(plan, &d, observer),
             Task::Plan { phase } => rounds.plan(plan, phase, &mut schedule, observer),
             Task::Judge(j) => {

@@ -199,6 +199,10 @@ impl Schedule {
                 self.in_progress = Some(unit.phase);
                 Some(Task::Run(unit))
             }
+            Queued::Task(Task::Solo(unit)) => {
+                self.in_progress = Some(unit.phase);
+                Some(Task::Solo(unit))
+            }
             Queued::Task(task) => Some(task),
         }
     }
@@ -292,6 +296,14 @@ impl Schedule {
                 Together::InTurn
             };
             let sides = Sides { order, together };
+            if round == 1 && together == Together::AtOnce {
+                let solo = Unit { phase, round, sides: Sides { order, together: Together::InTurn } };
+                self.queue.push_back(Queued::Task(Task::Solo(solo)));
+                if let Some(b) = self.budgets[phase].as_mut() {
+                    // One side-round each: one unit of load, spent and not kept.
+                    b.spent += b.scale;
+                }
+            }
             self.invalid[phase].clear();
             self.queue.push_back(Queued::Task(Task::Run(Unit { phase, round, sides })));
             self.queue.push_back(Queued::Judge { phase, round });
@@ -441,6 +453,10 @@ mod tests {
                         if j.last { " last" } else { "" }
                     ));
                 }
+                Task::Solo(u) => {
+                    let letters: Vec<&str> = u.sides.each().map(Side::letter).collect();
+                    log.push(format!("solo {}@{}{}", NAMES[u.phase], u.round, letters.join("")));
+                }
                 Task::Verify | Task::Start | Task::Plan { .. } => log.push(format!("{task:?}")),
             }
         }
@@ -572,8 +588,8 @@ mod tests {
         let p = plan("gating: { repeat: 4, order: duet }", true);
         let mut s = Schedule::new(&p);
         let log = drive(&mut s, |_| Ran::Valid, |_, _| false);
-        let main: Vec<&str> = units(&log).into_iter().filter(|u| u.starts_with("main")).collect();
-        assert_eq!(main, ["main@1A+B", "main@2B+A", "main@3A+B", "main@4B+A"]);
+        let main: Vec<&str> = units(&log).into_iter().filter(|u| u.contains("main")).collect();
+        assert_eq!(main, ["solo main@1AB", "main@1A+B", "main@2B+A", "main@3A+B", "main@4B+A"]);
         assert_eq!(units(&log)[..2], ["warm@1A", "warm@1B"], "a warmup is not gated: it runs in turn");
     }
 

@@ -90,6 +90,10 @@ pub enum Task {
         round: u32,
     },
     Run(Unit),
+    /// Run a duet instance's sides alone, in turn, before its first duet round (`gating.order: duet`): each
+    /// side's solo round, kept apart from the rounds, measures what loading both at once costs it (the duet
+    /// penalty). It counts against a budget as the load it is.
+    Solo(Unit),
     /// Drop a round's repetitions, both sides', before its instance is judged.
     Discard(Discard),
     /// A budgeted instance's pilot ended (`gating.detect` / `gating.budget`): make the plan for its rounds and
