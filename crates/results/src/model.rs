@@ -927,6 +927,11 @@ pub struct PowerPlan {
     /// The part of that spread that comes from the samples per round (a percentile's sampling error), which a
     /// longer round shrinks.
     pub sampling_spread: f64,
+    /// Noether's `p'` of the deciding check at the change asked and the plan's round length: the chance that a
+    /// pair of rounds' Walsh average (A/B), a round (against an absolute limit), or a round against a stored
+    /// baseline's lies beyond the limit when the change is `detect`, from the pilot's residuals. At most 0.51, no
+    /// number of rounds tells the change. `None` without `detect`, or when `detect` is within the check's limit.
+    pub p_prime: Option<f64>,
     /// The plan in one sentence, as the terminal and the reports show it.
     pub sentence: String,
 }

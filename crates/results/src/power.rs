@@ -11,13 +11,46 @@
 //! interval, whose width on the log scale is `2 x 1.96` standard errors. A mean or a throughput has no such term
 //! here: its rounds keep their length.
 //!
-//! **The rounds.** To FAIL a change `detect` beyond a limit with probability `power`, a one-sided test at level
-//! `alpha` needs `n = ((z_alpha + z_power) sigma / margin)^2 / ARE` rounds, where `margin` is the distance on the
-//! log scale between the change and the limit, and `ARE` the rank test's efficiency relative to a t-test on normal
-//! data (Wilcoxon 3/pi, the sign test of a median 2/pi). `alpha` is the last look's share of the one-sided error
-//! over the checks of the instance (Holm's first step), so the plan holds for the run that needs every round. The
-//! spread is a robust one (1.4826 x the median absolute deviation), so a stall that hits one pilot round does not
-//! decide the plan; the rank tests are robust to it as well.
+//! **The rounds.** To FAIL a change `detect` beyond a limit with probability `power`, a one-sided rank test at level
+//! `alpha` needs, by Noether's formula (1987), `n = (z_alpha + z_power)^2 / (K (p' - 1/2)^2)` rounds, where `p'` is
+//! the probability that one item of the test lies on the FAIL side of the limit when the change is `detect`:
+//!
+//! - paired rounds (Wilcoxon signed-rank), `K = 3`: `p' = P(e + e' > -2 margin)` for two rounds' residuals, the
+//!   probability that a Walsh average of two rounds lands beyond the limit;
+//! - the median of one set (the sign test), `K = 4`: `p' = P(e > -margin)`;
+//! - against a stored baseline (Mann-Whitney, as many rounds as the baseline's), `K = 6` per set:
+//!   `p' = P(e - e' > -margin)`.
+//!
+//! `margin` ([`margin`]) is the distance on the log scale between the change and the limit. The residuals `e` are
+//! the pilot's values less their centre (the Hodges-Lehmann estimate, the median of the Walsh averages, for paired
+//! rounds; the median otherwise), so the plan reads the pilot's shape and never where it lies. The signs, where
+//! lower is better (`<`, `<=`): the test FAILs when the centre lies above the limit `L`, the change to tell puts it
+//! at `L + margin`, and a Walsh average `(d + d') / 2` lies above `L` when `e + e' > -2 margin`. Where higher is
+//! better (`>`, `>=`): the test FAILs below `L`, the change puts the centre at `L - margin`, and `(d + d') / 2 < L`
+//! when `(-e) + (-e') > -2 margin`. So `e` is taken as `d - centre` where lower is better and `centre - d` where
+//! higher is, a positive residual pointing towards FAIL; the sign test's `p' = P(e > -margin)` reads them so (a
+//! latency's stalls against an absolute limit are all upwards). The signed-rank test takes each round's value as
+//! symmetric about its centre (its exact null rests on it), and under that a pair's residuals are as likely with
+//! either sign: `p'` counts all four sums `+-e_i +- e_j` of each pair `i < j`, the same in both directions, and a
+//! stall on either side of one pilot round counts for both (the rounds after the pilot will meet stalls on both
+//! sides). Against a stored baseline the differences `e_i - e_j`, `i != j`, are symmetric by construction. Each
+//! item is smoothed by a normal kernel, Silverman's bandwidth `h = 0.9 sigma n^(-1/5)` from the robust spread below
+//! (`sqrt 2 h` for a sum or difference of two), with the residuals shrunk by `1 / sqrt(1 + (h / sigma)^2)` so that
+//! the smoothed ones keep their spread (Silverman's shrunk smoothed bootstrap): a handful of rounds gives a
+//! continuous `p'`. A stall moves one round's residual by tens of percent; the pairs it enters fall short of the
+//! limit, `p'` drops and the rounds rise, where a robust spread would not have seen it. On normal data with a
+//! small margin `p' - 1/2 = margin / (sigma sqrt pi)` (paired) and the formula is the familiar
+//! `((z_alpha + z_power) sigma / margin)^2 / ARE` with Wilcoxon's efficiency 3/pi (2/pi for the sign test). A pilot
+//! whose `p'` at the change is at most 1/2 + 0.01 cannot tell it at any number of rounds: the plan expects
+//! INCONCLUSIVE and says what change the budget could tell instead. Noether's `n` is never below
+//! `4 (z_alpha + z_power)^2 / K` (every item beyond the limit), nor below the fewest rounds for which the exact test
+//! can decide at all ([`loadgate_model::fewest_rounds`]). `alpha` is the last look's share of the one-sided error
+//! over the checks of the instance (Holm's first step), so the plan holds for the run that needs every round. A
+//! few pilot rounds give `p'` loosely, and a plan from an estimate that came out high falls short of its power: the
+//! residuals are widened by the spread's one-sided 80% upper confidence factor (1.35 for 8 rounds) before `p'` is
+//! read. The spread itself (1.4826 x the median absolute deviation) is what the plan shows and what is split into
+//! the environment's and the sampling's share; a round `k` times as long shrinks the residuals by
+//! `sigma(k) / sigma(1)`, and a pilot round counts as `(sigma(k) / sigma(1))^2` rounds of that length.
 //!
 //! **The length.** Among round lengths of `k` = 1, 2, 3, 4, 6, 8, 12 or 16 pilot rounds (a round of at most
 //! [`MAX_ROUND_SECONDS`]), the plan takes the one whose load is least within the budget; when no length fits, the
@@ -34,10 +67,8 @@ pub const MAX_ROUND_SECONDS: f64 = 60.0;
 /// The round lengths a plan considers, in pilot round lengths.
 const SCALES: [u32; 8] = [1, 2, 3, 4, 6, 8, 12, 16];
 
-/// The Wilcoxon signed-rank (and Mann-Whitney) test's efficiency relative to a t-test on normal data.
-const ARE_RANK: f64 = 3.0 / std::f64::consts::PI;
-/// The sign test's (the median of one set).
-const ARE_SIGN: f64 = 2.0 / std::f64::consts::PI;
+/// At most this `p'` the change is as likely to fall short of the limit as beyond it: no number of rounds tells it.
+const UNTELLABLE: f64 = 0.51;
 
 /// One gated check's pilot: its per-round log statistic and how it would be judged.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +133,8 @@ pub struct Cost {
 pub fn plan(checks: &[CheckPilot], asked: Asked, cost: Cost) -> Option<PowerPlan> {
     let cost = Cost { budget_units: cost.budget_units.max(cost.pilot), ..cost };
     let family = checks.len().max(1);
-    let spreads: Vec<Spread> = checks.iter().filter_map(Spread::of).collect();
+    let spreads: Vec<(usize, Spread)> =
+        checks.iter().enumerate().filter_map(|(i, c)| Some((i, Spread::of(c)?))).collect();
     if spreads.is_empty() {
         return None;
     }
@@ -126,36 +158,146 @@ fn scales(cost: Cost) -> impl Iterator<Item = u32> {
         .filter(move |k| *k == 1 || (cost.scalable && f64::from(*k) * cost.round_seconds <= MAX_ROUND_SECONDS))
 }
 
-/// One check's spread, split into the environment's and the sampling's.
-#[derive(Debug, Clone, Copy)]
+/// One check's spread, split into the environment's and the sampling's, and the pilot's items for Noether's `p'`.
+#[derive(Debug, Clone)]
 struct Spread {
     env: f64,
     sampling: f64,
-    /// The rank test's efficiency and the rounds it needs at the least.
-    are: f64,
     sampling_kind: Sampling,
     /// The whole spread at the pilot's length (robust).
     total: f64,
+    items: Items,
 }
 
 impl Spread {
     fn of(c: &CheckPilot) -> Option<Spread> {
-        let robust = robust_sd(&c.values)? * upper_sd_factor(c.values.len());
+        let finite: Vec<f64> = c.values.iter().copied().filter(|v| v.is_finite()).collect();
+        let robust = robust_sd(&finite)?;
+        let upper = upper_sd_factor(finite.len());
         // Against a stored baseline the difference of two sets carries both sets' spread.
-        let (total, are, kind) = match c.design {
-            PilotDesign::Paired => (robust, ARE_RANK, Sampling::OneSetOrPaired),
-            PilotDesign::Median => (robust, ARE_SIGN, Sampling::OneSetOrPaired),
-            PilotDesign::Unpaired => {
-                (robust * std::f64::consts::SQRT_2, ARE_RANK, Sampling::Unpaired { baseline: None })
-            }
+        let (total, kind) = match c.design {
+            PilotDesign::Paired | PilotDesign::Median => (robust * upper, Sampling::OneSetOrPaired),
+            PilotDesign::Unpaired => (robust * upper * std::f64::consts::SQRT_2, Sampling::Unpaired { baseline: None }),
         };
         let sampling = c.sampling_variance.max(0.0).min(total * total);
-        Some(Spread { env: total * total - sampling, sampling, are, sampling_kind: kind, total })
+        let items = Items::of(c, &finite, robust, upper)?;
+        Some(Spread { env: total * total - sampling, sampling, sampling_kind: kind, total, items })
     }
 
     fn sd(&self, k: u32) -> f64 {
         (self.env + self.sampling / f64::from(k)).sqrt()
     }
+}
+
+/// The pilot's items for Noether's `p'` (see the module doc): each pair's four sums `+-e_i +- e_j`, `i < j`, of the
+/// residuals (paired), the oriented residuals `e_i` (median), the differences `e_i - e_j`, `i != j` (unpaired);
+/// widened by the spread's upper confidence factor, each smoothed by a normal kernel of width `bandwidth`.
+#[derive(Debug, Clone)]
+struct Items {
+    items: Vec<f64>,
+    bandwidth: f64,
+    /// How many margins an item may fall short of the limit and still count for FAIL: 2 for sums, else 1.
+    margins: f64,
+    /// Noether's `K`: 3 (signed-rank), 4 (sign test), 6 (Mann-Whitney, per set).
+    constant: f64,
+}
+
+impl Items {
+    /// `None` below two values or when the centre cannot be taken.
+    fn of(c: &CheckPilot, finite: &[f64], robust: f64, upper: f64) -> Option<Items> {
+        let n = finite.len();
+        if n < 2 {
+            return None;
+        }
+        // A positive residual points towards FAIL: above the limit where lower is better, below it otherwise.
+        let towards_fail = if c.lower_is_better { 1.0 } else { -1.0 };
+        let centre = match c.design {
+            PilotDesign::Paired => crate::stats::shift(finite, 0.5).ok()?.median,
+            PilotDesign::Median | PilotDesign::Unpaired => crate::stats::median(finite).ok()?,
+        };
+        // Silverman's rule of thumb on the robust spread, for one residual; the residuals shrunk so that the smoothed
+        // ones keep the spread (Silverman's shrunk smoothed bootstrap).
+        let width = 0.9 * (n as f64).powf(-0.2);
+        let h = width * robust * upper;
+        let shrink = upper / (1.0 + width * width).sqrt();
+        let e: Vec<f64> = finite.iter().map(|v| towards_fail * (v - centre) * shrink).collect();
+        let pairs = (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j)));
+        let sqrt2 = std::f64::consts::SQRT_2;
+        let (items, bandwidth, margins, constant) = match c.design {
+            // The signed-rank test takes each round symmetric about the centre: under that, a pair's residuals are
+            // as likely with either sign, and all four sums count (a stall on either side of a pilot round counts
+            // for both).
+            PilotDesign::Paired => {
+                let sums = pairs.flat_map(|(i, j)| [e[i] + e[j], -e[i] - e[j], e[i] - e[j], e[j] - e[i]]);
+                (sums.collect(), h * sqrt2, 2.0, 3.0)
+            }
+            PilotDesign::Median => (e, h, 1.0, 4.0),
+            PilotDesign::Unpaired => {
+                let differences = pairs.flat_map(|(i, j)| [e[i] - e[j], e[j] - e[i]]);
+                (differences.collect(), h * sqrt2, 1.0, 6.0)
+            }
+        };
+        Some(Items { items, bandwidth, margins, constant })
+    }
+
+    /// `p'`: the share of the items, their residuals scaled by `scale`, that a change `margin` beyond the limit
+    /// puts beyond it.
+    fn p(&self, margin: f64, scale: f64) -> f64 {
+        let reach = self.margins * margin / scale;
+        let h = self.bandwidth;
+        // Beyond 8 bandwidths the kernel's tail (6e-16) is nothing.
+        let share = |x: f64| match (x + reach) / h {
+            t if t > 8.0 => 1.0,
+            t if t < -8.0 => 0.0,
+            t if t.is_nan() => 0.5,
+            t => crate::stats::normal_cdf(t),
+        };
+        self.items.iter().map(|x| share(*x)).sum::<f64>() / self.items.len().max(1) as f64
+    }
+
+    /// Noether's rounds for `p'`; `None` when `p'` is at most [`UNTELLABLE`].
+    fn rounds(&self, z: f64, p: f64) -> Option<u32> {
+        (p > UNTELLABLE).then(|| {
+            let n = z * z / (self.constant * (p - 0.5).powi(2));
+            n.ceil().clamp(1.0, f64::from(u32::MAX / 2)) as u32
+        })
+    }
+
+    /// The smallest margin that `worth` rounds of residuals scaled by `scale` tell (Noether's formula solved for
+    /// `p'`, then for the margin). Fewer rounds than Noether's least (`4 z^2 / K`, every item beyond the limit)
+    /// tell the margin that puts 99% of the items beyond it.
+    fn reach(&self, z: f64, worth: f64, scale: f64) -> f64 {
+        let target = (0.5 + z / (self.constant * worth).sqrt()).clamp(UNTELLABLE, 0.99);
+        if self.p(0.0, scale) >= target {
+            return 0.0;
+        }
+        let spread = self.items.iter().fold(self.bandwidth, |m, x| m.max(x.abs()));
+        let mut hi = (spread * scale / self.margins).max(f64::MIN_POSITIVE);
+        while self.p(hi, scale) < target && hi < 1e6 {
+            hi *= 2.0;
+        }
+        let mut lo = 0.0;
+        for _ in 0..30 {
+            let mid = (lo + hi) / 2.0;
+            if self.p(mid, scale) >= target {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+}
+
+/// What a check needs at one round length.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Need {
+    /// No change to tell (`budget` alone), or one within the check's own limit.
+    Nothing,
+    /// This many rounds (pilot included), in these units of load and seconds.
+    Rounds { rounds: u32, units: u32, load: f64 },
+    /// No number of rounds: `p'` is at most [`UNTELLABLE`].
+    Never,
 }
 
 /// One round length's needs and reach.
@@ -171,13 +313,17 @@ struct Choice {
     rounds_allowed: u32,
     /// The smallest change (relative) the budget's rounds tell, on the deciding check.
     detectable: f64,
-    spread: Spread,
+    /// The deciding check's `p'` at the change asked and this length.
+    p_prime: Option<f64>,
+    need: Need,
+    total: f64,
+    sampling: f64,
 }
 
 impl Choice {
     fn at(
         k: u32,
-        spreads: &[Spread],
+        spreads: &[(usize, Spread)],
         checks: &[CheckPilot],
         detect: Option<f64>,
         z: f64,
@@ -186,51 +332,66 @@ impl Choice {
     ) -> Option<Choice> {
         let allowed = cost.pilot.min(cost.budget_units) + cost.budget_units.saturating_sub(cost.pilot) / k;
         let mut worst: Option<Choice> = None;
-        for (i, (s, c)) in spreads.iter().zip(checks).enumerate() {
+        for (i, s) in spreads {
+            let c = &checks[*i];
             let least = fewest_rounds(s.sampling_kind, alpha).unwrap_or(u32::MAX);
-            // A pilot round is worth fewer rounds of this length: its value is noisier.
-            let pilot_worth = f64::from(cost.pilot) * (s.sd(k) / s.sd(1)).powi(2);
-            let later = detect.and_then(|d| margin(c, d)).map(|m| {
-                let n = rounds_for(z, s.sd(k), m, s.are);
-                let later = (f64::from(n) - pilot_worth).max(0.0).ceil() as u32;
-                later.max(least.saturating_sub(cost.pilot))
-            });
-            let needed = later.map(|l| cost.pilot + l);
-            let units = later.map(|l| cost.pilot + l.saturating_mul(k));
-            let load = later.map(|l| {
-                let t = cost.round_seconds;
-                f64::from(cost.sides)
-                    * (f64::from(cost.pilot) * (t + cost.overhead_seconds)
-                        + f64::from(l) * (f64::from(k) * t + cost.overhead_seconds))
-            });
+            // A round of this length shrinks the residuals; a pilot round is worth fewer of them.
+            let scale = s.sd(k) / s.sd(1);
+            let pilot_worth = f64::from(cost.pilot) * scale.powi(2);
+            let p_prime = detect.and_then(|d| margin(c, d)).map(|m| s.items.p(m, scale));
+            let need = match p_prime.map(|p| s.items.rounds(z, p)) {
+                None => Need::Nothing,
+                Some(None) => Need::Never,
+                Some(Some(n)) => {
+                    let later =
+                        ((f64::from(n) - pilot_worth).max(0.0).ceil() as u32).max(least.saturating_sub(cost.pilot));
+                    let t = cost.round_seconds;
+                    let load = f64::from(cost.sides)
+                        * (f64::from(cost.pilot) * (t + cost.overhead_seconds)
+                            + f64::from(later) * (f64::from(k) * t + cost.overhead_seconds));
+                    Need::Rounds { rounds: cost.pilot + later, units: cost.pilot + later.saturating_mul(k), load }
+                }
+            };
             // Fewer rounds than any verdict needs at the last look's level tell no change at all.
             let worth = pilot_worth + f64::from(allowed.saturating_sub(cost.pilot));
-            let reach = z * s.sd(k) / (worth * s.are).sqrt();
-            let detectable = if allowed < least { f64::INFINITY } else { change_at(c, reach) };
+            let detectable = if allowed < least { f64::INFINITY } else { change_at(c, s.items.reach(z, worth, scale)) };
+            let (rounds_needed, units_needed, load) = match need {
+                Need::Rounds { rounds, units, load } => (Some(rounds), Some(units), Some(load)),
+                Need::Nothing | Need::Never => (None, None, None),
+            };
             let this = Choice {
                 scale: k,
-                check: i,
-                rounds_needed: needed,
-                units_needed: units,
+                check: *i,
+                rounds_needed,
+                units_needed,
                 load,
                 rounds_allowed: allowed,
                 detectable,
-                spread: *s,
+                p_prime,
+                need,
+                total: s.total,
+                sampling: s.sampling,
             };
-            let more = match &worst {
-                None => true,
-                Some(w) => match (this.load, w.load) {
-                    (Some(a), Some(b)) => a > b,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => this.detectable > w.detectable,
-                },
-            };
-            if more {
+            if worst.as_ref().is_none_or(|w| this.demands_more_than(w)) {
                 worst = Some(this);
             }
         }
         worst
+    }
+
+    /// Whether this check is more demanding than `other` at the same length: a change no number of rounds tells
+    /// before any number of rounds, more load before less, anything before nothing; else the larger change told.
+    fn demands_more_than(&self, other: &Choice) -> bool {
+        let rank = |c: &Choice| match c.need {
+            Need::Never => 2,
+            Need::Rounds { .. } => 1,
+            Need::Nothing => 0,
+        };
+        match (self.need, other.need) {
+            (Need::Rounds { load: a, .. }, Need::Rounds { load: b, .. }) => a > b,
+            _ if rank(self) != rank(other) => rank(self) > rank(other),
+            _ => self.detectable > other.detectable,
+        }
     }
 
     fn statement(&self, checks: &[CheckPilot], detect: Option<f64>, cost: Cost) -> PowerPlan {
@@ -247,21 +408,12 @@ impl Choice {
             rounds_allowed: self.rounds_allowed,
             budget_seconds: cost.budget_seconds,
             detectable: Some(self.detectable).filter(|d| d.is_finite()),
-            spread: self.spread.total,
-            sampling_spread: self.spread.sampling.sqrt(),
+            spread: self.total,
+            sampling_spread: self.sampling.sqrt(),
+            p_prime: self.p_prime,
             sentence: String::new(),
         };
         PowerPlan { sentence: sentence(&plan, check), ..plan }
-    }
-}
-
-/// The rounds a one-sided rank test needs to reach `margin` with a spread `sd`.
-fn rounds_for(z: f64, sd: f64, margin: f64, are: f64) -> u32 {
-    let n = (z * sd / margin).powi(2) / are;
-    if n.is_finite() {
-        n.ceil().clamp(1.0, f64::from(u32::MAX / 2)) as u32
-    } else {
-        u32::MAX / 2
     }
 }
 
@@ -316,6 +468,21 @@ fn sentence(p: &PowerPlan, check: &CheckPilot) -> String {
                 )
             )
         }
+        (Some(d), None, _) if p.p_prime.is_some() => format!(
+            "to tell {} on {} here no number of rounds of {length} suffices: with the pilot's spread a change of {} \
+             lies beyond the limit with probability {} per {} (p'), no better than a coin; the budget ({}) allows {}; {}",
+            pct(d),
+            p.metric,
+            pct(d),
+            p.p_prime.map(trim_ratio).unwrap_or_default(),
+            match check.design {
+                PilotDesign::Median => "round",
+                PilotDesign::Paired | PilotDesign::Unpaired => "pair of rounds",
+            },
+            duration(p.budget_seconds),
+            p.rounds_allowed,
+            expect.unwrap_or_else(|| "expect INCONCLUSIVE whatever the change: too few rounds for any verdict".to_owned())
+        ),
         (Some(d), _, _) => format!(
             "a change of {} is within {}'s own limit (x{}): it passes by the spec's limit; the budget ({}) allows {} \
              of {length}",
@@ -581,14 +748,31 @@ mod tests {
     }
 
     #[test]
-    fn the_rounds_follow_from_the_spread_the_margin_and_the_last_looks_share() {
-        let plan = plan(&[p99(0.05, 0.0)], asked(0.10), cost(180)).unwrap();
-        // One-sided 2.5% at the last look, 90% power; margin ln(1.10 / 1.05); Wilcoxon's 3/pi.
+    fn the_rounds_follow_from_noethers_formula_with_p_prime_from_the_pilots_walsh_pairs() {
+        let pilot = p99(0.05, 0.0);
+        let plan = plan(std::slice::from_ref(&pilot), asked(0.10), cost(180)).unwrap();
+        // One-sided 2.5% at the last look, 90% power; margin ln(1.10 / 1.05).
         let z = normal_quantile(0.975) + normal_quantile(0.90);
         let margin = (1.10f64 / 1.05).ln();
-        let sd = 0.05 * upper_sd_factor(8);
+        // The pilot is centred on 0 (its Hodges-Lehmann estimate) with a robust spread of 0.05: its residuals
+        // widened by the upper factor and shrunk for the kernel, each pair's four sums +-e_i +-e_j, smoothed.
+        let width = 0.9 * 8f64.powf(-0.2);
+        let upper = upper_sd_factor(8);
+        let e: Vec<f64> = pilot.values.iter().map(|v| v * upper / (1.0 + width * width).sqrt()).collect();
+        let h = width * 0.05 * upper * std::f64::consts::SQRT_2;
+        let mut shares = Vec::new();
+        for i in 0..8 {
+            for j in i + 1..8 {
+                for x in [e[i] + e[j], -e[i] - e[j], e[i] - e[j], e[j] - e[i]] {
+                    shares.push(crate::stats::normal_cdf((x + 2.0 * margin) / h));
+                }
+            }
+        }
+        let p = shares.iter().sum::<f64>() / shares.len() as f64;
+        assert!((plan.p_prime.unwrap() - p).abs() < 1e-12, "{plan:?} vs {p}");
+        assert!(p > 0.8 && p < 0.95, "{p}");
         // The pilot's 8 rounds count as 8 of the same length.
-        let expected = ((z * sd / margin).powi(2) / ARE_RANK).ceil() as u32;
+        let expected = (z * z / (3.0 * (p - 0.5).powi(2))).ceil() as u32;
         assert_eq!(plan.rounds_needed, Some(expected));
         assert_eq!(plan.round_scale, 1, "no sampling share: a longer round buys nothing");
         assert!(plan.rounds_needed.unwrap() <= plan.rounds_allowed);
@@ -621,20 +805,24 @@ mod tests {
     fn a_noisy_percentile_gets_longer_rounds_when_each_round_costs_an_overhead() {
         // Nearly all of p99's spread is its sampling error at 0.5 s (the upper limit of the spread, 0.135, against
         // 0.13 from sampling): a round twice as long halves it, so the load per unit of precision is the same, and
-        // what a longer round saves is each round's overhead (0.1 s of drain per side here).
+        // what a longer round saves is each round's overhead (0.1 s of drain per side here). That holds for a change
+        // close to the limit (6% against x1.05, p' = 0.55), where Noether's rounds go as the spread squared; for a
+        // change farther beyond it (10%, p' = 0.73) rounds half as noisy need more than half as many (the formula
+        // saturates towards p' = 1), and the longer rounds cost more load than the overhead saves.
         let noisy = p99(0.10, 0.13);
-        let costly = Cost { overhead_seconds: 0.1, ..cost(180) };
-        let plan = plan(std::slice::from_ref(&noisy), asked(0.10), costly).unwrap();
+        let costly = Cost { overhead_seconds: 0.1, ..cost(5000) };
+        let plan = plan(std::slice::from_ref(&noisy), asked(0.06), costly).unwrap();
         assert!(plan.round_scale > 1, "{plan:?}");
         assert_eq!(plan.round_seconds, 0.5 * f64::from(plan.round_scale));
-        let fixed = super::plan(std::slice::from_ref(&noisy), asked(0.10), Cost { scalable: false, ..costly }).unwrap();
+        let fixed = super::plan(std::slice::from_ref(&noisy), asked(0.06), Cost { scalable: false, ..costly }).unwrap();
         assert_eq!(fixed.round_scale, 1);
         assert!(plan.load_needed_seconds.unwrap() < fixed.load_needed_seconds.unwrap(), "{plan:?} vs {fixed:?}");
         assert!(plan.rounds_needed.unwrap() < fixed.rounds_needed.unwrap());
         assert!(plan.sentence.contains("x the pilot's"), "{}", plan.sentence);
         // Without an overhead, or where the environment's share dominates, the rounds keep their length.
-        assert_eq!(super::plan(std::slice::from_ref(&noisy), asked(0.10), cost(180)).unwrap().round_scale, 1);
-        assert_eq!(super::plan(&[p99(0.10, 0.02)], asked(0.10), costly).unwrap().round_scale, 1);
+        assert_eq!(super::plan(std::slice::from_ref(&noisy), asked(0.06), cost(5000)).unwrap().round_scale, 1);
+        assert_eq!(super::plan(&[p99(0.10, 0.02)], asked(0.06), costly).unwrap().round_scale, 1);
+        assert_eq!(super::plan(std::slice::from_ref(&noisy), asked(0.10), costly).unwrap().round_scale, 1);
     }
 
     #[test]
@@ -668,19 +856,153 @@ mod tests {
         );
     }
 
+    /// `n` paired rounds at the normal scores of a spread `sd` around 0: a normal pilot without sampling error.
+    fn normal_pilot(n: usize, sd: f64) -> CheckPilot {
+        let values = (0..n).map(|i| sd * normal_quantile((i as f64 + 0.5) / n as f64)).collect();
+        CheckPilot { values, ..p99(sd, 0.0) }
+    }
+
+    /// The rounds the plan asked for before Noether's formula: `((z sd / margin)^2 / (3 / pi))` from the pilot's
+    /// robust spread at its upper limit, never fewer than the pilot's rounds nor the exact test's fewest.
+    fn are_rounds(values: &[f64], margin: f64, z: f64, alpha: f64) -> u32 {
+        let sd = robust_sd(values).unwrap() * upper_sd_factor(values.len());
+        let n = ((z * sd / margin).powi(2) * std::f64::consts::PI / 3.0).ceil() as u32;
+        n.max(values.len() as u32).max(fewest_rounds(Sampling::OneSetOrPaired, alpha).unwrap())
+    }
+
+    fn z_and_alpha(asked: Asked) -> (f64, f64) {
+        let alpha = (1.0 - asked.last_look_confidence) / 2.0;
+        (normal_quantile(1.0 - alpha) + normal_quantile(asked.power), alpha)
+    }
+
     #[test]
-    fn a_stall_in_one_pilot_round_does_not_decide_the_plan() {
-        let clean = p99(0.05, 0.0);
+    fn noether_agrees_with_the_are_formula_for_small_shifts_on_normal_pilots() {
+        // 60 normal rounds of spread 0.05, a change 0.01 beyond the limit on the log scale (a fifth of the spread).
+        let pilot = normal_pilot(60, 0.05);
+        let detect = 1.05 * 0.01f64.exp() - 1.0;
+        let costly = Cost { pilot: 60, scalable: false, ..cost(100_000) };
+        let plan = plan(std::slice::from_ref(&pilot), asked(detect), costly).unwrap();
+        let noether = f64::from(plan.rounds_needed.unwrap());
+        let (z, alpha) = z_and_alpha(asked(detect));
+        let are = f64::from(are_rounds(&pilot.values, 0.01, z, alpha));
+        assert!(are > 200.0, "a small shift: {are}");
+        assert!((noether / are - 1.0).abs() < 0.15, "Noether {noether}, ARE {are}, {plan:?}");
+        // Where higher is better the same pilot gives the same p' (the residuals are taken as symmetric).
+        let higher = CheckPilot { limit: 0.95f64.ln(), lower_is_better: false, ..pilot };
+        let mirrored = super::plan(&[higher], asked(1.0 - 0.95 * (-0.01f64).exp()), costly).unwrap();
+        assert!((mirrored.p_prime.unwrap() - plan.p_prime.unwrap()).abs() < 1e-9, "{mirrored:?}");
+    }
+
+    #[test]
+    fn a_stalled_pilot_round_raises_the_planned_rounds() {
+        let clean = normal_pilot(8, 0.05);
         let mut stalled = clean.clone();
-        // One round's p99 taken by a 60 ms stall: 3x the other side's.
-        stalled.values[3] = 3.0f64.ln();
-        let a = plan(&[clean], asked(0.10), cost(180)).unwrap().rounds_needed.unwrap();
-        let b = plan(&[stalled.clone()], asked(0.10), cost(180)).unwrap().rounds_needed.unwrap();
-        assert!(f64::from(b) <= f64::from(a) * 1.5, "robust spread: {a} clean, {b} with the stall");
-        // A standard deviation would have asked for far more.
-        let m = stalled.values.iter().sum::<f64>() / 8.0;
-        let sd = (stalled.values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 7.0).sqrt();
-        assert!(sd > 0.3, "{sd}");
+        // The round with the highest log-ratio had its B side stalled as well: +0.4 (p99 x1.5). The median and the
+        // median absolute deviation stay where they were.
+        stalled.values[7] += 0.4;
+        let rounds = |c: &CheckPilot| plan(std::slice::from_ref(c), asked(0.10), cost(180)).unwrap();
+        let (a, b) = (rounds(&clean), rounds(&stalled));
+        assert!(b.p_prime < a.p_prime, "{a:?} vs {b:?}");
+        let (a, b) = (a.rounds_needed.unwrap(), b.rounds_needed.unwrap());
+        assert!(f64::from(b) >= 1.3 * f64::from(a), "{a} clean, {b} with the stall");
+        // The robust spread did not see it: the old plan stayed where it was.
+        let (z, alpha) = z_and_alpha(asked(0.10));
+        let margin = (1.10f64 / 1.05).ln();
+        let old = |c: &CheckPilot| are_rounds(&c.values, margin, z, alpha);
+        assert_eq!(old(&stalled), old(&clean));
+        // A stall on the A side of the lowest round (the log-ratio -0.4) counts the same: the test will face stalls
+        // on both sides.
+        let mut other = clean.clone();
+        other.values[0] -= 0.4;
+        assert_eq!(rounds(&other).rounds_needed, Some(b));
+    }
+
+    /// A standard normal draw (Box-Muller) and a uniform one from the workspace's SplitMix64.
+    fn uniform(state: &mut u64) -> f64 {
+        ((loadgate_model::splitmix64(state) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    fn normal(state: &mut u64) -> f64 {
+        let (a, b) = (uniform(state), uniform(state));
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+
+    #[test]
+    fn planned_rounds_fail_a_change_of_detect_in_90_percent_of_simulated_heavy_tailed_runs() {
+        // Each round's log-ratio: the change to tell (10%), normal noise (0.03), and in 15% of the rounds a stall
+        // on one side or the other that moves it by U(0.1, 0.4).
+        let round = |s: &mut u64| {
+            let mut d = 1.10f64.ln() + 0.03 * normal(s);
+            if uniform(s) < 0.15 {
+                let size = 0.1 + 0.3 * uniform(s);
+                d += if uniform(s) < 0.5 { size } else { -size };
+            }
+            d
+        };
+        let (z, alpha) = z_and_alpha(asked(0.10));
+        let margin = (1.10f64 / 1.05).ln();
+        // The last look's signed-rank test at the plan's alpha: FAIL when B/A lies above x1.05.
+        let fails = |d: &[f64]| {
+            let a = vec![1.0; d.len()];
+            let b: Vec<f64> = d.iter().map(|x| x.exp()).collect();
+            crate::stats::signed_rank_test(&a, &b, 1.05, crate::stats::Alternative::Greater).unwrap().p_value <= alpha
+        };
+        let mut state = 46;
+        let runs = 200;
+        let (mut new, mut old) = ((0, 0), (0, 0));
+        for _ in 0..runs {
+            // The pilot's rounds are the run's first rounds.
+            let mut rounds: Vec<f64> = (0..8).map(|_| round(&mut state)).collect();
+            let pilot = CheckPilot { values: rounds.clone(), ..p99(0.05, 0.0) };
+            let planned = plan(&[pilot], asked(0.10), Cost { scalable: false, ..cost(100_000) }).unwrap();
+            let n = planned.rounds_needed.unwrap() as usize;
+            let m = are_rounds(&rounds, margin, z, alpha) as usize;
+            while rounds.len() < n.max(m) {
+                rounds.push(round(&mut state));
+            }
+            new = (new.0 + usize::from(fails(&rounds[..n])), new.1 + n);
+            old = (old.0 + usize::from(fails(&rounds[..m])), old.1 + m);
+        }
+        let rate = |(f, _): (usize, usize)| f as f64 / f64::from(runs);
+        let mean = |(_, n): (usize, usize)| n as f64 / f64::from(runs);
+        eprintln!(
+            "FAIL rate: Noether {:.3} over {:.1} rounds on average, the robust spread's plan {:.3} over {:.1}",
+            rate(new),
+            mean(new),
+            rate(old),
+            mean(old)
+        );
+        assert!(rate(new) >= 0.85, "Noether's plan FAILed {:.3} of the runs", rate(new));
+        assert!(rate(old) < 0.85, "the robust spread's plan FAILed {:.3} of the runs", rate(old));
+    }
+
+    #[test]
+    fn a_pilot_whose_walsh_averages_cannot_tell_the_change_expects_inconclusive() {
+        // A pilot with a stall on each side, and a change of 5.05% against a limit of x1.05: on the log scale it
+        // lies 0.0005 beyond the limit, and half the pairs of rounds fall short of it, whatever their number.
+        let mut pilot = normal_pilot(8, 0.05);
+        pilot.values[1] -= 0.3;
+        pilot.values[6] += 0.3;
+        let plan = plan(&[pilot], asked(0.0505), cost(180)).unwrap();
+        let p = plan.p_prime.unwrap();
+        assert!(p > 0.5 && p <= 0.51, "{plan:?}");
+        assert_eq!(plan.rounds_needed, None);
+        assert_eq!(plan.load_needed_seconds, None);
+        let x = plan.detectable.unwrap();
+        assert!(x > 0.0505, "the budget tells only a larger change: {x}");
+        assert!(
+            plan.sentence.contains("on p99 here no number of rounds of 0.5 s suffices: with the pilot's spread"),
+            "{}",
+            plan.sentence
+        );
+        assert!(
+            plan.sentence.ends_with(&format!(
+                "; the budget (3 min) allows 180; expect INCONCLUSIVE unless the change is larger than {}%",
+                trim(x * 100.0)
+            )),
+            "{}",
+            plan.sentence
+        );
     }
 
     #[test]

@@ -902,7 +902,7 @@ fn at_most(p: f64, a: f64) -> bool {
 
 /// The standard normal distribution function: Marsaglia's series (|x| <= 3) or Laplace's continued fraction for
 /// the tail, both to about 1e-15.
-fn normal_cdf(x: f64) -> f64 {
+pub(crate) fn normal_cdf(x: f64) -> f64 {
     const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
     if x.is_nan() {
         return f64::NAN;
