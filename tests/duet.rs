@@ -81,3 +81,30 @@ fn duet_runs_over_https_and_http2_with_checks() {
         assert!(s["http2"]["connections"].as_u64().unwrap_or(0) > 0, "HTTP/2 by ALPN on both sides: {s}");
     }
 }
+
+#[test]
+fn the_plan_says_how_a_duets_targets_share_the_target_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    for (cpus, says) in [
+        ("0-1", "the targets get CPUs 0 and 1, swapped every round"),
+        ("0", "both targets share CPU 0, so CPU-bound servers slow each other"),
+    ] {
+        let spec = dir.path().join("duet.yaml");
+        std::fs::write(
+            &spec,
+            format!(
+                "version: 1\nname: duet\nhardware: {{ target: {{ cpus: \"{cpus}\" }}, on_mismatch: warn }}\n\
+                 target: {}\ncandidate: {}\ngating: {{ repeat: 6, order: duet }}\n\
+                 scenarios:\n  main:\n    request: {{ path: / }}\n    load: {{ open: {{ rate: 400/s, duration: 1s, connections: 8 }} }}\n    \
+                 slo: [p99 <= baseline * 1.05]\n",
+                delay(20),
+                delay(20)
+            ),
+        )
+        .unwrap();
+        let plan = loadgate(&["plan", spec.to_str().unwrap()]);
+        let out = text(&plan.stdout);
+        assert!(out.contains(says), "{cpus}: {out}{}", text(&plan.stderr));
+        assert!(out.contains("6s (1s a pass, gated phases repeated, both sides at once in duet rounds)"), "{out}");
+    }
+}

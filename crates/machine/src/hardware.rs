@@ -659,6 +659,29 @@ pub fn pin_current_thread(cpus: &CpuList) -> Result<(), MachineError> {
     Ok(())
 }
 
+/// Pins every thread of the processes `pids` (each process's `/proc/<pid>/task`) to `cpus`: a running target
+/// moved to other CPUs (a duet's targets swap their halves between rounds). A process or thread that ended
+/// meanwhile is skipped. The threads pinned.
+pub fn pin_processes(pids: &[u32], cpus: &CpuList) -> Result<usize, MachineError> {
+    let set = cpu_set(cpus)?;
+    let mut pinned = 0;
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<libc::pid_t>().ok()) {
+            // SAFETY: set is a valid cpu_set_t of the size passed.
+            if unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) } == 0 {
+                pinned += 1;
+            } else {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    return Err(MachineError::Affinity { cpus: cpus.to_string(), source: e });
+                }
+            }
+        }
+    }
+    Ok(pinned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -920,5 +943,18 @@ mod tests {
         assert_eq!(mem_total("MemTotal:       16315400 kB\nMemFree: 1 kB\n"), Some(16_315_400 * 1024));
         assert_eq!(cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n").as_deref(), Some("AMD EPYC 7B13"));
         assert_eq!(cpu_model(""), None);
+    }
+
+    #[test]
+    fn a_running_process_is_moved_to_other_cpus_with_all_its_threads() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let cpus: CpuList = "0".parse().unwrap();
+        let pinned = pin_processes(&[child.id(), u32::MAX - 1], &cpus).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(pinned, 1, "sleep has one thread; a process that is gone is skipped");
+        let allowed = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")).unwrap();
+        assert_eq!(allowed.split_whitespace().last(), Some("0"), "{allowed}");
     }
 }

@@ -289,6 +289,16 @@ impl CpuList {
         self.0.binary_search(&cpu).is_ok()
     }
     /// The CPUs present in both lists.
+    /// The list split in two halves (the first half the larger), for a duet's two targets; `None` below two CPUs
+    /// (the targets must then share them).
+    pub fn halves(&self) -> Option<[CpuList; 2]> {
+        if self.0.len() < 2 {
+            return None;
+        }
+        let (a, b) = self.0.split_at(self.0.len().div_ceil(2));
+        Some([CpuList(a.to_vec()), CpuList(b.to_vec())])
+    }
+
     pub fn intersection(&self, other: &CpuList) -> CpuList {
         CpuList(self.0.iter().copied().filter(|c| other.contains(*c)).collect())
     }
@@ -476,6 +486,14 @@ mod tests {
         assert_eq!(Rate { millis_per_sec: 500 }.to_string(), "0.5/s");
         assert!("-5/s".parse::<Rate>().is_err());
         assert!("5".parse::<Rate>().unwrap_err().help.unwrap().contains("5/s"));
+    }
+
+    #[test]
+    fn a_duets_targets_get_halves_of_the_target_cpus_and_one_cpu_is_shared() {
+        let halves = |s: &str| s.parse::<CpuList>().unwrap().halves().map(|[a, b]| (a.to_string(), b.to_string()));
+        assert_eq!(halves("0"), None);
+        assert_eq!(halves("2-5"), Some(("2-3".to_owned(), "4-5".to_owned())));
+        assert_eq!(halves("0-2"), Some(("0-1".to_owned(), "2".to_owned())));
     }
 
     #[test]

@@ -223,8 +223,14 @@ impl ExecutionPlan {
                     "every gated phase runs on both, rounds in a seeded shuffled order".to_owned()
                 }
                 crate::RoundOrder::Duet => {
-                    let cpus = match &self.hardware.target_cpus {
-                        Some(cpus) => format!("both targets share CPUs {cpus}, so CPU-bound servers slow each other"),
+                    let cpus = match self.hardware.target_cpus.as_ref().map(|c| (c, c.halves())) {
+                        Some((_, Some([a, b]))) => {
+                            format!("the targets get CPUs {a} and {b}, swapped every round")
+                        }
+                        Some((cpus, None)) => format!(
+                            "both targets share CPU {cpus}, so CPU-bound servers slow each other (the solo rounds \
+                             measure by how much)"
+                        ),
                         None => "the targets are not pinned".to_owned(),
                     };
                     format!(

@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use loadgate_model::units::CpuList;
 use loadgate_plan::{ExecutionPlan, Phase, TargetPlan, WorkerPlan};
 use loadgate_results::{ResourceSample, RunResults, ScenarioResult, VerifiedScenario};
 
@@ -64,6 +65,9 @@ pub(crate) struct Setup<'a> {
     pub sides: &'static [Side],
     /// Whether the run repeats or compares: its events then name rounds.
     pub statistical: bool,
+    /// Duet rounds on two or more target CPUs: the halves the targets get (the first side of a unit the first
+    /// half, so they swap with the sides' order between rounds). `None`: they share the target CPUs.
+    pub duet_cpus: Option<[CpuList; 2]>,
 }
 
 /// One session per side, and how to start them again.
@@ -164,6 +168,19 @@ impl<'a> Executor<'a> {
             return UnitRun { sides: Vec::new(), stop: Some(stop) };
         }
         let phase = unit.phase;
+        // Each target on its half of the target CPUs, the unit's first side on the first: what fixed asymmetry
+        // the CPUs carry alternates with the sides' order.
+        if let Some(halves) = &self.setup.duet_cpus {
+            for (side, cpus) in [first, second].into_iter().zip(halves) {
+                if let Err(e) = self.sessions[side.index()].target().set_cpus(cpus) {
+                    observer.event(&Event::Warning(format!(
+                        "{}: {} could not move to CPUs {cpus}: {e}",
+                        phase.name,
+                        side.letter()
+                    )));
+                }
+            }
+        }
         let mut running = Vec::with_capacity(2);
         for side in [first, second] {
             observer.event(&Event::InstanceStarting {
@@ -323,11 +340,16 @@ fn start_sessions(setup: &Setup<'_>, observer: &mut dyn Observer) -> Result<Vec<
     let (plan, sides) = (setup.plan, setup.sides);
     let mut sessions = Vec::new();
     for side in sides {
+        // A duet's targets start on their own halves of the target CPUs.
+        let mut options = setup.targets.clone();
+        if let Some(halves) = &setup.duet_cpus {
+            options.cpus = Some(&halves[side.index()]);
+        }
         let target_plan = match side {
             Side::Target => &plan.target,
             Side::Candidate => plan.candidate.as_ref().unwrap_or(&plan.target),
         };
-        let target = RunningTarget::start(target_plan, &setup.targets, observer).map_err(|message| {
+        let target = RunningTarget::start(target_plan, &options, observer).map_err(|message| {
             let message =
                 if sides.len() > 1 { format!("{} ({}): {message}", side.letter(), side_name(*side)) } else { message };
             // A target given by URL is not started: its messages name it (`the target URL cannot be talked to`).
@@ -339,7 +361,7 @@ fn start_sessions(setup: &Setup<'_>, observer: &mut dyn Observer) -> Result<Vec<
             message
         })?;
         let mut session = Session::new(target, setup.workers.clone(), setup.opts.clone());
-        if let Some(cpus) = setup.targets.cpus {
+        if let Some(cpus) = options.cpus {
             session.set_target_cpus(cpus.len());
         }
         if let Some(c) = &setup.checkpoint {
@@ -422,6 +444,7 @@ mod tests {
             checkpoint: None,
             sides: &[Side::Target, Side::Candidate],
             statistical: true,
+            duet_cpus: None,
         };
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut observer = |e: &Event<'_>| {

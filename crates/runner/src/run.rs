@@ -60,7 +60,9 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
         crate::SessionOptions { saturation: plan.hardware.saturation, interrupt: request.interrupt.clone(), origin };
     let (sides, statistical) = (schedule.all_sides(), schedule.statistical());
     let checkpoint = ledger.checkpoint();
-    let setup = Setup { plan, targets, workers, opts: session_opts, checkpoint, sides, statistical };
+    let duet = plan.gating.order == loadgate_plan::RoundOrder::Duet && sides.len() > 1;
+    let duet_cpus = pinning.target.as_ref().filter(|_| duet).and_then(|c| c.halves());
+    let setup = Setup { plan, targets, workers, opts: session_opts, checkpoint, sides, statistical, duet_cpus };
     if let Err(reason) = crate::attach::prepare(&request.attachments, plan, observer) {
         return Ok(ledger.not_started(&reason, observer));
     }

@@ -186,6 +186,12 @@ impl RunningTarget {
         self.process.as_ref().map(launch::Target::pid)
     }
 
+    /// Moves every thread of the started process's tree to `cpus` (a duet's targets swap CPUs between rounds);
+    /// nothing for a target loadgate did not start.
+    pub fn set_cpus(&self, cpus: &CpuList) -> Result<(), String> {
+        loadgate_machine::hardware::pin_processes(&self.pids(), cpus).map(|_| ()).map_err(|e| e.to_string())
+    }
+
     /// Every process of the started process's tree now, its pid first; empty without a process.
     pub fn pids(&self) -> Vec<u32> {
         let Some(p) = &self.process else { return Vec::new() };
