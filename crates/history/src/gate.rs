@@ -47,7 +47,9 @@ pub fn branch_words(branch: Option<&str>) -> String {
 /// Judges every check of `gate` on every gated instance of `current`, against `past` (this spec's runs on the
 /// series' branch ([`series_branch`]) and machine, oldest first; `current` itself is left out if it is there).
 pub fn judge(gate: &HistoryGate, past: &[RunRecord], current: &RunRecord) -> Vec<Judged> {
-    let mut records: Vec<RunRecord> = past.iter().filter(|r| r.run_id != current.run_id).cloned().collect();
+    // Only runs of the current one's design: a duet's sides are measured beside each other's load.
+    let mut records: Vec<RunRecord> =
+        past.iter().filter(|r| r.run_id != current.run_id && r.design == current.design).cloned().collect();
     records.push(current.clone());
     let options = series::options(&gate.detection);
     let branch = series_branch(gate, current);
@@ -111,6 +113,7 @@ fn empty_series(current: &RunRecord, instance: &str, metric: Metric, selection: 
         branch: selection.branch.clone(),
         unbranched: selection.unbranched,
         machine: selection.machine.clone(),
+        design: current.design.clone(),
         points: Vec::new(),
         change_points: Vec::new(),
     }

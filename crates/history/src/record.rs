@@ -52,6 +52,10 @@ pub struct RunRecord {
     pub loadgate_version: String,
     /// The run's outcome, snake case (`passed`, `slo_failed`, ...).
     pub outcome: String,
+    /// How an A/B run loaded its sides when that changes what a side's numbers mean: `duet` (both at once, each
+    /// beside the other's load); `None` for every other run. Series never mix designs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<String>,
     /// One entry per scenario instance that ran, in run order.
     pub instances: Vec<InstanceRecord>,
 }
@@ -130,6 +134,12 @@ impl RunRecord {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default(),
+            design: results
+                .gating
+                .as_ref()
+                .and_then(|g| g.order.as_deref())
+                .filter(|o| *o == "duet")
+                .map(str::to_owned),
             instances: results.scenarios.iter().map(InstanceRecord::from_result).collect(),
         }
     }

@@ -42,7 +42,8 @@ pub fn options(d: &Detection) -> Options {
 }
 
 /// The series of `records` (oldest first) that `selection` asks for, grouped by spec, instance (in the order
-/// first seen) and metric (in the order asked). A run that lacks the instance or the metric has no point; a
+/// first seen), design (a duet run's sides are measured beside each other's load: never in an in-turn series)
+/// and metric (in the order asked). A run that lacks the instance or the metric has no point; a
 /// series with no point is left out.
 pub fn series(records: &[RunRecord], selection: &Selection) -> Vec<HistorySeries> {
     let metrics: Vec<String> = if selection.metrics.is_empty() {
@@ -50,7 +51,7 @@ pub fn series(records: &[RunRecord], selection: &Selection) -> Vec<HistorySeries
     } else {
         selection.metrics.clone()
     };
-    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut keys: Vec<(String, String, Option<String>)> = Vec::new();
     for r in records {
         if selection.spec.as_ref().is_some_and(|s| s != &r.spec) {
             continue;
@@ -61,18 +62,18 @@ pub fn series(records: &[RunRecord], selection: &Selection) -> Vec<HistorySeries
             {
                 continue;
             }
-            let key = (r.spec.clone(), i.name.clone());
+            let key = (r.spec.clone(), i.name.clone(), r.design.clone());
             if !keys.contains(&key) {
                 keys.push(key);
             }
         }
     }
     let mut out = Vec::new();
-    for (spec, instance) in &keys {
+    for (spec, instance, design) in &keys {
         for metric in &metrics {
             let points: Vec<HistoryPoint> = records
                 .iter()
-                .filter(|r| &r.spec == spec)
+                .filter(|r| &r.spec == spec && &r.design == design)
                 .filter_map(|r| {
                     let i = r.instances.iter().find(|i| &i.name == instance)?;
                     let value = *i.metrics.get(metric)?;
@@ -100,6 +101,7 @@ pub fn series(records: &[RunRecord], selection: &Selection) -> Vec<HistorySeries
                 branch: selection.branch.clone(),
                 unbranched: selection.unbranched,
                 machine: selection.machine.clone(),
+                design: design.clone(),
                 points,
                 change_points: Vec::new(),
             });
@@ -153,6 +155,7 @@ pub(crate) mod tests {
             machine_summary: "m".to_owned(),
             loadgate_version: "0.1.0".to_owned(),
             outcome: "passed".to_owned(),
+            design: None,
             instances: vec![InstanceRecord {
                 index: 0,
                 name: "get".to_owned(),
@@ -165,6 +168,20 @@ pub(crate) mod tests {
                 profile: None,
             }],
         }
+    }
+
+    #[test]
+    fn a_duet_run_never_joins_an_in_turn_series() {
+        let mut records: Vec<RunRecord> = (0..6).map(|i| record(i, 10.0, 100.0)).collect();
+        for r in records.iter_mut().skip(4) {
+            r.design = Some("duet".to_owned());
+            r.instances[0].metrics.insert("p99".to_owned(), 12.0);
+        }
+        let selection = Selection { metrics: vec!["p99".to_owned()], ..Selection::default() };
+        let found = series(&records, &selection);
+        let shapes: Vec<(Option<&str>, Vec<f64>)> =
+            found.iter().map(|s| (s.design.as_deref(), s.points.iter().map(|p| p.value).collect())).collect();
+        assert_eq!(shapes, [(None, vec![10.0; 4]), (Some("duet"), vec![12.0; 2])]);
     }
 
     #[test]

@@ -108,6 +108,7 @@ fn small(n: usize, spec: &str, branch: Option<&str>, machine: &str, started_at: 
         machine_summary: "Test CPU · 2 CPUs · kvm".to_owned(),
         loadgate_version: "0.1.0".to_owned(),
         outcome: "passed".to_owned(),
+        design: (n % 5 == 4).then(|| "duet".to_owned()),
         instances: vec![InstanceRecord {
             index: 0,
             name: "api[connections=16]".to_owned(),
@@ -400,7 +401,9 @@ fn a_store_of_the_first_schema_is_brought_up_to_date_keeping_its_runs(place: &Pl
     store
         .add(&RunRecord { instances: vec![InstanceRecord { profile: None, ..old.instances[0].clone() }], ..old })
         .expect("adds");
-    // Back to the first schema: what loadgate wrote before instances kept their profile.
+    // Back to the first schema: what loadgate wrote before instances kept their profile and runs their design.
+    raw(&mut store, "ALTER TABLE runs DROP COLUMN design");
+    raw(&mut store, "DELETE FROM loadgate_schema WHERE version = 3");
     raw(&mut store, "ALTER TABLE instances DROP COLUMN profile");
     raw(&mut store, "DELETE FROM loadgate_schema WHERE version = 2");
     drop(store);
@@ -427,13 +430,13 @@ fn a_newer_schema_is_refused_untouched(place: &Place) {
     };
     let e = Store::open(&location).expect_err("a newer schema");
     assert!(matches!(e, HistoryError::NewerSchema { found: 99, known: SCHEMA_VERSION, .. }), "{e}");
-    assert!(e.to_string().contains("schema version 99, newer than this loadgate knows (2)"), "{e}");
+    assert!(e.to_string().contains("schema version 99, newer than this loadgate knows (3)"), "{e}");
     match place {
         Place::Sqlite(_) => assert_eq!(std::fs::read(&location).expect("the file"), before, "the file is unchanged"),
         Place::Postgres(server) => {
             let db = location.rsplit('/').next().unwrap_or_default();
             let versions = server.psql(db, "SELECT version FROM loadgate_schema ORDER BY version").expect("psql");
-            assert_eq!(versions.trim(), "1\n2\n99");
+            assert_eq!(versions.trim(), "1\n2\n3\n99");
             assert_eq!(server.psql(db, "SELECT count(*) FROM runs").expect("psql").trim(), "1");
         }
     }

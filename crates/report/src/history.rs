@@ -124,7 +124,11 @@ impl SeriesView {
             })
             .collect();
         SeriesView {
-            title: format!("{} / {} / {}", s.spec, s.instance, s.metric),
+            // A duet's series is its own (each side measured beside the other's load): its title says so.
+            title: match &s.design {
+                Some(design) => format!("{} / {} ({design}) / {}", s.spec, s.instance, s.metric),
+                None => format!("{} / {} / {}", s.spec, s.instance, s.metric),
+            },
             subtitle,
             latest: s.points.last().map_or_else(|| "n/a".to_owned(), |p| format_value(s, p.value)),
             change_points,

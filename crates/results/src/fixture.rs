@@ -656,6 +656,7 @@ pub fn history_series() -> crate::history::HistorySeries {
         branch: Some("main".into()),
         unbranched: false,
         machine: None,
+        design: None,
         points: (0..30)
             .map(|i| HistoryPoint {
                 run_id: format!("r{i}"),

@@ -30,6 +30,10 @@ pub struct HistorySeries {
     /// The machine fingerprint the series was limited to; `None`: every machine.
     #[serde(default)]
     pub machine: Option<String>,
+    /// The A/B design of its runs when it changes what a side's numbers mean (`duet`); a series never mixes
+    /// designs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<String>,
     /// The runs, oldest first.
     pub points: Vec<HistoryPoint>,
     /// The change points found in `points`, oldest first.

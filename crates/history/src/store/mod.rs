@@ -23,7 +23,7 @@ pub use engine::{Engine, Kind, Value};
 pub use location::{is_postgres, redact};
 
 /// The newest schema version this build knows: the last of [`MIGRATIONS`].
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The table holding the schema's version (one row per migration applied).
 pub const VERSION_TABLE: &str = "loadgate_schema";
@@ -112,6 +112,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         // Whether an instance was profiled, and what its profile named.
         statements: &["ALTER TABLE instances ADD COLUMN profile TEXT"],
+    },
+    Migration {
+        version: 3,
+        // How an A/B run loaded its sides when it changes what its numbers mean (`duet`).
+        statements: &["ALTER TABLE runs ADD COLUMN design TEXT"],
     },
 ];
 
@@ -404,8 +409,8 @@ impl Store {
 
 /// The columns of a run's row, in the order [`Db::run_from_row`] reads them.
 const RUN_COLUMNS: &str = "id, run_id, spec, spec_file, plan_hash, git_commit, branch, label, started_at, machine, \
-                           machine_summary, loadgate_version, outcome, record_version";
-const RUN_KINDS: [Kind; 14] = [
+                           machine_summary, loadgate_version, outcome, record_version, design";
+const RUN_KINDS: [Kind; 15] = [
     Kind::Int,
     Kind::Text,
     Kind::Text,
@@ -420,6 +425,7 @@ const RUN_KINDS: [Kind; 14] = [
     Kind::Text,
     Kind::Text,
     Kind::Int,
+    Kind::OptText,
 ];
 
 fn int_at(row: &[Value], i: usize) -> Option<i64> {
@@ -555,8 +561,8 @@ impl Db<'_> {
         let rows = self.query(
             &doing,
             "INSERT INTO runs (run_id, spec, spec_file, plan_hash, git_commit, branch, label, started_at, started_key, \
-             machine, machine_summary, loadgate_version, outcome, record_version) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING id",
+             machine, machine_summary, loadgate_version, outcome, record_version, design) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING RETURNING id",
             &[
                 Value::Text(record.run_id.clone()),
                 Value::Text(record.spec.clone()),
@@ -572,6 +578,7 @@ impl Db<'_> {
                 Value::Text(record.loadgate_version.clone()),
                 Value::Text(record.outcome.clone()),
                 Value::Int(i64::from(record.record_version)),
+                Value::OptText(record.design.clone()),
             ],
             &[Kind::Int],
         )?;
@@ -659,6 +666,7 @@ impl Db<'_> {
                 machine_summary: text(10, "machine_summary")?,
                 loadgate_version: text(11, "loadgate_version")?,
                 outcome: text(12, "outcome")?,
+                design: opt(14, "design")?,
                 instances: Vec::new(),
             })
         };
