@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loadgate_model::output::OutputSpec;
+use loadgate_runner::source::Vars;
 
 /// Declarative benchmark-as-code: YAML specs, an embedded load engine, CI gates.
 ///
@@ -159,33 +161,23 @@ pub struct VarArgs {
 }
 
 impl VarArgs {
-    /// The spec loader's options: `--set` and `--secret` values, the process environment.
-    pub fn load_options(&self) -> loadgate_spec::LoadOptions {
-        let mut sets = self.sets.clone();
-        sets.extend(self.secrets.iter().cloned());
-        let mut opts = loadgate_spec::LoadOptions::from_process_env(sets);
-        opts.secret_vars = self.secrets.iter().map(|(k, _)| k.clone()).collect();
-        opts.allow_data_outside_spec_dir = self.allow_data_outside_spec_dir;
-        if let Some(max) = self.max_data_file_bytes {
-            opts.max_data_file_bytes = max;
+    /// The variables as the spec loader takes them.
+    pub fn to_vars(&self) -> Vars {
+        Vars {
+            sets: self.sets.clone(),
+            secrets: self.secrets.clone(),
+            allow_data_outside_spec_dir: self.allow_data_outside_spec_dir,
+            max_data_file_bytes: self.max_data_file_bytes,
         }
-        opts
     }
 }
 
-/// A duration such as `5s` or `1m`.
-/// One `--output`: where to, or `none` (the spec's `outputs:` switched off).
-#[derive(Debug, Clone)]
-pub enum OutputFlag {
-    None,
-    To(loadgate_model::output::OutputSpec),
-}
-
-fn parse_output(s: &str) -> Result<OutputFlag, String> {
+/// One `--output`: where to, or `none` (`None`: the spec's `outputs:` switched off).
+fn parse_output(s: &str) -> Result<Option<OutputSpec>, String> {
     if s.trim() == "none" {
-        return Ok(OutputFlag::None);
+        return Ok(None);
     }
-    loadgate_model::output::OutputSpec::parse_flag(s).map(OutputFlag::To)
+    OutputSpec::parse_flag(s).map(Some)
 }
 
 fn parse_output_header(s: &str) -> Result<(String, String), String> {
@@ -326,7 +318,7 @@ pub struct RunArgs {
     /// sends nowhere. An endpoint that is down or slow never slows the load: what it could not take is dropped,
     /// counted and reported (and in `export.json`).
     #[arg(long = "output", value_name = "KIND=URL", value_parser = parse_output)]
-    pub outputs: Vec<OutputFlag>,
+    pub outputs: Vec<Option<OutputSpec>>,
     /// A request header sent with every push of the `--output`s given here (`X-Scope-OrgID: team`,
     /// `Authorization: Bearer TOKEN`). Repeatable. Its value is sent to the endpoint and written nowhere.
     #[arg(long = "output-header", value_name = "NAME: VALUE", value_parser = parse_output_header, requires = "outputs")]
@@ -464,35 +456,6 @@ pub struct FlagArgs {
 }
 
 impl FlagArgs {
-    /// The spec-less run's flags that were given (they need a URL).
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut given = Vec::new();
-        let mut note = |set: bool, name: &'static str| {
-            if set {
-                given.push(name);
-            }
-        };
-        note(self.connections.is_some(), "-c");
-        note(self.duration.is_some(), "-d");
-        note(self.requests.is_some(), "-n");
-        note(self.threads.is_some(), "-t");
-        note(self.rate.is_some(), "-R");
-        note(self.timeout.is_some(), "--timeout");
-        note(!self.headers.is_empty(), "-H");
-        note(self.method.is_some(), "-m");
-        note(self.body.is_some(), "--body");
-        note(self.pipeline.is_some(), "--pipeline");
-        note(self.pipeline_reads.is_some(), "--pipeline-reads");
-        note(self.no_keepalive, "--no-keepalive");
-        note(self.insecure, "-k");
-        note(self.http2, "--http2");
-        note(self.protocol.is_some(), "--protocol");
-        note(self.streams.is_some(), "--streams");
-        note(!self.slos.is_empty(), "--slo");
-        note(self.print_spec, "--print-spec");
-        given
-    }
-
     /// The flags as the import library reads them.
     pub fn to_flag_run(&self) -> loadgate_runner::source::FlagRun {
         loadgate_runner::source::FlagRun {
@@ -650,14 +613,14 @@ pub struct ServeArgs {
 }
 
 /// The server's configuration, field by field (the runner starts the built-in server with the flags
-/// [`loadgate_server::ServeConfig::to_args`] writes: each of them is a flag here).
-impl From<ServeArgs> for loadgate_server::ServeConfig {
+/// [`loadgate_runner::serve::ServeConfig::to_args`] writes: each of them is a flag here).
+impl From<ServeArgs> for loadgate_runner::serve::ServeConfig {
     fn from(args: ServeArgs) -> Self {
         let tls = match (args.tls_cert, args.tls_key) {
-            (Some(cert), Some(key)) => Some(loadgate_server::ServeTls::Files { cert, key }),
-            _ => args.tls.then_some(loadgate_server::ServeTls::SelfSigned),
+            (Some(cert), Some(key)) => Some(loadgate_runner::serve::ServeTls::Files { cert, key }),
+            _ => args.tls.then_some(loadgate_runner::serve::ServeTls::SelfSigned),
         };
-        let server = loadgate_server::ServerBehaviour {
+        let server = loadgate_runner::serve::ServerBehaviour {
             kind: args.kind,
             delay: args.delay,
             status: args.status,
@@ -666,12 +629,13 @@ impl From<ServeArgs> for loadgate_server::ServeConfig {
             work: args.work,
             slow_path: args.slow_path,
         };
-        loadgate_server::ServeConfig { server, listen: args.listen, threads: args.threads, tls }
+        loadgate_runner::serve::ServeConfig { server, listen: args.listen, threads: args.threads, tls }
     }
 }
 
 fn serve_kind(text: &str) -> Result<loadgate_model::BuiltinKind, String> {
-    loadgate_server::parse_kind(text).ok_or_else(|| format!("unknown kind `{text}`; use plaintext, echo, delay or cpu"))
+    loadgate_runner::serve::parse_kind(text)
+        .ok_or_else(|| format!("unknown kind `{text}`; use plaintext, echo, delay or cpu"))
 }
 
 fn socket_addr(text: &str) -> Result<std::net::SocketAddr, String> {

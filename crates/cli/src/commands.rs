@@ -1,21 +1,21 @@
 //! One function per command; each returns its exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{CommandFactory, Parser};
-use loadgate_plan::ShardOptions;
-use loadgate_runner::export::ExportConfig;
-use loadgate_runner::job::{Distribution, JobOptions, ScratchDir, SpecInput};
+use loadgate_runner::job::{Distribution, SpecInput};
+use loadgate_runner::options::{OnInconclusive, Pacing, RunFlags};
+use loadgate_runner::placement::ShardFlags;
 use loadgate_runner::reports::RerenderError;
+use loadgate_runner::serve::{ServeConfig, ServeError, ServeTls};
 use loadgate_runner::source::{FlagRun, RunSource};
-use loadgate_runner::{BuiltinServer, Interrupt, Job, JobError, RunError};
-use loadgate_spec::OnInconclusive;
+use loadgate_runner::{Job, RunError};
 
 use crate::args::{
     AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
     PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ValidateArgs,
 };
-use crate::exit::Exit;
+use crate::exit::{fail, job_failed, Exit};
 use crate::output::Output;
 use crate::render::{Renderer, Views};
 use crate::specs::load_all;
@@ -39,7 +39,7 @@ pub fn main_impl() -> Exit {
             out.data(&if a.results {
                 loadgate_results::json_schema()
             } else {
-                loadgate_spec::schema::spec_schema_json()
+                loadgate_runner::source::spec_schema_json()
             });
             Ok(Exit::Pass)
         }
@@ -54,7 +54,7 @@ pub fn main_impl() -> Exit {
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
         Command::Compare(a) => crate::memory::compare(&out, a),
-        Command::History(a) => crate::memory::history(&out, a, cli.color, cli.verbose),
+        Command::History(a) => crate::memory::history(&out, a),
         Command::Merge(a) => merge(&out, a, cli.color, cli.verbose),
         Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
         Command::K8s(a) => k8s(&out, a),
@@ -62,14 +62,6 @@ pub fn main_impl() -> Exit {
         Command::Import(a) => import(&out, a),
     };
     result.unwrap_or_else(|exit| exit)
-}
-
-/// Prints `error: ...` and gives `exit`: the `?` of the commands below.
-fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
-    move |message| {
-        out.error(&format!("error: {message}"));
-        exit
-    }
 }
 
 fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
@@ -105,19 +97,12 @@ fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
     Ok(Exit::Pass)
 }
 
-fn read_template(out: &Output, path: Option<&Path>) -> Result<Option<String>, Exit> {
-    path.map(|p| {
-        std::fs::read_to_string(p)
-            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the template {}: {e}", p.display())))
-    })
-    .transpose()
-}
-
 /// The specs of `loadgate run`: files, or one built from wrk-style flags and a URL (`--url`, or the one
 /// positional argument, wrk's order), as [`loadgate_runner::source`] reads them. Says which it took.
 fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<SpecInput>, Exit> {
-    let given = args.flags.given();
-    let source = loadgate_runner::source::run_source(&args.specs, args.flags.url.as_deref(), &given);
+    let f = &args.flags;
+    let given = loadgate_runner::source::flags_given(&f.to_flag_run(), f.http2, f.print_spec);
+    let source = loadgate_runner::source::run_source(&args.specs, f.url.as_deref(), &given);
     let url = match source.map_err(job_failed(out))? {
         RunSource::Files(paths) => {
             for path in &paths {
@@ -141,7 +126,8 @@ fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<SpecInput>, Exit> {
         }
         return Ok(Vec::new());
     }
-    let made = loadgate_runner::source::flag_spec(&flags, &args.vars.load_options()).map_err(job_failed(out))?;
+    let made =
+        loadgate_runner::source::flag_spec(&flags, &args.vars.to_vars().load_options()).map_err(job_failed(out))?;
     out.info(&format!(
         "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
         made.url
@@ -173,15 +159,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     } else {
         *out
     };
-    let scratch = to_stdout
-        .then(|| {
-            ScratchDir::new().map_err(|e| {
-                fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the run: {e}"))
-            })
-        })
-        .transpose()?;
-    let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf());
-    let options = run_options(out, &args, out_root)?;
+    let (options, _scratch) = loadgate_runner::options::run(run_flags(&args)).map_err(job_failed(out))?;
     let specs = run_specs(out, &args)?;
     if !matches!(options.distribution, Distribution::Whole) && specs.len() != 1 {
         return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
@@ -202,46 +180,6 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         exit = exit.worst(run_job(out, job, &args, &options.out_root, &shown));
     }
     Ok(exit)
-}
-
-/// The [`JobOptions`] of `loadgate run`'s command line.
-fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOptions, Exit> {
-    let exe = std::env::current_exe().map_err(|e| {
-        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
-    })?;
-    Ok(JobOptions {
-        out_root,
-        overrides: run_overrides(args),
-        distribution: distribution(args, &exe).map_err(fail(out, Exit::InvalidInput))?,
-        baseline: read_baseline(out, args.baseline.as_deref())?,
-        template: read_template(out, args.template.as_deref())?,
-        step_summary: step_summary(),
-        builtin: BuiltinServer::Process { exe },
-        interrupt: Interrupt::from_signals(),
-        pin_within_affinity: args.pin_within_affinity,
-        shard_cpus: args.shard_cpus.clone(),
-        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
-        from_flags: args.from_flags,
-        export: ExportConfig {
-            linger: args.metrics_linger,
-            ..ExportConfig::new(command_line_outputs(args), args.metrics_listen.clone())
-        },
-        spec_outputs: args.outputs.is_empty(),
-        checkpoint: Some(args.checkpoint.as_std()),
-    })
-}
-
-/// The `--output`s given, each with the `--output-header`s (`--output none` adds none).
-fn command_line_outputs(args: &RunArgs) -> Vec<loadgate_model::output::OutputSpec> {
-    let to = args.outputs.iter().filter_map(|o| match o {
-        crate::args::OutputFlag::To(spec) => Some(spec.clone()),
-        crate::args::OutputFlag::None => None,
-    });
-    to.map(|mut spec| {
-        spec.headers.extend(args.output_headers.iter().cloned());
-        spec
-    })
-    .collect()
 }
 
 /// How `loadgate run` shows a job.
@@ -294,23 +232,6 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
     exit.worst(renderer.outcome(&outcome))
 }
 
-/// `GITHUB_STEP_SUMMARY`, when set: the final Markdown report is appended to it.
-fn step_summary() -> Option<PathBuf> {
-    std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into)
-}
-
-/// A job that could not be built: exit 2 for what the user gave, 3 for what this machine could not do.
-fn job_failed(out: &Output) -> impl Fn(JobError) -> Exit + '_ {
-    move |e| match e {
-        JobError::Diagnostic(rendered) => {
-            out.error(&rendered);
-            Exit::InvalidInput
-        }
-        JobError::Invalid(m) => fail(out, Exit::InvalidInput)(m),
-        JobError::Machine(m) => fail(out, Exit::RunFailed)(m),
-    }
-}
-
 /// A run that could not begin: an output directory that cannot be used is a wrong `--out` (nothing ran).
 fn run_error(out: &Output, e: RunError) -> Exit {
     match e {
@@ -319,53 +240,41 @@ fn run_error(out: &Output, e: RunError) -> Exit {
     }
 }
 
-/// The results `--baseline FILE` names (of `run`, `merge` and `repro`), read and checked.
-fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_results::RunResults>, Exit> {
-    path.map(|p| {
-        loadgate_runner::source::read_results(p)
-            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
-    })
-    .transpose()
-}
-
-/// How this run takes part in a run on several generators, from the shard flags: `--shard I/N`, or
-/// `--shard-count N`, or `--shards N` (local shard processes of `exe`).
-fn distribution(args: &RunArgs, exe: &Path) -> Result<Distribution, String> {
+/// `loadgate run`'s options besides its specs, for [`loadgate_runner::options::run`].
+fn run_flags(args: &RunArgs) -> RunFlags {
     let a = &args.shards;
-    let flags = loadgate_runner::placement::ShardFlags {
-        shard: a.shard,
-        shard_count: a.shard_count,
-        shards: a.shards,
-        run_id: a.run_id.clone(),
-        start_at: a.start_at.clone(),
-        barrier: a.barrier.clone(),
-        barrier_timeout: a.barrier_timeout.clone(),
-        metrics_listen: args.metrics_listen.is_some(),
-    };
-    loadgate_runner::placement::distribution(&flags, exe, shard_options(args))
-}
-
-/// What every local shard process gets of this command line: what changes its plan, and its own series to
-/// export (labelled `shard`; the spec's `outputs:` reach them with the spec).
-fn shard_options(args: &RunArgs) -> ShardOptions {
-    ShardOptions {
-        sets: args.vars.sets.clone(),
-        secrets: args.vars.secrets.clone(),
-        allow_data_outside_spec_dir: args.vars.allow_data_outside_spec_dir,
-        max_data_file_bytes: args.vars.max_data_file_bytes,
+    RunFlags {
+        out: args.out.clone(),
+        vars: args.vars.to_vars(),
+        baseline: args.baseline.clone(),
+        template: args.template.clone(),
+        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         repeat: args.repeat,
-        connect_rate: args.connect_rate,
+        on_inconclusive: args.on_inconclusive.map(|on| match on {
+            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+            InconclusiveArg::Fail => OnInconclusive::Fail,
+            InconclusiveArg::Pass => OnInconclusive::Pass,
+        }),
         pacing: args.pacing.map(pacing_of),
+        connect_rate: args.connect_rate,
         pin_within_affinity: args.pin_within_affinity,
-        outputs: args
-            .outputs
-            .iter()
-            .map(|o| match o {
-                crate::args::OutputFlag::None => None,
-                crate::args::OutputFlag::To(o) => Some(o.clone()),
-            })
-            .collect(),
+        shard_cpus: args.shard_cpus.clone(),
+        from_flags: args.from_flags,
+        outputs: args.outputs.clone(),
         output_headers: args.output_headers.clone(),
+        metrics_listen: args.metrics_listen.clone(),
+        metrics_linger: args.metrics_linger,
+        checkpoint: args.checkpoint.as_std(),
+        shards: ShardFlags {
+            shard: a.shard,
+            shard_count: a.shard_count,
+            shards: a.shards,
+            run_id: a.run_id.clone(),
+            start_at: a.start_at.clone(),
+            barrier: a.barrier.clone(),
+            barrier_timeout: a.barrier_timeout.clone(),
+            metrics_listen: false,
+        },
     }
 }
 
@@ -396,21 +305,10 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     // `--out -`: results.json on stdout, the summaries on stderr, no files (as `run --out -`).
     let to_stdout = args.out.as_os_str() == "-";
     let out = &if to_stdout { out.reserving_stdout() } else { *out };
-    let template = read_template(out, args.template.as_deref())?;
-    let scratch = if to_stdout {
-        Some(ScratchDir::new().map_err(|e| {
-            fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the merge: {e}"))
-        })?)
-    } else {
-        None
-    };
-    let options = JobOptions {
-        baseline: read_baseline(out, args.baseline.as_deref())?,
-        template,
-        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
-        step_summary: step_summary(),
-        ..JobOptions::new(scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf()))
-    };
+    let history = crate::memory::history_request(args.history.as_deref(), &args.history_meta);
+    let (options, _scratch) =
+        loadgate_runner::options::merge(&args.out, args.baseline.as_deref(), args.template.as_deref(), history)
+            .map_err(job_failed(out))?;
     let job = Job::merge(&args.files, options).map_err(job_failed(out))?;
     let views = Views { no_files: to_stdout, ..Views::default() };
     let secrets = job.secrets().clone();
@@ -433,35 +331,12 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     Ok(renderer.outcome(&outcome))
 }
 
-/// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
-fn run_overrides(args: &RunArgs) -> loadgate_runner::job::RunOverrides {
-    loadgate_runner::job::RunOverrides {
-        repeat: args.repeat,
-        on_inconclusive: args.on_inconclusive.map(|on| match on {
-            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-            InconclusiveArg::Fail => OnInconclusive::Fail,
-            InconclusiveArg::Pass => OnInconclusive::Pass,
-        }),
-        pacing: args.pacing.map(pacing_of),
-        connect_rate: args.connect_rate,
-    }
-}
-
 /// `loadgate repro RESULTS`: rebuild the CI run's plan from the spec results.json embeds, run it as `loadgate run`
 /// does, print the two runs side by side.
 fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
     let path = args.results.display();
-    let exe = std::env::current_exe().map_err(|e| {
-        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
-    })?;
-    let options = JobOptions {
-        baseline: read_baseline(out, args.baseline.as_deref())?,
-        step_summary: step_summary(),
-        builtin: BuiltinServer::Process { exe },
-        interrupt: Interrupt::from_signals(),
-        pin_within_affinity: args.pin_within_affinity,
-        ..JobOptions::new(&args.out)
-    };
+    let options = loadgate_runner::options::repro(&args.out, args.baseline.as_deref(), args.pin_within_affinity)
+        .map_err(job_failed(out))?;
     let (job, ci) = Job::reproduce(&args.results, args.secrets.clone(), options).map_err(job_failed(out))?;
     let plan_hash = job.plan().map(|p| p.hash.clone()).unwrap_or_default();
     out.info(&format!(
@@ -500,7 +375,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
 }
 
 fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
-    let template = read_template(out, args.template.as_deref())?;
+    let template = loadgate_runner::options::template(args.template.as_deref()).map_err(job_failed(out))?;
     let mut results = loadgate_runner::source::read_results(&args.results).map_err(job_failed(out))?;
     let beside = args.results.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let dir = args.out.clone().unwrap_or_else(|| beside.to_path_buf());
@@ -516,14 +391,7 @@ fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
 
 /// `loadgate import`: a load tool's command line, or recorded traffic (`log FILE`, `har FILE`), as a spec.
 fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
-    let (yaml, notes) = match loadgate_runner::traffic::import(&args.command).map_err(job_failed(out))? {
-        Some(made) => (made.yaml, made.notes),
-        None => {
-            let imported = loadgate_runner::source::import(&args.command.join(" "))
-                .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-            (imported.yaml, imported.notes)
-        }
-    };
+    let (yaml, notes) = loadgate_runner::source::import_spec(&args.command).map_err(job_failed(out))?;
     out.data(&yaml);
     for note in &notes {
         out.error(&format!("note: {note}"));
@@ -531,22 +399,17 @@ fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
     Ok(Exit::Pass)
 }
 
+/// `loadgate serve`: the built-in server in the foreground.
 fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
-    let cfg = loadgate_server::ServeConfig::from(args);
-    if cfg.tls == Some(loadgate_server::ServeTls::SelfSigned) {
+    let cfg = ServeConfig::from(args);
+    if cfg.tls == Some(ServeTls::SelfSigned) {
         out.error(
             "note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)",
         );
     }
-    let https = cfg.tls.is_some();
-    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, https))).map_err(|e| {
-        // A configuration the server refuses (a flag for another kind) is a wrong command line.
-        let exit = if matches!(e, loadgate_server::ServerError::InvalidServer(_)) {
-            Exit::InvalidInput
-        } else {
-            Exit::RunFailed
-        };
-        fail(out, exit)(e.to_string())
+    loadgate_runner::serve::serve(&cfg, |line| out.data(&line)).map_err(|e| match e {
+        ServeError::Invalid(m) => fail(out, Exit::InvalidInput)(m),
+        ServeError::Failed(m) => fail(out, Exit::RunFailed)(m),
     })?;
     Ok(Exit::Pass)
 }
@@ -588,9 +451,9 @@ fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
 }
 
 /// `--pacing`'s value (`hardware.generator.pacing`).
-fn pacing_of(p: PacingArg) -> loadgate_model::Pacing {
+fn pacing_of(p: PacingArg) -> Pacing {
     match p {
-        PacingArg::Default => loadgate_model::Pacing::Default,
-        PacingArg::Precise => loadgate_model::Pacing::Precise,
+        PacingArg::Default => Pacing::Default,
+        PacingArg::Precise => Pacing::Precise,
     }
 }

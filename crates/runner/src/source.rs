@@ -12,7 +12,35 @@ use loadgate_results::{RunResults, ShardPart};
 use crate::error::JobError;
 
 pub use loadgate_import::{import, FlagRun, ImportError, Imported};
+pub use loadgate_spec::schema::spec_schema_json;
 pub use loadgate_spec::LoadOptions;
+
+/// A spec's variables and data-file limits, as given (`--set`, `--secret`, `--allow-data-outside-spec-dir`,
+/// `--max-data-file-bytes`).
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    pub sets: Vec<(String, String)>,
+    /// Like `sets`, and secret: replaced by `***` in every report and printout.
+    pub secrets: Vec<(String, String)>,
+    pub allow_data_outside_spec_dir: bool,
+    /// Default: the loader's (16 MiB).
+    pub max_data_file_bytes: Option<u64>,
+}
+
+impl Vars {
+    /// The spec loader's options: the values set and secret, the process environment.
+    pub fn load_options(&self) -> LoadOptions {
+        let mut sets = self.sets.clone();
+        sets.extend(self.secrets.iter().cloned());
+        let mut opts = LoadOptions::from_process_env(sets);
+        opts.secret_vars = self.secrets.iter().map(|(k, _)| k.clone()).collect();
+        opts.allow_data_outside_spec_dir = self.allow_data_outside_spec_dir;
+        if let Some(max) = self.max_data_file_bytes {
+            opts.max_data_file_bytes = max;
+        }
+        opts
+    }
+}
 
 /// A spec that validated, as the user gave it.
 #[derive(Debug, Clone)]
@@ -98,6 +126,43 @@ pub enum RunSource {
 fn is_url(arg: &str) -> bool {
     let lower = arg.get(..8).unwrap_or(arg).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// The options of a run without a spec given in `flags` (they need a URL), as the command line names them, in
+/// its order: `http2` says the protocol was given as `--http2`, `print_spec` that `--print-spec` was given.
+pub fn flags_given(flags: &FlagRun, http2: bool, print_spec: bool) -> Vec<&'static str> {
+    let f = flags;
+    let given = [
+        (f.connections.is_some(), "-c"),
+        (f.duration.is_some(), "-d"),
+        (f.requests.is_some(), "-n"),
+        (f.threads.is_some(), "-t"),
+        (f.rate.is_some(), "-R"),
+        (f.timeout.is_some(), "--timeout"),
+        (!f.headers.is_empty(), "-H"),
+        (f.method.is_some(), "-m"),
+        (f.body.is_some(), "--body"),
+        (f.pipeline.is_some(), "--pipeline"),
+        (f.pipeline_reads.is_some(), "--pipeline-reads"),
+        (f.no_keepalive, "--no-keepalive"),
+        (f.insecure, "-k"),
+        (http2, "--http2"),
+        (f.protocol.is_some() && !http2, "--protocol"),
+        (f.streams.is_some(), "--streams"),
+        (!f.slos.is_empty(), "--slo"),
+        (print_spec, "--print-spec"),
+    ];
+    given.into_iter().filter_map(|(set, name)| set.then_some(name)).collect()
+}
+
+/// `loadgate import`: recorded traffic (`log FILE ...`, `har FILE ...`, read by [`crate::traffic::import`]) or a
+/// load tool's command line (its words joined with spaces), as a spec's YAML and the notes to show with it.
+pub fn import_spec(words: &[String]) -> Result<(String, Vec<String>), JobError> {
+    if let Some(made) = crate::traffic::import(words)? {
+        return Ok((made.yaml, made.notes));
+    }
+    let imported = import(&words.join(" ")).map_err(|e| JobError::Invalid(e.to_string()))?;
+    Ok((imported.yaml, imported.notes))
 }
 
 /// The source of `loadgate run`: its positional `args` (spec files, or one URL, wrk's order) and `--url`, checked.
