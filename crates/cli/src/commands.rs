@@ -3,12 +3,13 @@
 use std::path::Path;
 
 use clap::{CommandFactory, Parser};
+use loadgate_model::secrets::Redactor;
 use loadgate_runner::job::{Distribution, SpecInput};
 use loadgate_runner::options::{OnInconclusive, Pacing, RunFlags};
 use loadgate_runner::placement::ShardFlags;
 use loadgate_runner::reports::RerenderError;
 use loadgate_runner::serve::{ServeConfig, ServeError, ServeTls};
-use loadgate_runner::source::{FlagRun, RunSource};
+use loadgate_runner::source::{FlagRun, RunSpecs};
 use loadgate_runner::{Job, RunError};
 
 use crate::args::{
@@ -98,44 +99,42 @@ fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
 }
 
 /// The specs of `loadgate run`: files, or one built from wrk-style flags and a URL (`--url`, or the one
-/// positional argument, wrk's order), as [`loadgate_runner::source`] reads them. Says which it took.
+/// positional argument, wrk's order), as [`loadgate_runner::source::run_specs`] reads them. Says which it took.
 fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<SpecInput>, Exit> {
     let f = &args.flags;
-    let given = loadgate_runner::source::flags_given(&f.to_flag_run(), f.http2, f.print_spec);
-    let source = loadgate_runner::source::run_source(&args.specs, f.url.as_deref(), &given);
-    let url = match source.map_err(job_failed(out))? {
-        RunSource::Files(paths) => {
+    let flags = FlagRun {
+        pacing: args.pacing.map(|p| pacing_of(p).name().to_owned()),
+        connect_rate: args.connect_rate.map(|r| r.to_string()),
+        ..f.to_flag_run()
+    };
+    let vars = args.vars.to_vars();
+    match loadgate_runner::source::run_specs(&args.specs, flags, f.http2, f.print_spec, &vars)
+        .map_err(job_failed(out))?
+    {
+        RunSpecs::Files(paths) => {
             for path in &paths {
                 out.info(&format!("spec file {}", path.display()));
             }
-            return load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput);
+            load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput)
         }
-        RunSource::Url(url) => url,
-    };
-    let flags = FlagRun {
-        url: Some(url),
-        pacing: args.pacing.map(|p| pacing_of(p).name().to_owned()),
-        connect_rate: args.connect_rate.map(|r| r.to_string()),
-        ..args.flags.to_flag_run()
-    };
-    if args.flags.print_spec {
-        let (printable, notes) = loadgate_runner::source::printable_flag_spec(&flags).map_err(job_failed(out))?;
-        out.data(&printable);
-        for note in notes {
-            out.error(&format!("note: {note}"));
+        RunSpecs::Print { yaml, notes } => {
+            out.data(&yaml);
+            for note in notes {
+                out.error(&format!("note: {note}"));
+            }
+            Ok(Vec::new())
         }
-        return Ok(Vec::new());
+        RunSpecs::Flags(made) => {
+            out.info(&format!(
+                "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
+                made.url
+            ));
+            for warning in &made.warnings {
+                out.error(warning);
+            }
+            Ok(vec![made.input])
+        }
     }
-    let made =
-        loadgate_runner::source::flag_spec(&flags, &args.vars.to_vars().load_options()).map_err(job_failed(out))?;
-    out.info(&format!(
-        "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
-        made.url
-    ));
-    for warning in &made.warnings {
-        out.error(warning);
-    }
-    Ok(vec![made.input])
 }
 
 /// Whether to print GitHub Actions annotations.
@@ -205,8 +204,15 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
     let mut exit = Exit::Pass;
     if let Some(results) = &outcome.results {
         if let Some(slice) = shard {
-            let dir = out_root.join(&name);
-            if let Err(e) = write_shard_result(out, results, &dir, slice, shown.to_stdout, &secrets) {
+            // With `--out -`, framed on stdout.
+            let written = if shown.to_stdout {
+                let framed = loadgate_results::shards::frame(results).map_err(|e| e.to_string());
+                framed.map(|framed| out.document(&secrets.scrub(&framed)))
+            } else {
+                loadgate_runner::job::write_shard_result(results, &out_root.join(&name), slice, &secrets)
+                    .map(|path| out.info(&format!("shard result: {}", path.display())))
+            };
+            if let Err(e) = written {
                 exit = fail(out, Exit::RunFailed)(e);
             }
         }
@@ -217,10 +223,7 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
             }
         }
         if (shown.to_stdout && shard.is_none()) || args.json {
-            match loadgate_results::to_json(results) {
-                Ok(json) => out.document(&secrets.scrub(&json)),
-                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
-            }
+            print_results(out, results, &secrets);
         }
         if let Some(path) = &args.save_baseline {
             if let Err(e) = loadgate_runner::reports::save_baseline(results, path, &secrets) {
@@ -230,6 +233,14 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
         }
     }
     exit.worst(renderer.outcome(&outcome))
+}
+
+/// results.json on stdout (`--out -`, `--json`), its secrets scrubbed.
+fn print_results(out: &Output, results: &loadgate_results::RunResults, secrets: &Redactor) {
+    match loadgate_results::to_json(results) {
+        Ok(json) => out.document(&secrets.scrub(&json)),
+        Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
+    }
 }
 
 /// A run that could not begin: an output directory that cannot be used is a wrong `--out` (nothing ran).
@@ -278,29 +289,6 @@ fn run_flags(args: &RunArgs) -> RunFlags {
     }
 }
 
-/// A shard's result: `<dir>/shard-I-of-N.json`, or framed on stdout with `--out -`.
-fn write_shard_result(
-    out: &Output,
-    results: &loadgate_results::RunResults,
-    dir: &Path,
-    slice: loadgate_plan::Slice,
-    to_stdout: bool,
-    secrets: &loadgate_model::secrets::Redactor,
-) -> Result<(), String> {
-    if to_stdout {
-        let framed = loadgate_results::shards::frame(results).map_err(|e| e.to_string())?;
-        out.document(&secrets.scrub(&framed));
-        return Ok(());
-    }
-    let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
-    let path = dir.join(slice.file_name());
-    std::fs::create_dir_all(dir)
-        .and_then(|()| loadgate_runner::reports::write_atomic(&path, &secrets.scrub(&json)))
-        .map_err(|e| format!("cannot write the shard result {}: {e}", path.display()))?;
-    out.info(&format!("shard result: {}", path.display()));
-    Ok(())
-}
-
 fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
     // `--out -`: results.json on stdout, the summaries on stderr, no files (as `run --out -`).
     let to_stdout = args.out.as_os_str() == "-";
@@ -322,10 +310,7 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             results.shards.first().map_or("", |s| s.run_id.as_str())
         ));
         if to_stdout {
-            match loadgate_results::to_json(results) {
-                Ok(json) => out.document(&json),
-                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
-            }
+            print_results(out, results, &secrets);
         }
     }
     Ok(renderer.outcome(&outcome))

@@ -2,7 +2,12 @@
 //! run in the foreground until SIGINT or SIGTERM. Its configuration is built field by field from `serve`'s flags;
 //! the runner starts a server process with the flags [`ServeConfig::to_args`] writes.
 
-pub use loadgate_server::{parse_kind, ServeConfig, ServeTls, ServerBehaviour};
+pub use loadgate_server::{ServeConfig, ServeTls, ServerBehaviour};
+
+/// `--kind`: plaintext, echo, delay or cpu.
+pub fn kind(text: &str) -> Result<loadgate_model::BuiltinKind, String> {
+    loadgate_server::parse_kind(text).ok_or_else(|| format!("unknown kind `{text}`; use plaintext, echo, delay or cpu"))
+}
 
 /// Why the server did not serve.
 #[derive(Debug, thiserror::Error)]

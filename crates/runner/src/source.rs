@@ -1,10 +1,11 @@
 //! What a job is made of, read and checked: spec files (every one loaded, so that every error is reported before
 //! anything runs), a run made of command-line flags (the spec the flags make), a results.json to reproduce and
-//! shard results to merge. Nothing is printed here: what the user should read comes back as messages, and a
+//! shard results to merge, and the values of the command line's options (`NAME=VALUE`, a fraction, an output). Nothing is printed here: what the user should read comes back as messages, and a
 //! source that does not fit as a [`JobError`].
 
 use std::path::{Path, PathBuf};
 
+use loadgate_model::output::OutputSpec;
 use loadgate_model::secrets::Redactor;
 use loadgate_model::Spec;
 use loadgate_results::{RunResults, ShardPart};
@@ -128,6 +129,53 @@ fn is_url(arg: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
+/// `NAME=VALUE` (`--set`, `--secret`): the name trimmed, the value as given.
+pub fn assignment(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("`{text}` is not NAME=VALUE (for example `--set connections=256`)")),
+    }
+}
+
+/// `95%` or `0.95`: a fraction from 0 to 1.
+pub fn fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a fraction: write `5%` or `0.05`"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not between 0% and 100%"))
+    }
+}
+
+/// One `--output`: `KIND=URL`, or `none` (`None`: the spec's `outputs:` switched off).
+pub fn output(text: &str) -> Result<Option<OutputSpec>, String> {
+    if text.trim() == "none" {
+        return Ok(None);
+    }
+    OutputSpec::parse_flag(text).map(Some)
+}
+
+/// An `--output-header`, `NAME: VALUE`: a header name (an HTTP token) and a value without a line break.
+pub fn output_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| "not `NAME: VALUE` (for example `--output-header 'X-Scope-OrgID: perf'`)".to_owned())?;
+    let name = name.trim();
+    let token = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err(format!("`{name}` is not a header name (letters, digits and `-`)"));
+    }
+    if value.contains(['\r', '\n']) {
+        return Err("a header value cannot contain a line break".to_owned());
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
 /// The options of a run without a spec given in `flags` (they need a URL), as the command line names them, in
 /// its order: `http2` says the protocol was given as `--http2`, `print_spec` that `--print-spec` was given.
 pub fn flags_given(flags: &FlagRun, http2: bool, print_spec: bool) -> Vec<&'static str> {
@@ -201,6 +249,41 @@ pub fn run_source(args: &[String], url: Option<&str>, flags_given: &[&str]) -> R
         }
     }
     Ok(RunSource::Files(paths))
+}
+
+/// What `loadgate run`'s arguments make: spec files to load, the spec of `--print-spec` to print, or a run made of
+/// command-line flags.
+#[derive(Debug)]
+pub enum RunSpecs {
+    Files(Vec<PathBuf>),
+    /// The spec `--print-spec` prints, with a note per credential header ([`printable_flag_spec`]).
+    Print {
+        yaml: String,
+        notes: Vec<String>,
+    },
+    Flags(Box<FlagSpec>),
+}
+
+/// The specs of `loadgate run`: its positional `args` ([`run_source`]: spec files, or one URL, wrk's order) and
+/// the run-from-flags options in `flags` (with `--url`; `http2`, `print_spec`: as [`flags_given`] takes them).
+pub fn run_specs(
+    args: &[String],
+    flags: FlagRun,
+    http2: bool,
+    print_spec: bool,
+    vars: &Vars,
+) -> Result<RunSpecs, JobError> {
+    let given = flags_given(&flags, http2, print_spec);
+    let url = match run_source(args, flags.url.as_deref(), &given)? {
+        RunSource::Files(paths) => return Ok(RunSpecs::Files(paths)),
+        RunSource::Url(url) => url,
+    };
+    let flags = FlagRun { url: Some(url), ..flags };
+    if print_spec {
+        let (yaml, notes) = printable_flag_spec(&flags)?;
+        return Ok(RunSpecs::Print { yaml, notes });
+    }
+    Ok(RunSpecs::Flags(Box::new(flag_spec(&flags, &vars.load_options())?)))
 }
 
 /// A run made of command-line flags: its spec, the URL as shown (no credential) and the spec's warnings.
@@ -322,6 +405,38 @@ mod tests {
         assert!(run_source(&[], None, &[]).expect_err("nothing").to_string().starts_with("give a spec file"));
         let e = run_source(&strings(&["localhost:8080"]), None, &[]).expect_err("no scheme");
         assert!(e.to_string().contains("`http://localhost:8080`"), "{e}");
+    }
+
+    #[test]
+    fn the_flags_of_a_run_without_a_spec_are_named_as_given_in_the_command_lines_order() {
+        let flags = FlagRun {
+            connections: Some(8),
+            protocol: Some("http2".to_owned()),
+            slos: vec!["p99 < 5ms".to_owned()],
+            pacing: Some("precise".to_owned()),
+            ..FlagRun::default()
+        };
+        assert_eq!(flags_given(&flags, true, false), ["-c", "--http2", "--slo"]);
+        assert_eq!(flags_given(&flags, false, true), ["-c", "--protocol", "--slo", "--print-spec"]);
+        assert!(flags_given(&FlagRun::default(), false, false).is_empty());
+    }
+
+    #[test]
+    fn fractions_are_percentages_or_plain_numbers_from_zero_to_one() {
+        assert_eq!(fraction("95%"), Ok(0.95));
+        assert_eq!(fraction(" 0.02 "), Ok(0.02));
+        assert!(fraction("120%").expect_err("above 1").contains("between 0% and 100%"));
+        assert!(fraction("five").expect_err("a word").contains("is not a fraction"));
+    }
+
+    #[test]
+    fn an_output_header_needs_a_token_for_its_name_and_one_line_for_its_value() {
+        assert_eq!(output_header("X-Scope-OrgID: perf"), Ok(("X-Scope-OrgID".to_owned(), "perf".to_owned())));
+        assert!(output_header("no colon").is_err());
+        assert!(output_header("Bad Name: v").expect_err("space").contains("is not a header name"));
+        assert!(output_header("X: a\nb").expect_err("line break").contains("line break"));
+        assert_eq!(assignment(" n =v=1"), Ok(("n".to_owned(), "v=1".to_owned())));
+        assert!(assignment("=v").is_err());
     }
 
     #[test]
