@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadgate_model::output::OutputSpec;
-use loadgate_model::units::{Duration, UnitError};
+use loadgate_model::units::{CpuList, Duration, UnitError};
 use loadgate_runner::serve::{ServeConfig, ServeTls, ServerBehaviour};
 use loadgate_runner::source::{self, Vars};
 
@@ -277,8 +277,8 @@ pub struct RunArgs {
     pub pin_within_affinity: bool,
     /// This shard's part of the spec's generator CPUs (`run --shards N` gives each local shard a disjoint
     /// one): the spec's generator CPUs are folded onto it round-robin; the plan does not change.
-    #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = unit::<loadgate_model::units::CpuList>)]
-    pub shard_cpus: Option<loadgate_model::units::CpuList>,
+    #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = unit::<CpuList>)]
+    pub shard_cpus: Option<CpuList>,
     /// This shard's spec is the one a run from command-line flags made of them (`run --url URL --shards N`):
     /// its results name it `(command line)`, as the run's own, and embed it as that run does (not with a
     /// credential header).

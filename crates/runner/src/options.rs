@@ -1,9 +1,9 @@
 //! The options of `loadgate run`, `merge` and `repro` as the command line gives them (plain values, no argument
 //! parser), made into [`JobOptions`] in one place: `--out -` given a scratch directory, the files the options
 //! name read (`--baseline`, `--template`), the executable that starts the built-in server found, the shard
-//! flags' [`Distribution`] decided with the options every local shard gets ([`ShardOptions`], which
-//! `plan::ShardCommand` writes into each shard's argument list), the options that change the plan
-//! ([`RunOverrides`]) and the live export's outputs.
+//! flags' [`Distribution`](crate::job::Distribution) decided with the options every local shard gets
+//! ([`ShardOptions`], which `plan::ShardCommand` writes into each shard's argument list), the options that change
+//! the plan ([`RunOverrides`]) and the live export's outputs.
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,8 @@
 //! What a job is made of, read and checked: spec files (every one loaded, so that every error is reported before
 //! anything runs), a run made of command-line flags (the spec the flags make), a results.json to reproduce and
-//! shard results to merge, and the values of the command line's options (`NAME=VALUE`, a fraction, an output). Nothing is printed here: what the user should read comes back as messages, and a
-//! source that does not fit as a [`JobError`].
+//! shard results to merge, and the values of the command line's options (`NAME=VALUE`, a fraction, an output).
+//! Nothing is printed here: what the user should read comes back as messages, and a source that does not fit as a
+//! [`JobError`].
 
 use std::path::{Path, PathBuf};
 
