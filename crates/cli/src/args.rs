@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use loadgate_model::output::OutputSpec;
+use loadgate_model::units::{CpuList, Duration, UnitError};
+use loadgate_runner::serve::{ServeConfig, ServeTls, ServerBehaviour};
+use loadgate_runner::source::{self, Vars};
 
 /// Declarative benchmark-as-code: YAML specs, an embedded load engine, CI gates.
 ///
@@ -144,10 +148,10 @@ pub struct ImportArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct VarArgs {
     /// Override a spec variable: `--set connections=256`. Wins over `LOADGATE_VAR_<NAME>` and the spec's default.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = source::assignment)]
     pub sets: Vec<(String, String)>,
     /// Like `--set`, and the value is secret: it is replaced by `***` in every report and printout.
-    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = source::assignment)]
     pub secrets: Vec<(String, String)>,
     /// Let `pick_line` and `pick_csv` read files outside the spec's directory tree (refused by default: a spec
     /// from a pull request must not read the runner's files).
@@ -159,59 +163,19 @@ pub struct VarArgs {
 }
 
 impl VarArgs {
-    /// The spec loader's options: `--set` and `--secret` values, the process environment.
-    pub fn load_options(&self) -> loadgate_spec::LoadOptions {
-        let mut sets = self.sets.clone();
-        sets.extend(self.secrets.iter().cloned());
-        let mut opts = loadgate_spec::LoadOptions::from_process_env(sets);
-        opts.secret_vars = self.secrets.iter().map(|(k, _)| k.clone()).collect();
-        opts.allow_data_outside_spec_dir = self.allow_data_outside_spec_dir;
-        if let Some(max) = self.max_data_file_bytes {
-            opts.max_data_file_bytes = max;
+    /// The variables as the spec loader takes them.
+    pub fn to_vars(&self) -> Vars {
+        Vars {
+            sets: self.sets.clone(),
+            secrets: self.secrets.clone(),
+            allow_data_outside_spec_dir: self.allow_data_outside_spec_dir,
+            max_data_file_bytes: self.max_data_file_bytes,
         }
-        opts
     }
-}
-
-/// A duration such as `5s` or `1m`.
-/// One `--output`: where to, or `none` (the spec's `outputs:` switched off).
-#[derive(Debug, Clone)]
-pub enum OutputFlag {
-    None,
-    To(loadgate_model::output::OutputSpec),
-}
-
-fn parse_output(s: &str) -> Result<OutputFlag, String> {
-    if s.trim() == "none" {
-        return Ok(OutputFlag::None);
-    }
-    loadgate_model::output::OutputSpec::parse_flag(s).map(OutputFlag::To)
-}
-
-fn parse_output_header(s: &str) -> Result<(String, String), String> {
-    let (name, value) = s
-        .split_once(':')
-        .ok_or_else(|| "not `NAME: VALUE` (for example `--output-header 'X-Scope-OrgID: perf'`)".to_owned())?;
-    let name = name.trim();
-    let token = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !token {
-        return Err(format!("`{name}` is not a header name (letters, digits and `-`)"));
-    }
-    if value.contains(['\r', '\n']) {
-        return Err("a header value cannot contain a line break".to_owned());
-    }
-    Ok((name.to_owned(), value.trim().to_owned()))
 }
 
 fn parse_linger(s: &str) -> Result<std::time::Duration, String> {
-    parse_duration(s).map(|d| d.0)
-}
-
-fn parse_set(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
-        _ => Err(format!("`{s}` is not NAME=VALUE (for example `--set connections=256`)")),
-    }
+    unit(s).map(|d: loadgate_model::units::Duration| d.0)
 }
 
 #[derive(Debug, Args)]
@@ -290,7 +254,7 @@ pub struct RunArgs {
     pub repeat: Option<u32>,
     /// How fast keep-alive connections open before each phase measures: auto (paced from what the target
     /// takes), unlimited, or a rate such as 2000/s (overrides every load's `connect_rate`).
-    #[arg(long, value_name = "RATE", value_parser = parse_connect_rate)]
+    #[arg(long, value_name = "RATE", value_parser = unit::<loadgate_model::ConnectRate>)]
     pub connect_rate: Option<loadgate_model::ConnectRate>,
     /// How open loads wait for each request's intended send time: default, or precise (poll until due, for
     /// a pinned, dedicated generator core; overrides `hardware.generator.pacing`).
@@ -313,8 +277,8 @@ pub struct RunArgs {
     pub pin_within_affinity: bool,
     /// This shard's part of the spec's generator CPUs (`run --shards N` gives each local shard a disjoint
     /// one): the spec's generator CPUs are folded onto it round-robin; the plan does not change.
-    #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = cpu_list)]
-    pub shard_cpus: Option<loadgate_model::units::CpuList>,
+    #[arg(long, value_name = "CPUS", requires = "shard", hide = true, value_parser = unit::<CpuList>)]
+    pub shard_cpus: Option<CpuList>,
     /// This shard's spec is the one a run from command-line flags made of them (`run --url URL --shards N`):
     /// its results name it `(command line)`, as the run's own, and embed it as that run does (not with a
     /// credential header).
@@ -325,11 +289,11 @@ pub struct RunArgs {
     /// `http://HOST:4318/v1/metrics`). Repeatable; plain http. Replaces the spec's `outputs:`; `--output none`
     /// sends nowhere. An endpoint that is down or slow never slows the load: what it could not take is dropped,
     /// counted and reported (and in `export.json`).
-    #[arg(long = "output", value_name = "KIND=URL", value_parser = parse_output)]
-    pub outputs: Vec<OutputFlag>,
+    #[arg(long = "output", value_name = "KIND=URL", value_parser = source::output)]
+    pub outputs: Vec<Option<OutputSpec>>,
     /// A request header sent with every push of the `--output`s given here (`X-Scope-OrgID: team`,
     /// `Authorization: Bearer TOKEN`). Repeatable. Its value is sent to the endpoint and written nowhere.
-    #[arg(long = "output-header", value_name = "NAME: VALUE", value_parser = parse_output_header, requires = "outputs")]
+    #[arg(long = "output-header", value_name = "NAME: VALUE", value_parser = source::output_header, requires = "outputs")]
     pub output_headers: Vec<(String, String)>,
     /// Serve the live metrics on `http://ADDR/metrics` for a Prometheus that scrapes (text format; histograms
     /// as classic buckets at the native histogram's boundaries), for example `127.0.0.1:9464`. At the end of
@@ -343,7 +307,7 @@ pub struct RunArgs {
     /// often (30s, 5m; 0s: never), so that a run killed before its end (SIGKILL, the OOM killer) leaves what it
     /// measured: `loadgate report results.partial.json` renders it, marked incomplete. A run that writes its
     /// reports removes it.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = unit::<Duration>)]
     pub checkpoint: loadgate_model::units::Duration,
     #[command(flatten)]
     pub shards: ShardArgs,
@@ -358,12 +322,9 @@ pub enum PacingArg {
     Precise,
 }
 
-fn parse_duration(text: &str) -> Result<loadgate_model::units::Duration, String> {
-    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
-}
-
-fn parse_connect_rate(text: &str) -> Result<loadgate_model::ConnectRate, String> {
-    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
+/// A value in loadgate's units: a duration (`5s`), a connect rate (`2000/s`), a CPU list in taskset syntax (`0-3`).
+fn unit<T: std::str::FromStr<Err = UnitError>>(text: &str) -> Result<T, String> {
+    text.parse().map_err(|e: UnitError| format!("expected {}", e.expected))
 }
 
 /// One run on several generators (see docs/scale-out.md).
@@ -464,35 +425,6 @@ pub struct FlagArgs {
 }
 
 impl FlagArgs {
-    /// The spec-less run's flags that were given (they need a URL).
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut given = Vec::new();
-        let mut note = |set: bool, name: &'static str| {
-            if set {
-                given.push(name);
-            }
-        };
-        note(self.connections.is_some(), "-c");
-        note(self.duration.is_some(), "-d");
-        note(self.requests.is_some(), "-n");
-        note(self.threads.is_some(), "-t");
-        note(self.rate.is_some(), "-R");
-        note(self.timeout.is_some(), "--timeout");
-        note(!self.headers.is_empty(), "-H");
-        note(self.method.is_some(), "-m");
-        note(self.body.is_some(), "--body");
-        note(self.pipeline.is_some(), "--pipeline");
-        note(self.pipeline_reads.is_some(), "--pipeline-reads");
-        note(self.no_keepalive, "--no-keepalive");
-        note(self.insecure, "-k");
-        note(self.http2, "--http2");
-        note(self.protocol.is_some(), "--protocol");
-        note(self.streams.is_some(), "--streams");
-        note(!self.slos.is_empty(), "--slo");
-        note(self.print_spec, "--print-spec");
-        given
-    }
-
     /// The flags as the import library reads them.
     pub fn to_flag_run(&self) -> loadgate_runner::source::FlagRun {
         loadgate_runner::source::FlagRun {
@@ -565,7 +497,7 @@ pub struct ReproArgs {
     #[arg(long, value_name = "DIR", default_value = "loadgate-out", env = "LOADGATE_OUT")]
     pub out: PathBuf,
     /// The value of a secret variable of the CI run (results.json keeps its name, never its value).
-    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = parse_set)]
+    #[arg(long = "secret", value_name = "NAME=VALUE", value_parser = source::assignment)]
     pub secrets: Vec<(String, String)>,
     /// The baseline the CI run compared with, for SLOs such as `p99 <= baseline * 1.10`.
     #[arg(long, value_name = "FILE", env = "LOADGATE_BASELINE")]
@@ -595,7 +527,7 @@ pub struct K8sArgs {
     pub namespace: Option<String>,
     /// Override a spec variable, here and in every pod: `--set NAME=VALUE` (for a spec whose `target.base_url`
     /// is `{{ url }}`: `--set url=http://my-service:8080`).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = source::assignment)]
     pub sets: Vec<(String, String)>,
     /// A Kubernetes Secret whose keys become every pod's environment (`LOADGATE_VAR_<NAME>` for a secret
     /// variable, or what the spec reads with `{{ env.NAME }}`); secret values are never written into a manifest.
@@ -609,22 +541,22 @@ pub struct K8sArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// plaintext, echo, delay or cpu.
-    #[arg(long, default_value = "plaintext", value_parser = serve_kind)]
+    #[arg(long, default_value = "plaintext", value_parser = loadgate_runner::serve::kind)]
     pub kind: loadgate_model::BuiltinKind,
     /// With `--kind cpu` only (and required there): the CPU time each request costs (`50us`), spent in the named
     /// functions `parse_request` and `render_response`.
-    #[arg(long, value_parser = parse_duration)]
-    pub work: Option<loadgate_model::units::Duration>,
+    #[arg(long, value_parser = unit::<Duration>)]
+    pub work: Option<Duration>,
     /// With `--kind cpu` only: CPU time added to each request in a callee of `slow_path` (`15us`).
-    #[arg(long, value_parser = parse_duration)]
-    pub slow_path: Option<loadgate_model::units::Duration>,
+    #[arg(long, value_parser = unit::<Duration>)]
+    pub slow_path: Option<Duration>,
     /// The address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0", value_parser = socket_addr)]
     pub listen: std::net::SocketAddr,
     /// With `--kind delay` only (and required there): how long each response waits (`20ms`). Other kinds refuse
     /// it; every kind answers the `/delay/{ms}` route.
-    #[arg(long, value_parser = parse_duration)]
-    pub delay: Option<loadgate_model::units::Duration>,
+    #[arg(long, value_parser = unit::<Duration>)]
+    pub delay: Option<Duration>,
     /// The status of every response.
     #[arg(long, default_value_t = 200)]
     pub status: u16,
@@ -650,14 +582,14 @@ pub struct ServeArgs {
 }
 
 /// The server's configuration, field by field (the runner starts the built-in server with the flags
-/// [`loadgate_server::ServeConfig::to_args`] writes: each of them is a flag here).
-impl From<ServeArgs> for loadgate_server::ServeConfig {
+/// [`ServeConfig::to_args`] writes: each of them is a flag here).
+impl From<ServeArgs> for ServeConfig {
     fn from(args: ServeArgs) -> Self {
         let tls = match (args.tls_cert, args.tls_key) {
-            (Some(cert), Some(key)) => Some(loadgate_server::ServeTls::Files { cert, key }),
-            _ => args.tls.then_some(loadgate_server::ServeTls::SelfSigned),
+            (Some(cert), Some(key)) => Some(ServeTls::Files { cert, key }),
+            _ => args.tls.then_some(ServeTls::SelfSigned),
         };
-        let server = loadgate_server::ServerBehaviour {
+        let server = ServerBehaviour {
             kind: args.kind,
             delay: args.delay,
             status: args.status,
@@ -666,21 +598,12 @@ impl From<ServeArgs> for loadgate_server::ServeConfig {
             work: args.work,
             slow_path: args.slow_path,
         };
-        loadgate_server::ServeConfig { server, listen: args.listen, threads: args.threads, tls }
+        ServeConfig { server, listen: args.listen, threads: args.threads, tls }
     }
-}
-
-fn serve_kind(text: &str) -> Result<loadgate_model::BuiltinKind, String> {
-    loadgate_server::parse_kind(text).ok_or_else(|| format!("unknown kind `{text}`; use plaintext, echo, delay or cpu"))
 }
 
 fn socket_addr(text: &str) -> Result<std::net::SocketAddr, String> {
     text.parse().map_err(|_| format!("`{text}` is not a socket address such as `127.0.0.1:0`"))
-}
-
-/// A CPU list in taskset syntax (`0-3`, `1,3`).
-fn cpu_list(text: &str) -> Result<loadgate_model::units::CpuList, String> {
-    text.parse().map_err(|e: loadgate_model::units::UnitError| format!("expected {}", e.expected))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -719,10 +642,10 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = AgainstArg::First)]
     pub against: AgainstArg,
     /// The confidence of the intervals over repetitions (`95%` or `0.95`).
-    #[arg(long, value_name = "CONFIDENCE", default_value = "95%", value_parser = parse_fraction)]
+    #[arg(long, value_name = "CONFIDENCE", default_value = "95%", value_parser = source::fraction)]
     pub confidence: f64,
     /// A change whose whole interval lies within 1 +/- this is `no change` (`2%` or `0.02`).
-    #[arg(long, value_name = "FRACTION", default_value = "2%", value_parser = parse_fraction)]
+    #[arg(long, value_name = "FRACTION", default_value = "2%", value_parser = source::fraction)]
     pub noise: f64,
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
@@ -757,7 +680,7 @@ pub struct DetectionArgs {
     #[arg(long, value_name = "P", default_value_t = 0.001)]
     pub p_value: f64,
     /// The smallest relative change that counts (`5%` or `0.05`).
-    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = parse_fraction)]
+    #[arg(long, value_name = "FRACTION", default_value = "0", value_parser = source::fraction)]
     pub min_magnitude: f64,
     /// The fewest runs on each side of a change point.
     #[arg(long, value_name = "N", default_value_t = 3)]
@@ -873,19 +796,4 @@ pub struct HistoryImportArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub store: StoreArg,
-}
-
-/// `95%` or `0.95`: a fraction from 0 to 1.
-fn parse_fraction(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let value = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("`{text}` is not a fraction: write `5%` or `0.05`"))?;
-    if (0.0..=1.0).contains(&value) {
-        Ok(value)
-    } else {
-        Err(format!("`{text}` is not between 0% and 100%"))
-    }
 }

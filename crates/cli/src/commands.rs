@@ -1,21 +1,22 @@
 //! One function per command; each returns its exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{CommandFactory, Parser};
-use loadgate_plan::ShardOptions;
-use loadgate_runner::export::ExportConfig;
-use loadgate_runner::job::{Distribution, JobOptions, ScratchDir, SpecInput};
+use loadgate_model::secrets::Redactor;
+use loadgate_runner::job::{Distribution, SpecInput};
+use loadgate_runner::options::{OnInconclusive, Pacing, RunFlags};
+use loadgate_runner::placement::ShardFlags;
 use loadgate_runner::reports::RerenderError;
-use loadgate_runner::source::{FlagRun, RunSource};
-use loadgate_runner::{BuiltinServer, Interrupt, Job, JobError, RunError};
-use loadgate_spec::OnInconclusive;
+use loadgate_runner::serve::{ServeConfig, ServeError, ServeTls};
+use loadgate_runner::source::{FlagRun, RunSpecs};
+use loadgate_runner::{Job, RunError};
 
 use crate::args::{
     AnnotationsArg, Cli, ColorChoice, Command, ImportArgs, InconclusiveArg, K8sArgs, ManArgs, MergeArgs, PacingArg,
     PlanArgs, ReportArgs, ReproArgs, RunArgs, ServeArgs, ValidateArgs,
 };
-use crate::exit::Exit;
+use crate::exit::{fail, job_failed, Exit};
 use crate::output::Output;
 use crate::render::{Renderer, Views};
 use crate::specs::load_all;
@@ -39,7 +40,7 @@ pub fn main_impl() -> Exit {
             out.data(&if a.results {
                 loadgate_results::json_schema()
             } else {
-                loadgate_spec::schema::spec_schema_json()
+                loadgate_runner::source::spec_schema_json()
             });
             Ok(Exit::Pass)
         }
@@ -54,7 +55,7 @@ pub fn main_impl() -> Exit {
         Command::Man(a) => man(&out, a),
         Command::Report(a) => report(&out, a),
         Command::Compare(a) => crate::memory::compare(&out, a),
-        Command::History(a) => crate::memory::history(&out, a, cli.color, cli.verbose),
+        Command::History(a) => crate::memory::history(&out, a),
         Command::Merge(a) => merge(&out, a, cli.color, cli.verbose),
         Command::Repro(a) => repro(&out, a, cli.color, cli.verbose),
         Command::K8s(a) => k8s(&out, a),
@@ -62,14 +63,6 @@ pub fn main_impl() -> Exit {
         Command::Import(a) => import(&out, a),
     };
     result.unwrap_or_else(|exit| exit)
-}
-
-/// Prints `error: ...` and gives `exit`: the `?` of the commands below.
-fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
-    move |message| {
-        out.error(&format!("error: {message}"));
-        exit
-    }
 }
 
 fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
@@ -105,51 +98,43 @@ fn plan(out: &Output, args: PlanArgs) -> Result<Exit, Exit> {
     Ok(Exit::Pass)
 }
 
-fn read_template(out: &Output, path: Option<&Path>) -> Result<Option<String>, Exit> {
-    path.map(|p| {
-        std::fs::read_to_string(p)
-            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the template {}: {e}", p.display())))
-    })
-    .transpose()
-}
-
 /// The specs of `loadgate run`: files, or one built from wrk-style flags and a URL (`--url`, or the one
-/// positional argument, wrk's order), as [`loadgate_runner::source`] reads them. Says which it took.
+/// positional argument, wrk's order), as [`loadgate_runner::source::run_specs`] reads them. Says which it took.
 fn run_specs(out: &Output, args: &RunArgs) -> Result<Vec<SpecInput>, Exit> {
-    let given = args.flags.given();
-    let source = loadgate_runner::source::run_source(&args.specs, args.flags.url.as_deref(), &given);
-    let url = match source.map_err(job_failed(out))? {
-        RunSource::Files(paths) => {
+    let f = &args.flags;
+    let flags = FlagRun {
+        pacing: args.pacing.map(|p| pacing_of(p).name().to_owned()),
+        connect_rate: args.connect_rate.map(|r| r.to_string()),
+        ..f.to_flag_run()
+    };
+    let vars = args.vars.to_vars();
+    match loadgate_runner::source::run_specs(&args.specs, flags, f.http2, f.print_spec, &vars)
+        .map_err(job_failed(out))?
+    {
+        RunSpecs::Files(paths) => {
             for path in &paths {
                 out.info(&format!("spec file {}", path.display()));
             }
-            return load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput);
+            load_all(out, &paths, &args.vars).map_err(|_| Exit::InvalidInput)
         }
-        RunSource::Url(url) => url,
-    };
-    let flags = FlagRun {
-        url: Some(url),
-        pacing: args.pacing.map(|p| pacing_of(p).name().to_owned()),
-        connect_rate: args.connect_rate.map(|r| r.to_string()),
-        ..args.flags.to_flag_run()
-    };
-    if args.flags.print_spec {
-        let (printable, notes) = loadgate_runner::source::printable_flag_spec(&flags).map_err(job_failed(out))?;
-        out.data(&printable);
-        for note in notes {
-            out.error(&format!("note: {note}"));
+        RunSpecs::Print { yaml, notes } => {
+            out.data(&yaml);
+            for note in notes {
+                out.error(&format!("note: {note}"));
+            }
+            Ok(Vec::new())
         }
-        return Ok(Vec::new());
+        RunSpecs::Flags(made) => {
+            out.info(&format!(
+                "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
+                made.url
+            ));
+            for warning in &made.warnings {
+                out.error(warning);
+            }
+            Ok(vec![made.input])
+        }
     }
-    let made = loadgate_runner::source::flag_spec(&flags, &args.vars.load_options()).map_err(job_failed(out))?;
-    out.info(&format!(
-        "URL {} (a one-scenario run from the command-line flags; `--print-spec` shows its spec)",
-        made.url
-    ));
-    for warning in &made.warnings {
-        out.error(warning);
-    }
-    Ok(vec![made.input])
 }
 
 /// Whether to print GitHub Actions annotations.
@@ -173,15 +158,7 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
     } else {
         *out
     };
-    let scratch = to_stdout
-        .then(|| {
-            ScratchDir::new().map_err(|e| {
-                fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the run: {e}"))
-            })
-        })
-        .transpose()?;
-    let out_root = scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf());
-    let options = run_options(out, &args, out_root)?;
+    let (options, _scratch) = loadgate_runner::options::run(run_flags(&args)).map_err(job_failed(out))?;
     let specs = run_specs(out, &args)?;
     if !matches!(options.distribution, Distribution::Whole) && specs.len() != 1 {
         return Err(fail(out, Exit::InvalidInput)("shards run one spec at a time: give exactly one SPEC".to_owned()));
@@ -202,46 +179,6 @@ fn run(out: &Output, args: RunArgs, color: ColorChoice, verbose: u8) -> Result<E
         exit = exit.worst(run_job(out, job, &args, &options.out_root, &shown));
     }
     Ok(exit)
-}
-
-/// The [`JobOptions`] of `loadgate run`'s command line.
-fn run_options(out: &Output, args: &RunArgs, out_root: PathBuf) -> Result<JobOptions, Exit> {
-    let exe = std::env::current_exe().map_err(|e| {
-        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
-    })?;
-    Ok(JobOptions {
-        out_root,
-        overrides: run_overrides(args),
-        distribution: distribution(args, &exe).map_err(fail(out, Exit::InvalidInput))?,
-        baseline: read_baseline(out, args.baseline.as_deref())?,
-        template: read_template(out, args.template.as_deref())?,
-        step_summary: step_summary(),
-        builtin: BuiltinServer::Process { exe },
-        interrupt: Interrupt::from_signals(),
-        pin_within_affinity: args.pin_within_affinity,
-        shard_cpus: args.shard_cpus.clone(),
-        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
-        from_flags: args.from_flags,
-        export: ExportConfig {
-            linger: args.metrics_linger,
-            ..ExportConfig::new(command_line_outputs(args), args.metrics_listen.clone())
-        },
-        spec_outputs: args.outputs.is_empty(),
-        checkpoint: Some(args.checkpoint.as_std()),
-    })
-}
-
-/// The `--output`s given, each with the `--output-header`s (`--output none` adds none).
-fn command_line_outputs(args: &RunArgs) -> Vec<loadgate_model::output::OutputSpec> {
-    let to = args.outputs.iter().filter_map(|o| match o {
-        crate::args::OutputFlag::To(spec) => Some(spec.clone()),
-        crate::args::OutputFlag::None => None,
-    });
-    to.map(|mut spec| {
-        spec.headers.extend(args.output_headers.iter().cloned());
-        spec
-    })
-    .collect()
 }
 
 /// How `loadgate run` shows a job.
@@ -267,8 +204,15 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
     let mut exit = Exit::Pass;
     if let Some(results) = &outcome.results {
         if let Some(slice) = shard {
-            let dir = out_root.join(&name);
-            if let Err(e) = write_shard_result(out, results, &dir, slice, shown.to_stdout, &secrets) {
+            // With `--out -`, framed on stdout.
+            let written = if shown.to_stdout {
+                let framed = loadgate_results::shards::frame(results).map_err(|e| e.to_string());
+                framed.map(|framed| out.document(&secrets.scrub(&framed)))
+            } else {
+                loadgate_runner::job::write_shard_result(results, &out_root.join(&name), slice, &secrets)
+                    .map(|path| out.info(&format!("shard result: {}", path.display())))
+            };
+            if let Err(e) = written {
                 exit = fail(out, Exit::RunFailed)(e);
             }
         }
@@ -279,10 +223,7 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
             }
         }
         if (shown.to_stdout && shard.is_none()) || args.json {
-            match loadgate_results::to_json(results) {
-                Ok(json) => out.document(&secrets.scrub(&json)),
-                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
-            }
+            print_results(out, results, &secrets);
         }
         if let Some(path) = &args.save_baseline {
             if let Err(e) = loadgate_runner::reports::save_baseline(results, path, &secrets) {
@@ -294,20 +235,11 @@ fn run_job(out: &Output, job: Job, args: &RunArgs, out_root: &Path, shown: &Show
     exit.worst(renderer.outcome(&outcome))
 }
 
-/// `GITHUB_STEP_SUMMARY`, when set: the final Markdown report is appended to it.
-fn step_summary() -> Option<PathBuf> {
-    std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()).map(Into::into)
-}
-
-/// A job that could not be built: exit 2 for what the user gave, 3 for what this machine could not do.
-fn job_failed(out: &Output) -> impl Fn(JobError) -> Exit + '_ {
-    move |e| match e {
-        JobError::Diagnostic(rendered) => {
-            out.error(&rendered);
-            Exit::InvalidInput
-        }
-        JobError::Invalid(m) => fail(out, Exit::InvalidInput)(m),
-        JobError::Machine(m) => fail(out, Exit::RunFailed)(m),
+/// results.json on stdout (`--out -`, `--json`), its secrets scrubbed.
+fn print_results(out: &Output, results: &loadgate_results::RunResults, secrets: &Redactor) {
+    match loadgate_results::to_json(results) {
+        Ok(json) => out.document(&secrets.scrub(&json)),
+        Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
     }
 }
 
@@ -319,98 +251,52 @@ fn run_error(out: &Output, e: RunError) -> Exit {
     }
 }
 
-/// The results `--baseline FILE` names (of `run`, `merge` and `repro`), read and checked.
-fn read_baseline(out: &Output, path: Option<&Path>) -> Result<Option<loadgate_results::RunResults>, Exit> {
-    path.map(|p| {
-        loadgate_runner::source::read_results(p)
-            .map_err(|e| fail(out, Exit::InvalidInput)(format!("cannot read the baseline {}: {e}", p.display())))
-    })
-    .transpose()
-}
-
-/// How this run takes part in a run on several generators, from the shard flags: `--shard I/N`, or
-/// `--shard-count N`, or `--shards N` (local shard processes of `exe`).
-fn distribution(args: &RunArgs, exe: &Path) -> Result<Distribution, String> {
+/// `loadgate run`'s options besides its specs, for [`loadgate_runner::options::run`].
+fn run_flags(args: &RunArgs) -> RunFlags {
     let a = &args.shards;
-    let flags = loadgate_runner::placement::ShardFlags {
-        shard: a.shard,
-        shard_count: a.shard_count,
-        shards: a.shards,
-        run_id: a.run_id.clone(),
-        start_at: a.start_at.clone(),
-        barrier: a.barrier.clone(),
-        barrier_timeout: a.barrier_timeout.clone(),
-        metrics_listen: args.metrics_listen.is_some(),
-    };
-    loadgate_runner::placement::distribution(&flags, exe, shard_options(args))
-}
-
-/// What every local shard process gets of this command line: what changes its plan, and its own series to
-/// export (labelled `shard`; the spec's `outputs:` reach them with the spec).
-fn shard_options(args: &RunArgs) -> ShardOptions {
-    ShardOptions {
-        sets: args.vars.sets.clone(),
-        secrets: args.vars.secrets.clone(),
-        allow_data_outside_spec_dir: args.vars.allow_data_outside_spec_dir,
-        max_data_file_bytes: args.vars.max_data_file_bytes,
+    RunFlags {
+        out: args.out.clone(),
+        vars: args.vars.to_vars(),
+        baseline: args.baseline.clone(),
+        template: args.template.clone(),
+        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
         repeat: args.repeat,
-        connect_rate: args.connect_rate,
+        on_inconclusive: args.on_inconclusive.map(|on| match on {
+            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
+            InconclusiveArg::Fail => OnInconclusive::Fail,
+            InconclusiveArg::Pass => OnInconclusive::Pass,
+        }),
         pacing: args.pacing.map(pacing_of),
+        connect_rate: args.connect_rate,
         pin_within_affinity: args.pin_within_affinity,
-        outputs: args
-            .outputs
-            .iter()
-            .map(|o| match o {
-                crate::args::OutputFlag::None => None,
-                crate::args::OutputFlag::To(o) => Some(o.clone()),
-            })
-            .collect(),
+        shard_cpus: args.shard_cpus.clone(),
+        from_flags: args.from_flags,
+        outputs: args.outputs.clone(),
         output_headers: args.output_headers.clone(),
+        metrics_listen: args.metrics_listen.clone(),
+        metrics_linger: args.metrics_linger,
+        checkpoint: args.checkpoint.as_std(),
+        shards: ShardFlags {
+            shard: a.shard,
+            shard_count: a.shard_count,
+            shards: a.shards,
+            run_id: a.run_id.clone(),
+            start_at: a.start_at.clone(),
+            barrier: a.barrier.clone(),
+            barrier_timeout: a.barrier_timeout.clone(),
+            metrics_listen: false,
+        },
     }
-}
-
-/// A shard's result: `<dir>/shard-I-of-N.json`, or framed on stdout with `--out -`.
-fn write_shard_result(
-    out: &Output,
-    results: &loadgate_results::RunResults,
-    dir: &Path,
-    slice: loadgate_plan::Slice,
-    to_stdout: bool,
-    secrets: &loadgate_model::secrets::Redactor,
-) -> Result<(), String> {
-    if to_stdout {
-        let framed = loadgate_results::shards::frame(results).map_err(|e| e.to_string())?;
-        out.document(&secrets.scrub(&framed));
-        return Ok(());
-    }
-    let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
-    let path = dir.join(slice.file_name());
-    std::fs::create_dir_all(dir)
-        .and_then(|()| loadgate_runner::reports::write_atomic(&path, &secrets.scrub(&json)))
-        .map_err(|e| format!("cannot write the shard result {}: {e}", path.display()))?;
-    out.info(&format!("shard result: {}", path.display()));
-    Ok(())
 }
 
 fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
     // `--out -`: results.json on stdout, the summaries on stderr, no files (as `run --out -`).
     let to_stdout = args.out.as_os_str() == "-";
     let out = &if to_stdout { out.reserving_stdout() } else { *out };
-    let template = read_template(out, args.template.as_deref())?;
-    let scratch = if to_stdout {
-        Some(ScratchDir::new().map_err(|e| {
-            fail(out, Exit::RunFailed)(format!("cannot create a temporary directory for the merge: {e}"))
-        })?)
-    } else {
-        None
-    };
-    let options = JobOptions {
-        baseline: read_baseline(out, args.baseline.as_deref())?,
-        template,
-        history: crate::memory::history_request(args.history.as_deref(), &args.history_meta),
-        step_summary: step_summary(),
-        ..JobOptions::new(scratch.as_ref().map_or_else(|| args.out.clone(), |s| s.path().to_path_buf()))
-    };
+    let history = crate::memory::history_request(args.history.as_deref(), &args.history_meta);
+    let (options, _scratch) =
+        loadgate_runner::options::merge(&args.out, args.baseline.as_deref(), args.template.as_deref(), history)
+            .map_err(job_failed(out))?;
     let job = Job::merge(&args.files, options).map_err(job_failed(out))?;
     let views = Views { no_files: to_stdout, ..Views::default() };
     let secrets = job.secrets().clone();
@@ -424,44 +310,18 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
             results.shards.first().map_or("", |s| s.run_id.as_str())
         ));
         if to_stdout {
-            match loadgate_results::to_json(results) {
-                Ok(json) => out.document(&json),
-                Err(e) => out.error(&format!("error: cannot serialize results.json: {e}")),
-            }
+            print_results(out, results, &secrets);
         }
     }
     Ok(renderer.outcome(&outcome))
-}
-
-/// The options of `run` that change the plan, as results.json keeps them for `loadgate repro`.
-fn run_overrides(args: &RunArgs) -> loadgate_runner::job::RunOverrides {
-    loadgate_runner::job::RunOverrides {
-        repeat: args.repeat,
-        on_inconclusive: args.on_inconclusive.map(|on| match on {
-            InconclusiveArg::Inconclusive => OnInconclusive::Inconclusive,
-            InconclusiveArg::Fail => OnInconclusive::Fail,
-            InconclusiveArg::Pass => OnInconclusive::Pass,
-        }),
-        pacing: args.pacing.map(pacing_of),
-        connect_rate: args.connect_rate,
-    }
 }
 
 /// `loadgate repro RESULTS`: rebuild the CI run's plan from the spec results.json embeds, run it as `loadgate run`
 /// does, print the two runs side by side.
 fn repro(out: &Output, args: ReproArgs, color: ColorChoice, verbose: u8) -> Result<Exit, Exit> {
     let path = args.results.display();
-    let exe = std::env::current_exe().map_err(|e| {
-        fail(out, Exit::RunFailed)(format!("cannot find the loadgate executable to start the built-in server: {e}"))
-    })?;
-    let options = JobOptions {
-        baseline: read_baseline(out, args.baseline.as_deref())?,
-        step_summary: step_summary(),
-        builtin: BuiltinServer::Process { exe },
-        interrupt: Interrupt::from_signals(),
-        pin_within_affinity: args.pin_within_affinity,
-        ..JobOptions::new(&args.out)
-    };
+    let options = loadgate_runner::options::repro(&args.out, args.baseline.as_deref(), args.pin_within_affinity)
+        .map_err(job_failed(out))?;
     let (job, ci) = Job::reproduce(&args.results, args.secrets.clone(), options).map_err(job_failed(out))?;
     let plan_hash = job.plan().map(|p| p.hash.clone()).unwrap_or_default();
     out.info(&format!(
@@ -500,7 +360,7 @@ fn k8s(out: &Output, args: K8sArgs) -> Result<Exit, Exit> {
 }
 
 fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
-    let template = read_template(out, args.template.as_deref())?;
+    let template = loadgate_runner::options::template(args.template.as_deref()).map_err(job_failed(out))?;
     let mut results = loadgate_runner::source::read_results(&args.results).map_err(job_failed(out))?;
     let beside = args.results.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let dir = args.out.clone().unwrap_or_else(|| beside.to_path_buf());
@@ -516,14 +376,7 @@ fn report(out: &Output, args: ReportArgs) -> Result<Exit, Exit> {
 
 /// `loadgate import`: a load tool's command line, or recorded traffic (`log FILE`, `har FILE`), as a spec.
 fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
-    let (yaml, notes) = match loadgate_runner::traffic::import(&args.command).map_err(job_failed(out))? {
-        Some(made) => (made.yaml, made.notes),
-        None => {
-            let imported = loadgate_runner::source::import(&args.command.join(" "))
-                .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-            (imported.yaml, imported.notes)
-        }
-    };
+    let (yaml, notes) = loadgate_runner::source::import_spec(&args.command).map_err(job_failed(out))?;
     out.data(&yaml);
     for note in &notes {
         out.error(&format!("note: {note}"));
@@ -531,22 +384,17 @@ fn import(out: &Output, args: ImportArgs) -> Result<Exit, Exit> {
     Ok(Exit::Pass)
 }
 
+/// `loadgate serve`: the built-in server in the foreground.
 fn serve(out: &Output, args: ServeArgs) -> Result<Exit, Exit> {
-    let cfg = loadgate_server::ServeConfig::from(args);
-    if cfg.tls == Some(loadgate_server::ServeTls::SelfSigned) {
+    let cfg = ServeConfig::from(args);
+    if cfg.tls == Some(ServeTls::SelfSigned) {
         out.error(
             "note: serving HTTPS with a self-signed certificate made now: clients need `-k` (`tls.insecure: true`)",
         );
     }
-    let https = cfg.tls.is_some();
-    loadgate_server::serve(&cfg, |addr| out.data(&loadgate_server::listening_line(addr, https))).map_err(|e| {
-        // A configuration the server refuses (a flag for another kind) is a wrong command line.
-        let exit = if matches!(e, loadgate_server::ServerError::InvalidServer(_)) {
-            Exit::InvalidInput
-        } else {
-            Exit::RunFailed
-        };
-        fail(out, exit)(e.to_string())
+    loadgate_runner::serve::serve(&cfg, |line| out.data(&line)).map_err(|e| match e {
+        ServeError::Invalid(m) => fail(out, Exit::InvalidInput)(m),
+        ServeError::Failed(m) => fail(out, Exit::RunFailed)(m),
     })?;
     Ok(Exit::Pass)
 }
@@ -588,9 +436,9 @@ fn man(out: &Output, args: ManArgs) -> Result<Exit, Exit> {
 }
 
 /// `--pacing`'s value (`hardware.generator.pacing`).
-fn pacing_of(p: PacingArg) -> loadgate_model::Pacing {
+fn pacing_of(p: PacingArg) -> Pacing {
     match p {
-        PacingArg::Default => loadgate_model::Pacing::Default,
-        PacingArg::Precise => loadgate_model::Pacing::Precise,
+        PacingArg::Default => Pacing::Default,
+        PacingArg::Precise => Pacing::Precise,
     }
 }

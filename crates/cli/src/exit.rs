@@ -2,6 +2,11 @@
 
 use std::process::ExitCode;
 
+use loadgate_runner::memory::MemoryError;
+use loadgate_runner::JobError;
+
+use crate::output::Output;
+
 /// What a loadgate run ended in, as a process exit code.
 ///
 /// | code | meaning |
@@ -63,6 +68,35 @@ impl Exit {
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
         ExitCode::from(e.code())
+    }
+}
+
+/// Prints `error: ...` and gives `exit`: the `?` of the commands.
+pub fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
+    move |message| {
+        out.error(&format!("error: {message}"));
+        exit
+    }
+}
+
+/// A job that could not be built: exit 2 for what the user gave, 3 for what this machine could not do.
+pub fn job_failed(out: &Output) -> impl Fn(JobError) -> Exit + '_ {
+    move |e| match e {
+        JobError::Diagnostic(rendered) => {
+            out.error(&rendered);
+            Exit::InvalidInput
+        }
+        JobError::Invalid(m) => fail(out, Exit::InvalidInput)(m),
+        JobError::Machine(m) => fail(out, Exit::RunFailed)(m),
+    }
+}
+
+/// A history command's error: bad input exits 2, a store that failed 3, a history with nothing to judge 5.
+pub fn memory_failed(out: &Output) -> impl Fn(MemoryError) -> Exit + '_ {
+    move |e| match e {
+        MemoryError::Input(m) => fail(out, Exit::InvalidInput)(m),
+        MemoryError::Store(m) => fail(out, Exit::RunFailed)(m),
+        MemoryError::Nothing(m) => fail(out, Exit::Inconclusive)(m),
     }
 }
 

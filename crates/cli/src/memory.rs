@@ -1,38 +1,16 @@
-//! `loadgate compare` and `loadgate history`: parse the arguments, call the libraries (`loadgate_results::compare`,
-//! `loadgate_history`), print and write what they render.
+//! `loadgate compare` and `loadgate history`: the arguments into a request of [`loadgate_runner::compare`] or
+//! [`loadgate_runner::memory`], what comes back printed (and written with `--out DIR`).
 
 use std::path::Path;
 
-use loadgate_history::series::{self, Selection};
-use loadgate_history::store::{Query, Store};
-use loadgate_model::{Detection, Metric};
-use loadgate_results::compare::{self, Against, CompareOptions};
 use loadgate_results::history::HistorySeries;
 use loadgate_results::StatisticalStatus;
-use loadgate_runner::memory::{AddedFile, HistoryRequest, MemoryError};
+use loadgate_runner::compare::{Against, CompareRequest};
+use loadgate_runner::memory::{AddedFile, HistoryRequest, ShowRequest};
 
-use crate::args::{
-    AgainstArg, ColorChoice, CompareArgs, DetectionArgs, HistoryArgs, HistoryCheckArgs, HistoryCommand,
-    HistoryShowArgs, RunMetaArgs, TableFormat,
-};
-use crate::exit::Exit;
+use crate::args::{AgainstArg, CompareArgs, HistoryArgs, HistoryCheckArgs, HistoryCommand, RunMetaArgs, TableFormat};
+use crate::exit::{fail, job_failed, memory_failed, Exit};
 use crate::output::Output;
-
-/// Prints `error: ...` and gives `exit`.
-fn fail(out: &Output, exit: Exit) -> impl FnOnce(String) -> Exit + '_ {
-    move |message| {
-        out.error(&format!("error: {message}"));
-        exit
-    }
-}
-
-/// A history command's error, printed, as its exit code: bad input exits 2, a store that failed 3.
-fn failed(out: &Output) -> impl FnOnce(MemoryError) -> Exit + '_ {
-    move |e| match e {
-        MemoryError::Input(m) => fail(out, Exit::InvalidInput)(m),
-        MemoryError::Store(m) => fail(out, Exit::RunFailed)(m),
-    }
-}
 
 /// What `--history STORE` and its `--branch`, `--label`, `--commit` ask of a run.
 pub fn history_request(store: Option<&str>, meta: &RunMetaArgs) -> Option<HistoryRequest> {
@@ -44,15 +22,9 @@ pub fn history_request(store: Option<&str>, meta: &RunMetaArgs) -> Option<Histor
     })
 }
 
-/// Writes `files` into `dir` (created), each atomically.
+/// Writes `files` into `dir`, and says so.
 fn write_files(out: &Output, dir: &Path, files: &[(String, String)]) -> Result<(), Exit> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot create {}: {e}", dir.display())))?;
-    for (name, content) in files {
-        let path = dir.join(name);
-        loadgate_runner::reports::write_atomic(&path, content)
-            .map_err(|e| fail(out, Exit::RunFailed)(format!("cannot write {}: {e}", path.display())))?;
-    }
+    loadgate_runner::memory::write_files(dir, files).map_err(memory_failed(out))?;
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     out.info(&format!("wrote {} into {}", names.join(", "), dir.display()));
     Ok(())
@@ -60,23 +32,9 @@ fn write_files(out: &Output, dir: &Path, files: &[(String, String)]) -> Result<(
 
 /// `loadgate compare RESULTS...`.
 pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
-    let mut runs = Vec::new();
-    for path in &args.results {
-        runs.push(
-            loadgate_runner::source::read_results(path).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?,
-        );
-    }
-    if args.labels.len() > runs.len() {
-        return Err(fail(out, Exit::InvalidInput)(format!(
-            "{} labels for {} runs: give at most one `--label` per results file",
-            args.labels.len(),
-            runs.len()
-        )));
-    }
-    let options = CompareOptions {
-        metrics: Metric::parse_list(&args.metrics).map_err(fail(out, Exit::InvalidInput))?,
-        labels: args.labels.clone(),
-        files: args.results.iter().map(|p| p.display().to_string()).collect(),
+    let request = CompareRequest {
+        labels: args.labels,
+        metrics: args.metrics,
         against: match args.against {
             AgainstArg::First => Against::First,
             AgainstArg::Previous => Against::Previous,
@@ -84,7 +42,7 @@ pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
         confidence: args.confidence,
         noise: args.noise,
     };
-    let c = compare::compare(&runs, &options).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
+    let c = loadgate_runner::compare::compare_files(&args.results, request).map_err(job_failed(out))?;
     // The text carries the warnings under its header; on stderr too, a terminal would show each twice.
     if !matches!(args.format, TableFormat::Text) {
         for w in &c.warnings {
@@ -114,12 +72,14 @@ pub fn compare(out: &Output, args: CompareArgs) -> Result<Exit, Exit> {
 }
 
 /// `loadgate history ...`.
-pub fn history(out: &Output, args: HistoryArgs, _color: ColorChoice, _verbose: u8) -> Result<Exit, Exit> {
+pub fn history(out: &Output, args: HistoryArgs) -> Result<Exit, Exit> {
+    let failed = memory_failed(out);
     match args.command {
         HistoryCommand::Add(a) => {
-            let request = history_request(Some(&a.store.store), &a.meta).unwrap_or_default();
-            let mut store = open(out, &a.store.store)?;
-            let added = loadgate_runner::memory::add_files(&mut store, &a.results, &request).map_err(failed(out))?;
+            let meta = a.meta;
+            let request =
+                HistoryRequest { store: a.store.store, branch: meta.branch, label: meta.label, commit: meta.commit };
+            let added = loadgate_runner::memory::add_files(&request, &a.results).map_err(failed)?;
             for (path, file) in a.results.iter().zip(added) {
                 let (record, what) = match file {
                     AddedFile::Skipped(reason) => {
@@ -138,81 +98,52 @@ pub fn history(out: &Output, args: HistoryArgs, _color: ColorChoice, _verbose: u
                     record.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect())
                 ));
             }
-            Ok(Exit::Pass)
         }
-        HistoryCommand::Show(a) => show(out, a),
-        HistoryCommand::Check(a) => check(out, a),
+        HistoryCommand::Show(a) => {
+            let d = a.detection;
+            let request = ShowRequest {
+                store: a.store.store,
+                spec: a.spec,
+                instances: a.instances,
+                metrics: a.metrics,
+                branch: a.branch,
+                machine: a.machine,
+                since: a.since,
+                last: a.last,
+                detection: loadgate_model::Detection {
+                    p_value: d.p_value,
+                    min_magnitude: d.min_magnitude,
+                    min_segment: d.min_segment,
+                    window: d.window,
+                },
+            };
+            let all = loadgate_runner::memory::show(&request).map_err(failed)?;
+            print_series(out, &all, a.format)?;
+            write_history(out, a.out.as_deref(), &all)?;
+        }
+        HistoryCommand::Check(a) => return check(out, a),
         HistoryCommand::Export(a) => {
-            let mut store = open(out, &a.store.store)?;
-            let written = loadgate_runner::memory::export(&mut store, a.out.as_deref()).map_err(failed(out))?;
+            let written = loadgate_runner::memory::export(&a.store.store, a.out.as_deref()).map_err(failed)?;
             out.error(&format!("exported {written} run{}", if written == 1 { "" } else { "s" }));
-            Ok(Exit::Pass)
         }
         HistoryCommand::Import(a) => {
-            let mut store = open(out, &a.store.store)?;
-            let imported = loadgate_runner::memory::import(&mut store, &a.file).map_err(failed(out))?;
+            let (imported, store) = loadgate_runner::memory::import(&a.store.store, &a.file).map_err(failed)?;
             out.info(&format!(
-                "imported {} run{} ({} already there) into {}",
+                "imported {} run{} ({} already there) into {store}",
                 imported.added,
                 if imported.added == 1 { "" } else { "s" },
                 imported.already_there,
-                store.describe()
             ));
-            Ok(Exit::Pass)
         }
     }
-}
-
-fn open(out: &Output, location: &str) -> Result<Store, Exit> {
-    Store::open(location).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))
-}
-
-fn detection(d: &DetectionArgs) -> Result<Detection, String> {
-    let detection =
-        Detection { p_value: d.p_value, min_magnitude: d.min_magnitude, min_segment: d.min_segment, window: d.window };
-    series::options(&detection).validate().map_err(|e| e.to_string())?;
-    Ok(detection)
-}
-
-/// `loadgate history show`.
-fn show(out: &Output, a: HistoryShowArgs) -> Result<Exit, Exit> {
-    let detection = detection(&a.detection).map_err(fail(out, Exit::InvalidInput))?;
-    let names: Vec<String> = Metric::parse_list(&a.metrics)
-        .map_err(fail(out, Exit::InvalidInput))?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let mut store = open(out, &a.store.store)?;
-    let query = Query {
-        spec: a.spec.clone(),
-        branch: a.branch.clone(),
-        unbranched: false,
-        machine: a.machine.clone(),
-        since: a.since.clone(),
-        limit: a.last,
-    };
-    let records = store.runs(&query).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
-    let selection = Selection {
-        spec: a.spec.clone(),
-        instances: a.instances.clone(),
-        metrics: names,
-        gated_only: a.instances.is_empty(),
-        branch: a.branch.clone(),
-        unbranched: false,
-        machine: a.machine.clone(),
-    };
-    let mut all = series::series(&records, &selection);
-    let options = series::options(&detection);
-    for s in &mut all {
-        series::analyse(s, &options)
-            .map_err(|e| fail(out, Exit::InvalidInput)(format!("{} {}: {e}", s.instance, s.metric)))?;
-    }
-    print_series(out, &all, a.format)?;
-    if let Some(dir) = &a.out {
-        let files = loadgate_report::history_files(&all).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
-        write_files(out, dir, &files)?;
-    }
     Ok(Exit::Pass)
+}
+
+/// `--out DIR` of `history show` and `history check`: history.md, history.html, history.json and the plots.
+fn write_history(out: &Output, dir: Option<&Path>, all: &[HistorySeries]) -> Result<(), Exit> {
+    let Some(dir) = dir else { return Ok(()) };
+    let files = loadgate_report::history_files(all).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
+    write_files(out, dir, &files)
 }
 
 fn print_series(out: &Output, all: &[HistorySeries], format: TableFormat) -> Result<(), Exit> {
@@ -234,39 +165,15 @@ fn print_series(out: &Output, all: &[HistorySeries], format: TableFormat) -> Res
 fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
     let loaded = crate::specs::load_all(out, std::slice::from_ref(&a.spec), &a.vars).map_err(|_| Exit::InvalidInput)?;
     let Some(loaded) = loaded.into_iter().next() else { return Err(Exit::InvalidInput) };
-    let Some(checks) = &loaded.spec.history else {
-        return Err(fail(out, Exit::InvalidInput)(format!(
-            "{} has no `history:` section: nothing to check (add `history: {{ drift: {{ p99: 10% }} }}`)",
-            loaded.file
-        )));
-    };
-    let mut store = open(out, &a.store.store)?;
     let name = &loaded.spec.name;
-    let (current, judgement) = loadgate_runner::memory::check_newest(&mut store, name, checks)
-        .map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?
-        .ok_or_else(|| {
-            let on = checks.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}"));
-            fail(out, Exit::Inconclusive)(format!("the history has no run of `{name}`{on}: nothing to judge"))
-        })?;
-    let (branch, judged) = (judgement.branch, judgement.judged);
-    let mut exit = Exit::Pass;
+    let checked =
+        loadgate_runner::memory::check(&a.store.store, &loaded.spec, &loaded.file).map_err(memory_failed(out))?;
     out.data(&format!(
-        "history checks of {} on {} ({} runs, newest {})",
-        loaded.spec.name,
-        loadgate_history::gate::branch_words(branch.as_deref()),
-        judgement.runs,
-        loadgate_results::history::HistoryPoint {
-            run_id: current.run_id.clone(),
-            started_at: current.started_at.clone(),
-            commit: current.commit.clone(),
-            label: current.label.clone(),
-            value: 0.0,
-            current: true,
-            profile: None,
-        }
-        .name()
+        "history checks of {name} on {} ({} runs, newest {})",
+        checked.branch, checked.runs, checked.newest
     ));
-    for j in &judged {
+    let mut exit = Exit::Pass;
+    for j in &checked.judged {
         let v = &j.verdict;
         let inconclusive = v.statistics.as_ref().is_some_and(|s| s.status == StatisticalStatus::Inconclusive);
         let word = if v.passed {
@@ -280,10 +187,7 @@ fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
         };
         out.data(&format!("  {word:<12} {}: {} ({})", j.instance, v.slo, v.explain()));
     }
-    if let Some(dir) = &a.out {
-        let all: Vec<HistorySeries> = judged.iter().map(|j| j.series.clone()).collect();
-        let files = loadgate_report::history_files(&all).map_err(|e| fail(out, Exit::RunFailed)(e.to_string()))?;
-        write_files(out, dir, &files)?;
-    }
+    let all: Vec<HistorySeries> = checked.judged.into_iter().map(|j| j.series).collect();
+    write_history(out, a.out.as_deref(), &all)?;
     Ok(exit)
 }

@@ -111,11 +111,10 @@ impl Output {
     }
 }
 
-/// `text` and a newline unless it ends with one, flushed. A closed stream (`loadgate ... | head`) is not an error.
+/// `text` and a newline unless it ends with one, in one write, flushed. A closed stream (`loadgate ... | head`) is
+/// not an error.
 fn write_line(stream: &mut impl Write, text: &str) {
-    let _ = stream.write_all(text.as_bytes());
-    if !text.ends_with('\n') {
-        let _ = stream.write_all(b"\n");
-    }
+    let line = if text.ends_with('\n') { Cow::Borrowed(text) } else { Cow::Owned(format!("{text}\n")) };
+    let _ = stream.write_all(line.as_bytes());
     let _ = stream.flush();
 }

@@ -7,18 +7,21 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadgate_plan::Phase;
 use loadgate_results::{format, TimelinePoint};
 
+use crate::output::Output;
+
 pub enum Progress {
     Bar(ProgressBar),
-    /// One plain line a second: on stderr, or on stdout when the output is [one stream](crate::output::Output::one_stream).
+    /// One plain line a second, where errors go: on stderr, or on stdout when the output is
+    /// [one stream](crate::output::Output::one_stream).
     Lines {
         name: String,
-        to_stdout: bool,
+        out: Output,
     },
     Quiet,
 }
 
 impl Progress {
-    pub fn start(phase: &Phase, color: bool, out: &crate::output::Output) -> Progress {
+    pub fn start(phase: &Phase, color: bool, out: &Output) -> Progress {
         if out.quiet {
             return Progress::Quiet;
         }
@@ -45,7 +48,7 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(250));
             Progress::Bar(bar)
         } else {
-            Progress::Lines { name: tagged, to_stdout: out.one_stream }
+            Progress::Lines { name: tagged, out: *out }
         }
     }
 
@@ -63,9 +66,9 @@ impl Progress {
                 bar.set_position(elapsed.as_secs());
                 bar.set_message(crate::output::scrub(&msg).into_owned());
             }
-            Progress::Lines { name, to_stdout } => {
+            Progress::Lines { name, out } => {
                 let total = phase.duration.map(|d| format!("/{}", d)).unwrap_or_default();
-                println_plain(&format!("{name} {:.0}s{total}  {msg}", elapsed.as_secs_f64()), *to_stdout);
+                out.error(&format!("{name} {:.0}s{total}  {msg}", elapsed.as_secs_f64()));
             }
             Progress::Quiet => {}
         }
@@ -97,7 +100,7 @@ impl Progress {
                 bar.set_message("");
             }
             Progress::Bar(bar) => bar.set_message(crate::output::scrub(&line).into_owned()),
-            Progress::Lines { name, to_stdout } => println_plain(&format!("{name} {line}"), *to_stdout),
+            Progress::Lines { name, out } => out.error(&format!("{name} {line}")),
             Progress::Quiet => {}
         }
     }
@@ -106,18 +109,5 @@ impl Progress {
         if let Progress::Bar(bar) = self {
             bar.finish_and_clear();
         }
-    }
-}
-
-/// One whole line in one write, on stderr or stdout.
-fn println_plain(line: &str, to_stdout: bool) {
-    use std::io::Write;
-    let line = format!("{}\n", crate::output::scrub(line));
-    if to_stdout {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(line.as_bytes());
-        let _ = out.flush();
-    } else {
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 }

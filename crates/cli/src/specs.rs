@@ -10,7 +10,7 @@ use crate::output::Output;
 
 /// Loads every spec, printing warnings and errors. `Err` (with those that loaded) when one is invalid.
 pub fn load_all(out: &Output, paths: &[PathBuf], vars: &VarArgs) -> Result<Vec<SpecInput>, Vec<SpecInput>> {
-    let files = loadgate_runner::source::load_files(paths, &vars.load_options());
+    let files = loadgate_runner::source::load_files(paths, &vars.to_vars().load_options());
     for message in &files.messages {
         out.error(message);
     }

@@ -379,6 +379,21 @@ fn rebuild_plan(results: &RunResults) -> Option<ExecutionPlan> {
     loadgate_repro::rebuild(results, &opts).ok().map(|r| r.plan)
 }
 
+/// A shard's result written as `<dir>/shard-I-of-N.json` (secrets scrubbed), for `loadgate merge`; its path.
+pub fn write_shard_result(
+    results: &RunResults,
+    dir: &Path,
+    slice: Slice,
+    secrets: &Redactor,
+) -> Result<PathBuf, String> {
+    let json = loadgate_results::to_json(results).map_err(|e| e.to_string())?;
+    let path = dir.join(slice.file_name());
+    std::fs::create_dir_all(dir)
+        .and_then(|()| crate::reports::write_atomic(&path, &secrets.scrub(&json)))
+        .map_err(|e| format!("cannot write the shard result {}: {e}", path.display()))?;
+    Ok(path)
+}
+
 const FLAGS_SPEC: &str = "command-line.yaml";
 
 /// A scratch directory holding `yaml` as the spec of a run from flags, readable by this user only.

@@ -14,8 +14,10 @@ use std::process::Command;
 use loadgate_history::error::HistoryError;
 use loadgate_history::gate::{self, Judged};
 use loadgate_history::record::{RecordMeta, RunRecord};
+use loadgate_history::series::{self, Selection};
 use loadgate_history::store::{Added, Query, Store};
-use loadgate_model::HistoryGate;
+use loadgate_model::{Detection, HistoryGate, Metric, Spec};
+use loadgate_results::history::{HistoryPoint, HistorySeries};
 use loadgate_results::{Outcome, OutcomeStatus, RunResults};
 
 use crate::{Event, Observer};
@@ -166,27 +168,131 @@ pub fn judge_history(
     Ok(HistoryJudgement { branch, runs, judged })
 }
 
-/// `history check`: the newest stored run of `spec` (on the checks' branch when they name one) judged on its
-/// series; `None` when the store has no such run.
-pub fn check_newest(
-    store: &mut Store,
-    spec: &str,
-    checks: &HistoryGate,
-) -> Result<Option<(RunRecord, HistoryJudgement)>, HistoryError> {
-    let newest =
-        Query { spec: Some(spec.to_owned()), branch: checks.branch.clone(), limit: Some(1), ..Query::default() };
-    let Some(current) = store.runs(&newest)?.pop() else { return Ok(None) };
-    let judgement = judge_history(store, checks, &current)?;
-    Ok(Some((current, judgement)))
+/// What `history check` found: the newest stored run of a spec, judged on its series.
+#[derive(Debug)]
+pub struct HistoryCheck {
+    /// The run judged, as a series names its points (its time, commit and label).
+    pub newest: String,
+    /// The branch whose runs the series holds, in words (`` `main` ``, `no branch`).
+    pub branch: String,
+    /// The runs in the series, the judged one included.
+    pub runs: usize,
+    pub judged: Vec<Judged>,
 }
 
-/// Why a history command could not do its work: its input (a file, a line of an import) or the store.
+/// `history check`: the spec's `history:` checks on the newest run of the spec in the store at `location` (on
+/// the checks' branch when they name one), judged on its series by [`judge_history`], the query `run --history`
+/// uses. `file` names the spec in the error of a spec without checks.
+pub fn check(location: &str, spec: &Spec, file: &str) -> Result<HistoryCheck, MemoryError> {
+    let Some(checks) = &spec.history else {
+        return Err(MemoryError::Input(format!(
+            "{file} has no `history:` section: nothing to check (add `history: {{ drift: {{ p99: 10% }} }}`)"
+        )));
+    };
+    let mut store = open(location)?;
+    let input = |e: HistoryError| MemoryError::Input(e.to_string());
+    let newest =
+        Query { spec: Some(spec.name.clone()), branch: checks.branch.clone(), limit: Some(1), ..Query::default() };
+    let Some(current) = store.runs(&newest).map_err(input)?.pop() else {
+        let on = checks.branch.as_ref().map_or_else(String::new, |b| format!(" on {b}"));
+        return Err(MemoryError::Nothing(format!("the history has no run of `{}`{on}: nothing to judge", spec.name)));
+    };
+    let judgement = judge_history(&mut store, checks, &current).map_err(input)?;
+    let point = HistoryPoint {
+        run_id: current.run_id,
+        started_at: current.started_at,
+        commit: current.commit,
+        label: current.label,
+        value: 0.0,
+        current: true,
+        profile: None,
+    };
+    Ok(HistoryCheck {
+        newest: point.name(),
+        branch: gate::branch_words(judgement.branch.as_deref()),
+        runs: judgement.runs,
+        judged: judgement.judged,
+    })
+}
+
+/// `history show`'s selection: which runs, instances and metrics, and how change points are found.
+#[derive(Debug, Clone)]
+pub struct ShowRequest {
+    /// A SQLite file or a `postgres://` URL.
+    pub store: String,
+    pub spec: Option<String>,
+    /// Empty: the gated instances.
+    pub instances: Vec<String>,
+    /// As an SLO names them; empty: throughput, p50, p99.
+    pub metrics: Vec<String>,
+    pub branch: Option<String>,
+    pub machine: Option<String>,
+    /// RFC 3339, or a date.
+    pub since: Option<String>,
+    /// Only the newest N runs.
+    pub last: Option<usize>,
+    pub detection: Detection,
+}
+
+/// `history show`: the series of the runs `request` selects, each with its change points.
+pub fn show(request: &ShowRequest) -> Result<Vec<HistorySeries>, MemoryError> {
+    let input = |e: String| MemoryError::Input(e);
+    let options = series::options(&request.detection);
+    options.validate().map_err(|e| input(e.to_string()))?;
+    let metrics = Metric::parse_list(&request.metrics).map_err(input)?.iter().map(ToString::to_string).collect();
+    let mut store = open(&request.store)?;
+    let query = Query {
+        spec: request.spec.clone(),
+        branch: request.branch.clone(),
+        unbranched: false,
+        machine: request.machine.clone(),
+        since: request.since.clone(),
+        limit: request.last,
+    };
+    let records = store.runs(&query).map_err(|e| input(e.to_string()))?;
+    let selection = Selection {
+        spec: request.spec.clone(),
+        instances: request.instances.clone(),
+        metrics,
+        gated_only: request.instances.is_empty(),
+        branch: request.branch.clone(),
+        unbranched: false,
+        machine: request.machine.clone(),
+    };
+    let mut all = series::series(&records, &selection);
+    for s in &mut all {
+        series::analyse(s, &options).map_err(|e| input(format!("{} {}: {e}", s.instance, s.metric)))?;
+    }
+    Ok(all)
+}
+
+/// The store at `location` (a SQLite file, created when missing, or a `postgres://` URL).
+pub fn open(location: &str) -> Result<Store, MemoryError> {
+    Store::open(location).map_err(|e| MemoryError::Store(e.to_string()))
+}
+
+/// Writes `files` (name, content) into `dir` (created), each atomically: the `--out DIR` of `history show`,
+/// `history check` and `compare`.
+pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), MemoryError> {
+    std::fs::create_dir_all(dir).map_err(|e| MemoryError::Store(format!("cannot create {}: {e}", dir.display())))?;
+    for (name, content) in files {
+        let path = dir.join(name);
+        crate::reports::write_atomic(&path, content)
+            .map_err(|e| MemoryError::Store(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Why a history command could not do its work: its input (a file, a line of an import, a spec without checks),
+/// the store (or a file it writes), or a history that holds nothing to judge.
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
     #[error("{0}")]
     Input(String),
     #[error("{0}")]
     Store(String),
+    #[error("{0}")]
+    Nothing(String),
 }
 
 /// What `history add` did with one results file.
@@ -198,12 +304,10 @@ pub enum AddedFile {
     Skipped(String),
 }
 
-/// `history add`: every file read first (an unreadable one adds nothing), then each run worth keeping added.
-pub fn add_files(
-    store: &mut Store,
-    paths: &[std::path::PathBuf],
-    request: &HistoryRequest,
-) -> Result<Vec<AddedFile>, MemoryError> {
+/// `history add`: the store opened, every file read (an unreadable one adds nothing), then each run worth keeping
+/// added to the store `request` names.
+pub fn add_files(request: &HistoryRequest, paths: &[std::path::PathBuf]) -> Result<Vec<AddedFile>, MemoryError> {
+    let mut store = open(&request.store)?;
     let mut read = Vec::with_capacity(paths.len());
     for path in paths {
         let results = crate::source::read_results(path).map_err(|e| MemoryError::Input(e.to_string()))?;
@@ -225,10 +329,11 @@ pub fn add_files(
     Ok(done)
 }
 
-/// `history export`: every run as JSON lines into `to` (written whole or not at all) or standard output; how
-/// many.
-pub fn export(store: &mut Store, to: Option<&Path>) -> Result<usize, MemoryError> {
+/// `history export`: every run of the store at `location` as JSON lines into `to` (written whole or not at all)
+/// or standard output; how many.
+pub fn export(location: &str, to: Option<&Path>) -> Result<usize, MemoryError> {
     use std::io::Write as _;
+    let mut store = open(location)?;
     let Some(path) = to else {
         let stdout = std::io::stdout();
         let mut w = std::io::BufWriter::new(stdout.lock());
@@ -246,8 +351,10 @@ pub fn export(store: &mut Store, to: Option<&Path>) -> Result<usize, MemoryError
     Ok(n)
 }
 
-/// `history import`: the JSON lines of `from` (`-`: standard input) into the store, in one transaction.
-pub fn import(store: &mut Store, from: &Path) -> Result<loadgate_history::store::Imported, MemoryError> {
+/// `history import`: the JSON lines of `from` (`-`: standard input) into the store at `location`, in one
+/// transaction; what was added, and the store as it names itself.
+pub fn import(location: &str, from: &Path) -> Result<(loadgate_history::store::Imported, String), MemoryError> {
+    let mut store = open(location)?;
     let name = from.display();
     let mut reader: Box<dyn std::io::BufRead> = if from.as_os_str() == "-" {
         Box::new(std::io::BufReader::new(std::io::stdin()))
@@ -255,11 +362,12 @@ pub fn import(store: &mut Store, from: &Path) -> Result<loadgate_history::store:
         let f = std::fs::File::open(from).map_err(|e| MemoryError::Input(format!("cannot read {name}: {e}")))?;
         Box::new(std::io::BufReader::new(f))
     };
-    store.import(&mut reader).map_err(|e| match e {
+    let imported = store.import(&mut reader).map_err(|e| match e {
         // A line that is not a run record is the input's fault; a store that fails, the store's.
         HistoryError::Import { .. } | HistoryError::Invalid { .. } => MemoryError::Input(format!("{name}: {e}")),
         e => MemoryError::Store(format!("{name}: {e}")),
-    })
+    })?;
+    Ok((imported, store.describe()))
 }
 
 /// [`judge_and_record`], telling the observer what became of the record.

@@ -1,10 +1,12 @@
 //! What a job is made of, read and checked: spec files (every one loaded, so that every error is reported before
 //! anything runs), a run made of command-line flags (the spec the flags make), a results.json to reproduce and
-//! shard results to merge. Nothing is printed here: what the user should read comes back as messages, and a
-//! source that does not fit as a [`JobError`].
+//! shard results to merge, and the values of the command line's options (`NAME=VALUE`, a fraction, an output).
+//! Nothing is printed here: what the user should read comes back as messages, and a source that does not fit as a
+//! [`JobError`].
 
 use std::path::{Path, PathBuf};
 
+use loadgate_model::output::OutputSpec;
 use loadgate_model::secrets::Redactor;
 use loadgate_model::Spec;
 use loadgate_results::{RunResults, ShardPart};
@@ -12,7 +14,35 @@ use loadgate_results::{RunResults, ShardPart};
 use crate::error::JobError;
 
 pub use loadgate_import::{import, FlagRun, ImportError, Imported};
+pub use loadgate_spec::schema::spec_schema_json;
 pub use loadgate_spec::LoadOptions;
+
+/// A spec's variables and data-file limits, as given (`--set`, `--secret`, `--allow-data-outside-spec-dir`,
+/// `--max-data-file-bytes`).
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    pub sets: Vec<(String, String)>,
+    /// Like `sets`, and secret: replaced by `***` in every report and printout.
+    pub secrets: Vec<(String, String)>,
+    pub allow_data_outside_spec_dir: bool,
+    /// Default: the loader's (16 MiB).
+    pub max_data_file_bytes: Option<u64>,
+}
+
+impl Vars {
+    /// The spec loader's options: the values set and secret, the process environment.
+    pub fn load_options(&self) -> LoadOptions {
+        let mut sets = self.sets.clone();
+        sets.extend(self.secrets.iter().cloned());
+        let mut opts = LoadOptions::from_process_env(sets);
+        opts.secret_vars = self.secrets.iter().map(|(k, _)| k.clone()).collect();
+        opts.allow_data_outside_spec_dir = self.allow_data_outside_spec_dir;
+        if let Some(max) = self.max_data_file_bytes {
+            opts.max_data_file_bytes = max;
+        }
+        opts
+    }
+}
 
 /// A spec that validated, as the user gave it.
 #[derive(Debug, Clone)]
@@ -100,6 +130,90 @@ fn is_url(arg: &str) -> bool {
     lower.starts_with("http://") || lower.starts_with("https://")
 }
 
+/// `NAME=VALUE` (`--set`, `--secret`): the name trimmed, the value as given.
+pub fn assignment(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("`{text}` is not NAME=VALUE (for example `--set connections=256`)")),
+    }
+}
+
+/// `95%` or `0.95`: a fraction from 0 to 1.
+pub fn fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a fraction: write `5%` or `0.05`"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` is not between 0% and 100%"))
+    }
+}
+
+/// One `--output`: `KIND=URL`, or `none` (`None`: the spec's `outputs:` switched off).
+pub fn output(text: &str) -> Result<Option<OutputSpec>, String> {
+    if text.trim() == "none" {
+        return Ok(None);
+    }
+    OutputSpec::parse_flag(text).map(Some)
+}
+
+/// An `--output-header`, `NAME: VALUE`: a header name (an HTTP token) and a value without a line break.
+pub fn output_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| "not `NAME: VALUE` (for example `--output-header 'X-Scope-OrgID: perf'`)".to_owned())?;
+    let name = name.trim();
+    let token = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err(format!("`{name}` is not a header name (letters, digits and `-`)"));
+    }
+    if value.contains(['\r', '\n']) {
+        return Err("a header value cannot contain a line break".to_owned());
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+/// The options of a run without a spec given in `flags` (they need a URL), as the command line names them, in
+/// its order: `http2` says the protocol was given as `--http2`, `print_spec` that `--print-spec` was given.
+pub fn flags_given(flags: &FlagRun, http2: bool, print_spec: bool) -> Vec<&'static str> {
+    let f = flags;
+    let given = [
+        (f.connections.is_some(), "-c"),
+        (f.duration.is_some(), "-d"),
+        (f.requests.is_some(), "-n"),
+        (f.threads.is_some(), "-t"),
+        (f.rate.is_some(), "-R"),
+        (f.timeout.is_some(), "--timeout"),
+        (!f.headers.is_empty(), "-H"),
+        (f.method.is_some(), "-m"),
+        (f.body.is_some(), "--body"),
+        (f.pipeline.is_some(), "--pipeline"),
+        (f.pipeline_reads.is_some(), "--pipeline-reads"),
+        (f.no_keepalive, "--no-keepalive"),
+        (f.insecure, "-k"),
+        (http2, "--http2"),
+        (f.protocol.is_some() && !http2, "--protocol"),
+        (f.streams.is_some(), "--streams"),
+        (!f.slos.is_empty(), "--slo"),
+        (print_spec, "--print-spec"),
+    ];
+    given.into_iter().filter_map(|(set, name)| set.then_some(name)).collect()
+}
+
+/// `loadgate import`: recorded traffic (`log FILE ...`, `har FILE ...`, read by [`crate::traffic::import`]) or a
+/// load tool's command line (its words joined with spaces), as a spec's YAML and the notes to show with it.
+pub fn import_spec(words: &[String]) -> Result<(String, Vec<String>), JobError> {
+    if let Some(made) = crate::traffic::import(words)? {
+        return Ok((made.yaml, made.notes));
+    }
+    let imported = import(&words.join(" ")).map_err(|e| JobError::Invalid(e.to_string()))?;
+    Ok((imported.yaml, imported.notes))
+}
+
 /// The source of `loadgate run`: its positional `args` (spec files, or one URL, wrk's order) and `--url`, checked.
 /// `flags_given` names the run-from-flags options given (`-c`, `-d`, ...), which need a URL.
 pub fn run_source(args: &[String], url: Option<&str>, flags_given: &[&str]) -> Result<RunSource, JobError> {
@@ -136,6 +250,41 @@ pub fn run_source(args: &[String], url: Option<&str>, flags_given: &[&str]) -> R
         }
     }
     Ok(RunSource::Files(paths))
+}
+
+/// What `loadgate run`'s arguments make: spec files to load, the spec of `--print-spec` to print, or a run made of
+/// command-line flags.
+#[derive(Debug)]
+pub enum RunSpecs {
+    Files(Vec<PathBuf>),
+    /// The spec `--print-spec` prints, with a note per credential header ([`printable_flag_spec`]).
+    Print {
+        yaml: String,
+        notes: Vec<String>,
+    },
+    Flags(Box<FlagSpec>),
+}
+
+/// The specs of `loadgate run`: its positional `args` ([`run_source`]: spec files, or one URL, wrk's order) and
+/// the run-from-flags options in `flags` (with `--url`; `http2`, `print_spec`: as [`flags_given`] takes them).
+pub fn run_specs(
+    args: &[String],
+    flags: FlagRun,
+    http2: bool,
+    print_spec: bool,
+    vars: &Vars,
+) -> Result<RunSpecs, JobError> {
+    let given = flags_given(&flags, http2, print_spec);
+    let url = match run_source(args, flags.url.as_deref(), &given)? {
+        RunSource::Files(paths) => return Ok(RunSpecs::Files(paths)),
+        RunSource::Url(url) => url,
+    };
+    let flags = FlagRun { url: Some(url), ..flags };
+    if print_spec {
+        let (yaml, notes) = printable_flag_spec(&flags)?;
+        return Ok(RunSpecs::Print { yaml, notes });
+    }
+    Ok(RunSpecs::Flags(Box::new(flag_spec(&flags, &vars.load_options())?)))
 }
 
 /// A run made of command-line flags: its spec, the URL as shown (no credential) and the spec's warnings.
@@ -257,6 +406,38 @@ mod tests {
         assert!(run_source(&[], None, &[]).expect_err("nothing").to_string().starts_with("give a spec file"));
         let e = run_source(&strings(&["localhost:8080"]), None, &[]).expect_err("no scheme");
         assert!(e.to_string().contains("`http://localhost:8080`"), "{e}");
+    }
+
+    #[test]
+    fn the_flags_of_a_run_without_a_spec_are_named_as_given_in_the_command_lines_order() {
+        let flags = FlagRun {
+            connections: Some(8),
+            protocol: Some("http2".to_owned()),
+            slos: vec!["p99 < 5ms".to_owned()],
+            pacing: Some("precise".to_owned()),
+            ..FlagRun::default()
+        };
+        assert_eq!(flags_given(&flags, true, false), ["-c", "--http2", "--slo"]);
+        assert_eq!(flags_given(&flags, false, true), ["-c", "--protocol", "--slo", "--print-spec"]);
+        assert!(flags_given(&FlagRun::default(), false, false).is_empty());
+    }
+
+    #[test]
+    fn fractions_are_percentages_or_plain_numbers_from_zero_to_one() {
+        assert_eq!(fraction("95%"), Ok(0.95));
+        assert_eq!(fraction(" 0.02 "), Ok(0.02));
+        assert!(fraction("120%").expect_err("above 1").contains("between 0% and 100%"));
+        assert!(fraction("five").expect_err("a word").contains("is not a fraction"));
+    }
+
+    #[test]
+    fn an_output_header_needs_a_token_for_its_name_and_one_line_for_its_value() {
+        assert_eq!(output_header("X-Scope-OrgID: perf"), Ok(("X-Scope-OrgID".to_owned(), "perf".to_owned())));
+        assert!(output_header("no colon").is_err());
+        assert!(output_header("Bad Name: v").expect_err("space").contains("is not a header name"));
+        assert!(output_header("X: a\nb").expect_err("line break").contains("line break"));
+        assert_eq!(assignment(" n =v=1"), Ok(("n".to_owned(), "v=1".to_owned())));
+        assert!(assignment("=v").is_err());
     }
 
     #[test]
