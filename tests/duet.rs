@@ -108,3 +108,33 @@ fn the_plan_says_how_a_duets_targets_share_the_target_cpus() {
         assert!(out.contains("6s (1s a pass, gated phases repeated, both sides at once in duet rounds)"), "{out}");
     }
 }
+
+#[test]
+fn duet_runs_user_sessions_and_ramps_with_the_same_requests_on_each_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("users.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "version: 1\nname: users\ntarget: {}\ncandidate: {}\ngating: {{ repeat: 2, order: duet }}\nscenarios:\n  \
+             journey:\n    session:\n      - {{ name: first, path: /a }}\n      - {{ think: 10ms }}\n      - {{ name: second, path: /b }}\n    \
+             load: {{ users: {{ per_second: 40, during: 500ms }} }}\n    slo: [p99 <= baseline * 1.5, errors == 0]\n  \
+             ramp:\n    request: {{ path: / }}\n    load: {{ ramp: {{ connections: 4, start_rate: 50/s, stages: [{{ to: 150/s, over: 500ms }}] }} }}\n    \
+             slo: [p99 <= baseline * 1.5]\n",
+            delay(2),
+            delay(2)
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let done = loadgate(&["run", spec.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let all = format!("{}{}", text(&done.stdout), text(&done.stderr));
+    assert!(matches!(done.status.code(), Some(0) | Some(5)), "{all}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("users/results.json")).unwrap()).unwrap();
+    for s in results["scenarios"].as_array().unwrap() {
+        let (b, a) = (&s["requests"]["sent"], &s["ab_baseline"]["requests"]["sent"]);
+        assert!(b.as_u64().unwrap() > 0, "{all}");
+        assert_eq!(b, a, "both sides got the same schedule: {}", s["name"]);
+    }
+}
