@@ -552,3 +552,32 @@ fn the_dashboard_has_what_grafana_imports() {
         }
     }
 }
+
+#[test]
+fn a_duet_rounds_series_are_each_sides_own() {
+    let Some(prom) = Prometheus::start("") else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = write_spec(
+        dir.path(),
+        "version: 1\nname: duet\ntarget: { builtin: plaintext }\ncandidate: { builtin: plaintext }\n\
+         gating: { repeat: 2, order: duet }\nscenarios:\n  get:\n    request: { path: / }\n    \
+         load: { open: { rate: 300/s, connections: 4, duration: 1500ms } }\n    slo: [p99 <= baseline * 2]\n",
+    );
+    let out = dir.path().join("out");
+    let url = format!("prometheus=http://127.0.0.1:{}/api/v1/write", prom.port);
+    let done = loadgate(&["run", &spec, "--out", out.to_str().expect("utf-8"), "--output", &url, "-q"]);
+    assert!(matches!(done.status.code(), Some(0) | Some(5)), "{}", text(&done.stderr));
+    let r = results(&out, "duet");
+    let s = &r["scenarios"][0];
+    // The solo rounds are exported too (repetition 0): each side's series sum its solo round and its two rounds.
+    for (side, result) in [("A", &s["ab_baseline"]), ("B", s)] {
+        let rounds: f64 = result["repetitions"]
+            .as_array()
+            .expect("repetitions")
+            .iter()
+            .map(|x| x["requests"]["completed"].as_f64().expect("completed"))
+            .sum();
+        let query = format!("sum(loadgate_requests_total{{spec=\"duet\",side=\"{side}\",repetition!=\"0\"}})");
+        assert_eq!(prom.wait_for(&query, rounds), Some(rounds), "side {side}");
+    }
+}

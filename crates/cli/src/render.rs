@@ -106,6 +106,8 @@ impl Observer for Renderer<'_> {
                     p.opening(*connections, *opened, *failed, *elapsed, *done);
                 }
             }
+            // A duet round's progress line is its first lane's.
+            Event::Tick { duet: Some((_, false)), .. } => {}
             Event::Tick { phase, elapsed, point, .. } => {
                 if let Some(p) = &mut self.progress {
                     p.tick(phase, *elapsed, point);

@@ -47,6 +47,9 @@ pub enum Event<'a> {
         send_lag: &'a hdrhistogram::Histogram<u64>,
         errors: &'a loadgate_results::ErrorCounts,
         status: &'a loadgate_results::StatusCounts,
+        /// In a duet round (both sides in one phase): the side this second is of, and whether it is the
+        /// workers' first lane (a terminal shows one lane's progress). `None` for a phase of one side.
+        duet: Option<(crate::schedule::Side, bool)>,
     },
     /// One repetition of a phase ended (runs with repetitions or an A/B comparison): `side` is the target (A)
     /// or the candidate (B). Round 0 is a duet instance's solo round (`gating.order: duet`), run alone before its

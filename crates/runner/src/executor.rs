@@ -195,7 +195,7 @@ impl<'a> Executor<'a> {
             (a, b) if i == 0 => [a, b],
             (a, b) => [b, a],
         };
-        let results = crate::session::run_together(pair, phase, baseline, observer);
+        let results = crate::session::run_together(pair, [first, second], phase, baseline, observer);
         let mut ran = UnitRun::default();
         match results {
             Ok(results) => {

@@ -28,8 +28,17 @@ pub struct Exporting<'o> {
     run_id: String,
     shard: String,
     unit: (Option<u32>, Option<Side>),
-    /// The labels of the instance run in progress, and whether its totals are still to be settled.
-    current: Option<Labels>,
+    /// The sides whose run of an instance is about to start: two before one phase in a duet round.
+    starting: Vec<Side>,
+    /// The instance runs in progress: one, or a duet round's two (by side), each with its labels and whether its
+    /// totals are still to be settled.
+    current: Vec<Running>,
+}
+
+/// An instance run in progress.
+struct Running {
+    side: Option<Side>,
+    labels: Labels,
     open: bool,
 }
 
@@ -56,8 +65,8 @@ impl<'o> Exporting<'o> {
             run_id,
             shard,
             unit: (None, None),
-            current: None,
-            open: false,
+            starting: Vec::new(),
+            current: Vec::new(),
         })
     }
 
@@ -66,24 +75,26 @@ impl<'o> Exporting<'o> {
         self.exporter.as_ref().and_then(Exporter::metrics_addr)
     }
 
-    fn labels(&self, phase: &Phase) -> Labels {
+    fn labels(&self, phase: &Phase, side: Option<Side>) -> Labels {
         let cell = phase.matrix.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
         Labels::new([
             ("spec", self.spec.clone()),
             ("scenario", phase.scenario.clone()),
             ("cell", cell),
             ("repetition", self.unit.0.map(|r| r.to_string()).unwrap_or_default()),
-            ("side", self.unit.1.map(|s| s.letter().to_owned()).unwrap_or_default()),
+            ("side", side.map(|s| s.letter().to_owned()).unwrap_or_default()),
             ("shard", self.shard.clone()),
             ("run_id", self.run_id.clone()),
         ])
     }
 
-    fn settle(&mut self, result: &ScenarioResult) {
-        let (Some(exporter), Some(labels)) = (&self.exporter, &self.current) else { return };
-        if !self.open {
+    fn settle(&mut self, side: Option<Side>, result: &ScenarioResult) {
+        let Some(exporter) = self.exporter.as_ref() else { return };
+        let Some(running) = running(&mut self.current, side) else { return };
+        if !running.open {
             return;
         }
+        let labels = &running.labels;
         let h = &result.histograms;
         let totals = Totals {
             sent: result.requests.sent,
@@ -95,24 +106,36 @@ impl<'o> Exporting<'o> {
         };
         exporter.update(|a| a.settle(labels, &totals));
         exporter.push();
-        self.open = false;
+        running.open = false;
     }
 
     fn see(&mut self, event: &Event<'_>) {
         match event {
             Event::RunStarted { plan } => self.spec = plan.name.clone(),
-            Event::InstanceStarting { round, side, .. } => self.unit = (*round, *side),
+            Event::InstanceStarting { round, side, .. } => {
+                self.unit = (*round, *side);
+                self.starting.extend(*side);
+            }
             Event::PhaseStarted { phase } => {
-                let labels = self.labels(phase);
+                // Two sides starting before one phase: a duet round, one series per side.
+                let sides: Vec<Option<Side>> = match std::mem::take(&mut self.starting)[..] {
+                    [a, b] => vec![Some(a), Some(b)],
+                    _ => vec![self.unit.1],
+                };
+                self.current = sides
+                    .into_iter()
+                    .map(|side| Running { side, labels: self.labels(phase, side), open: true })
+                    .collect();
                 if let Some(e) = &self.exporter {
-                    e.update(|a| a.begin(&labels));
+                    for r in &self.current {
+                        e.update(|a| a.begin(&r.labels));
+                    }
                     e.push();
                 }
-                self.current = Some(labels);
-                self.open = true;
             }
-            Event::Tick { point, latency, send_lag, errors, status, .. } => {
-                let (Some(e), Some(labels)) = (&self.exporter, &self.current) else { return };
+            Event::Tick { point, latency, send_lag, errors, status, duet, .. } => {
+                let side = duet.map(|(s, _)| s);
+                let (Some(e), Some(r)) = (&self.exporter, running(&mut self.current, side)) else { return };
                 let interval = Interval {
                     sent: point.sent,
                     completed: point.completed,
@@ -123,24 +146,28 @@ impl<'o> Exporting<'o> {
                     latency,
                     send_lag,
                 };
-                e.update(|a| a.interval(labels, &interval));
+                e.update(|a| a.interval(&r.labels, &interval));
                 e.push();
             }
-            Event::RepetitionFinished { result, .. } => self.settle(result),
+            Event::RepetitionFinished { result, side, .. } => self.settle(Some(*side), result),
             // A capacity search's step: the instance's result is not the step's, so its ticks stay.
             Event::CapacityStep { .. } => {
-                if let (Some(e), Some(labels)) = (&self.exporter, &self.current) {
-                    e.update(|a| a.end(labels));
+                if let Some(e) = &self.exporter {
+                    for r in &self.current {
+                        e.update(|a| a.end(&r.labels));
+                    }
                     e.push();
                 }
-                self.open = false;
+                self.current.iter_mut().for_each(|r| r.open = false);
             }
-            Event::PhaseFinished { result, .. } => self.settle(result),
+            Event::PhaseFinished { result, .. } => self.settle(None, result),
             Event::PhaseFailed { .. } | Event::TargetExited { .. } => {
-                if let (Some(e), Some(labels)) = (&self.exporter, &self.current) {
-                    e.update(|a| a.end(labels));
+                if let Some(e) = &self.exporter {
+                    for r in &self.current {
+                        e.update(|a| a.end(&r.labels));
+                    }
                 }
-                self.open = false;
+                self.current.iter_mut().for_each(|r| r.open = false);
             }
             _ => {}
         }
@@ -159,6 +186,14 @@ impl<'o> Exporting<'o> {
             }
         }
         Some(report)
+    }
+}
+
+/// The run in progress of `side` among `current` (`None`, or a phase of one side: its one run).
+fn running(current: &mut [Running], side: Option<Side>) -> Option<&mut Running> {
+    match side {
+        Some(s) if current.len() > 1 => current.iter_mut().find(|r| r.side == Some(s)),
+        _ => current.first_mut(),
     }
 }
 

@@ -184,7 +184,7 @@ impl Session {
             &stop,
             &mut |o| observer.borrow_mut().event(&opening_event(phase, o)),
             &mut |tick| {
-                tell_tick(*observer.borrow_mut(), checkpoint.as_deref(), tick, offset);
+                tell_tick(*observer.borrow_mut(), checkpoint.as_deref(), tick, offset, None);
                 abort.check(tick)
             },
         )?;
@@ -285,13 +285,15 @@ impl Drop for Session {
     }
 }
 
-/// A duet round: `phase` run on both sessions' targets at once, from the first session's workers (each worker
-/// loads both targets at the same intended instants: `loadgate_engine::run_phase_together`). One stop signal is
-/// installed in both sessions, so Ctrl-C or either target's death stops the phase; each lane's `abort_on_fail`
-/// SLOs are watched on its own seconds. The observer and the checkpoint see the first lane's seconds. Each
+/// A duet round: `phase` run on both sessions' targets at once (their `sides`, in lane order), from the first
+/// session's workers (each worker loads both targets at the same intended instants:
+/// `loadgate_engine::run_phase_together`). One stop signal is installed in both sessions, so Ctrl-C or either
+/// target's death stops the phase; each lane's `abort_on_fail` SLOs are watched on its own seconds. The observer
+/// hears each lane's seconds with its side; the checkpoint follows the first lane's. Each
 /// result is its own session's, as [`Session::run_phase`] makes it.
 pub fn run_together(
     sessions: [&mut Session; 2],
+    sides: [crate::schedule::Side; 2],
     phase: &Phase,
     baseline: Option<&RunResults>,
     observer: &mut dyn Observer,
@@ -312,9 +314,10 @@ pub fn run_together(
         &stop,
         &mut |o| observer.borrow_mut().event(&opening_event(phase, o)),
         &mut |lane, tick| {
-            if lane == 0 {
-                tell_tick(*observer.borrow_mut(), checkpoint.as_deref(), tick, offset);
-            }
+            // The checkpoint follows the first lane; the observer hears both, each second with its side.
+            let checkpoint = checkpoint.as_deref().filter(|_| lane == 0);
+            let duet = sides.get(lane).map(|s| (*s, lane == 0));
+            tell_tick(*observer.borrow_mut(), checkpoint, tick, offset, duet);
             aborts.get_mut(lane).map_or(loadgate_engine::Control::Continue, |a| a.check(tick))
         },
     )?;
@@ -344,6 +347,7 @@ fn tell_tick(
     checkpoint: Option<&crate::checkpoint::Checkpointer>,
     tick: &loadgate_engine::Tick<'_>,
     offset: f64,
+    duet: Option<(crate::schedule::Side, bool)>,
 ) {
     observer.event(&Event::Tick {
         phase: tick.phase,
@@ -353,6 +357,7 @@ fn tell_tick(
         send_lag: tick.interval_send_lag,
         errors: tick.interval_errors,
         status: tick.interval_status,
+        duet,
     });
     if let Some(failed) = checkpoint.and_then(|c| c.tick(tick, offset)) {
         observer.event(&Event::Warning(failed));
