@@ -239,6 +239,38 @@ fn repetitions_are_merged_round_by_round_and_judged_once() {
 }
 
 #[test]
+fn an_ab_run_in_shards_merges_both_sides_round_by_round_and_fails_a_slower_candidate() {
+    // In turn (ABBA) and in duet rounds alike: before, the merge kept one shard's baseline side and judged the
+    // relative SLO against nothing, so a 40% slower candidate passed.
+    for order in ["abba", "duet"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ab.yaml");
+        let yaml = format!(
+            "version: 1\nname: ab\nhardware: {{ generator: {{ threads: 2 }} }}\n\
+             target: {{ builtin: {{ kind: delay, delay: 10ms }} }}\ncandidate: {{ builtin: {{ kind: delay, delay: 14ms }} }}\n\
+             gating: {{ repeat: 6, order: {order} }}\nscenarios:\n  s:\n    request: {{ path: / }}\n    \
+             load: {{ open: {{ rate: 200/s, connections: 8, duration: 500ms }} }}\n    slo: [p50 <= baseline * 1.10]\n"
+        );
+        std::fs::write(&path, yaml).unwrap();
+        let out = dir.path().join("out");
+        let o = loadgate(&["run", path.to_str().unwrap(), "--shards", "2", "--out", out.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{order}: {}", describe(&o));
+        let merged = json(&out.join("ab/results.json"));
+        let b = &merged["scenarios"][0];
+        let a = &b["ab_baseline"];
+        assert_eq!(b["verdicts"][0]["statistics"]["status"], "fail", "{order}: {b:#}");
+        assert_eq!(b["verdicts"][0]["statistics"]["repetitions"], 6, "{order}");
+        for side in [a, b] {
+            // Both shards' halves of each round: the whole 100 requests of a 500 ms round at 200/s.
+            let reps = side["repetitions"].as_array().expect("rounds");
+            assert_eq!(reps.len(), 6, "{order}");
+            let sent: u64 = reps.iter().map(|r| r["requests"]["sent"].as_u64().unwrap()).sum();
+            assert_eq!(sent, 600, "{order}: every round of both shards");
+        }
+    }
+}
+
+#[test]
 fn two_local_shards_send_the_random_values_of_one_process() {
     // The same spec (its seed comes from its name) once as one process and once as `--shards 2`: every request
     // draws its values from (seed, its global index), so the two runs send the same multiset of paths.

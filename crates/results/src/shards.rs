@@ -141,6 +141,10 @@ pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>
         if let Some(judged) = judge_merged_rounds(&slos, &parts, baseline, confidence)? {
             one.verdicts = judged.verdicts;
             one.repetitions = judged.repetitions;
+            // An A/B comparison: the baseline side merged the same way, round by round.
+            if judged.ab_baseline.is_some() {
+                one.ab_baseline = judged.ab_baseline;
+            }
         }
         if !lacking.is_empty() {
             let list: Vec<String> = lacking.iter().map(|i| format!("{i}/{count}")).collect();
@@ -189,9 +193,10 @@ pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>
 }
 
 /// With repetitions: the statistics over them judged once, on rounds merged across the shards (round `r` of
-/// every shard ran at once, so their merge is round `r` of the one run). `None` when the instance has no
-/// repetitions to judge (a single run, a capacity search) or is an A/B comparison, whose SLOs stay judged on
-/// the merge by [`crate::evaluate`].
+/// every shard ran at once, so their merge is round `r` of the one run); in an A/B comparison both sides' rounds
+/// are merged so, and the candidate's are judged paired with the baseline's. `None` when the instance has no
+/// repetitions to judge (a single run, a capacity search), whose SLOs stay judged on the merge by
+/// [`crate::evaluate`].
 fn judge_merged_rounds(
     slos: &[Slo],
     parts: &[ScenarioResult],
@@ -200,30 +205,52 @@ fn judge_merged_rounds(
 ) -> Result<Option<ScenarioResult>, ResultsError> {
     let Some(confidence) = confidence else { return Ok(None) };
     let Some(first) = parts.first() else { return Ok(None) };
-    if parts.iter().any(|p| p.repetitions.is_empty() || p.ab_baseline.is_some() || p.capacity.is_some()) {
+    if parts.iter().any(|p| p.repetitions.is_empty() || p.capacity.is_some()) {
         return Ok(None);
     }
-    // The rounds every shard kept (a round one shard discarded and ran again is not the same round elsewhere).
+    // Each shard's baseline side, in an A/B comparison (every shard's, or the merge cannot pair them).
+    let a_parts: Vec<&ScenarioResult> = parts.iter().filter_map(|p| p.ab_baseline.as_deref()).collect();
+    let ab = !a_parts.is_empty();
+    if ab && a_parts.len() != parts.len() {
+        return Err(ResultsError::Merge("some shards compared against a baseline side and some did not".into()));
+    }
+    // The rounds every shard kept on every side (a round one shard discarded and ran again is not the same round
+    // elsewhere).
+    let kept = |p: &ScenarioResult, round: u32| p.repetitions.iter().any(|x| x.round == round);
     let rounds: Vec<u32> = first
         .repetitions
         .iter()
         .map(|r| r.round)
-        .filter(|round| parts.iter().all(|p| p.repetitions.iter().any(|x| x.round == *round)))
+        .filter(|round| parts.iter().all(|p| kept(p, *round)) && a_parts.iter().all(|a| kept(a, *round)))
         .collect();
     if rounds.is_empty() {
         return Ok(None);
     }
-    let mut merged_rounds = Vec::with_capacity(rounds.len());
-    for round in &rounds {
-        let at_once: Vec<ScenarioResult> = parts
-            .iter()
-            .filter_map(|p| p.repetitions.iter().find(|x| x.round == *round).map(|rep| round_of(p, rep)))
-            .collect();
-        merged_rounds.push(crate::merge::merge_concurrent(&at_once)?);
+    let merged_rounds = merge_rounds(parts.iter(), &rounds)?;
+    if ab {
+        let a_rounds = merge_rounds(a_parts.into_iter(), &rounds)?;
+        return crate::gate::judge(slos, &merged_rounds, &rounds, crate::gate::Baseline::Paired(&a_rounds), confidence)
+            .map(Some);
     }
     let stored = baseline.and_then(|b| crate::baseline_for(b, first));
     let against = stored.map_or(crate::gate::Baseline::None, crate::gate::Baseline::Stored);
     crate::gate::judge(slos, &merged_rounds, &rounds, against, confidence).map(Some)
+}
+
+/// Each of `rounds` merged across the shards' results `parts` (round `r` of every shard ran at once).
+fn merge_rounds<'a>(
+    parts: impl Iterator<Item = &'a ScenarioResult> + Clone,
+    rounds: &[u32],
+) -> Result<Vec<ScenarioResult>, ResultsError> {
+    let mut merged = Vec::with_capacity(rounds.len());
+    for round in rounds {
+        let at_once: Vec<ScenarioResult> = parts
+            .clone()
+            .filter_map(|p| p.repetitions.iter().find(|x| x.round == *round).map(|rep| round_of(p, rep)))
+            .collect();
+        merged.push(crate::merge::merge_concurrent(&at_once)?);
+    }
+    Ok(merged)
 }
 
 /// One shard's repetition as a scenario result of its own: the instance's description with the round's numbers.
