@@ -661,10 +661,11 @@ pub fn pin_current_thread(cpus: &CpuList) -> Result<(), MachineError> {
 
 /// Pins every thread of the processes `pids` (each process's `/proc/<pid>/task`) to `cpus`: a running target
 /// moved to other CPUs (a duet's targets swap their halves between rounds). A process or thread that ended
-/// meanwhile is skipped. The threads pinned.
+/// meanwhile is skipped; a thread that cannot move does not stop the others: the first such error is returned
+/// after every thread was tried. The threads pinned.
 pub fn pin_processes(pids: &[u32], cpus: &CpuList) -> Result<usize, MachineError> {
     let set = cpu_set(cpus)?;
-    let mut pinned = 0;
+    let (mut pinned, mut failed) = (0, None);
     for pid in pids {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
         for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<libc::pid_t>().ok()) {
@@ -673,13 +674,13 @@ pub fn pin_processes(pids: &[u32], cpus: &CpuList) -> Result<usize, MachineError
                 pinned += 1;
             } else {
                 let e = std::io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::ESRCH) {
-                    return Err(MachineError::Affinity { cpus: cpus.to_string(), source: e });
+                if e.raw_os_error() != Some(libc::ESRCH) && failed.is_none() {
+                    failed = Some(MachineError::Affinity { cpus: cpus.to_string(), source: e });
                 }
             }
         }
     }
-    Ok(pinned)
+    failed.map_or(Ok(pinned), Err)
 }
 
 #[cfg(test)]

@@ -223,7 +223,12 @@ impl ExecutionPlan {
                     "every gated phase runs on both, rounds in a seeded shuffled order".to_owned()
                 }
                 crate::RoundOrder::Duet => {
-                    let cpus = match self.hardware.target_cpus.as_ref().map(|c| (c, c.halves())) {
+                    let by_url = [Some(&self.target), self.candidate.as_ref()]
+                        .into_iter()
+                        .flatten()
+                        .any(|t| matches!(t, crate::TargetPlan::Url { .. }));
+                    let pinned = self.hardware.target_cpus.as_ref().filter(|_| !by_url);
+                    let cpus = match pinned.map(|c| (c, c.halves())) {
                         Some((_, Some([a, b]))) => {
                             format!("the targets get CPUs {a} and {b}, swapped every round")
                         }

@@ -223,6 +223,10 @@ impl<'a> Executor<'a> {
                 });
             }
         }
+        let cooldown = phase.cooldown.as_std();
+        if ran.stop.is_none() && !cooldown.is_zero() && !self.setup.opts.interrupt.is_interrupted() {
+            std::thread::sleep(cooldown);
+        }
         ran
     }
 

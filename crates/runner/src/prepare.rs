@@ -136,7 +136,14 @@ pub fn worker_plans(plan: &ExecutionPlan, pinning: &AppliedPinning) -> Vec<Worke
 
 /// Warns when the phases need more connections than this process may open files.
 pub(crate) fn warn_about_file_limit(plan: &ExecutionPlan, observer: &mut dyn Observer) {
-    let most = plan.phases.iter().map(|p| p.load.connections.connections).max().unwrap_or(0);
+    // A duet round opens each gated phase's connections once per target.
+    let duet = plan.candidate.is_some() && plan.gating.order == loadgate_plan::RoundOrder::Duet;
+    let most = plan
+        .phases
+        .iter()
+        .map(|p| p.load.connections.connections * if duet && p.gate { 2 } else { 1 })
+        .max()
+        .unwrap_or(0);
     if let Some(limit) = loadgate_machine::limits::raise_open_file_limit().filter(|l| most.saturating_add(64) > *l) {
         observer.event(&Event::Warning(format!(
             "{} needs up to {most} connections but this process may open only {limit} files; raise the limit \

@@ -108,11 +108,14 @@ pub fn run(plan: &ExecutionPlan, request: &RunRequest, observer: &mut dyn Observ
                 // Its events name round 0: a solo round is none of the instance's rounds.
                 let work = crate::executor::Unit { phase, round: 0, sides: unit.sides, attachments: &[] };
                 let ran = executor.run(&work, request.baseline.as_ref(), observer);
-                for one in ran.sides {
-                    rounds.keep_solo(unit.phase, one.side, one.result);
-                }
-                if let Some(stop) = ran.stop {
-                    schedule.stop(ledger.stopping(stop));
+                if ran.stop.is_some() {
+                    // A solo round that stops the run (an abort_on_fail SLO, a target that died) is all the
+                    // instance has: it is judged as its round.
+                    keep(unit, ran, &mut schedule, &mut rounds, &mut ledger);
+                } else {
+                    for one in ran.sides {
+                        rounds.keep_solo(unit.phase, one.side, one.result);
+                    }
                 }
             }
             Task::Discard(d) => rounds.discard(plan, &d, observer),

@@ -97,7 +97,10 @@ impl Schedule {
             .iter()
             .zip(&wanted)
             .map(|(p, first)| {
-                let cap = plan.budget_units(p)?;
+                // A duet instance's solo rounds (one unit: each side alone once) come out of its budget before
+                // the looks are fixed, so that its last look stays within reach.
+                let solo = u32::from(ab && g.order == RoundOrder::Duet && p.gate);
+                let cap = plan.budget_units(p)?.saturating_sub(solo).max(1);
                 let looks = loadgate_model::looks_between(*first, cap);
                 Some(Budget { cap, looks, spent: 0, kept: 0, scale: 1, planned: false })
             })
@@ -298,11 +301,8 @@ impl Schedule {
             let sides = Sides { order, together };
             if round == 1 && together == Together::AtOnce {
                 let solo = Unit { phase, round, sides: Sides { order, together: Together::InTurn } };
+                // Its unit of load was taken out of the budget when the looks were fixed.
                 self.queue.push_back(Queued::Task(Task::Solo(solo)));
-                if let Some(b) = self.budgets[phase].as_mut() {
-                    // One side-round each: one unit of load, spent and not kept.
-                    b.spent += b.scale;
-                }
             }
             self.invalid[phase].clear();
             self.queue.push_back(Queued::Task(Task::Run(Unit { phase, round, sides })));

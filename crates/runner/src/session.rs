@@ -303,6 +303,8 @@ pub fn run_together(
     second.install_stop(&stop);
     observer.event(&Event::PhaseStarted { phase });
     let mut aborts = [AbortWatch::new(), AbortWatch::new()];
+    // The lane whose `abort_on_fail` SLO stopped the phase: the stop is shared, its reason that lane's.
+    let mut aborted_lane = None;
     let offset = first.opts.origin.elapsed().as_secs_f64();
     let observer = std::cell::RefCell::new(observer);
     let checkpoint = first.checkpoint.clone();
@@ -318,13 +320,24 @@ pub fn run_together(
             let checkpoint = checkpoint.as_deref().filter(|_| lane == 0);
             let duet = sides.get(lane).map(|s| (*s, lane == 0));
             tell_tick(*observer.borrow_mut(), checkpoint, tick, offset, duet);
-            aborts.get_mut(lane).map_or(loadgate_engine::Control::Continue, |a| a.check(tick))
+            let control = aborts.get_mut(lane).map_or(loadgate_engine::Control::Continue, |a| a.check(tick));
+            if matches!(control, loadgate_engine::Control::Abort(_)) {
+                aborted_lane.get_or_insert(lane);
+            }
+            control
         },
     )?;
     let mut measured = measured.into_iter();
-    let (Some(a), Some(b)) = (measured.next(), measured.next()) else {
+    let (Some(mut a), Some(mut b)) = (measured.next(), measured.next()) else {
         return Err(EngineError::InvalidPlan("a duet phase measured fewer than two targets".into()));
     };
+    // The other side did not breach anything: its result says which side's SLO stopped the round.
+    if let Some(lane) = aborted_lane {
+        let other = if lane == 0 { &mut b } else { &mut a };
+        if let Some(reason) = other.aborted.take() {
+            other.aborted = Some(format!("stopped with side {}: {reason}", sides[lane].letter()));
+        }
+    }
     Ok([first.finish_result(phase, a, offset, baseline), second.finish_result(phase, b, offset, baseline)])
 }
 

@@ -92,7 +92,7 @@ pub enum Task {
     Run(Unit),
     /// Run a duet instance's sides alone, in turn, before its first duet round (`gating.order: duet`): each
     /// side's solo round, kept apart from the rounds, measures what loading both at once costs it (the duet
-    /// penalty). It counts against a budget as the load it is.
+    /// penalty). A budget sets its unit of load aside before it fixes its looks.
     Solo(Unit),
     /// Drop a round's repetitions, both sides', before its instance is judged.
     Discard(Discard),

@@ -70,10 +70,17 @@ pub(super) fn refuse_duet_misuse(
             Some(Node { kind: NodeKind::Seq(items), .. }) => Some((&items[..], p.key("slo"))),
             _ => None,
         });
-        for (i, slo) in cell.slos.iter().enumerate() {
-            if !judged_over_repetitions(slo) || matches!(slo.threshold, Threshold::Baseline { .. }) {
+        // Every cell's objectives (a matrix may give each its own threshold), each refused once.
+        let mut refused: Vec<(usize, String)> = Vec::new();
+        for (i, slo) in s.cells.iter().flat_map(|c| c.slos.iter().enumerate()) {
+            // Latencies, rates and CPU per request against a fixed number, per request or over rounds: each side
+            // is measured beside the other's load. Counts and ratios (`errors == 0`) mean what they say.
+            let absolute = matches!(slo.threshold, Threshold::Latency(_) | Threshold::Rate(_))
+                || (judged_over_repetitions(slo) && !matches!(slo.threshold, Threshold::Baseline { .. }));
+            if !absolute || refused.iter().any(|(j, text)| *j == i && *text == slo.to_string()) {
                 continue;
             }
+            refused.push((i, slo.to_string()));
             let (path, span) = match &slo_items {
                 Some((items, p)) if items.len() == cell.slos.len() => (p.index(i), items[i].span),
                 _ => at("slo"),
