@@ -29,6 +29,9 @@
 #   STREAMS=2 bench/gate-quality.sh          # two streams of trials at once (each one more neighbour)
 #   KEEP=dir bench/gate-quality.sh           # keep every trial's results.json
 #   DELAY_A=2ms DELAY_B=2200us CONNS=16 bench/gate-quality.sh   # the 2.0 / 2.2 ms case (see docs/gating.md)
+#   KIND=cpu DELAY_A=1000us DELAY_B=1030us RATE=250/s DESIGN=duet NOISE=0 bench/gate-quality.sh
+#                                            # CPU-bound servers (the built-in `cpu` kind burns DELAY_x of CPU per
+#                                            # request; both targets on TARGET_CPU): +3% near a 1.05 limit
 #   RATE=400/s DELAY_A=20ms DELAY_B=23ms REP=1s LIMIT=1.05 ARM=power DETECT=10% BUDGET=3m CONNS=32 DESIGN=duet NOISE=stall-together TRIALS=50 TRIALS_AB=30 bench/gate-quality.sh
 #                                            # issue 46's settings: 20 ms service time at 400 requests/s, a +15%
 #                                            # candidate, rounds of 1 s; run it with DESIGN=abba too, and with
@@ -63,6 +66,8 @@ TARGET_CPU=${TARGET_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 DELAY_A=${DELAY_A:-50ms}
 DELAY_B=${DELAY_B:-55ms}
+KIND=${KIND:-delay}  # delay: the server sleeps DELAY_x per request; cpu: it burns DELAY_x of CPU
+case "$KIND" in delay) KEY=delay ;; cpu) KEY=work ;; *) echo "KIND is delay or cpu" >&2; exit 2 ;; esac
 RATE=${RATE:-2000/s}
 CONNS=${CONNS:-256}
 REP=${REP:-500ms}
@@ -126,14 +131,16 @@ burner() { # $1 = CPU: bench/burner.py's bursts of 20-300 ms, one every 0.1-1 s,
 #   apart (NOISE=stall-apart): each target process on its own timer (first stall 3-8 s after it is seen, then every
 #     3-8 s after the last one ended), stopped for 20-80 ms, so a stall hits one side at a time;
 #   gen (NOISE=gen-freeze): the loadgate process itself (the generator) stops for 20-80 ms every 3-8 s.
-# The draws come from a fixed seed (the together timer draws exactly as the first staller did). On SIGTERM (the
+# The draws come from a fixed seed, NOISE_SEED (default 4321: the together timer draws exactly as the first staller
+# did); one trial per invocation with the same seed meets the same stalls at the same moments of every trial, so a
+# driver that runs one trial at a time should vary it. On SIGTERM (the
 # cleanup) or SIGHUP, or when the script is gone (its parent changed), a staller continues what it stopped and exits.
 staller() {
-  python3 - "$work" "$1" <<'PY' &
+  python3 - "$work" "$1" "${NOISE_SEED:-4321}" <<'PY' &
 import glob, os, random, signal, subprocess, sys, time
 work, mode = sys.argv[1], sys.argv[2]
 parent = os.getppid()  # the script: when it is gone (even killed outright), the staller is reparented and ends
-rng = random.Random(4321)
+rng = random.Random(int(sys.argv[3]))
 stopped = set()
 
 def leave(*_):
@@ -256,8 +263,8 @@ hardware:
   generator: { cpus: "$GEN_CPU" }
   target: { cpus: "$TARGET_CPU" }
   on_mismatch: warn
-target: { builtin: { kind: delay, delay: $DELAY_A } }
-candidate: { builtin: { kind: delay, delay: $2 } }
+target: { builtin: { kind: $KIND, $KEY: $DELAY_A } }
+candidate: { builtin: { kind: $KIND, $KEY: $2 } }
 gating: $GATING
 scenarios:
   main:
