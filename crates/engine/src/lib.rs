@@ -137,6 +137,7 @@ mod h2;
 pub mod hpack;
 mod opening;
 mod phase;
+mod replay;
 mod request;
 mod rt;
 mod schedule;

@@ -61,7 +61,8 @@ impl Schedule {
     pub fn from_arrival(arrival: &Arrival) -> Option<Schedule> {
         let mut b = Builder::default();
         match arrival {
-            Arrival::Closed => return None,
+            // A replay's worker schedules are its requests' times (`WorkerSchedule::times`).
+            Arrival::Closed | Arrival::Replay(_) => return None,
             Arrival::Constant { rate } => b.hold(rate.per_sec()),
             Arrival::Ramp { start, stages } => {
                 let mut r = start.per_sec();
@@ -167,40 +168,59 @@ impl Builder {
     }
 }
 
-/// One worker's part of a schedule.
+/// One worker's part of a schedule: its share of an arrival function, or (a replay) its requests' own times.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerSchedule {
-    schedule: Schedule,
-    share: f64,
-    prefix: f64,
-    cursor: usize,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Rate { schedule: Schedule, share: f64, prefix: f64, cursor: usize },
+    /// The intended times of the worker's requests, in order (a replay).
+    Times(std::sync::Arc<[std::time::Duration]>),
 }
 
 impl WorkerSchedule {
     /// `share` is this worker's fraction of the arrivals, `prefix` the sum of the shares before it.
     pub fn new(schedule: Schedule, share: f64, prefix: f64) -> Self {
-        Self { schedule, share, prefix: prefix.fract(), cursor: 0 }
+        Self { kind: Kind::Rate { schedule, share, prefix: prefix.fract(), cursor: 0 } }
+    }
+
+    /// A schedule of the worker's own requests at these times from the phase start (in order).
+    pub fn times(times: std::sync::Arc<[std::time::Duration]>) -> Self {
+        Self { kind: Kind::Times(times) }
     }
 
     /// When the worker's `j`-th request (from 0) is due, in seconds from the phase start; `None`: never.
     pub fn time_of(&mut self, j: u64) -> Option<f64> {
-        if self.share <= 0.0 {
-            return None;
+        match &mut self.kind {
+            Kind::Rate { schedule, share, prefix, cursor } => {
+                if *share <= 0.0 {
+                    return None;
+                }
+                let x = (j as f64 + *prefix) / *share;
+                schedule.time_of(x, cursor)
+            }
+            Kind::Times(t) => t.get(usize::try_from(j).ok()?).map(std::time::Duration::as_secs_f64),
         }
-        let x = (j as f64 + self.prefix) / self.share;
-        self.schedule.time_of(x, &mut self.cursor)
     }
 
     /// How many of the worker's requests are due strictly before `t` seconds.
     pub fn due_before(&self, t: f64) -> u64 {
-        if self.share <= 0.0 {
-            return 0;
-        }
-        let v = (self.share * self.schedule.count_at(t) - self.prefix).ceil();
-        if v > 0.0 {
-            v as u64
-        } else {
-            0
+        match &self.kind {
+            Kind::Rate { schedule, share, prefix, .. } => {
+                if *share <= 0.0 {
+                    return 0;
+                }
+                let v = (*share * schedule.count_at(t) - *prefix).ceil();
+                if v > 0.0 {
+                    v as u64
+                } else {
+                    0
+                }
+            }
+            Kind::Times(times) => times.partition_point(|d| d.as_secs_f64() < t) as u64,
         }
     }
 }
@@ -308,5 +328,14 @@ mod tests {
         }
         let s = Schedule::from_arrival(&arrival).unwrap();
         assert_eq!(s.count_at(1e9), 51.0);
+    }
+
+    #[test]
+    fn a_replay_worker_is_due_at_its_requests_own_times() {
+        let ms = std::time::Duration::from_millis;
+        let mut w = WorkerSchedule::times(vec![ms(0), ms(0), ms(5), ms(1000)].into());
+        assert_eq!(w.time_of(2), Some(0.005));
+        assert_eq!(w.time_of(4), None);
+        assert_eq!((w.due_before(0.0), w.due_before(0.001), w.due_before(0.006), w.due_before(5.0)), (0, 2, 3, 4));
     }
 }

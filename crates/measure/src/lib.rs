@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 /// Serde for histograms as base64 of the compressed V2 encoding, the `HISTFAAA...` form of HdrHistogram
 /// interval logs that other HdrHistogram libraries decode.
+pub mod replay;
+
 pub mod histogram_serde {
     use base64::Engine as _;
     use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -903,6 +905,9 @@ pub struct PhaseMeasurement {
     pub checked: CheckedResponses,
     /// Each check of each request, in the plan's order (requests, then their checks); empty without checks.
     pub checks: Vec<CheckStats>,
+    /// A replay load: how faithfully it sent its log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<replay::ReplayFidelity>,
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! | [`mod@sweep`] | sweep SLOs over a matrix scenario's cells (`knee >= 256`, `throughput_drop <= 10%`) |
 //! | [`generate`] | per-request values (`seq()`, `uuid()`, ...) compiled into literal text and generator slots |
 //! | [`diag`], [`location`] | located diagnostics (`file:line:col`, YAML path, expected/found, fix) |
+//! | [`replay`] | the `load: { replay: ... }` section: a log or HAR file, its format, speed, window, filters |
 //! | [`secrets`] | which values are secret, and the [`secrets::Redactor`] every artifact is written through |
 //! | [`yaml`] | YAML scalars for what loadgate writes (imports, `--print-spec`, Kubernetes manifests) |
 
@@ -23,6 +24,7 @@ pub mod location;
 pub mod output;
 pub mod profile;
 pub mod random;
+pub mod replay;
 pub mod secrets;
 pub mod slo;
 pub mod spec;

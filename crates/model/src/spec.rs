@@ -344,6 +344,8 @@ pub enum Load {
         connections: u64,
         connect_rate: ConnectRate,
     },
+    /// A recorded log or HAR file replayed at its requests' start times (open loop).
+    Replay(Box<crate::replay::Replay>),
 }
 
 /// How a capacity search steps (`load: { capacity: ... }`): each step is an open-loop run of `duration` at one
@@ -467,7 +469,7 @@ impl Load {
             | Load::Open { connect_rate, .. }
             | Load::Ramp { connect_rate, .. }
             | Load::Capacity { connect_rate, .. } => *connect_rate = rate,
-            Load::Users { .. } => {}
+            Load::Users { .. } | Load::Replay(_) => {}
         }
     }
 
@@ -479,6 +481,7 @@ impl Load {
             Load::Ramp { stages, .. } => Some(Duration(stages.iter().map(|s| s.over.0).sum())),
             Load::Users { steps, .. } => Some(Duration(steps.iter().map(|s| s.duration().0).sum())),
             Load::Capacity { search, .. } => Some(search.max_duration),
+            Load::Replay(r) => Some(r.summary.duration),
         }
     }
 }

@@ -261,6 +261,9 @@ fn tls_plan(t: &loadgate_model::spec::TlsOptions) -> TlsPlan {
     }
 }
 
+/// How long a replay's phase runs past its last request's intended time (so that it is sent).
+const REPLAY_TAIL: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn load_plan(load: &Load) -> LoadPlan {
     match load {
         Load::Closed { connections, stop, pipeline, pipeline_mode, pipeline_reads, keep_alive, connect_rate } => {
@@ -296,6 +299,17 @@ fn load_plan(load: &Load) -> LoadPlan {
             arrival: Arrival::Constant { rate: search.from },
             stop: StopCondition::Duration { duration: search.duration },
             connections: open_connections(*connections, *connect_rate),
+        },
+        // The phase ends a tick after the schedule's last request is due.
+        Load::Replay(r) => LoadPlan {
+            arrival: Arrival::Replay(r.clone()),
+            stop: StopCondition::Duration {
+                duration: loadgate_model::units::Duration(r.summary.duration.0 + REPLAY_TAIL),
+            },
+            connections: ConnectionPolicy {
+                keep_alive: r.connections == loadgate_model::replay::ReplayConnections::Pool,
+                ..open_connections(r.max_connections, ConnectRate::Auto)
+            },
         },
         Load::Users { steps, max_connections } => LoadPlan {
             arrival: Arrival::Users { steps: steps.clone() },

@@ -79,6 +79,33 @@ pub fn describe_load(load: &LoadPlan) -> String {
     describe_load_on(load, true)
 }
 
+/// A replay's line: the file, its format and speed, what the schedule holds, and what was skipped.
+fn describe_replay(r: &loadgate_model::replay::Replay, c: &ConnectionPolicy) -> String {
+    use loadgate_model::replay::ReplayConnections;
+    let sum = &r.summary;
+    let speed = if r.speed == 1.0 { "as logged".to_owned() } else { format!("at {}x", r.speed) };
+    let conns = match r.connections {
+        ReplayConnections::Pool => format!("a pool of at most {} connections", c.connections),
+        ReplayConnections::New => format!("a new connection per request (at most {} at once)", c.connections),
+    };
+    let mut s = format!(
+        "replay of {} ({}), {speed}: {} requests over {}, at most {} in 10 ms, over {conns}",
+        r.file,
+        r.format.name(),
+        sum.requests,
+        sum.duration,
+        sum.peak_per_10ms,
+    );
+    let _ = write!(s, "; {} lines read", sum.lines);
+    if sum.bad_lines > 0 {
+        let _ = write!(s, ", {} unreadable (first: {})", sum.bad_lines, sum.first_bad.join("; "));
+    }
+    for (why, n) in &sum.skips {
+        let _ = write!(s, ", {n} skipped ({why})");
+    }
+    s
+}
+
 /// [`describe_load`] against a target spoken to over plain HTTP/1.1 (`plain`) or not (HTTPS, HTTP/2), where
 /// `pipeline_reads: batch` has no effect.
 fn describe_load_on(load: &LoadPlan, plain: bool) -> String {
@@ -114,6 +141,7 @@ fn describe_load_on(load: &LoadPlan, plain: bool) -> String {
             let st: Vec<String> = stages.iter().map(|s| format!("{} over {}", s.to, s.over)).collect();
             format!("ramp from {start}: {} over {} connections", st.join(", then "), c.connections)
         }
+        Arrival::Replay(r) => describe_replay(r, c),
         Arrival::Users { steps } => {
             let st: Vec<String> = steps
                 .iter()

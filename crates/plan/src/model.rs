@@ -413,6 +413,9 @@ pub enum Arrival {
     Ramp { start: Rate, stages: Vec<RampStage> },
     /// Gatling-style injection of users; each user opens a connection, runs its requests and closes.
     Users { steps: Vec<UserStep> },
+    /// A recorded log or HAR file replayed at its requests' start times (open loop, each request its own); the
+    /// plan keeps the file's reference, options and summary, never the schedule.
+    Replay(Box<loadgate_model::replay::Replay>),
 }
 
 /// The spec's vocabulary that a plan carries unchanged: ramp stages, injection steps, policies, SLOs and the
@@ -570,7 +573,9 @@ impl ExecutionPlan {
     /// The pacing of the plan's open loads (`None` when it has none: only open loads are paced).
     pub fn open_pacing(&self) -> Option<Pacing> {
         let open =
-            self.phases.iter().any(|p| matches!(p.load.arrival, Arrival::Constant { .. } | Arrival::Ramp { .. }));
+            self.phases.iter().any(|p| {
+            matches!(p.load.arrival, Arrival::Constant { .. } | Arrival::Ramp { .. } | Arrival::Replay(_))
+        });
         open.then(|| self.pacing())
     }
 

@@ -229,6 +229,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         capacity: None,
         target_cpu: None,
         profile: None,
+        replay: None,
     };
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
     s.verdicts = evaluate(&slos, &s, None);

@@ -434,6 +434,10 @@ pub struct ScenarioResult {
     /// baseline's is in `ab_baseline`). See [`ScenarioProfile`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ScenarioProfile>,
+    /// A replay load (`load: { replay: ... }`): how faithfully it sent its log (schedule error, rate per 10 ms,
+    /// the multiset of requests, skips, statuses against the logged ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<loadgate_measure::replay::ReplayFidelity>,
 }
 
 /// The CPU time a target spent over a phase, read from the kernel's per-thread accounting (`schedstat`, in
@@ -523,6 +527,7 @@ impl From<PhaseMeasurement> for ScenarioResult {
             capacity: None,
             target_cpu: None,
             profile: None,
+            replay: m.replay,
         }
     }
 }

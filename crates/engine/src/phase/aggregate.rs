@@ -328,6 +328,7 @@ pub(super) fn load_model(arrival: &Arrival) -> (&'static str, bool) {
         Arrival::Constant { .. } => ("constant", false),
         Arrival::Ramp { .. } => ("ramp", false),
         Arrival::Users { .. } => ("users", true),
+        Arrival::Replay(_) => ("replay", false),
     }
 }
 

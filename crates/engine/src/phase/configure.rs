@@ -9,6 +9,7 @@ use loadgate_plan::{split_even, Arrival, Phase, PipelineMode, SessionStep, StopC
 
 use crate::control::{EngineError, StopSignal, Target};
 use crate::opening::LiveOpening;
+use crate::replay::{self, ReplayPart};
 use crate::request::{self, Built, RequestBytes, Template};
 use crate::schedule::{Schedule, WorkerSchedule};
 use crate::worker::inspect::CheckPlan;
@@ -47,6 +48,9 @@ struct Common<'a> {
     checks: Option<Arc<CheckPlan>>,
 }
 
+/// Each worker's configuration per lane, and per lane a replay's log side.
+pub(super) type Configured = (Vec<Vec<WorkerConfig>>, Vec<Option<ReplayBook>>);
+
 /// Each worker's configuration for each target (lane) the phase loads: `configs[w][l]` is worker `w`'s lane `l`.
 /// Every lane of a worker gets the phase's whole load (its slots, rate and schedule from the same place, hence
 /// the same intended instants) against its own target.
@@ -56,13 +60,15 @@ pub(super) fn configure(
     targets: &[&Target],
     stop: &StopSignal,
     live: &Arc<LiveOpening>,
-) -> Result<Vec<Vec<WorkerConfig>>, EngineError> {
+) -> Result<Configured, EngineError> {
     if workers.len() != phase.workers.len() {
         return Err(EngineError::WorkerMismatch { planned: phase.workers.len(), given: workers.len() });
     }
     let mut configs: Vec<Vec<WorkerConfig>> = workers.iter().map(|_| Vec::with_capacity(targets.len())).collect();
+    let mut books = Vec::with_capacity(targets.len());
     for (lane, target) in targets.iter().enumerate() {
         let common = Common::new(phase, target, stop, live)?;
+        let mut parts = replay_parts(phase, target, common.keep_alive, &mut books)?;
         let mut prefix = 0.0;
         for (i, ((wp, share), lanes)) in workers.iter().zip(&phase.workers).zip(&mut configs).enumerate() {
             let mut cfg = common.worker(i, workers.len(), wp, share, prefix)?;
@@ -70,11 +76,43 @@ pub(super) fn configure(
             if targets.len() < 2 {
                 cfg.pair = None;
             }
+            if let Some(part) = parts.get_mut(i).map(std::mem::take) {
+                cfg.open = Some((WorkerSchedule::times(part.times.clone().into()), None));
+                cfg.replay = Some(part);
+            }
             lanes.push(cfg);
             prefix += share.share.as_f64();
         }
     }
-    Ok(configs)
+    Ok((configs, books))
+}
+
+/// A replay's parts for the phase's workers (none for other loads), its log's side noted in `books` (one per
+/// lane). A worker's stream among all (shards included) picks its requests.
+fn replay_parts(
+    phase: &Phase,
+    target: &Target,
+    keep_alive: bool,
+    books: &mut Vec<Option<ReplayBook>>,
+) -> Result<Vec<ReplayPart>, EngineError> {
+    let Arrival::Replay(r) = &phase.load.arrival else {
+        books.push(None);
+        return Ok(Vec::new());
+    };
+    let count = phase.workers.len() as u64;
+    let streams_of: Vec<u64> =
+        phase.workers.iter().enumerate().map(|(i, w)| w.stripe.map_or(i as u64, |s| s.stream)).collect();
+    let streams = phase.workers.first().and_then(|w| w.stripe).map_or(count, |s| s.streams);
+    let (mut parts, log) = replay::load(r, &streams_of, streams, &target.host, keep_alive)?;
+    let keys = parts.iter_mut().map(|p| std::mem::take(&mut p.keys)).collect();
+    books.push(Some(ReplayBook { log, keys }));
+    Ok(parts)
+}
+
+/// A replay's log side and each worker's requests' keys, kept by the phase for the fidelity report.
+pub(super) struct ReplayBook {
+    pub log: replay::ReplayLog,
+    pub keys: Vec<Vec<u32>>,
 }
 
 impl<'a> Common<'a> {
@@ -97,7 +135,12 @@ impl<'a> Common<'a> {
         if session && steps.is_empty() {
             return Err(EngineError::InvalidPlan("the session has no request step".into()));
         }
-        let (bytes, templates) = requests(phase, target, session.then_some(&steps[..]), keep_alive, pipeline)?;
+        let replay = matches!(load.arrival, Arrival::Replay(_));
+        let (bytes, templates) = if replay {
+            (None, Vec::new())
+        } else {
+            requests(phase, target, session.then_some(&steps[..]), keep_alive, pipeline)?
+        };
         let weights: Vec<u32> =
             if session { vec![1; steps.len()] } else { phase.mix.iter().map(|m| m.weight).collect() };
         let duration = match load.stop {
@@ -183,7 +226,7 @@ impl<'a> Common<'a> {
             (None, Some(q)) => Some(split_even(q, slots)),
             _ => None,
         };
-        let built = if self.bytes.is_none() {
+        let built = if self.bytes.is_none() && !self.templates.is_empty() {
             Some(Built::new(&self.templates, &self.weights, phase.seed, stream, streams).map_err(invalid)?)
         } else {
             None
@@ -213,6 +256,7 @@ impl<'a> Common<'a> {
             slots,
             slot_quotas,
             open,
+            replay: None,
             timeout: self.timeout,
             drain: self.drain,
             connect_rate: load.connections.connect_rate,

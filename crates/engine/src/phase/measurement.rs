@@ -76,6 +76,7 @@ pub(super) fn build(phase: &Phase, m: Measured) -> PhaseMeasurement {
         by_request: m.by_request,
         checked: m.checked,
         checks: m.checks,
+        replay: None,
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) fn run_lanes(
     on_tick: &mut dyn FnMut(usize, &Tick<'_>) -> Control,
 ) -> Result<Vec<PhaseMeasurement>, EngineError> {
     let live = Arc::new(LiveOpening::default());
-    let configs = configure(phase, workers, targets, stop, &live)?;
+    let (configs, books) = configure(phase, workers, targets, stop, &live)?;
     let (n, lanes) = (configs.len(), targets.len());
     let connections: u64 = configs.iter().flatten().filter(|c| c.opens_before_start()).map(|c| c.slots as u64).sum();
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -208,7 +208,7 @@ pub(crate) fn run_lanes(
         return Err(EngineError::WorkerLost { worker });
     }
     let mut results = Vec::with_capacity(lanes);
-    for (((agg, finals), target), opening) in aggs.into_iter().zip(finals).zip(targets).zip(opening) {
+    for ((((agg, finals), target), opening), book) in aggs.into_iter().zip(finals).zip(targets).zip(opening).zip(books) {
         let finals: Vec<Box<WorkerFinal>> = finals.into_iter().flatten().collect();
         let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
         let elapsed = end.saturating_duration_since(start).as_secs_f64();
@@ -221,6 +221,10 @@ pub(crate) fn run_lanes(
         if let Some(o) = opening {
             opening_warnings(&mut result.validity, &o, phase.load.connections.connections);
             result.connections.opening = Some(o);
+        }
+        if let Some(book) = book {
+            let tallies: Vec<_> = finals.iter().map(|f| f.replay.clone().unwrap_or_default()).collect();
+            result.replay = Some(crate::replay::fidelity(&book.log, &book.keys, &tallies, &result.send_lag));
         }
         results.push(result);
     }

@@ -301,7 +301,7 @@ impl<S: Stream> H2<S> {
                     *q += 1;
                 }
             }
-            Some(src) => src.borrow_mut().retry.push_front(req.intended),
+            Some(src) => src.borrow_mut().retry.push_front((req.intended, req.entry)),
         }
     }
 

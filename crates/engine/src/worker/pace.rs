@@ -15,6 +15,7 @@ use hdrhistogram::Histogram;
 use loadgate_measure::new_histogram;
 
 use crate::opening::Opened;
+use crate::replay::{ReplayPart, ReplayTally};
 use crate::request::{Blocked, Built, UserValues};
 use crate::rt::{self, Rt};
 use crate::schedule::WorkerSchedule;
@@ -73,6 +74,44 @@ pub(super) struct Ctx {
     pub(super) held: Cell<bool>,
     /// Phases with checks: the worker's regex caches, per entry.
     pub(super) caches: RefCell<Option<inspect::WorkerCaches>>,
+    /// A replay: the worker's requests and what it sent of them.
+    pub(super) replay: Option<Replaying>,
+}
+
+/// A replay worker's requests (serialized before the phase) and its tally: the index of the request taken last
+/// (its entry), sends per 10 ms window, responses by (logged, seen) status class.
+pub(super) struct Replaying {
+    pub(super) part: ReplayPart,
+    pub(super) entry: Cell<u32>,
+    pub(super) tally: RefCell<ReplayTally>,
+}
+
+impl Replaying {
+    fn new(part: ReplayPart) -> Self {
+        // Sends are counted per window up to a second past the last intended one (later ones in the last).
+        let windows = part.times.last().map_or(0, |t| loadgate_import::replay::window_of(*t) as usize) + 101;
+        let tally = ReplayTally { windows: vec![0; windows], ..ReplayTally::default() };
+        Replaying { part, entry: Cell::new(0), tally: RefCell::new(tally) }
+    }
+
+    /// A request was taken at `now`, `since` after the phase start.
+    fn sent(&self, entry: u32, since: Duration) {
+        self.entry.set(entry);
+        let mut t = self.tally.borrow_mut();
+        t.taken = t.taken.max(u64::from(entry) + 1);
+        let last = t.windows.len().saturating_sub(1);
+        let w = (loadgate_import::replay::window_of(since) as usize).min(last);
+        if let Some(n) = t.windows.get_mut(w) {
+            *n += 1;
+        }
+    }
+
+    /// A response of `status` (0: none came) to request `entry`.
+    pub(super) fn answered(&self, entry: u32, status: u16) {
+        let logged = self.part.logged.get(entry as usize).copied().map_or(0, usize::from);
+        let seen = if status == 0 { 0 } else { crate::replay::class(status) };
+        self.tally.borrow_mut().statuses[logged][seen] += 1;
+    }
 }
 
 pub(super) struct Stats {
@@ -132,8 +171,11 @@ pub(super) struct OpenSource {
     pub(super) next_j: u64,
     pub(super) next_at: Option<Instant>,
     pub(super) quota: Option<u64>,
-    /// Requests given back by a connection the server closed before answering them, with their intended times.
-    pub(super) retry: VecDeque<Instant>,
+    /// Requests given back by a connection the server closed before answering them, with their intended times
+    /// and entries (a replay's: the request's index in the worker's part).
+    pub(super) retry: VecDeque<(Instant, u32)>,
+    /// The index of the request taken last (a replay's entry: its index in the worker's part).
+    pub(super) taken: u32,
     pub(super) start: Instant,
     /// The intended time of the request last taken from the schedule.
     pub(super) last_taken: Option<Instant>,
@@ -142,7 +184,16 @@ pub(super) struct OpenSource {
 impl OpenSource {
     pub(super) fn new(sched: WorkerSchedule, quota: Option<u64>, start: Instant) -> Self {
         let mut s =
-            OpenSource { sched, next_j: 0, next_at: None, quota, retry: VecDeque::new(), start, last_taken: None };
+            OpenSource {
+                sched,
+                next_j: 0,
+                next_at: None,
+                quota,
+                retry: VecDeque::new(),
+                taken: 0,
+                start,
+                last_taken: None,
+            };
         s.advance();
         s
     }
@@ -156,7 +207,8 @@ impl OpenSource {
     }
 
     pub(super) fn take(&mut self, now: Instant, deadline: Option<Instant>) -> Option<Instant> {
-        if let Some(t) = self.retry.pop_front() {
+        if let Some((t, entry)) = self.retry.pop_front() {
+            self.taken = entry;
             return Some(t);
         }
         let t = self.next_at?;
@@ -166,6 +218,7 @@ impl OpenSource {
         if let Some(q) = &mut self.quota {
             *q -= 1;
         }
+        self.taken = u32::try_from(self.next_j).unwrap_or(u32::MAX);
         self.next_j += 1;
         self.advance();
         self.last_taken = Some(t);
@@ -270,7 +323,12 @@ impl Ctx {
             checks: cfg.checks.as_ref().map(|p| tally::CheckTally::new(&p.counts())),
         };
         let built = cfg.built.take();
-        let heads = built.as_ref().map(Built::heads).unwrap_or_default().into_boxed_slice();
+        let replay = cfg.replay.take().map(Replaying::new);
+        let heads = match &replay {
+            Some(r) => r.part.heads.clone(),
+            None => built.as_ref().map(Built::heads).unwrap_or_default(),
+        }
+        .into_boxed_slice();
         let slots = cfg.slots;
         let tls = cfg.tls.as_ref().map(TlsClient::for_worker);
         let batching = cfg.batch_reads
@@ -303,6 +361,7 @@ impl Ctx {
             idle_flag: RefCell::new(vec![false; slots]),
             built: built.map(RefCell::new),
             heads,
+            replay,
             cfg,
         }
     }
@@ -370,6 +429,9 @@ impl Ctx {
                     let Some(t) = src.take(now, self.deadline) else {
                         break;
                     };
+                    if let Some(r) = &self.replay {
+                        r.sent(src.taken, now.saturating_duration_since(self.start));
+                    }
                     push(t);
                     n += 1;
                 }
@@ -401,6 +463,11 @@ impl Ctx {
 
     /// Serializes the next built request into `out`; returns its mix entry.
     pub(super) fn build(&self, out: &mut Vec<u8>) -> u32 {
+        if let Some(r) = &self.replay {
+            let entry = r.entry.get();
+            out.extend_from_slice(r.part.request(entry as usize));
+            return entry;
+        }
         self.built.as_ref().map_or(0, |b| b.borrow_mut().next(out))
     }
 
@@ -577,6 +644,7 @@ impl Ctx {
             by_entry: std::mem::take(&mut stats.by_entry),
             batches_read_whole: self.held.get(),
             checks: stats.checks.take(),
+            replay: self.replay.as_ref().map(|r| r.tally.take()),
         }
     }
 }
@@ -854,7 +922,7 @@ mod tests {
         // A request given back waits for the tick, which takes it at once.
         let (mut src, _) = source(500);
         let t = src.paced(ms).unwrap();
-        src.retry.push_back(t);
+        src.retry.push_back((t, 0));
         assert_eq!(src.paced(ms), None);
     }
 

@@ -61,6 +61,8 @@ pub(crate) struct WorkerConfig {
     pub slot_quotas: Option<Vec<u64>>,
     /// Open loads: the worker's arrival schedule and, when stopped by a request count, its quota.
     pub open: Option<(WorkerSchedule, Option<u64>)>,
+    /// A replay: the worker's requests, serialized (their times are `open`'s schedule).
+    pub replay: Option<crate::replay::ReplayPart>,
     pub timeout: Duration,
     /// How long requests in flight at the stop may still complete.
     pub drain: Duration,
@@ -219,6 +221,8 @@ pub(crate) struct WorkerFinal {
     pub batches_read_whole: bool,
     /// Response checks' counts (phases with checks or captures).
     pub checks: Option<tally::CheckTally>,
+    /// A replay: what the worker sent of its part.
+    pub replay: Option<crate::replay::ReplayTally>,
 }
 
 /// The measurements of one mix entry on one worker.

@@ -469,6 +469,9 @@ impl SlotIo {
         stats.c.completed += 1;
         stats.in_flight -= 1;
         self.answered = true;
+        if let Some(r) = &ctx.replay {
+            r.answered(entry, status);
+        }
         count_status(&mut stats.c.status, status);
         if let Some(e) = stats.entry(entry) {
             e.completed += 1;
@@ -480,7 +483,7 @@ impl SlotIo {
     /// The server said it closes: requests pipelined behind the last response were never read by it.
     pub(super) fn close_after_response(&mut self, ctx: &Ctx, stats: &mut Stats, quota: &mut Option<u64>) {
         if !self.in_flight.is_empty() {
-            let back: Vec<Instant> = self.in_flight.iter().map(|f| f.intended).collect();
+            let back: Vec<(Instant, u32)> = self.in_flight.iter().map(|f| (f.intended, f.entry)).collect();
             for f in self.in_flight.drain(..) {
                 if let Some(e) = stats.by_entry.get_mut(f.entry as usize) {
                     e.sent -= 1;
@@ -497,8 +500,8 @@ impl SlotIo {
                 }
                 Some(src) => {
                     let mut src = src.borrow_mut();
-                    for t in back.into_iter().rev() {
-                        src.retry.push_front(t);
+                    for b in back.into_iter().rev() {
+                        src.retry.push_front(b);
                     }
                 }
             }

@@ -26,6 +26,7 @@ mod error;
 mod fidelity;
 mod har;
 mod json;
+mod load;
 mod read;
 mod record;
 mod schedule;
@@ -40,11 +41,14 @@ pub use error::{LineError, ReplayError};
 pub use fidelity::{summarize, ScheduleSummary};
 pub use har::origin_of;
 pub use json::{DurationUnit, JsonMapping, TimeFormat, TimeIs};
-pub use read::{parse_log, Limits, LogFormat, ParsedLog};
+pub use load::{
+    json_mapping, log_format, open, options, stream, summarize_file, window_of, Windows, REPLAY_SEED, WINDOW,
+};
+pub use read::{parse_log, Limits, LogFormat, ParsedLog, Records};
 pub use record::{ClientKey, LogRecord, Micros, Resolution, SkipReason, Skips, StartFrom};
 pub use schedule::{
     build, parse_speed, spread_offset, MethodPolicy, RedactedRequest, ReplayOptions, ReplayRequest, Schedule,
-    StatusPattern, WindowBound,
+    StatusPattern, Stream, StreamEnd, WindowBound,
 };
 pub use secret::{Header, QueryParam, Secret, SecretRules, Value, DEFAULT_SECRET_QUERY};
 pub use synth::{synthesize, SynthSource, Synthesized, MAX_MIX};

@@ -85,6 +85,8 @@ pub struct ParsedLog {
     pub skips: Skips,
     /// HAR: the origin kept.
     pub origin: Option<String>,
+    /// Records read (streamed: handed out rather than kept in `records`).
+    pub kept: u64,
 }
 
 enum Parser {
@@ -103,68 +105,148 @@ impl Parser {
     }
 }
 
-/// Reads a log in `format` within `limits`.
-pub fn parse_log<R: BufRead>(mut input: R, format: &LogFormat, limits: &Limits) -> Result<ParsedLog, ReplayError> {
-    let parser = match format {
-        LogFormat::NginxCombined => Parser::Line(LineFormat::nginx(text::NGINX_COMBINED)?),
-        LogFormat::Nginx(f) => Parser::Line(LineFormat::nginx(f)?),
-        LogFormat::ApacheCommon => Parser::Line(LineFormat::apache(text::APACHE_COMMON)?),
-        LogFormat::ApacheCombined => Parser::Line(LineFormat::apache(text::APACHE_COMBINED)?),
-        LogFormat::Apache(f) => Parser::Line(LineFormat::apache(f)?),
-        LogFormat::JsonLines(m) => {
-            m.check()?;
-            Parser::Json(m.clone())
-        }
-        LogFormat::Alb => Parser::Alb,
-        LogFormat::Har { origin } => return read_har(input, origin.as_deref(), limits),
-    };
-    let mut out = ParsedLog::default();
-    let mut buf = Vec::with_capacity(512);
-    let mut bytes = 0u64;
-    loop {
-        buf.clear();
-        let cap = limits.max_line_bytes as u64 + 1;
-        let n = (&mut input).take(cap).read_until(b'\n', &mut buf).map_err(|e| ReplayError::Io(e.to_string()))?;
-        if n == 0 {
-            break;
-        }
-        out.lines += 1;
-        let line_no = out.lines;
-        bytes += n as u64;
-        if buf.len() > limits.max_line_bytes && buf.last() != Some(&b'\n') {
-            return Err(ReplayError::TooLarge(format!(
-                "line {line_no} is longer than {} bytes (the limit of one line)",
-                limits.max_line_bytes
-            )));
-        }
-        if out.lines > limits.max_lines {
-            return Err(ReplayError::TooLarge(format!("the log has more than {} lines (the limit)", limits.max_lines)));
-        }
-        if bytes > limits.max_bytes {
-            return Err(ReplayError::TooLarge(format!(
-                "the log is larger than {} bytes (the limit)",
-                limits.max_bytes
-            )));
-        }
-        let parsed = match std::str::from_utf8(&buf) {
-            Ok(line) => parser.parse(line_no, line),
-            Err(e) => Err(LineError::new(line_no, format!("not UTF-8 at byte {}", e.valid_up_to() + 1))),
+/// Reads a log in `format` within `limits`, every record at once (for an import; a replay streams through
+/// [`Records`]).
+pub fn parse_log<R: BufRead>(input: R, format: &LogFormat, limits: &Limits) -> Result<ParsedLog, ReplayError> {
+    let mut records = Records::new(input, format, limits)?;
+    let mut kept = Vec::new();
+    while let Some(r) = records.next_record()? {
+        kept.push(r);
+    }
+    let mut out = records.into_parsed();
+    out.records = kept;
+    finish(out, limits)
+}
+
+/// A log's records one at a time, in file order, within the limits: the memory held is one line (a HAR: the
+/// file, read whole within [`Limits::max_har_bytes`]). [`Records::finish`] checks the share of bad lines and
+/// that anything was read.
+pub struct Records<R> {
+    input: R,
+    source: Source,
+    limits: Limits,
+    buf: Vec<u8>,
+    bytes: u64,
+    /// What was read so far (its `records` stay empty).
+    out: ParsedLog,
+}
+
+enum Source {
+    Lines(Parser),
+    /// A HAR's entries, read whole, handed out in order.
+    Har(std::vec::IntoIter<LogRecord>),
+}
+
+impl<R: BufRead> Records<R> {
+    /// Starts reading `input` in `format` (a HAR is read and parsed here).
+    pub fn new(mut input: R, format: &LogFormat, limits: &Limits) -> Result<Self, ReplayError> {
+        let parser = match format {
+            LogFormat::NginxCombined => Parser::Line(LineFormat::nginx(text::NGINX_COMBINED)?),
+            LogFormat::Nginx(f) => Parser::Line(LineFormat::nginx(f)?),
+            LogFormat::ApacheCommon => Parser::Line(LineFormat::apache(text::APACHE_COMMON)?),
+            LogFormat::ApacheCombined => Parser::Line(LineFormat::apache(text::APACHE_COMBINED)?),
+            LogFormat::Apache(f) => Parser::Line(LineFormat::apache(f)?),
+            LogFormat::JsonLines(m) => {
+                m.check()?;
+                Parser::Json(m.clone())
+            }
+            LogFormat::Alb => Parser::Alb,
+            LogFormat::Har { origin } => {
+                let mut out = read_har(&mut input, origin.as_deref(), limits)?;
+                let records = std::mem::take(&mut out.records);
+                return Ok(Records {
+                    input,
+                    source: Source::Har(records.into_iter()),
+                    limits: limits.clone(),
+                    buf: Vec::new(),
+                    bytes: 0,
+                    out,
+                });
+            }
         };
-        match parsed {
-            Ok(Some(r)) => out.records.push(r),
-            Ok(None) => {}
-            Err(e) => {
-                out.bad += 1;
-                if out.first_bad.len() < limits.first_errors {
-                    out.first_bad.push(e);
+        Ok(Records {
+            input,
+            source: Source::Lines(parser),
+            limits: limits.clone(),
+            buf: Vec::with_capacity(512),
+            bytes: 0,
+            out: ParsedLog::default(),
+        })
+    }
+
+    /// The next record, `None` at the end of the input.
+    pub fn next_record(&mut self) -> Result<Option<LogRecord>, ReplayError> {
+        let parser = match &mut self.source {
+            Source::Har(it) => return Ok(it.next()),
+            Source::Lines(p) => &*p,
+        };
+        let (limits, out, buf) = (&self.limits, &mut self.out, &mut self.buf);
+        loop {
+            buf.clear();
+            let cap = limits.max_line_bytes as u64 + 1;
+            let n = (&mut self.input).take(cap).read_until(b'\n', buf).map_err(|e| ReplayError::Io(e.to_string()))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            out.lines += 1;
+            let line_no = out.lines;
+            self.bytes += n as u64;
+            if buf.len() > limits.max_line_bytes && buf.last() != Some(&b'\n') {
+                return Err(ReplayError::TooLarge(format!(
+                    "line {line_no} is longer than {} bytes (the limit of one line)",
+                    limits.max_line_bytes
+                )));
+            }
+            if out.lines > limits.max_lines {
+                return Err(ReplayError::TooLarge(format!(
+                    "the log has more than {} lines (the limit)",
+                    limits.max_lines
+                )));
+            }
+            if self.bytes > limits.max_bytes {
+                return Err(ReplayError::TooLarge(format!(
+                    "the log is larger than {} bytes (the limit)",
+                    limits.max_bytes
+                )));
+            }
+            let parsed = match std::str::from_utf8(buf) {
+                Ok(line) => parser.parse(line_no, line),
+                Err(e) => Err(LineError::new(line_no, format!("not UTF-8 at byte {}", e.valid_up_to() + 1))),
+            };
+            match parsed {
+                Ok(Some(r)) => {
+                    out.kept += 1;
+                    return Ok(Some(r));
                 }
-                if out.bad == out.lines && out.lines >= 100 {
-                    return Err(too_many(&out, limits));
+                Ok(None) => {}
+                Err(e) => {
+                    out.bad += 1;
+                    if out.first_bad.len() < limits.first_errors {
+                        out.first_bad.push(e);
+                    }
+                    if out.bad == out.lines && out.lines >= 100 {
+                        return Err(too_many(out, limits));
+                    }
                 }
             }
         }
     }
-    finish(out, limits)
+
+    /// What was read (without the records), for counts.
+    pub fn parsed(&self) -> &ParsedLog {
+        &self.out
+    }
+
+    /// Checks, at the end, the share of bad lines and that the log held anything; gives the counts.
+    pub fn finish(self) -> Result<ParsedLog, ReplayError> {
+        let limits = self.limits.clone();
+        let out = self.into_parsed();
+        finish(out, &limits)
+    }
+
+    fn into_parsed(self) -> ParsedLog {
+        self.out
+    }
 }
 
 fn too_many(out: &ParsedLog, limits: &Limits) -> ReplayError {
@@ -180,7 +262,7 @@ fn finish(out: ParsedLog, limits: &Limits) -> Result<ParsedLog, ReplayError> {
     if out.bad > 0 && out.bad as f64 > out.lines as f64 * limits.max_bad_share {
         return Err(too_many(&out, limits));
     }
-    if out.records.is_empty() && out.skips.is_empty() {
+    if out.records.is_empty() && out.kept == 0 && out.skips.is_empty() {
         return Err(ReplayError::Empty("the log has no requests".into()));
     }
     Ok(out)
@@ -201,6 +283,7 @@ fn read_har<R: Read>(input: R, origin: Option<&str>, limits: &Limits) -> Result<
         lines,
         bad: h.bad.len() as u64,
         first_bad: h.bad.into_iter().take(limits.first_errors).collect(),
+        kept: h.records.len() as u64,
         records: h.records,
         skips: h.skips,
         origin: Some(h.origin),

@@ -25,7 +25,7 @@ use std::time::Duration;
 use regex_automata::meta::Regex;
 
 use super::error::ReplayError;
-use super::read::ParsedLog;
+use super::read::{Limits, LogFormat, ParsedLog, Records};
 use super::record::{ClientKey, LogRecord, Micros, Resolution, SkipReason, Skips};
 use super::secret::{join_target, Header, QueryParam, SecretRules, Value};
 
@@ -323,24 +323,8 @@ pub fn build(
     options: &ReplayOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Schedule, ReplayError> {
-    if options.reorder_window < Duration::from_secs(1) {
-        return Err(ReplayError::Format("`reorder_window` must be at least 1 s (a second's spread must fit)".into()));
-    }
-    if !(options.speed.is_finite() && options.speed > 0.0) {
-        return Err(ReplayError::Format(format!("speed {} is not a positive factor", options.speed)));
-    }
-    let path_filter = match &options.path_filter {
-        None => None,
-        Some(p) => Some(Regex::new(p).map_err(|e| ReplayError::Format(format!("path filter `{p}`: {e}")))?),
-    };
-    let mut reorder = Reorder {
-        heap: std::collections::BinaryHeap::new(),
-        window: i64::try_from(options.reorder_window.as_micros()).unwrap_or(i64::MAX / 4),
-        max: options.max_reorder.max(1),
-        newest: Micros::MIN / 2,
-        released: None,
-        peak: 0,
-    };
+    let path_filter = check_options(options)?;
+    let mut reorder = new_reorder(options);
     let mut sorted = Vec::with_capacity(parsed.records.len());
     for mut r in parsed.records {
         if r.resolution == Resolution::Second {
@@ -366,12 +350,32 @@ pub fn build(
     };
     let from = options.from.map(bound);
     let to = options.to.map(bound);
+    let filters = Filters { from, to, path: path_filter };
     for r in sorted {
+        if let Some(reason) = filters.skip(&r, options) {
+            *sched.skips.entry(reason).or_insert(0) += 1;
+            continue;
+        }
+        sched.requests.push(request(r, options, &mut sched.first_start, env)?);
+    }
+    Ok(sched)
+}
+
+/// The window (resolved to times) and the path filter (compiled).
+struct Filters {
+    from: Option<Micros>,
+    to: Option<Micros>,
+    path: Option<Regex>,
+}
+
+impl Filters {
+    /// Why a record is skipped: the first reason that applies, in the documented order.
+    fn skip(&self, r: &LogRecord, options: &ReplayOptions) -> Option<SkipReason> {
         let (_, path) = split_url(&r.target);
         let path_only = path.split('?').next().unwrap_or("");
-        let reason = if from.is_some_and(|f| r.start < f) {
+        if self.from.is_some_and(|f| r.start < f) {
             Some(SkipReason::BeforeWindow)
-        } else if to.is_some_and(|t| r.start >= t) {
+        } else if self.to.is_some_and(|t| r.start >= t) {
             Some(SkipReason::AfterWindow)
         } else if options.methods == MethodPolicy::Safe && r.method != "GET" && r.method != "HEAD" {
             Some(SkipReason::UnsafeMethod)
@@ -379,7 +383,7 @@ pub fn build(
             && !options.method_filter.iter().any(|m| m.eq_ignore_ascii_case(&r.method))
         {
             Some(SkipReason::MethodFilter)
-        } else if path_filter.as_ref().is_some_and(|p| !p.is_match(path_only)) {
+        } else if self.path.as_ref().is_some_and(|p| !p.is_match(path_only)) {
             Some(SkipReason::PathFilter)
         } else if !options.status_filter.is_empty()
             && !r.status.is_some_and(|s| options.status_filter.iter().any(|p| p.matches(s)))
@@ -387,14 +391,160 @@ pub fn build(
             Some(SkipReason::StatusFilter)
         } else {
             None
-        };
-        if let Some(reason) = reason {
-            *sched.skips.entry(reason).or_insert(0) += 1;
-            continue;
         }
-        sched.requests.push(request(r, options, &mut sched.first_start, env)?);
     }
-    Ok(sched)
+}
+
+fn check_options(options: &ReplayOptions) -> Result<Option<Regex>, ReplayError> {
+    if options.reorder_window < Duration::from_secs(1) {
+        return Err(ReplayError::Format("`reorder_window` must be at least 1 s (a second's spread must fit)".into()));
+    }
+    if !(options.speed.is_finite() && options.speed > 0.0) {
+        return Err(ReplayError::Format(format!("speed {} is not a positive factor", options.speed)));
+    }
+    match &options.path_filter {
+        None => Ok(None),
+        Some(p) => Ok(Some(Regex::new(p).map_err(|e| ReplayError::Format(format!("path filter `{p}`: {e}")))?)),
+    }
+}
+
+fn new_reorder(options: &ReplayOptions) -> Reorder {
+    Reorder {
+        heap: std::collections::BinaryHeap::new(),
+        window: i64::try_from(options.reorder_window.as_micros()).unwrap_or(i64::MAX / 4),
+        max: options.max_reorder.max(1),
+        newest: Micros::MIN / 2,
+        released: None,
+        peak: 0,
+    }
+}
+
+/// A log's schedule one request at a time, in `at` order, in bounded memory: one line (a HAR: the file), the
+/// reorder buffer, and the counts. Requests and skips are exactly [`build`]'s over the same log and options.
+pub struct Stream<R> {
+    records: Records<R>,
+    options: ReplayOptions,
+    reorder: Reorder,
+    filters: Filters,
+    /// Records released by the reorder buffer, not yet judged.
+    ready: std::collections::VecDeque<LogRecord>,
+    released: Vec<LogRecord>,
+    log_start: Option<Micros>,
+    window_from: Option<WindowBound>,
+    window_to: Option<WindowBound>,
+    first_start: Option<Micros>,
+    skips: Skips,
+    drained: bool,
+    env: Box<dyn Fn(&str) -> Option<String> + Send>,
+}
+
+impl<R: std::io::BufRead> Stream<R> {
+    /// Starts streaming `input`: checks the format and the options (a HAR is read here).
+    pub fn new(
+        input: R,
+        format: &LogFormat,
+        limits: &Limits,
+        options: &ReplayOptions,
+        env: Box<dyn Fn(&str) -> Option<String> + Send>,
+    ) -> Result<Self, ReplayError> {
+        let options = ReplayOptions { max_reorder: options.max_reorder.min(limits.max_reorder), ..options.clone() };
+        let path = check_options(&options)?;
+        let records = Records::new(input, format, limits)?;
+        let skips = records.parsed().skips.clone();
+        Ok(Stream {
+            records,
+            reorder: new_reorder(&options),
+            filters: Filters { from: None, to: None, path },
+            window_from: options.from,
+            window_to: options.to,
+            options,
+            ready: std::collections::VecDeque::new(),
+            released: Vec::new(),
+            log_start: None,
+            first_start: None,
+            skips,
+            drained: false,
+            env,
+        })
+    }
+
+    /// The next request of the schedule, `None` at its end (then [`Stream::finish`] gives the counts).
+    pub fn next_request(&mut self) -> Result<Option<ReplayRequest>, ReplayError> {
+        loop {
+            while let Some(r) = self.ready.pop_front() {
+                if self.log_start.is_none() {
+                    let start = r.start;
+                    self.log_start = Some(start);
+                    let bound = |b: WindowBound| match b {
+                        WindowBound::At(t) => t,
+                        WindowBound::Offset(d) => start.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
+                    };
+                    self.filters.from = self.window_from.map(bound);
+                    self.filters.to = self.window_to.map(bound);
+                }
+                if let Some(reason) = self.filters.skip(&r, &self.options) {
+                    *self.skips.entry(reason).or_insert(0) += 1;
+                    continue;
+                }
+                return request(r, &self.options, &mut self.first_start, &*self.env).map(Some);
+            }
+            if self.drained {
+                return Ok(None);
+            }
+            match self.records.next_record()? {
+                Some(mut r) => {
+                    if r.resolution == Resolution::Second {
+                        r.start = r.start.saturating_add(spread_offset(self.options.seed, r.line));
+                    }
+                    self.reorder.push(r, &mut self.released)?;
+                }
+                None => {
+                    self.reorder.drain(&mut self.released);
+                    self.drained = true;
+                }
+            }
+            self.ready.extend(self.released.drain(..));
+        }
+    }
+
+    /// The log's first kept start (after spreading), microseconds since the epoch, once a request was given.
+    pub fn first_start(&self) -> Option<Micros> {
+        self.first_start
+    }
+
+    /// The end of the stream: the counts, or why the log is refused (too many bad lines, nothing in it).
+    pub fn finish(self) -> Result<StreamEnd, ReplayError> {
+        let reorder_peak = self.reorder.peak;
+        let parsed = self.records.finish()?;
+        Ok(StreamEnd {
+            lines: parsed.lines,
+            bad_lines: parsed.bad,
+            first_bad: parsed.first_bad,
+            skips: self.skips,
+            origin: parsed.origin,
+            reorder_peak,
+            first_start: self.first_start,
+        })
+    }
+}
+
+/// What a streamed schedule counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamEnd {
+    /// Lines (entries) read.
+    pub lines: u64,
+    /// Lines that could not be read (within the allowed share).
+    pub bad_lines: u64,
+    /// The first of them.
+    pub first_bad: Vec<super::error::LineError>,
+    /// Requests skipped, by reason.
+    pub skips: Skips,
+    /// HAR: the origin kept.
+    pub origin: Option<String>,
+    /// Requests held by the reorder buffer at once, at most.
+    pub reorder_peak: usize,
+    /// The first kept request's start.
+    pub first_start: Option<Micros>,
 }
 
 fn request(
@@ -440,6 +590,7 @@ fn request(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::read::parse_log;
     use crate::replay::record::StartFrom;
 
     fn rec(line: u64, start_ms: i64, method: &str, target: &str, resolution: Resolution) -> LogRecord {
@@ -609,6 +760,39 @@ mod tests {
         let o = ReplayOptions { host: Some("staging.internal".into()), ..ReplayOptions::default() };
         let s = build(parsed(vec![r]), &o, &no_env).unwrap();
         assert_eq!(s.requests[0].redacted().headers[0], ("Host".into(), "staging.internal".into()));
+    }
+
+    #[test]
+    fn the_stream_gives_exactly_what_build_gives() {
+        let mut log = String::new();
+        for i in 0..3000u64 {
+            // Seconds out of order by up to 2 s, a few unsafe methods and paths the filter drops.
+            let sec = 10 + i / 100 - (i % 7 == 0) as u64 * 2;
+            let method = if i % 11 == 0 { "POST" } else { "GET" };
+            let path = if i % 13 == 0 { "/static/x" } else { "/api/y" };
+            log.push_str(&format!(
+                "10.0.0.{} - - [28/Nov/2026:10:00:{sec:02} +0000] \"{method} {path}?i={i}&access_token=s3 HTTP/1.1\" 200 1 \"-\" \"ua\"\n",
+                i % 5
+            ));
+        }
+        let o = ReplayOptions {
+            path_filter: Some("^/api/".into()),
+            from: Some(WindowBound::Offset(Duration::from_secs(3))),
+            speed: 3.0,
+            ..ReplayOptions::default()
+        };
+        let limits = Limits::default();
+        let whole = build(parse_log(log.as_bytes(), &LogFormat::NginxCombined, &limits).unwrap(), &o, &no_env).unwrap();
+        let mut s = Stream::new(log.as_bytes(), &LogFormat::NginxCombined, &limits, &o, Box::new(|_| None)).unwrap();
+        let mut streamed = Vec::new();
+        while let Some(r) = s.next_request().unwrap() {
+            streamed.push(r);
+        }
+        let end = s.finish().unwrap();
+        assert!(whole.requests.len() > 1000);
+        assert_eq!(streamed, whole.requests);
+        assert_eq!(end.skips, whole.skips);
+        assert_eq!((end.lines, end.bad_lines, end.first_start), (whole.lines, whole.bad_lines, whole.first_start));
     }
 
     #[test]

@@ -88,7 +88,37 @@ pub(crate) const CHECK_KEYS: &[&str] = &[
 pub(crate) const BODY_SIZE_KEYS: &[&str] = &["min", "max"];
 pub(crate) const CAPTURE_KEYS: &[&str] = &["json", "header", "regex", "cookie", "default", "max_length"];
 pub(crate) const VERIFY_KEYS: &[&str] = &["scenarios", "requests"];
-pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity"];
+pub(crate) const LOAD_KEYS: &[&str] = &["closed", "open", "ramp", "users", "capacity", "replay"];
+pub(crate) const REPLAY_KEYS: &[&str] = &[
+    "file",
+    "format",
+    "speed",
+    "from",
+    "to",
+    "methods",
+    "paths",
+    "statuses",
+    "host",
+    "secret_query",
+    "reorder_window",
+    "max_bad_lines",
+    "connections",
+    "max_connections",
+];
+pub(crate) const REPLAY_FORMATS: &[&str] = &["combined", "nginx", "common", "apache_combined", "alb", "har", "json"];
+pub(crate) const REPLAY_JSON_KEYS: &[&str] = &[
+    "time",
+    "time_format",
+    "time_is",
+    "method",
+    "path",
+    "status",
+    "duration",
+    "duration_unit",
+    "headers",
+    "body",
+    "client",
+];
 pub(crate) const CLOSED_KEYS: &[&str] = &[
     "connections",
     "duration",

@@ -27,6 +27,7 @@ pub(super) fn read_load(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<(Lo
         "open" => read_open(cx, n, &p),
         "ramp" => read_ramp(cx, n, &p),
         "capacity" => read_capacity(cx, n, &p),
+        "replay" => return super::replay::read_replay(cx, n, &p).map(|load| (load, 1)),
         _ => return read_users_refusing_streams(cx, n, &p).map(|load| (load, 1)),
     };
     // `streams` sits beside the model's other keys (each model's key list allows it but `users`).

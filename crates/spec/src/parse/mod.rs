@@ -12,6 +12,7 @@ mod load;
 mod options;
 mod outputs;
 mod profile;
+mod replay;
 mod request;
 mod scenario;
 mod secrets;

@@ -524,7 +524,11 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
     let mut mix = Vec::new();
     let mut session = Vec::new();
     let mut variables = Vec::new();
-    let request = match cx.one_of(f, &["request", "requests", "session"], "the scenario") {
+    // A replay sends the log's requests: the scenario names none (its cell's request is `GET /`, never sent).
+    let replay = f.get("load").is_some_and(|(n, _)| n.get("replay").is_some());
+    let request = match replay_request(cx, f, replay) {
+        Some(r) => r,
+        None => match cx.one_of(f, &["request", "requests", "session"], "the scenario") {
         Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
         Some("requests") => f.get("requests").and_then(|(n, p)| {
             mix = read_mix(cx, n, &p, defaults, prefix)?;
@@ -538,6 +542,7 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
             })
         }),
         None => None,
+        },
     };
     let timeout = match f.get("timeout") {
         Some((n, p)) => read_timeout(cx, n, &p),
@@ -645,6 +650,32 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
         check_body_limit: defaults.check_body_limit.unwrap_or(loadgate_model::DEFAULT_CHECK_BODY_LIMIT),
         session,
     })
+}
+
+/// A replay's scenario: no `request`, `requests` or `session` (the log gives the requests). `None` when the load
+/// is not a replay; `Some(None)` when one of them is there anyway (an error).
+fn replay_request(cx: &mut Cx<'_>, f: &Fields<'_>, replay: bool) -> Option<Option<Request>> {
+    if !replay {
+        return None;
+    }
+    if let Some(key) = ["request", "requests", "session"].into_iter().find(|k| f.has(k)) {
+        cx.error(
+            Diagnostic::error(&f.path.key(key), f.key_span(key), format!("a replay sends the log's requests: `{key}` is refused"))
+                .width(key.len())
+                .expected("a scenario with `load: { replay: ... }` and no `request`, `requests` or `session`")
+                .help(format!("remove `{key}`; a replay's requests are the file's, with their methods, paths, headers and bodies")),
+        );
+        return Some(None);
+    }
+    Some(Some(Request {
+        method: "GET".into(),
+        path: "/".into(),
+        headers: Vec::new(),
+        body: None,
+        dynamic: None,
+        checks: Vec::new(),
+        captures: Vec::new(),
+    }))
 }
 
 /// Whether the scenario's SLOs (as written) gate `checks` or `check_failures`.
