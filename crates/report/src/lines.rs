@@ -328,6 +328,72 @@ pub fn capacity_step_line(s: &loadgate_results::CapacityStep) -> String {
     format!("step {step} ({stage}) {rate}: achieved {achieved}, p50 {p50}, p99 {p99}, {errors} errors: {verdict}")
 }
 
+/// A replay's fidelity as lines (terminal and Markdown): what was sent against the log; empty for other loads.
+pub(crate) fn replay_lines(s: &ScenarioResult) -> Vec<(String, String)> {
+    let Some(f) = &s.replay else { return Vec::new() };
+    let us = |v: u64| format::latency(v);
+    let w = &f.windows;
+    let m = &f.requests;
+    let mut lines = vec![
+        (
+            "file".to_owned(),
+            format!(
+                "{} ({}) at {}x: {} lines, {} unreadable",
+                f.file,
+                f.format,
+                f.speed,
+                format::count(f.lines),
+                format::count(f.bad_lines)
+            ),
+        ),
+        (
+            "schedule error".to_owned(),
+            format!(
+                "p50 {}, p99 {}, max {} (sent against the log's start at the speed)",
+                us(f.schedule_error.p50_us),
+                us(f.schedule_error.p99_us),
+                us(f.schedule_error.max_us)
+            ),
+        ),
+        (
+            "rate".to_owned(),
+            format!(
+                "per {} ms window: at most {} off the log's ({} of {} windows differ; busiest {} logged, {} sent)",
+                w.window_ms, w.max_abs_difference, w.differing, w.windows, w.logged_peak, w.sent_peak
+            ),
+        ),
+        (
+            "requests".to_owned(),
+            format!(
+                "{} of {} sent; the multiset of (method, path, query) {} ({} distinct, {} missing, {} extra)",
+                format::count(f.sent),
+                format::count(f.scheduled),
+                if m.equal { "equals the log's" } else { "differs from the log's" },
+                format::count(m.distinct),
+                format::count(m.missing),
+                format::count(m.extra)
+            ),
+        ),
+    ];
+    if !f.skips.is_empty() {
+        let skips: Vec<String> =
+            f.skips.iter().map(|k| format!("{} ({})", format::count(k.count), k.reason)).collect();
+        lines.push(("skipped".to_owned(), skips.join(", ")));
+    }
+    if !f.first_bad.is_empty() {
+        lines.push(("unreadable".to_owned(), f.first_bad.join("; ")));
+    }
+    if !f.statuses.is_empty() {
+        let st: Vec<String> = f
+            .statuses
+            .iter()
+            .map(|p| format!("{} logged {} seen {}", format::count(p.count), p.logged, p.seen))
+            .collect();
+        lines.push(("statuses".to_owned(), st.join(", ")));
+    }
+    lines
+}
+
 /// `99.75% of 40,000 evaluations held`; `None` without checks.
 pub(crate) fn checks_line(s: &ScenarioResult) -> Option<String> {
     if s.checks.is_empty() {

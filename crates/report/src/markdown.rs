@@ -196,6 +196,8 @@ pub struct View {
     pub mixes: Vec<MixView>,
     /// One entry per instance whose requests had checks (`check:`): a row per check.
     pub checks: Vec<ChecksView>,
+    /// One entry per replay instance: its fidelity, a row per measure.
+    pub replays: Vec<ReplayView>,
     /// The plots written beside the report (SVG files), in order.
     pub plots: Vec<crate::plots::PlotLink>,
     /// Per scenario instance: its per-second timeline as a compact table.
@@ -357,6 +359,13 @@ pub struct MixRow {
     pub max: String,
     pub errors: String,
     pub non_2xx: String,
+}
+
+/// A replay instance's fidelity: a row per measure (schedule error, rate, requests, skips, statuses).
+#[derive(Debug, Serialize)]
+pub struct ReplayView {
+    pub name: String,
+    pub rows: Vec<(String, String)>,
 }
 
 /// A scenario instance's checks: how many evaluations held, and a row per check.
@@ -562,6 +571,12 @@ impl View {
                 .collect(),
             mixes: r.scenarios.iter().filter(|s| !s.by_request.is_empty()).map(mix_view).collect(),
             checks: r.scenarios.iter().filter(|s| !s.checks.is_empty()).map(checks_view).collect(),
+            replays: r
+                .scenarios
+                .iter()
+                .filter(|s| s.replay.is_some())
+                .map(|s| ReplayView { name: s.name.clone(), rows: crate::lines::replay_lines(s) })
+                .collect(),
             not_run: r.not_run.clone(),
             plots: crate::plots::plot_links(r),
             timelines: crate::plots::timeline_tables(r),

@@ -126,6 +126,13 @@ pub fn text_summary(s: &ScenarioResult) -> String {
             let _ = writeln!(out, "    {line}");
         }
     }
+    let replay = crate::lines::replay_lines(s);
+    if !replay.is_empty() {
+        let _ = writeln!(out, "  Replay:");
+        for (what, line) in replay {
+            let _ = writeln!(out, "    {what}: {line}");
+        }
+    }
     if let Some(c) = &s.capacity {
         let _ = writeln!(out, "  Capacity: {}", c.summary());
         let _ = writeln!(

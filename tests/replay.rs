@@ -1,0 +1,280 @@
+//! `load: { replay: ... }` through the real binary: a log written here (nginx `log_format` with `$msec`, JSON lines,
+//! a HAR) replayed against a recording server on a free loopback port. What the server received is compared with
+//! the log (the exact multiset of requests, their headers and bodies, the span at the speed), the fidelity report
+//! in results.json is checked, and the secrets the log holds are sent but never written.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use common::{command, files_under, text};
+
+/// One request as the recording server saw it: when (since the server started), the request line, the headers
+/// and the body.
+#[derive(Debug, Clone)]
+struct Seen {
+    at: f64,
+    line: String,
+    headers: Vec<String>,
+    body: Vec<u8>,
+}
+
+/// A server that answers 200 to everything and records every request with its arrival time.
+fn recorder() -> (u16, Arc<Mutex<Vec<Seen>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let t0 = Instant::now();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone().expect("clone");
+                let mut r = BufReader::new(stream);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let at = t0.elapsed().as_secs_f64();
+                    let mut headers = Vec::new();
+                    let mut length = 0;
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                        let h = h.trim_end().to_owned();
+                        if let Some((k, v)) = h.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                        headers.push(h);
+                    }
+                    let mut body = vec![0; length];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    log.lock().unwrap().push(Seen { at, line: line.trim_end().to_owned(), headers, body });
+                    if out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+const CANARY_QUERY: &str = "canaryREPLAYquery17";
+const CANARY_AUTH: &str = "canaryREPLAYauth29";
+
+/// An nginx log in `$msec` format: `n` requests over about `span_ms`, a burst of 40 within one millisecond in
+/// the middle, each `GET /item/<i % 37>?page=<i % 3>&access_token=<canary>`, its start `$msec - $request_time`.
+fn nginx_log(n: usize, span_ms: f64) -> (String, Vec<String>) {
+    let base = 1_764_324_000.0_f64;
+    let mut lines = String::new();
+    let mut targets = Vec::new();
+    for i in 0..n {
+        let start = if (n / 2..n / 2 + 40).contains(&i) {
+            base + span_ms / 2000.0 + (i - n / 2) as f64 * 0.000_02
+        } else {
+            base + i as f64 * span_ms / 1000.0 / n as f64
+        };
+        let request_time = 0.001 * (i % 5) as f64;
+        let target = format!("/item/{}?page={}&access_token={CANARY_QUERY}", i % 37, i % 3);
+        lines.push_str(&format!(
+            "10.1.0.{} [{:.3}] \"GET {target} HTTP/1.1\" 200 {:.3} \"curl/8\"\n",
+            i % 9,
+            start + request_time,
+            request_time
+        ));
+        targets.push(format!("GET {target} HTTP/1.1"));
+    }
+    (lines, targets)
+}
+
+const NGINX_FORMAT: &str = r#"$remote_addr [$msec] "$request" $status $request_time "$http_user_agent""#;
+
+fn spec(dir: &Path, name: &str, port: u16, replay: &str) -> std::path::PathBuf {
+    let path = dir.join("spec.yaml");
+    let yaml = format!(
+        "version: 1\nname: {name}\ntarget: {{ base_url: \"http://127.0.0.1:{port}\" }}\nverify: off\nscenarios:\n  \
+         replay:\n    load:\n      replay:\n{replay}"
+    );
+    std::fs::write(&path, yaml).expect("write spec");
+    path
+}
+
+/// Runs a spec; returns the results' scenario and everything printed.
+fn run(dir: &Path, spec: &Path) -> (serde_json::Value, String) {
+    let out_dir = dir.join("out");
+    let out = command(&["run", spec.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]).output().expect("run");
+    let printed = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    let results = files_under(&out_dir).into_iter().find(|p| p.ends_with("results.json")).expect("results.json");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(results).unwrap()).unwrap();
+    (doc["scenarios"][0].clone(), printed)
+}
+
+/// No file written under `dir` but the log itself, nor `printed`, holds a canary.
+fn no_canary(dir: &Path, printed: &str, canaries: &[&str]) {
+    for canary in canaries {
+        assert!(!printed.contains(canary), "{canary} was printed");
+        for file in files_under(dir).into_iter().filter(|f| !f.ends_with("access.log") && !f.ends_with("session.har"))
+        {
+            let content = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+            assert!(!content.contains(canary), "{canary} reached {}", file.display());
+        }
+    }
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn an_nginx_log_is_replayed_request_for_request_with_its_fidelity_and_no_secret_written() {
+    let (port, seen) = recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let (log, targets) = nginx_log(600, 1200.0);
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let spec = spec(
+        dir.path(),
+        "replay-nginx",
+        port,
+        &format!("        file: access.log\n        format: {{ nginx: '{NGINX_FORMAT}' }}\n"),
+    );
+    // The plan shows the replay without its secrets.
+    let plan = command(&["plan", spec.to_str().unwrap()]).output().unwrap();
+    let plan_text = text(&plan.stdout);
+    assert_eq!(plan.status.code(), Some(0), "{plan_text}{}", text(&plan.stderr));
+    assert!(plan_text.contains("replay of access.log (nginx log_format), as logged: 600 requests over"), "{plan_text}");
+    assert!(plan_text.contains("at most 40 in 10 ms"), "{plan_text}");
+    let (scenario, printed) = run(dir.path(), &spec);
+    let got: Vec<String> = seen.lock().unwrap().iter().map(|s| s.line.clone()).collect();
+    // The exact multiset, the secret sent as logged.
+    assert_eq!(sorted(got), sorted(targets));
+    let f = &scenario["replay"];
+    assert_eq!(f["scheduled"], 600, "{f}");
+    assert_eq!(f["sent"], 600, "{f}");
+    assert_eq!(f["requests"]["equal"], true, "{f}");
+    assert_eq!(f["requests"]["distinct"], 111, "{f}");
+    assert_eq!(f["windows"]["logged_peak"], 40, "{f}");
+    assert!(f["schedule_error"]["max_us"].as_u64().is_some(), "{f}");
+    assert!(f["schedule_error"]["p99_us"].as_u64().unwrap() <= f["schedule_error"]["max_us"].as_u64().unwrap());
+    assert_eq!(f["statuses"][0]["logged"], "2xx", "{f}");
+    assert_eq!(f["statuses"][0]["count"], 600, "{f}");
+    assert!(printed.contains("Replay"), "{printed}");
+    no_canary(dir.path(), &format!("{printed}{plan_text}"), &[CANARY_QUERY]);
+}
+
+#[test]
+fn at_3x_the_log_is_sent_in_a_third_of_its_time() {
+    let (port, seen) = recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let (log, targets) = nginx_log(300, 3000.0);
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let spec = spec(
+        dir.path(),
+        "replay-3x",
+        port,
+        &format!("        file: access.log\n        format: {{ nginx: '{NGINX_FORMAT}' }}\n        speed: 3x\n"),
+    );
+    let (scenario, _) = run(dir.path(), &spec);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(sorted(seen.iter().map(|s| s.line.clone()).collect()), sorted(targets));
+    // The log spans 3 s (less one request's gap); at 3x the phase sends it over about 1 s.
+    let first = seen.iter().map(|s| s.at).fold(f64::INFINITY, f64::min);
+    let last = seen.iter().map(|s| s.at).fold(0.0, f64::max);
+    assert!((0.9..1.5).contains(&(last - first)), "sent over {}s", last - first);
+    assert!(scenario["duration"].as_f64().unwrap() < 2.0, "{}", scenario["duration"]);
+    assert_eq!(scenario["replay"]["speed"], 3.0);
+    assert_eq!(scenario["replay"]["requests"]["equal"], true);
+}
+
+#[test]
+fn a_har_is_replayed_with_its_headers_and_post_body_and_its_credentials_never_written() {
+    let (port, seen) = recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |ms: u32, method: &str, url: &str, body: Option<&str>| {
+        let post = body.map_or(String::new(), |b| {
+            format!(r#","postData":{{"mimeType":"application/json","text":{}}}"#, serde_json::to_string(b).unwrap())
+        });
+        format!(
+            r#"{{"startedDateTime":"2026-11-28T10:00:00.{ms:03}Z","time":5,"request":{{"method":"{method}","url":"{url}","httpVersion":"HTTP/1.1","headers":[{{"name":"Authorization","value":"Bearer {CANARY_AUTH}"}},{{"name":"X-Trace","value":"t-{ms}"}},{{"name":"Connection","value":"keep-alive"}}],"queryString":[],"cookies":[],"headersSize":-1,"bodySize":0{post}}},"response":{{"status":200,"statusText":"OK","httpVersion":"HTTP/1.1","headers":[],"cookies":[],"content":{{"size":0,"mimeType":"text/plain"}},"redirectURL":"","headersSize":-1,"bodySize":0}},"cache":{{}},"timings":{{"send":0,"wait":4,"receive":1}}}}"#
+        )
+    };
+    let origin = "https://shop.example";
+    let entries = [
+        entry(0, "GET", &format!("{origin}/cart?access_token={CANARY_QUERY}"), None),
+        entry(50, "POST", &format!("{origin}/cart/items"), Some(r#"{"sku":"A-1","qty":2}"#)),
+        entry(120, "GET", "https://cdn.example/app.js", None),
+        entry(200, "DELETE", &format!("{origin}/cart/items/1"), None),
+    ];
+    let har = format!(r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"1"}},"entries":[{}]}}}}"#, entries.join(","));
+    std::fs::write(dir.path().join("session.har"), har).unwrap();
+    let spec = spec(
+        dir.path(),
+        "replay-har",
+        port,
+        "        file: session.har\n        format: har\n        methods: [GET, POST]\n",
+    );
+    let (scenario, printed) = run(dir.path(), &spec);
+    let seen = seen.lock().unwrap().clone();
+    let lines: Vec<&str> = seen.iter().map(|s| s.line.as_str()).collect();
+    assert_eq!(
+        sorted(lines.iter().map(|s| s.to_string()).collect()),
+        vec![format!("GET /cart?access_token={CANARY_QUERY} HTTP/1.1"), "POST /cart/items HTTP/1.1".to_owned()]
+    );
+    let post = seen.iter().find(|s| s.line.starts_with("POST")).unwrap();
+    assert_eq!(post.body, br#"{"sku":"A-1","qty":2}"#);
+    assert!(post.headers.contains(&format!("Authorization: Bearer {CANARY_AUTH}")), "{:?}", post.headers);
+    assert!(post.headers.contains(&"X-Trace: t-50".to_owned()), "{:?}", post.headers);
+    assert!(post.headers.contains(&"Host: shop.example".to_owned()), "{:?}", post.headers);
+    assert!(!post.headers.iter().any(|h| h.starts_with("Connection")), "{:?}", post.headers);
+    let f = &scenario["replay"];
+    let skips = f["skips"].as_array().unwrap();
+    let skipped = |why: &str| skips.iter().find(|s| s["reason"] == why).map(|s| s["count"].as_u64().unwrap());
+    assert_eq!(skipped("other origin"), Some(1), "{f}");
+    assert_eq!(skipped("method filter"), Some(1), "{f}");
+    assert_eq!(f["requests"]["equal"], true, "{f}");
+    no_canary(dir.path(), &printed, &[CANARY_QUERY, CANARY_AUTH]);
+}
+
+#[test]
+fn json_lines_are_replayed_through_their_field_mapping() {
+    let (port, seen) = recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for i in 0..50 {
+        log.push_str(&format!(
+            "{{\"ts\":\"2026-11-28T10:00:00.{:03}Z\",\"req\":{{\"verb\":\"GET\",\"uri\":\"/j/{i}\"}},\"code\":200}}\n",
+            i * 10
+        ));
+    }
+    log.push_str("not json at all\n");
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let spec = spec(
+        dir.path(),
+        "replay-json",
+        port,
+        "        file: access.log\n        format: { json: { time: ts, method: req.verb, path: req.uri, status: code } }\n        \
+         max_bad_lines: 5%\n",
+    );
+    let (scenario, _) = run(dir.path(), &spec);
+    assert_eq!(seen.lock().unwrap().len(), 50);
+    let f = &scenario["replay"];
+    assert_eq!((f["lines"].as_u64(), f["bad_lines"].as_u64()), (Some(51), Some(1)), "{f}");
+    assert!(f["first_bad"][0].as_str().unwrap().starts_with("line 51: not JSON"), "{f}");
+}
