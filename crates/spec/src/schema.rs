@@ -869,7 +869,7 @@ pub enum MatrixModeDoc {
     Zip,
 }
 
-/// The load model: exactly one of `closed`, `open`, `ramp`, `users`.
+/// The load model: exactly one of `closed`, `open`, `ramp`, `users`, `capacity`, `replay`.
 #[derive(JsonSchema)]
 #[schemars(rename_all = "snake_case", deny_unknown_fields)]
 pub enum LoadDoc {
@@ -886,6 +886,126 @@ pub enum LoadDoc {
     /// bisection until the highest rate that held and the lowest that failed are `precision` apart, confirmed
     /// `confirm` more times; at most `max_duration` in all. A `capacity >= RATE` SLO gates the rate found.
     Capacity(CapacityDoc),
+    /// A recorded access log or HAR file replayed at its requests' start times, each with its own method, path,
+    /// headers and body (see Replay in the README). The scenario has no `request`.
+    Replay(ReplayDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReplayDoc {
+    /// The log or HAR file, relative to the spec (inside its directory); a `.gz` file is read as it is.
+    pub file: String,
+    /// `combined` (nginx, the default), `common`, `apache_combined`, `alb`, `har`, `json`, or a mapping:
+    /// `{ nginx: "<log_format>" }`, `{ apache: "<LogFormat>" }`, `{ json: { time: ts, ... } }`,
+    /// `{ har: { origin: https://shop.example } }`.
+    pub format: Option<ReplayFormatDoc>,
+    /// How much faster than logged: `1x` (default), `3x`, `0.5x`.
+    pub speed: Option<ScalarDoc>,
+    /// Skip requests before this: an offset from the log's first request (`30s`) or an RFC 3339 time.
+    pub from: Option<String>,
+    /// Skip requests at or after this: an offset or a time.
+    pub to: Option<String>,
+    /// `safe` (GET and HEAD, the default), `as_logged`, or a list of methods to replay.
+    pub methods: Option<ReplayMethodsDoc>,
+    /// Only paths this regex matches (without the query).
+    pub paths: Option<String>,
+    /// Only these logged statuses: `200`, `2xx`.
+    pub statuses: Option<Vec<ScalarDoc>>,
+    /// The `Host` every request gets instead of the logged one.
+    pub host: Option<String>,
+    /// Query parameters whose values are secret, besides `access_token`, `api_key`, `token`, `key`, `signature`.
+    pub secret_query: Option<Vec<String>>,
+    /// How far back a start may arrive after later ones (default 10s, at least 1s).
+    pub reorder_window: Option<DurationText>,
+    /// The share of lines that may be unreadable before the log is refused (default 1%).
+    pub max_bad_lines: Option<String>,
+    /// `pool` (keep-alive connections shared by every request, the default) or `new` (one per request).
+    pub connections: Option<ReplayConnectionsDoc>,
+    /// The most connections open at once (default 256).
+    pub max_connections: Option<Count>,
+}
+
+/// A log format: a name or a mapping.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum ReplayFormatDoc {
+    Name(ReplayFormatNameDoc),
+    Detail(ReplayFormatDetailDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum ReplayFormatNameDoc {
+    Combined,
+    Nginx,
+    Common,
+    ApacheCombined,
+    Alb,
+    Har,
+    Json,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ReplayFormatDetailDoc {
+    /// An nginx `log_format` string (`$msec` or `$time_local`, `$request`, optionally `$request_time`).
+    Nginx(String),
+    /// An Apache `LogFormat` string.
+    Apache(String),
+    /// JSON lines: which field holds what.
+    Json(ReplayJsonDoc),
+    /// HAR: the origin to keep (default: the first entry's).
+    Har(ReplayHarDoc),
+}
+
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReplayHarDoc {
+    pub origin: Option<String>,
+}
+
+/// Field names (keys or dotted paths) of JSON lines.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReplayJsonDoc {
+    /// The time (default `time`).
+    pub time: Option<String>,
+    /// `rfc3339` (default), `epoch_seconds`, `epoch_millis`, `common_log`.
+    pub time_format: Option<String>,
+    /// `start` (default) or `end` (then less `duration`).
+    pub time_is: Option<String>,
+    pub method: Option<String>,
+    pub path: Option<String>,
+    pub status: Option<String>,
+    pub duration: Option<String>,
+    /// `s` (default), `ms`, `us`.
+    pub duration_unit: Option<String>,
+    pub headers: Option<String>,
+    pub body: Option<String>,
+    pub client: Option<String>,
+}
+
+/// `safe`, `as_logged`, or a list of methods.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+pub enum ReplayMethodsDoc {
+    Policy(ReplayMethodPolicyDoc),
+    List(Vec<String>),
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum ReplayMethodPolicyDoc {
+    Safe,
+    AsLogged,
+}
+
+#[derive(JsonSchema)]
+#[schemars(rename_all = "snake_case")]
+pub enum ReplayConnectionsDoc {
+    Pool,
+    New,
 }
 
 #[derive(JsonSchema)]
@@ -1271,6 +1391,8 @@ mod tests {
         assert_eq!(props(&schema, "RampDoc"), sorted(RAMP_KEYS));
         assert_eq!(props(&schema, "RampStageDoc"), sorted(STAGE_KEYS));
         assert_eq!(props(&schema, "CapacityDoc"), sorted(CAPACITY_KEYS));
+        assert_eq!(props(&schema, "ReplayDoc"), sorted(REPLAY_KEYS));
+        assert_eq!(props(&schema, "ReplayJsonDoc"), sorted(REPLAY_JSON_KEYS));
         assert_eq!(props(&schema, "UsersDetailDoc"), sorted(USERS_KEYS));
         assert_eq!(props(&schema, "UserStepDoc"), sorted(USER_STEP_KEYS));
         assert_eq!(props(&schema, "SloDetailDoc"), sorted(SLO_KEYS));

@@ -616,7 +616,7 @@ mod tests {
             | Load::Open { connect_rate, .. }
             | Load::Ramp { connect_rate, .. }
             | Load::Capacity { connect_rate, .. } => connect_rate.to_string(),
-            Load::Users { .. } => panic!("users have no connect_rate"),
+            Load::Users { .. } | Load::Replay(_) => panic!("users and replays have no connect_rate"),
         };
         assert_eq!(rate(read("{ closed: { connections: 2, duration: 1s } }").unwrap()), "auto");
         assert_eq!(rate(read("{ closed: { connections: 2, duration: 1s, connect_rate: 2k/s } }").unwrap()), "2000/s");

@@ -33,9 +33,9 @@ pub(super) fn read_replay(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<L
     };
     let from = f.get("from").map(|(n, p)| read_bound(cx, n, &p, "`from`"));
     let to = f.get("to").map(|(n, p)| read_bound(cx, n, &p, "`to`"));
-    let (as_logged, method_filter) = match f.get("methods") {
-        Some((n, p)) => read_methods(cx, n, &p)?,
-        None => (false, Vec::new()),
+    let methods = match f.get("methods") {
+        Some((n, p)) => read_methods(cx, n, &p),
+        None => Some((false, Vec::new())),
     };
     let path_filter = f.get("paths").and_then(|(n, p)| {
         let s = cx.string(n, &p, "`paths`")?;
@@ -88,12 +88,14 @@ pub(super) fn read_replay(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<L
         None => Some(DEFAULT_MAX_CONNECTIONS),
     };
     ok &= from.as_ref().is_none_or(Option::is_some) && to.as_ref().is_none_or(Option::is_some);
+    ok &= methods.is_some();
     ok &= f.has("host") == host.is_some();
     if !ok {
         return None;
     }
     let (file_node, file_path) = f.get("file")?;
     let name = file?;
+    let (as_logged, method_filter) = methods?;
     let mut replay = Replay {
         path: std::path::PathBuf::new(),
         file: name.clone(),
@@ -152,7 +154,7 @@ pub(super) fn read_replay(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<L
             };
             cx.error(
                 Diagnostic::error(&at, span, format!("`{name}` cannot be replayed as {}", replay.format.name()))
-                    .expected(format!("a {} log", replay.format.name()))
+                    .expected(format!("a log in the {} format", replay.format.name()))
                     .found(e.to_string())
                     .help(
                         "check `format` (combined, common, apache_combined, alb, har, or { nginx: \"...\" }, \
