@@ -130,8 +130,7 @@ fn run(dir: &Path, spec: &Path) -> (serde_json::Value, String) {
 fn no_canary(dir: &Path, printed: &str, canaries: &[&str]) {
     for canary in canaries {
         assert!(!printed.contains(canary), "{canary} was printed");
-        for file in files_under(dir).into_iter().filter(|f| !f.ends_with("access.log") && !f.ends_with("session.har"))
-        {
+        for file in files_under(dir).into_iter().filter(|f| !f.ends_with("access.log") && !f.ends_with("session.har")) {
             let content = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
             assert!(!content.contains(canary), "{canary} reached {}", file.display());
         }
@@ -222,7 +221,10 @@ fn a_har_is_replayed_with_its_headers_and_post_body_and_its_credentials_never_wr
         entry(120, "GET", "https://cdn.example/app.js", None),
         entry(200, "DELETE", &format!("{origin}/cart/items/1"), None),
     ];
-    let har = format!(r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"1"}},"entries":[{}]}}}}"#, entries.join(","));
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"1"}},"entries":[{}]}}}}"#,
+        entries.join(",")
+    );
     std::fs::write(dir.path().join("session.har"), har).unwrap();
     let spec = spec(
         dir.path(),

@@ -176,7 +176,12 @@ pub(crate) struct WorkerSchedule {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    Rate { schedule: Schedule, share: f64, prefix: f64, cursor: usize },
+    Rate {
+        schedule: Schedule,
+        share: f64,
+        prefix: f64,
+        cursor: usize,
+    },
     /// The intended times of the worker's requests, in order (a replay).
     Times(std::sync::Arc<[std::time::Duration]>),
 }

@@ -484,7 +484,11 @@ fn write_requests(out: &mut String, p: &Phase, pad: &str) {
         }
         let _ = writeln!(out, "  {pad}timeout  {}", p.timeout);
     } else if matches!(p.load.arrival, Arrival::Replay(_)) {
-        let _ = writeln!(out, "  {pad}request  the file's, each with its method, path, headers and body; timeout {}", p.timeout);
+        let _ = writeln!(
+            out,
+            "  {pad}request  the file's, each with its method, path, headers and body; timeout {}",
+            p.timeout
+        );
     } else if p.mix.is_empty() {
         let _ = writeln!(out, "  {pad}request  {}, timeout {}", request_text(&p.request), p.timeout);
     } else {

@@ -572,10 +572,10 @@ impl ExecutionPlan {
 
     /// The pacing of the plan's open loads (`None` when it has none: only open loads are paced).
     pub fn open_pacing(&self) -> Option<Pacing> {
-        let open =
-            self.phases.iter().any(|p| {
-            matches!(p.load.arrival, Arrival::Constant { .. } | Arrival::Ramp { .. } | Arrival::Replay(_))
-        });
+        let open = self
+            .phases
+            .iter()
+            .any(|p| matches!(p.load.arrival, Arrival::Constant { .. } | Arrival::Ramp { .. } | Arrival::Replay(_)));
         open.then(|| self.pacing())
     }
 

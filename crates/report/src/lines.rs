@@ -376,8 +376,7 @@ pub(crate) fn replay_lines(s: &ScenarioResult) -> Vec<(String, String)> {
         ),
     ];
     if !f.skips.is_empty() {
-        let skips: Vec<String> =
-            f.skips.iter().map(|k| format!("{} ({})", format::count(k.count), k.reason)).collect();
+        let skips: Vec<String> = f.skips.iter().map(|k| format!("{} ({})", format::count(k.count), k.reason)).collect();
         lines.push(("skipped".to_owned(), skips.join(", ")));
     }
     if !f.first_bad.is_empty() {

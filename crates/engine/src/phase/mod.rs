@@ -208,7 +208,8 @@ pub(crate) fn run_lanes(
         return Err(EngineError::WorkerLost { worker });
     }
     let mut results = Vec::with_capacity(lanes);
-    for ((((agg, finals), target), opening), book) in aggs.into_iter().zip(finals).zip(targets).zip(opening).zip(books) {
+    for ((((agg, finals), target), opening), book) in aggs.into_iter().zip(finals).zip(targets).zip(opening).zip(books)
+    {
         let finals: Vec<Box<WorkerFinal>> = finals.into_iter().flatten().collect();
         let end = finals.iter().map(|f| f.end).max().unwrap_or(start);
         let elapsed = end.saturating_duration_since(start).as_secs_f64();

@@ -183,17 +183,16 @@ pub(super) struct OpenSource {
 
 impl OpenSource {
     pub(super) fn new(sched: WorkerSchedule, quota: Option<u64>, start: Instant) -> Self {
-        let mut s =
-            OpenSource {
-                sched,
-                next_j: 0,
-                next_at: None,
-                quota,
-                retry: VecDeque::new(),
-                taken: 0,
-                start,
-                last_taken: None,
-            };
+        let mut s = OpenSource {
+            sched,
+            next_j: 0,
+            next_at: None,
+            quota,
+            retry: VecDeque::new(),
+            taken: 0,
+            start,
+            last_taken: None,
+        };
         s.advance();
         s
     }

@@ -46,9 +46,7 @@ pub fn json_mapping(f: &loadgate_model::replay::JsonFields) -> Result<JsonMappin
                 "s" => DurationUnit::Seconds,
                 "ms" => DurationUnit::Millis,
                 "us" => DurationUnit::Micros,
-                other => {
-                    return Err(ReplayError::Format(format!("`duration_unit: {other}` is not `s`, `ms` or `us`")))
-                }
+                other => return Err(ReplayError::Format(format!("`duration_unit: {other}` is not `s`, `ms` or `us`"))),
             },
         )),
     };

@@ -477,7 +477,9 @@ impl<R: std::io::BufRead> Stream<R> {
                     self.log_start = Some(start);
                     let bound = |b: WindowBound| match b {
                         WindowBound::At(t) => t,
-                        WindowBound::Offset(d) => start.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
+                        WindowBound::Offset(d) => {
+                            start.saturating_add(i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+                        }
                     };
                     self.filters.from = self.window_from.map(bound);
                     self.filters.to = self.window_to.map(bound);

@@ -133,12 +133,7 @@ pub(super) fn read_replay(cx: &mut Cx<'_>, node: &Node, path: &Path) -> Option<L
             cx.error(
                 Diagnostic::error(&file_path, file_node.span, "the replay has no request to send")
                     .expected("a log with requests the window and filters keep")
-                    .found(format!(
-                        "{} lines: {} unreadable, {}",
-                        summary.lines,
-                        summary.bad_lines,
-                        skipped(&summary)
-                    ))
+                    .found(format!("{} lines: {} unreadable, {}", summary.lines, summary.bad_lines, skipped(&summary)))
                     .help("widen `from`/`to`, `methods`, `paths` or `statuses`, or check `format`"),
             );
             None
@@ -273,8 +268,12 @@ fn read_json(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<JsonFields> {
         (Some(Some(d)), Some(u)) => out.duration = Some((d, u.unwrap_or_else(|| "s".into()))),
         (Some(None), Some(Some(_))) => {
             cx.error(
-                Diagnostic::error(&p.key("duration_unit"), f.key_span("duration_unit"), "`duration_unit` without `duration`")
-                    .expected("a `duration` field beside `duration_unit`"),
+                Diagnostic::error(
+                    &p.key("duration_unit"),
+                    f.key_span("duration_unit"),
+                    "`duration_unit` without `duration`",
+                )
+                .expected("a `duration` field beside `duration_unit`"),
             );
             ok = false;
         }

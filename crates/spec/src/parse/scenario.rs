@@ -529,19 +529,19 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
     let request = match replay_request(cx, f, replay) {
         Some(r) => r,
         None => match cx.one_of(f, &["request", "requests", "session"], "the scenario") {
-        Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
-        Some("requests") => f.get("requests").and_then(|(n, p)| {
-            mix = read_mix(cx, n, &p, defaults, prefix)?;
-            mix.first().map(|m: &MixRequest| m.request.clone())
-        }),
-        Some(_) => f.get("session").and_then(|(n, p)| {
-            (session, variables) = read_session(cx, n, &p, defaults, prefix)?;
-            session.iter().find_map(|s| match s {
-                SessionStep::Request { request, .. } => Some(request.clone()),
-                SessionStep::Think { .. } => None,
-            })
-        }),
-        None => None,
+            Some("request") => f.get("request").and_then(|(n, p)| read_request(cx, n, &p, defaults, prefix)),
+            Some("requests") => f.get("requests").and_then(|(n, p)| {
+                mix = read_mix(cx, n, &p, defaults, prefix)?;
+                mix.first().map(|m: &MixRequest| m.request.clone())
+            }),
+            Some(_) => f.get("session").and_then(|(n, p)| {
+                (session, variables) = read_session(cx, n, &p, defaults, prefix)?;
+                session.iter().find_map(|s| match s {
+                    SessionStep::Request { request, .. } => Some(request.clone()),
+                    SessionStep::Think { .. } => None,
+                })
+            }),
+            None => None,
         },
     };
     let timeout = match f.get("timeout") {
@@ -660,10 +660,16 @@ fn replay_request(cx: &mut Cx<'_>, f: &Fields<'_>, replay: bool) -> Option<Optio
     }
     if let Some(key) = ["request", "requests", "session"].into_iter().find(|k| f.has(k)) {
         cx.error(
-            Diagnostic::error(&f.path.key(key), f.key_span(key), format!("a replay sends the log's requests: `{key}` is refused"))
-                .width(key.len())
-                .expected("a scenario with `load: { replay: ... }` and no `request`, `requests` or `session`")
-                .help(format!("remove `{key}`; a replay's requests are the file's, with their methods, paths, headers and bodies")),
+            Diagnostic::error(
+                &f.path.key(key),
+                f.key_span(key),
+                format!("a replay sends the log's requests: `{key}` is refused"),
+            )
+            .width(key.len())
+            .expected("a scenario with `load: { replay: ... }` and no `request`, `requests` or `session`")
+            .help(format!(
+                "remove `{key}`; a replay's requests are the file's, with their methods, paths, headers and bodies"
+            )),
         );
         return Some(None);
     }
