@@ -158,9 +158,13 @@ fn mix64(index: u64) -> u64 {
 }
 
 /// Whether a cell is verified before the load: its own `verify:` decides, else the spec's (`auto`: when one of
-/// its requests has checks).
+/// its requests has checks); never a replay.
 fn verifies(mode: loadgate_model::VerifyScenarios, cell: &loadgate_model::Cell) -> bool {
     use loadgate_model::VerifyScenarios;
+    // A replay's requests are the file's and carry no checks: nothing to verify (its cell's request is never sent).
+    if matches!(cell.load, Load::Replay(_)) {
+        return false;
+    }
     if let Some(own) = cell.verify {
         return own;
     }

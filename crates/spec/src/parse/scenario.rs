@@ -658,7 +658,7 @@ fn replay_request(cx: &mut Cx<'_>, f: &Fields<'_>, replay: bool) -> Option<Optio
     if !replay {
         return None;
     }
-    if let Some(key) = ["request", "requests", "session"].into_iter().find(|k| f.has(k)) {
+    if let Some(key) = ["request", "requests", "session", "verify"].into_iter().find(|k| f.has(k)) {
         cx.error(
             Diagnostic::error(
                 &f.path.key(key),
@@ -666,9 +666,10 @@ fn replay_request(cx: &mut Cx<'_>, f: &Fields<'_>, replay: bool) -> Option<Optio
                 format!("a replay sends the log's requests: `{key}` is refused"),
             )
             .width(key.len())
-            .expected("a scenario with `load: { replay: ... }` and no `request`, `requests` or `session`")
+            .expected("a scenario with `load: { replay: ... }` and no `request`, `requests`, `session` or `verify`")
             .help(format!(
-                "remove `{key}`; a replay's requests are the file's, with their methods, paths, headers and bodies"
+                "remove `{key}`; a replay's requests are the file's, with their methods, paths, headers and bodies, \
+                 and have no checks to verify"
             )),
         );
         return Some(None);
