@@ -80,7 +80,7 @@ pub enum ReplayFormat {
     /// An Apache `LogFormat` string.
     Apache { log_format: String },
     /// JSON lines through a field mapping.
-    Json { fields: JsonFields },
+    Json { fields: Box<JsonFields> },
     /// AWS ALB access logs.
     Alb,
     /// HAR 1.2, one origin kept (default: the first entry's).

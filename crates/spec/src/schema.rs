@@ -888,7 +888,7 @@ pub enum LoadDoc {
     Capacity(CapacityDoc),
     /// A recorded access log or HAR file replayed at its requests' start times, each with its own method, path,
     /// headers and body (see Replay in the README). The scenario has no `request`.
-    Replay(ReplayDoc),
+    Replay(Box<ReplayDoc>),
 }
 
 #[derive(JsonSchema)]
@@ -931,7 +931,7 @@ pub struct ReplayDoc {
 #[schemars(untagged)]
 pub enum ReplayFormatDoc {
     Name(ReplayFormatNameDoc),
-    Detail(ReplayFormatDetailDoc),
+    Detail(Box<ReplayFormatDetailDoc>),
 }
 
 #[derive(JsonSchema)]
@@ -954,7 +954,7 @@ pub enum ReplayFormatDetailDoc {
     /// An Apache `LogFormat` string.
     Apache(String),
     /// JSON lines: which field holds what.
-    Json(ReplayJsonDoc),
+    Json(Box<ReplayJsonDoc>),
     /// HAR: the origin to keep (default: the first entry's).
     Har(ReplayHarDoc),
 }

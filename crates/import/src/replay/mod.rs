@@ -47,8 +47,8 @@ pub use load::{
 pub use read::{parse_log, Limits, LogFormat, ParsedLog, Records};
 pub use record::{ClientKey, LogRecord, Micros, Resolution, SkipReason, Skips, StartFrom};
 pub use schedule::{
-    build, parse_speed, spread_offset, MethodPolicy, RedactedRequest, ReplayOptions, ReplayRequest, Schedule,
-    StatusPattern, Stream, StreamEnd, WindowBound,
+    build, parse_speed, spread_offset, EnvLookup, MethodPolicy, RedactedRequest, ReplayOptions, ReplayRequest,
+    Schedule, StatusPattern, Stream, StreamEnd, WindowBound,
 };
 pub use secret::{Header, QueryParam, Secret, SecretRules, Value, DEFAULT_SECRET_QUERY};
 pub use synth::{synthesize, SynthSource, Synthesized, MAX_MIX};

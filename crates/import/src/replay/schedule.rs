@@ -419,6 +419,9 @@ fn new_reorder(options: &ReplayOptions) -> Reorder {
     }
 }
 
+/// Looks up an environment variable (the secrets' replacements): `Box::new(|v| std::env::var(v).ok())`.
+pub type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send>;
+
 /// A log's schedule one request at a time, in `at` order, in bounded memory: one line (a HAR: the file), the
 /// reorder buffer, and the counts. Requests and skips are exactly [`build`]'s over the same log and options.
 pub struct Stream<R> {
@@ -435,7 +438,7 @@ pub struct Stream<R> {
     first_start: Option<Micros>,
     skips: Skips,
     drained: bool,
-    env: Box<dyn Fn(&str) -> Option<String> + Send>,
+    env: EnvLookup,
 }
 
 impl<R: std::io::BufRead> Stream<R> {
@@ -445,7 +448,7 @@ impl<R: std::io::BufRead> Stream<R> {
         format: &LogFormat,
         limits: &Limits,
         options: &ReplayOptions,
-        env: Box<dyn Fn(&str) -> Option<String> + Send>,
+        env: EnvLookup,
     ) -> Result<Self, ReplayError> {
         let options = ReplayOptions { max_reorder: options.max_reorder.min(limits.max_reorder), ..options.clone() };
         let path = check_options(&options)?;

@@ -192,7 +192,7 @@ fn read_format(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<ReplayFormat> {
             }
             _ => {
                 let fields = read_json(cx, vn, &vp)?;
-                check_format(cx, vn, &vp, ReplayFormat::Json { fields })
+                check_format(cx, vn, &vp, ReplayFormat::Json { fields: Box::new(fields) })
             }
         };
     }
@@ -203,7 +203,7 @@ fn read_format(cx: &mut Cx<'_>, n: &Node, p: &Path) -> Option<ReplayFormat> {
         "apache_combined" => ReplayFormat::ApacheCombined,
         "alb" => ReplayFormat::Alb,
         "har" => ReplayFormat::Har { origin: None },
-        "json" => ReplayFormat::Json { fields: JsonFields::default() },
+        "json" => ReplayFormat::Json { fields: Box::default() },
         other => {
             cx.error(enum_error(p, n, "`format`", other, REPLAY_FORMATS).help(
                 "or a mapping: `{ nginx: \"<log_format>\" }`, `{ apache: \"<LogFormat>\" }`, `{ json: { time: ts } }`, \
