@@ -280,3 +280,25 @@ fn json_lines_are_replayed_through_their_field_mapping() {
     assert_eq!((f["lines"].as_u64(), f["bad_lines"].as_u64()), (Some(51), Some(1)), "{f}");
     assert!(f["first_bad"][0].as_str().unwrap().starts_with("line 51: not JSON"), "{f}");
 }
+
+#[test]
+fn connections_new_opens_a_connection_per_request() {
+    let (port, seen) = recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let (log, targets) = nginx_log(120, 600.0);
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let spec = spec(
+        dir.path(),
+        "replay-new",
+        port,
+        &format!(
+            "        file: access.log\n        format: {{ nginx: '{NGINX_FORMAT}' }}\n        connections: new\n        \
+             max_connections: 16\n"
+        ),
+    );
+    let (scenario, _) = run(dir.path(), &spec);
+    assert_eq!(sorted(seen.lock().unwrap().iter().map(|s| s.line.clone()).collect()), sorted(targets));
+    assert_eq!(scenario["connections"]["opened"], 120, "{}", scenario["connections"]);
+    assert!(seen.lock().unwrap().iter().all(|s| s.headers.contains(&"Connection: close".to_owned())));
+    assert_eq!(scenario["replay"]["requests"]["equal"], true);
+}
