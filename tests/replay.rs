@@ -302,3 +302,35 @@ fn connections_new_opens_a_connection_per_request() {
     assert!(seen.lock().unwrap().iter().all(|s| s.headers.contains(&"Connection: close".to_owned())));
     assert_eq!(scenario["replay"]["requests"]["equal"], true);
 }
+
+#[test]
+fn shards_split_the_log_without_overlap_and_their_fidelity_adds_up() {
+    let (port, seen) = recorder();
+    let dir = tempfile::tempdir().unwrap();
+    let (log, targets) = nginx_log(200, 600.0);
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let spec = spec(
+        dir.path(),
+        "replay-shards",
+        port,
+        &format!("        file: access.log\n        format: {{ nginx: '{NGINX_FORMAT}' }}\n"),
+    );
+    let out_dir = dir.path().join("out");
+    let out = command(&["run", spec.to_str().unwrap(), "--shards", "2", "--out", out_dir.to_str().unwrap()])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(sorted(seen.lock().unwrap().iter().map(|s| s.line.clone()).collect()), sorted(targets));
+    let results = files_under(&out_dir)
+        .into_iter()
+        .find(|p| p.ends_with("replay-shards/results.json"))
+        .expect("the merged results.json");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(results).unwrap()).unwrap();
+    let f = &doc["scenarios"][0]["replay"];
+    assert_eq!(
+        (f["scheduled"].as_u64(), f["sent"].as_u64(), f["lines"].as_u64()),
+        (Some(200), Some(200), Some(200)),
+        "{f}"
+    );
+    assert_eq!(f["requests"]["equal"], true, "{f}");
+}

@@ -261,7 +261,6 @@ pub(crate) fn fidelity(
     if log.unsendable > 0 {
         skips.push(ReplaySkip { reason: "not valid HTTP".into(), count: log.unsendable });
     }
-    let p = |k: &str| send_lag.percentiles.get(k).copied().unwrap_or(0);
     ReplayFidelity {
         file: log.file.clone(),
         format: log.format.clone(),
@@ -272,7 +271,7 @@ pub(crate) fn fidelity(
         skips,
         scheduled: log.scheduled,
         sent: total.taken,
-        schedule_error: ScheduleError { p50_us: p("p50"), p99_us: p("p99"), max_us: send_lag.max_us },
+        schedule_error: ScheduleError::of(send_lag),
         windows: WindowFidelity {
             window_ms: import::WINDOW.as_millis() as u64,
             windows: n as u64,

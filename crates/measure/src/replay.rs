@@ -54,7 +54,8 @@ pub struct ScheduleError {
     pub max_us: u64,
 }
 
-/// Requests per window sent against the log's.
+/// Requests per window sent against the log's (with shards, merged from the shards' own: the largest difference and
+/// the peaks are bounds, the sums of the shards').
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WindowFidelity {
     /// The windows' width in milliseconds (10).
@@ -76,7 +77,7 @@ pub struct WindowFidelity {
 pub struct MultisetFidelity {
     /// Every logged request was sent as often as logged.
     pub equal: bool,
-    /// Distinct (method, path, query) in the log.
+    /// Distinct (method, path, query) in the log (with shards: in the largest shard's share).
     pub distinct: u64,
     /// Logged requests never sent.
     pub missing: u64,
@@ -90,4 +91,97 @@ pub struct StatusPair {
     pub logged: String,
     pub seen: String,
     pub count: u64,
+}
+
+impl ScheduleError {
+    /// The schedule error of a send-lag summary (`p50`, `p99`, max).
+    pub fn of(send_lag: &crate::LatencySummary) -> Self {
+        let p = |k: &str| send_lag.percentiles.get(k).copied().unwrap_or(0);
+        ScheduleError { p50_us: p("p50"), p99_us: p("p99"), max_us: send_lag.max_us }
+    }
+}
+
+impl ReplayFidelity {
+    /// Adds another part's fidelity: a shard's of the same replay (`at_once`: each sent its share of the log), or
+    /// another repetition's (each sent the whole log). Counts add; the schedule error is the caller's to recompute
+    /// from the merged send lag. With shards, the window figures are bounds (the shards' windows are not kept):
+    /// the largest difference of the sums is at most the sum of the largest differences.
+    pub fn add(&mut self, o: &ReplayFidelity, at_once: bool) {
+        self.scheduled += o.scheduled;
+        self.sent += o.sent;
+        let m = &mut self.requests;
+        m.missing += o.requests.missing;
+        m.extra += o.requests.extra;
+        m.distinct = m.distinct.max(o.requests.distinct);
+        m.equal = m.missing == 0 && m.extra == 0;
+        let w = &mut self.windows;
+        if at_once {
+            w.max_abs_difference += o.windows.max_abs_difference;
+            w.differing = w.differing.max(o.windows.differing);
+            w.windows = w.windows.max(o.windows.windows);
+            w.logged_peak += o.windows.logged_peak;
+            w.sent_peak += o.windows.sent_peak;
+        } else {
+            w.max_abs_difference = w.max_abs_difference.max(o.windows.max_abs_difference);
+            w.differing += o.windows.differing;
+            w.windows += o.windows.windows;
+            w.logged_peak = w.logged_peak.max(o.windows.logged_peak);
+            w.sent_peak = w.sent_peak.max(o.windows.sent_peak);
+        }
+        for p in &o.statuses {
+            match self.statuses.iter_mut().find(|q| q.logged == p.logged && q.seen == p.seen) {
+                Some(q) => q.count += p.count,
+                None => self.statuses.push(p.clone()),
+            }
+        }
+        // Every shard reads the whole file: its lines and skips are the file's, once. Repetitions read it again.
+        if !at_once {
+            self.lines += o.lines;
+            self.bad_lines += o.bad_lines;
+            for s in &o.skips {
+                match self.skips.iter_mut().find(|k| k.reason == s.reason) {
+                    Some(k) => k.count += s.count,
+                    None => self.skips.push(s.clone()),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(scheduled: u64, sent: u64) -> ReplayFidelity {
+        ReplayFidelity {
+            lines: 10,
+            scheduled,
+            sent,
+            skips: vec![ReplaySkip { reason: "path filter".into(), count: 2 }],
+            windows: WindowFidelity {
+                window_ms: 10,
+                windows: 5,
+                max_abs_difference: 1,
+                differing: 2,
+                ..Default::default()
+            },
+            requests: MultisetFidelity { equal: sent == scheduled, distinct: 3, missing: scheduled - sent, extra: 0 },
+            statuses: vec![StatusPair { logged: "2xx".into(), seen: "2xx".into(), count: sent }],
+            ..ReplayFidelity::default()
+        }
+    }
+
+    #[test]
+    fn shards_add_their_shares_and_repetitions_their_whole_logs() {
+        let mut shards = part(4, 4);
+        shards.add(&part(4, 3), true);
+        assert_eq!((shards.scheduled, shards.sent, shards.lines, shards.skips[0].count), (8, 7, 10, 2));
+        assert_eq!(shards.requests, MultisetFidelity { equal: false, distinct: 3, missing: 1, extra: 0 });
+        assert_eq!((shards.windows.max_abs_difference, shards.windows.windows), (2, 5));
+        assert_eq!(shards.statuses[0].count, 7);
+        let mut reps = part(8, 8);
+        reps.add(&part(8, 8), false);
+        assert_eq!((reps.scheduled, reps.lines, reps.skips[0].count, reps.windows.max_abs_difference), (16, 20, 4, 1));
+        assert!(reps.requests.equal);
+    }
 }

@@ -118,6 +118,11 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         merged.checked += &part.checked;
         crate::checks::add_checks(&mut merged.checks, &part.checks);
         merged.workers.extend(part.workers.iter().cloned());
+        match (&mut merged.replay, &part.replay) {
+            (Some(f), Some(o)) => f.add(o, at_once),
+            (None, Some(o)) => merged.replay = Some(o.clone()),
+            _ => {}
+        }
         merged.validity =
             Validity {
                 valid: merged.validity.valid && part.validity.valid,
@@ -173,6 +178,9 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
     merged.latency = LatencySummary::from_histogram(&merged.histograms.latency);
     merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
     merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);
+    if let Some(f) = &mut merged.replay {
+        f.schedule_error = loadgate_measure::replay::ScheduleError::of(&merged.send_lag);
+    }
     merged.connect_time = LatencySummary::from_histogram(&merged.histograms.connect_time);
     if let Some(tls) = &mut merged.tls {
         tls.handshake_time = LatencySummary::from_histogram(&merged.histograms.tls_handshake);
