@@ -26,7 +26,7 @@ pub(crate) const CLASSES: usize = 6;
 /// One worker's part of a replay, serialized before the phase.
 #[derive(Debug, Default)]
 pub(crate) struct ReplayPart {
-    /// Intended send times, from the phase start, in order.
+    /// Intended send times, from the phase start, in order (moved into the worker's schedule).
     pub times: Vec<Duration>,
     /// The requests' bytes, back to back; request `k` ends at `ends[k]`.
     pub bytes: Vec<u8>,

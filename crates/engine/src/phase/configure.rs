@@ -76,8 +76,8 @@ pub(super) fn configure(
             if targets.len() < 2 {
                 cfg.pair = None;
             }
-            if let Some(part) = parts.get_mut(i).map(std::mem::take) {
-                cfg.open = Some((WorkerSchedule::times(part.times.clone().into()), None));
+            if let Some(mut part) = parts.get_mut(i).map(std::mem::take) {
+                cfg.open = Some((WorkerSchedule::times(std::mem::take(&mut part.times).into()), None));
                 cfg.replay = Some(part);
             }
             lanes.push(cfg);

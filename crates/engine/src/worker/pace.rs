@@ -87,9 +87,9 @@ pub(super) struct Replaying {
 }
 
 impl Replaying {
-    fn new(part: ReplayPart) -> Self {
-        // Sends are counted per window up to a second past the last intended one (later ones in the last).
-        let windows = part.times.last().map_or(0, |t| loadgate_import::replay::window_of(*t) as usize) + 101;
+    fn new(part: ReplayPart, end: Duration) -> Self {
+        // Sends are counted per window up to a second past the phase's end (later ones in the last).
+        let windows = loadgate_import::replay::window_of(end) as usize + 101;
         let tally = ReplayTally { windows: vec![0; windows], ..ReplayTally::default() };
         Replaying { part, entry: Cell::new(0), tally: RefCell::new(tally) }
     }
@@ -322,7 +322,8 @@ impl Ctx {
             checks: cfg.checks.as_ref().map(|p| tally::CheckTally::new(&p.counts())),
         };
         let built = cfg.built.take();
-        let replay = cfg.replay.take().map(Replaying::new);
+        let end = cfg.duration.unwrap_or_default();
+        let replay = cfg.replay.take().map(|part| Replaying::new(part, end));
         let heads = match &replay {
             Some(r) => r.part.heads.clone(),
             None => built.as_ref().map(Built::heads).unwrap_or_default(),

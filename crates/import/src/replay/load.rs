@@ -181,3 +181,70 @@ fn summary(requests: u64, last: Duration, peak: u64, end: &StreamEnd) -> ReplayS
         skips: end.skips.iter().map(|(k, v)| (k.name().to_owned(), *v)).collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgate_model::replay::{JsonFields, ReplayConnections};
+
+    fn replay(path: std::path::PathBuf, format: ReplayFormat) -> Replay {
+        Replay {
+            file: "access.log".into(),
+            path,
+            format,
+            speed: 2.0,
+            from: None,
+            to: None,
+            as_logged: false,
+            method_filter: Vec::new(),
+            path_filter: Some("^/a".into()),
+            status_filter: Vec::new(),
+            host: None,
+            secret_query: Vec::new(),
+            reorder_window: loadgate_model::units::Duration(Duration::from_secs(10)),
+            max_bad_share: 0.01,
+            connections: ReplayConnections::Pool,
+            max_connections: 8,
+            summary: ReplaySummary::default(),
+        }
+    }
+
+    #[test]
+    fn a_gzip_log_is_read_as_it_is_and_summarized_at_the_speed() {
+        use std::io::Write as _;
+        let mut log = String::new();
+        for i in 0..100 {
+            let path = if i % 4 == 0 { "/b" } else { "/a" };
+            log.push_str(&format!(
+                "{{\"time\":\"2026-11-28T10:00:{:02}.{:03}Z\",\"path\":\"{path}\"}}\n",
+                i / 10,
+                i % 10
+            ));
+        }
+        let dir = std::env::temp_dir().join(format!("loadgate-replay-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("access.log.gz");
+        let mut gz = flate2::write::GzEncoder::new(std::fs::File::create(&file).unwrap(), flate2::Compression::fast());
+        gz.write_all(log.as_bytes()).unwrap();
+        gz.finish().unwrap();
+        let r = replay(file, ReplayFormat::Json { fields: Box::default() });
+        let s = summarize_file(&r).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!((s.lines, s.requests, s.bad_lines), (100, 75, 0));
+        assert_eq!(s.skips, vec![("path filter".to_owned(), 25)]);
+        // From 10:00:00.001 to 10:00:09.009 at 2x.
+        assert_eq!(s.duration.0, Duration::from_micros(4_504_000));
+        // Ten requests a millisecond apart each second: 9 of them (the path filter) in one 10 ms window.
+        assert!(s.peak_per_10ms >= 7, "{}", s.peak_per_10ms);
+    }
+
+    #[test]
+    fn a_json_mapping_with_unknown_words_is_a_format_error() {
+        let bad = |f: JsonFields| matches!(json_mapping(&f), Err(ReplayError::Format(_)));
+        assert!(bad(JsonFields { time_format: "unix".into(), ..JsonFields::default() }));
+        assert!(bad(JsonFields { time_is: "middle".into(), ..JsonFields::default() }));
+        assert!(bad(JsonFields { duration: Some(("d".into(), "h".into())), ..JsonFields::default() }));
+        assert!(bad(JsonFields { time: "a..b".into(), ..JsonFields::default() }));
+        assert!(json_mapping(&JsonFields::default()).is_ok());
+    }
+}
