@@ -164,7 +164,7 @@ pub struct ReplaySummary {
     pub lines: u64,
     /// Requests to send.
     pub requests: u64,
-    /// From the first request to the last, at the speed.
+    /// From the first request to the last, at the speed, in whole milliseconds rounded up.
     pub duration: Duration,
     /// The most requests in one 10 ms window (windows from the first request, at the speed).
     pub peak_per_10ms: u64,

@@ -174,7 +174,10 @@ fn summary(requests: u64, last: Duration, peak: u64, end: &StreamEnd) -> ReplayS
     ReplaySummary {
         lines: end.lines,
         requests,
-        duration: loadgate_model::units::Duration(last),
+        // Whole milliseconds, rounded up: the plan shows it, and the phase runs until the last request is due.
+        duration: loadgate_model::units::Duration(Duration::from_millis(
+            u64::try_from(last.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX),
+        )),
         peak_per_10ms: peak,
         bad_lines: end.bad_lines,
         first_bad: end.first_bad.iter().map(ToString::to_string).collect(),
@@ -232,8 +235,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!((s.lines, s.requests, s.bad_lines), (100, 75, 0));
         assert_eq!(s.skips, vec![("path filter".to_owned(), 25)]);
-        // From 10:00:00.001 to 10:00:09.009 at 2x.
-        assert_eq!(s.duration.0, Duration::from_micros(4_504_000));
+        // From 10:00:00.001 to 10:00:09.009 at 2x: 4504 ms.
+        assert_eq!(s.duration.0, Duration::from_millis(4_504));
         // Ten requests a millisecond apart each second: 9 of them (the path filter) in one 10 ms window.
         assert!(s.peak_per_10ms >= 7, "{}", s.peak_per_10ms);
     }
