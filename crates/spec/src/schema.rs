@@ -600,11 +600,20 @@ impl JsonSchema for CaptureRefusedDoc {
 }
 
 /// One load test: a request (or a weighted mix of named requests, or a session per user), a load model, and the
-/// SLOs it must meet.
+/// SLOs it must meet. A replay (`load: { replay: ... }`) sends its file's requests and names none.
 #[derive(JsonSchema)]
 #[schemars(
     deny_unknown_fields,
-    extend("oneOf" = [{"required": ["request"]}, {"required": ["requests"]}, {"required": ["session"]}])
+    extend("oneOf" = [
+        {"required": ["request"]},
+        {"required": ["requests"]},
+        {"required": ["session"]},
+        {
+            "required": ["load"],
+            "properties": {"load": {"required": ["replay"]}},
+            "not": {"anyOf": [{"required": ["request"]}, {"required": ["requests"]}, {"required": ["session"]}]}
+        }
+    ])
 )]
 pub struct ScenarioDoc {
     pub description: Option<String>,
