@@ -255,7 +255,7 @@ fn a_har_is_replayed_with_its_headers_and_post_body_and_its_credentials_never_wr
 }
 
 #[test]
-fn json_lines_are_replayed_through_their_field_mapping() {
+fn json_lines_are_replayed_through_their_field_mapping_a_path_filter_and_a_host_rewrite() {
     let (port, seen) = recorder();
     let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
@@ -272,10 +272,15 @@ fn json_lines_are_replayed_through_their_field_mapping() {
         "replay-json",
         port,
         "        file: access.log\n        format: { json: { time: ts, method: req.verb, path: req.uri, status: code } }\n        \
-         max_bad_lines: 5%\n",
+         max_bad_lines: 5%\n        paths: \"^/j/[0-3]\"\n        host: staging.internal\n",
     );
     let (scenario, _) = run(dir.path(), &spec);
-    assert_eq!(seen.lock().unwrap().len(), 50);
+    let seen = seen.lock().unwrap().clone();
+    // /j/0 .. /j/3 and /j/10 .. /j/39: 34 of the 50.
+    assert_eq!(seen.len(), 34, "{seen:?}");
+    assert!(seen.iter().all(|s| s.headers.contains(&"Host: staging.internal".to_owned())), "{seen:?}");
+    let skips = scenario["replay"]["skips"].as_array().unwrap().clone();
+    assert_eq!(skips, vec![serde_json::json!({ "reason": "path filter", "count": 16 })]);
     let f = &scenario["replay"];
     assert_eq!((f["lines"].as_u64(), f["bad_lines"].as_u64()), (Some(51), Some(1)), "{f}");
     assert!(f["first_bad"][0].as_str().unwrap().starts_with("line 51: not JSON"), "{f}");
