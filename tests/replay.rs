@@ -106,10 +106,15 @@ fn nginx_log(n: usize, span_ms: f64) -> (String, Vec<String>) {
 const NGINX_FORMAT: &str = r#"$remote_addr [$msec] "$request" $status $request_time "$http_user_agent""#;
 
 fn spec(dir: &Path, name: &str, port: u16, replay: &str) -> std::path::PathBuf {
+    spec_with(dir, name, port, replay, "")
+}
+
+/// [`spec`] with more keys of the scenario (`extra`: lines indented by four spaces).
+fn spec_with(dir: &Path, name: &str, port: u16, replay: &str, extra: &str) -> std::path::PathBuf {
     let path = dir.join("spec.yaml");
     let yaml = format!(
         "version: 1\nname: {name}\ntarget: {{ base_url: \"http://127.0.0.1:{port}\" }}\nverify: off\nscenarios:\n  \
-         replay:\n    load:\n      replay:\n{replay}"
+         replay:\n{extra}    load:\n      replay:\n{replay}"
     );
     std::fs::write(&path, yaml).expect("write spec");
     path
@@ -148,11 +153,12 @@ fn an_nginx_log_is_replayed_request_for_request_with_its_fidelity_and_no_secret_
     let dir = tempfile::tempdir().unwrap();
     let (log, targets) = nginx_log(600, 1200.0);
     std::fs::write(dir.path().join("access.log"), log).unwrap();
-    let spec = spec(
+    let spec = spec_with(
         dir.path(),
         "replay-nginx",
         port,
         &format!("        file: access.log\n        format: {{ nginx: '{NGINX_FORMAT}' }}\n"),
+        "    slo: [schedule_error_p99 < 30s, schedule_error_max < 60s]\n",
     );
     // The plan shows the replay without its secrets.
     let plan = command(&["plan", spec.to_str().unwrap()]).output().unwrap();
@@ -175,6 +181,10 @@ fn an_nginx_log_is_replayed_request_for_request_with_its_fidelity_and_no_secret_
     assert_eq!(f["statuses"][0]["logged"], "2xx", "{f}");
     assert_eq!(f["statuses"][0]["count"], 600, "{f}");
     assert!(printed.contains("Replay"), "{printed}");
+    // The schedule error is gated like any latency: measured from the send lag, judged PASS.
+    let verdicts = scenario["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert!(verdicts.iter().all(|v| v["passed"] == true && v["observed"].is_number()), "{verdicts:?}");
     no_canary(dir.path(), &format!("{printed}{plan_text}"), &[CANARY_QUERY]);
 }
 

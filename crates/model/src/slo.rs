@@ -44,11 +44,16 @@ pub enum Metric {
     /// The CPU time the target's process tree spent per completed request, in microseconds, read from the
     /// kernel's per-thread accounting at each round's edges (`profile:` or a started target).
     TargetCpuPerRequest,
+    /// A percentile of a replay's schedule error (`schedule_error_p99`): when each request left against when the
+    /// log says it started, at the speed (the open loop's send lag; `load: replay` only).
+    ScheduleErrorPercentile(f64),
+    /// A replay's largest schedule error.
+    ScheduleErrorMax,
 }
 
 /// The percentiles every summary carries; an SLO may name any other (`p98`, `p99.95`).
 pub const PERCENTILES: [f64; 7] = [50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99];
-const METRIC_NAMES: [&str; 24] = [
+const METRIC_NAMES: [&str; 27] = [
     "p50",
     "p75",
     "p90",
@@ -73,6 +78,9 @@ const METRIC_NAMES: [&str; 24] = [
     "checks",
     "check_failures",
     "target_cpu_per_request",
+    "schedule_error_p50",
+    "schedule_error_p99",
+    "schedule_error_max",
 ];
 
 /// What kind of threshold a metric takes.
@@ -93,7 +101,9 @@ impl Metric {
             | Metric::ConnectPercentile(_)
             | Metric::ConnectMax
             | Metric::ConnectMean
-            | Metric::TargetCpuPerRequest => MetricKind::Latency,
+            | Metric::TargetCpuPerRequest
+            | Metric::ScheduleErrorPercentile(_)
+            | Metric::ScheduleErrorMax => MetricKind::Latency,
             Metric::Throughput | Metric::Capacity => MetricKind::Rate,
             Metric::ErrorRate | Metric::Checks => MetricKind::Ratio,
             Metric::Errors | Metric::Non2xx | Metric::Timeouts | Metric::CheckFailures => MetricKind::Count,
@@ -120,6 +130,11 @@ impl Metric {
                 })
             })
             .collect()
+    }
+
+    /// Whether the metric is a replay's schedule error (`load: replay` only).
+    pub fn is_schedule_error(self) -> bool {
+        matches!(self, Metric::ScheduleErrorPercentile(_) | Metric::ScheduleErrorMax)
     }
 
     /// Whether the metric reads the connect-time histogram rather than the request latency's.
@@ -169,6 +184,8 @@ impl fmt::Display for Metric {
             Metric::Checks => f.write_str("checks"),
             Metric::CheckFailures => f.write_str("check_failures"),
             Metric::TargetCpuPerRequest => f.write_str("target_cpu_per_request"),
+            Metric::ScheduleErrorPercentile(p) => write!(f, "schedule_error_p{}", trim_float(*p)),
+            Metric::ScheduleErrorMax => f.write_str("schedule_error_max"),
         }
     }
 }
@@ -190,9 +207,11 @@ impl FromStr for Metric {
             "target_cpu_per_request" => Metric::TargetCpuPerRequest,
             "connect_max" => Metric::ConnectMax,
             "connect_mean" | "connect_avg" => Metric::ConnectMean,
-            _ => match s.strip_prefix("connect_p") {
-                Some(digits) => Metric::ConnectPercentile(percentile_of(digits).map_err(|_| ())?),
-                None => Metric::Percentile(percentile_of(s.strip_prefix('p').ok_or(())?).map_err(|_| ())?),
+            "schedule_error_max" => Metric::ScheduleErrorMax,
+            _ => match (s.strip_prefix("connect_p"), s.strip_prefix("schedule_error_p")) {
+                (Some(digits), _) => Metric::ConnectPercentile(percentile_of(digits).map_err(|_| ())?),
+                (_, Some(digits)) => Metric::ScheduleErrorPercentile(percentile_of(digits).map_err(|_| ())?),
+                _ => Metric::Percentile(percentile_of(s.strip_prefix('p').ok_or(())?).map_err(|_| ())?),
             },
         })
     }

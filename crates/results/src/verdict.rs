@@ -71,6 +71,14 @@ pub fn measure(metric: Metric, s: &ScenarioResult) -> Option<f64> {
         Metric::Capacity => s.capacity.as_ref().and_then(|c| c.capacity),
         Metric::Checks | Metric::CheckFailures => measure_checks(metric, &s.checks, None, None),
         Metric::TargetCpuPerRequest => s.target_cpu.as_ref().and_then(|c| c.per_request_us()),
+        // A replay's schedule error is its send lag (the intended time is the log's start at the speed).
+        Metric::ScheduleErrorPercentile(p) => {
+            let h = s.replay.as_ref().map(|_| &s.histograms.send_lag).filter(|h| !h.is_empty());
+            h.map(|h| crate::value_at_percentile(h, p) as f64)
+        }
+        Metric::ScheduleErrorMax => {
+            s.replay.as_ref().map(|_| &s.histograms.send_lag).filter(|h| !h.is_empty()).map(|h| h.max() as f64)
+        }
         _ => measure_parts(
             metric,
             &s.histograms.latency,
@@ -155,6 +163,8 @@ fn measure_parts(
         Metric::Checks | Metric::CheckFailures => None,
         // The target's CPU belongs to the whole instance: a request of a mix has no share of its own.
         Metric::TargetCpuPerRequest => None,
+        // A replay's schedule error belongs to the whole instance (a replay has no named requests).
+        Metric::ScheduleErrorPercentile(_) | Metric::ScheduleErrorMax => None,
     }
 }
 
@@ -295,6 +305,8 @@ fn evaluate_one(slo: &Slo, result: &ScenarioResult, baseline: Option<&ScenarioRe
                             "nothing measured: target_cpu_per_request needs the CPU time of a server loadgate \
                              started (a target process whose own tree answers the requests)"
                                 .to_owned()
+                        } else if slo.metric.is_schedule_error() {
+                            format!("nothing measured: {} needs a replay load that sent requests", slo.metric)
                         } else if slo.metric.is_connect() {
                             format!("nothing measured: {} needs connections that opened", slo.metric)
                         } else {

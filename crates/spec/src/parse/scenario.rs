@@ -582,7 +582,7 @@ fn read_cell(cx: &mut Cx<'_>, f: &Fields<'_>, defaults: &Defaults, prefix: &str)
     }
     let capacity = load.as_ref().map(|l| matches!(l, Load::Capacity { .. }));
     let slos = match f.get("slo") {
-        Some((n, p)) => read_slos(cx, n, &p, capacity),
+        Some((n, p)) => read_slos(cx, n, &p, capacity, replay),
         None => Some(Vec::new()),
     };
     let slos = slos?;
@@ -837,7 +837,7 @@ fn check_slos(
 
 /// A scenario's `slo` list. `capacity` says whether the scenario's load is a capacity search (`None` when the load
 /// could not be read): `capacity` SLOs belong there only, and judge the search, never cut a step short.
-fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path, capacity: Option<bool>) -> Option<Vec<Slo>> {
+fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path, capacity: Option<bool>, replay: bool) -> Option<Vec<Slo>> {
     let single = [node.clone()];
     let items: &[Node] = match &node.kind {
         NodeKind::Seq(items) => items,
@@ -903,6 +903,24 @@ fn read_slos(cx: &mut Cx<'_>, node: &Node, path: &Path, capacity: Option<bool>) 
                             "a capacity search finds the highest rate at which the scenario's other SLOs hold; for a \
                              rate this load sends, gate `throughput`",
                         ),
+                );
+                ok = false;
+            }
+            Ok(slo) if slo.metric.is_schedule_error() && !replay => {
+                cx.error(
+                    Diagnostic::error(&expr_path, expr_node.span, format!("`{}` is measured by a replay only", slo.metric))
+                        .expected("`load: { replay: { file, ... } }` beside a `schedule_error` SLO")
+                        .found(expr_node.describe())
+                        .help("an open load's send lag is in the reports; `schedule_error` compares a replay's sends with its log"),
+                );
+                ok = false;
+            }
+            Ok(slo) if slo.metric.is_schedule_error() && abort.is_some() => {
+                cx.error(
+                    Diagnostic::error(&p, item.span, format!("`{}` cannot abort the run", slo.metric))
+                        .expected(format!("`{}` without `abort_on_fail`", slo.metric))
+                        .found(item.describe())
+                        .help("a replay's schedule error is judged over the whole phase, after it"),
                 );
                 ok = false;
             }
