@@ -236,7 +236,7 @@ type CountedAs<'a> = Option<&'a (OutcomeStatus, String)>;
 
 fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
     let mut cases = Vec::new();
-    for v in &s.verdicts {
+    for v in &s.judged.verdicts {
         cases.push(TestCase::new(format!("{}: {}", s.name, v.slo), verdict_status(s, v, inconclusive)));
     }
     if !s.validity.valid {
@@ -257,7 +257,7 @@ fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
         };
         cases.push(TestCase::new(format!("{}: valid measurement", s.name), status));
     }
-    if s.verdicts.is_empty() {
+    if s.judged.verdicts.is_empty() {
         let status = match (&s.aborted, s.gate) {
             (Some(why), true) => failure("aborted", &format!("stopped early: {why}"), why),
             (Some(why), false) => skipped(&format!("not gated (gate: false); stopped early: {why}")),

@@ -594,9 +594,11 @@ fn scenario_row(s: &ScenarioResult) -> ScenarioRow {
         throughput: format::rate(s.throughput),
         // A user load's plan is its injection profile (in `load`), not a mean rate.
         target_rate: s.load.target_rate.filter(|_| !crate::lines::injects_users(s)).map(format::rate),
-        achieved_rate: s.load.achieved_rate.filter(|_| !crate::lines::injects_users(s)).map(|a| match &s.limited_by {
-            Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
-            None => format::rate(a),
+        achieved_rate: s.load.achieved_rate.filter(|_| !crate::lines::injects_users(s)).map(|a| {
+            match &s.judged.limited_by {
+                Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
+                None => format::rate(a),
+            }
         }),
         p50: percentile(s, "p50"),
         p90: percentile(s, "p90"),
@@ -624,7 +626,7 @@ fn slo_rows(r: &RunResults) -> Vec<SloRow> {
     let counted_as = &counted_as;
     r.scenarios
         .iter()
-        .flat_map(|s| s.verdicts.iter().map(move |v| instance_slo_row(s, v, counted_as.as_ref())))
+        .flat_map(|s| s.judged.verdicts.iter().map(move |v| instance_slo_row(s, v, counted_as.as_ref())))
         .chain(crate::run_sweeps(r).iter().flat_map(sweep_slo_rows))
         .collect()
 }
@@ -917,7 +919,7 @@ fn headline(r: &RunResults) -> (&'static str, String) {
     };
     let verdicts: Vec<&loadgate_results::Verdict> = gated
         .iter()
-        .flat_map(|s| &s.verdicts)
+        .flat_map(|s| &s.judged.verdicts)
         .chain(run_sweeps.iter().flat_map(|s| s.verdicts.iter().filter(|v| !not_gated(v))))
         .collect();
     let is_inconclusive = |v: &&loadgate_results::Verdict| {

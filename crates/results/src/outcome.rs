@@ -184,7 +184,7 @@ pub fn outcome(results: &RunResults) -> Outcome {
         _ => OutcomeStatus::Inconclusive,
     };
     for s in results.scenarios.iter().filter(|s| s.gate) {
-        for v in s.verdicts.iter().filter(|v| !v.passed) {
+        for v in s.judged.verdicts.iter().filter(|v| !v.passed) {
             let inconclusive =
                 v.statistics.as_ref().is_some_and(|st| st.status == crate::model::StatisticalStatus::Inconclusive);
             let status = if inconclusive { inconclusive_as } else { OutcomeStatus::SloFailed };

@@ -554,7 +554,7 @@ mod tests {
             0.95,
         )
         .unwrap();
-        assert!(!merged.verdicts[0].passed, "{:#?}", merged.verdicts[0]);
+        assert!(!merged.judged.verdicts[0].passed, "{:#?}", merged.judged.verdicts[0]);
     }
 
     #[test]

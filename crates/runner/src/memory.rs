@@ -396,7 +396,7 @@ fn status_name(s: OutcomeStatus) -> String {
 pub fn apply(results: &mut RunResults, judged: Vec<Judged>) {
     for j in judged {
         if let Some(s) = results.scenarios.iter_mut().find(|s| s.name == j.instance) {
-            s.verdicts.push(j.verdict);
+            s.judged.verdicts.push(j.verdict);
         }
         if !j.series.points.is_empty()
             && !results.history.iter().any(|h| h.instance == j.series.instance && h.metric == j.series.metric)
