@@ -51,7 +51,8 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
             }
         }
         if !s.validity.valid {
-            let problems: Vec<String> = s.validity.problems.iter().map(|p| p.message.clone()).collect();
+            let problems: Vec<String> =
+                loadgate_results::each_kind_once(&s.validity.problems).into_iter().map(|p| p.message).collect();
             lines.push(command(
                 "error",
                 format!("loadgate {spec}: {}: invalid measurement", s.name),

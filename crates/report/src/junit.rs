@@ -240,7 +240,10 @@ fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
         cases.push(TestCase::new(format!("{}: {}", s.name, v.slo), verdict_status(s, v, inconclusive)));
     }
     if !s.validity.valid {
-        let problems: Vec<String> = s.validity.problems.iter().map(|p| format!("{}: {}", p.kind, p.message)).collect();
+        let problems: Vec<String> = loadgate_results::each_kind_once(&s.validity.problems)
+            .iter()
+            .map(|p| format!("{}: {}", p.kind, p.message))
+            .collect();
         let message = if problems.is_empty() {
             "invalid as a measurement: the generator did not deliver what the plan asked".to_owned()
         } else {

@@ -1110,7 +1110,7 @@ fn warnings(r: &RunResults, markdown: bool) -> Vec<String> {
     for s in &r.scenarios {
         let gated = if s.gate { "" } else { " (not gated)" };
         let name = t(&s.name);
-        for p in &s.validity.problems {
+        for p in &loadgate_results::each_kind_once(&s.validity.problems) {
             out.push(format!("**{name}**{gated} is invalid as a measurement: {} ({})", t(&p.message), code(&p.kind)));
         }
         for w in &s.validity.warnings {

@@ -186,7 +186,7 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     if !s.validity.valid {
         let _ = writeln!(out, "  INVALID MEASUREMENT: the generator did not deliver what the plan asked");
-        for p in &s.validity.problems {
+        for p in &loadgate_results::each_kind_once(&s.validity.problems) {
             let _ = writeln!(out, "    {}: {}", p.kind, p.message);
         }
     }

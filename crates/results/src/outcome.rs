@@ -131,6 +131,28 @@ pub fn checkpoint_reason(c: &crate::model::Checkpoint) -> String {
     )
 }
 
+/// A merge's problems (one per round or part that had it), each kind once: the first one's message, with how many
+/// more there were like it (results.json keeps every one). What people read of an instance's validity.
+pub fn each_kind_once(problems: &[crate::model::Problem]) -> Vec<crate::model::Problem> {
+    let mut kinds: Vec<(&crate::model::Problem, usize)> = Vec::new();
+    for p in problems {
+        match kinds.iter_mut().find(|(k, _)| k.kind == p.kind) {
+            Some(k) => k.1 += 1,
+            None => kinds.push((p, 1)),
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|(p, n)| match n {
+            1 => p.clone(),
+            n => crate::model::Problem {
+                kind: p.kind.clone(),
+                message: format!("{} (and {} more like it: results.json has each)", p.message, n - 1),
+            },
+        })
+        .collect()
+}
+
 /// Derives the outcome of a run from its results; see the [module documentation](self) for the rules.
 pub fn outcome(results: &RunResults) -> Outcome {
     let mut findings: Vec<(OutcomeStatus, String)> = Vec::new();
@@ -158,11 +180,11 @@ pub fn outcome(results: &RunResults) -> Outcome {
     }
     for s in &results.scenarios {
         if !s.validity.valid {
-            let problems: Vec<String> = s.validity.problems.iter().map(|p| p.message.clone()).collect();
-            let problems = if problems.is_empty() {
+            let problems = if s.validity.problems.is_empty() {
                 "the generator did not deliver the plan".to_owned()
             } else {
-                problems.join("; ")
+                let said: Vec<String> = each_kind_once(&s.validity.problems).into_iter().map(|p| p.message).collect();
+                said.join("; ")
             };
             if s.gate {
                 findings.push((
@@ -207,6 +229,22 @@ pub fn outcome(results: &RunResults) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merge_invalid_in_every_round_says_each_kind_of_problem_once_with_how_many_more() {
+        let p = |kind: &str, message: &str| crate::model::Problem { kind: kind.into(), message: message.into() };
+        let problems = [
+            p("generator_limited", "sent 45,301/s of the 50,000/s asked"),
+            p("send_lag", "requests left 56ms late"),
+            p("generator_limited", "sent 46,217/s of the 50,000/s asked"),
+            p("generator_limited", "sent 42,462/s of the 50,000/s asked"),
+        ];
+        let said: Vec<String> = each_kind_once(&problems).into_iter().map(|p| p.message).collect();
+        assert_eq!(
+            said.join("; "),
+            "sent 45,301/s of the 50,000/s asked (and 2 more like it: results.json has each); requests left 56ms late"
+        );
+    }
 
     #[test]
     fn a_target_no_tls_handshake_succeeded_with_could_not_be_talked_to() {
