@@ -131,19 +131,21 @@ pub fn checkpoint_reason(c: &crate::model::Checkpoint) -> String {
     )
 }
 
-/// A merge's problems (one per round or part that had it), each kind once: the first one's message, with how many
-/// more there were like it (results.json keeps every one). What people read of an instance's validity.
+/// A merge's problems (one per round or part that had it), each once: the first of those alike (the same kind, the
+/// same words with other numbers: each round's figures), with how many more there were like it (results.json keeps
+/// every one). What people read of an instance's validity.
 pub fn each_kind_once(problems: &[crate::model::Problem]) -> Vec<crate::model::Problem> {
-    let mut kinds: Vec<(&crate::model::Problem, usize)> = Vec::new();
+    let mut kinds: Vec<(&crate::model::Problem, String, usize)> = Vec::new();
     for p in problems {
-        match kinds.iter_mut().find(|(k, _)| k.kind == p.kind) {
-            Some(k) => k.1 += 1,
-            None => kinds.push((p, 1)),
+        let shape = without_numbers(&p.message);
+        match kinds.iter_mut().find(|(k, s, _)| k.kind == p.kind && *s == shape) {
+            Some(k) => k.2 += 1,
+            None => kinds.push((p, shape, 1)),
         }
     }
     kinds
         .into_iter()
-        .map(|(p, n)| match n {
+        .map(|(p, _, n)| match n {
             1 => p.clone(),
             n => crate::model::Problem {
                 kind: p.kind.clone(),
@@ -151,6 +153,24 @@ pub fn each_kind_once(problems: &[crate::model::Problem]) -> Vec<crate::model::P
             },
         })
         .collect()
+}
+
+/// `text` with each number (digits with the `,` and `.` between them) made `#`.
+fn without_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() || (in_number && (c == ',' || c == '.')) {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = c.is_ascii_digit() || in_number;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Derives the outcome of a run from its results; see the [module documentation](self) for the rules.
@@ -238,11 +258,13 @@ mod tests {
             p("send_lag", "requests left 56ms late"),
             p("generator_limited", "sent 46,217/s of the 50,000/s asked"),
             p("generator_limited", "sent 42,462/s of the 50,000/s asked"),
+            p("generator_limited", "the busiest worker used 98% of its CPU"),
         ];
         let said: Vec<String> = each_kind_once(&problems).into_iter().map(|p| p.message).collect();
         assert_eq!(
             said.join("; "),
-            "sent 45,301/s of the 50,000/s asked (and 2 more like it: results.json has each); requests left 56ms late"
+            "sent 45,301/s of the 50,000/s asked (and 2 more like it: results.json has each); requests left 56ms late; \
+             the busiest worker used 98% of its CPU"
         );
     }
 

@@ -334,8 +334,9 @@ fn a_profile_section_round_trips_and_validates_against_the_schema() {
 #[test]
 fn results_written_before_the_one_record_of_a_phase_read_and_write_back_byte_for_byte() {
     // Written by the binary at bafc702, when `ScenarioResult` still repeated the engine's 29 fields: a plain run
-    // (examples/service.yaml) and an A/B run with checks, repetitions and the baseline's side.
-    for name in ["results-plain-bafc702.json", "results-ab-bafc702.json"] {
+    // (examples/service.yaml), an A/B run with checks, repetitions and the baseline's side, and an open load over
+    // h2 and TLS whose rate the target limited (`limited_by` between `validity` and `verdicts`, `tls`, `http2`).
+    for name in ["results-plain-bafc702.json", "results-ab-bafc702.json", "results-tls-h2-limited-bafc702.json"] {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         let again = to_json(&from_json(&text).unwrap()).unwrap();

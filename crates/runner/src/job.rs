@@ -320,13 +320,13 @@ pub fn compile(spec: &Spec, slice: Option<Slice>) -> Result<ExecutionPlan, JobEr
 /// warnings)`.
 pub fn validated_line(input: &SpecInput) -> String {
     let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    let plan = loadgate_plan::compile(&input.spec);
+    let phases = compile(&input.spec, None).map_or_else(|_| Vec::new(), |plan| plan.phases);
     format!(
         "{}: ok ({}, {}, {} gated, {})",
         input.file,
         plural(input.spec.scenarios.len(), "scenario"),
-        plural(plan.phases.len(), "phase"),
-        plan.phases.iter().filter(|p| p.gate).count(),
+        plural(phases.len(), "phase"),
+        phases.iter().filter(|p| p.gate).count(),
         plural(input.spec.warnings.len(), "warning"),
     )
 }
