@@ -922,68 +922,44 @@ pub struct PhaseMeasurement<J = Unjudged> {
 impl PhaseMeasurement<Unjudged> {
     /// The same measurements with their judgement in its slot: how a result is made from the engine's record.
     pub fn judged<J>(self, judged: J) -> PhaseMeasurement<J> {
-        let PhaseMeasurement {
-            index,
-            name,
-            scenario,
-            matrix,
-            gate,
-            started_at_offset,
-            duration,
-            load,
-            requests,
-            status,
-            errors,
-            connections,
-            bytes,
-            throughput,
-            latency,
-            service_time,
-            send_lag,
-            connect_time,
-            tls,
-            http2,
-            histograms,
-            timeline,
-            workers,
-            validity,
-            judged: Unjudged {},
-            aborted,
-            by_request,
-            checked,
-            checks,
-        } = self;
-        PhaseMeasurement {
-            index,
-            name,
-            scenario,
-            matrix,
-            gate,
-            started_at_offset,
-            duration,
-            load,
-            requests,
-            status,
-            errors,
-            connections,
-            bytes,
-            throughput,
-            latency,
-            service_time,
-            send_lag,
-            connect_time,
-            tls,
-            http2,
-            histograms,
-            timeline,
-            workers,
-            validity,
-            judged,
-            aborted,
-            by_request,
-            checked,
-            checks,
+        // Rust has no struct update across type parameters (RFC 2528): every field moves, each named once here (a
+        // field added to the record and not here fails to compile: the pattern has no `..`).
+        macro_rules! moved {
+            ($($field:ident),*) => {{
+                let PhaseMeasurement { $($field,)* judged: Unjudged {} } = self;
+                PhaseMeasurement { $($field,)* judged }
+            }};
         }
+        moved!(
+            index,
+            name,
+            scenario,
+            matrix,
+            gate,
+            started_at_offset,
+            duration,
+            load,
+            requests,
+            status,
+            errors,
+            connections,
+            bytes,
+            throughput,
+            latency,
+            service_time,
+            send_lag,
+            connect_time,
+            tls,
+            http2,
+            histograms,
+            timeline,
+            workers,
+            validity,
+            aborted,
+            by_request,
+            checked,
+            checks
+        )
     }
 }
 
