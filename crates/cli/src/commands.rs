@@ -70,16 +70,8 @@ fn validate(out: &Output, args: ValidateArgs) -> Result<Exit, Exit> {
         Ok(l) => (l, Exit::Pass),
         Err(l) => (l, Exit::InvalidInput),
     };
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-    for SpecInput { spec, file, .. } in loaded {
-        let Ok(plan) = loadgate_runner::job::compile(&spec, None) else { continue };
-        let gated = plan.phases.iter().filter(|p| p.gate).count();
-        out.info(&format!(
-            "{file}: ok ({}, {}, {gated} gated, {})",
-            plural(spec.scenarios.len(), "scenario"),
-            plural(plan.phases.len(), "phase"),
-            plural(spec.warnings.len(), "warning"),
-        ));
+    for input in &loaded {
+        out.info(&loadgate_runner::job::validated_line(input));
     }
     Ok(exit)
 }
@@ -303,12 +295,7 @@ fn merge(out: &Output, args: MergeArgs, color: ColorChoice, verbose: u8) -> Resu
     let mut renderer = Renderer::new(out, out.use_color(color), verbose, &secrets, views);
     let outcome = job.run(&mut renderer).map_err(|e| fail(out, Exit::InvalidInput)(e.to_string()))?;
     if let Some(results) = &outcome.results {
-        out.info(&format!(
-            "merged {} shard{} of run `{}`",
-            results.shards.len(),
-            if results.shards.len() == 1 { "" } else { "s" },
-            results.shards.first().map_or("", |s| s.run_id.as_str())
-        ));
+        out.info(&loadgate_report::merged_line(results));
         if to_stdout {
             print_results(out, results, &secrets);
         }

@@ -30,22 +30,15 @@ pub enum Exit {
     Inconclusive = 5,
 }
 
-impl Exit {
-    /// The precedence rank: higher wins when several outcomes apply.
-    fn rank(self) -> u8 {
-        match self {
-            Exit::Pass => 0,
-            Exit::Inconclusive => 1,
-            Exit::SloFailed => 2,
-            Exit::InvalidMeasurement => 3,
-            Exit::RunFailed => 4,
-            Exit::InvalidInput => 5,
-        }
-    }
+/// The exit codes from the weakest to the strongest: when several apply, the strongest wins.
+const PRECEDENCE: [Exit; 6] =
+    [Exit::Pass, Exit::Inconclusive, Exit::SloFailed, Exit::InvalidMeasurement, Exit::RunFailed, Exit::InvalidInput];
 
-    /// The outcome that wins when both apply.
+impl Exit {
+    /// The outcome that wins when both apply: the later in [`PRECEDENCE`].
     pub fn worst(self, other: Exit) -> Exit {
-        if other.rank() > self.rank() {
+        let rank = |e: Exit| PRECEDENCE.iter().position(|p| *p == e);
+        if rank(other) > rank(self) {
             other
         } else {
             self

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use loadgate_results::history::HistorySeries;
-use loadgate_results::StatisticalStatus;
 use loadgate_runner::compare::{Against, CompareRequest};
 use loadgate_runner::memory::{AddedFile, HistoryRequest, ShowRequest};
 
@@ -81,22 +80,10 @@ pub fn history(out: &Output, args: HistoryArgs) -> Result<Exit, Exit> {
                 HistoryRequest { store: a.store.store, branch: meta.branch, label: meta.label, commit: meta.commit };
             let added = loadgate_runner::memory::add_files(&request, &a.results).map_err(failed)?;
             for (path, file) in a.results.iter().zip(added) {
-                let (record, what) = match file {
-                    AddedFile::Skipped(reason) => {
-                        out.error(&format!("warning: {} not added: {reason}", path.display()));
-                        continue;
-                    }
-                    AddedFile::Added { record, new } => (record, if new { "added" } else { "already there" }),
-                };
-                let n = record.instances.len();
-                out.info(&format!(
-                    "{}: {what} (spec {}, {n} instance{}, branch {}, commit {})",
-                    path.display(),
-                    record.spec,
-                    if n == 1 { "" } else { "s" },
-                    record.branch.as_deref().unwrap_or("unknown"),
-                    record.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect())
-                ));
+                match file {
+                    AddedFile::Skipped(_) => out.error(&file.line(path)),
+                    AddedFile::Added { .. } => out.info(&file.line(path)),
+                }
             }
         }
         HistoryCommand::Show(a) => {
@@ -127,13 +114,7 @@ pub fn history(out: &Output, args: HistoryArgs) -> Result<Exit, Exit> {
             out.error(&format!("exported {written} run{}", if written == 1 { "" } else { "s" }));
         }
         HistoryCommand::Import(a) => {
-            let (imported, store) = loadgate_runner::memory::import(&a.store.store, &a.file).map_err(failed)?;
-            out.info(&format!(
-                "imported {} run{} ({} already there) into {store}",
-                imported.added,
-                if imported.added == 1 { "" } else { "s" },
-                imported.already_there,
-            ));
+            out.info(&loadgate_runner::memory::import(&a.store.store, &a.file).map_err(failed)?);
         }
     }
     Ok(Exit::Pass)
@@ -174,18 +155,8 @@ fn check(out: &Output, a: HistoryCheckArgs) -> Result<Exit, Exit> {
     ));
     let mut exit = Exit::Pass;
     for j in &checked.judged {
-        let v = &j.verdict;
-        let inconclusive = v.statistics.as_ref().is_some_and(|s| s.status == StatisticalStatus::Inconclusive);
-        let word = if v.passed {
-            "pass"
-        } else if inconclusive {
-            exit = exit.worst(Exit::Inconclusive);
-            "INCONCLUSIVE"
-        } else {
-            exit = exit.worst(Exit::SloFailed);
-            "FAIL"
-        };
-        out.data(&format!("  {word:<12} {}: {} ({})", j.instance, v.slo, v.explain()));
+        out.data(&loadgate_report::history_check_line(&j.instance, &j.verdict));
+        exit = exit.worst(Exit::of(j.verdict.outcome()));
     }
     let all: Vec<HistorySeries> = checked.judged.into_iter().map(|j| j.series).collect();
     write_history(out, a.out.as_deref(), &all)?;

@@ -18,14 +18,7 @@ pub fn keep_secret(secrets: &Redactor) {
         return;
     }
     let mut kept = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
-    let merged = match kept.take() {
-        Some(old) => Redactor::new(
-            old.values().iter().chain(secrets.values()).cloned(),
-            old.vars().iter().chain(secrets.vars()).cloned(),
-        ),
-        None => secrets.clone(),
-    };
-    *kept = Some(merged);
+    *kept = Some(kept.take().map_or_else(|| secrets.clone(), |old| old.and(secrets)));
 }
 
 /// `text` with the secrets kept so far replaced.

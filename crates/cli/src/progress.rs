@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use loadgate_plan::Phase;
-use loadgate_results::{format, TimelinePoint};
+use loadgate_results::TimelinePoint;
 
 use crate::output::Output;
 
@@ -53,14 +53,7 @@ impl Progress {
     }
 
     pub fn tick(&mut self, phase: &Phase, elapsed: Duration, p: &TimelinePoint) {
-        let msg = format!(
-            "{} req/s  p99 {}  errors {}  non-2xx {}  conns {}",
-            format::count(p.completed),
-            format::latency(p.p99_us),
-            format::count(p.errors),
-            format::count(p.non_2xx),
-            format::count(p.connections_open)
-        );
+        let msg = loadgate_report::tick_line(p);
         match self {
             Progress::Bar(bar) => {
                 bar.set_position(elapsed.as_secs());
@@ -77,23 +70,7 @@ impl Progress {
     /// While the phase's connections open: a line about once a second, and one when done (on a terminal, the
     /// bar's message, and the last line printed above it).
     pub fn opening(&mut self, connections: u64, opened: u64, failed: u64, elapsed: Duration, done: bool) {
-        let secs = elapsed.as_secs_f64();
-        let line = if done {
-            format!(
-                "opened {} of {} connections in {secs:.1} s, {} failed",
-                format::count(opened),
-                format::count(connections),
-                format::count(failed)
-            )
-        } else {
-            format!(
-                "opening {} connections: {} open, {} failed, {}",
-                format::count(connections),
-                format::count(opened),
-                format::count(failed),
-                format::rate(if secs > 0.0 { opened as f64 / secs } else { 0.0 })
-            )
-        };
+        let line = loadgate_report::opening_line(connections, opened, failed, elapsed.as_secs_f64(), done);
         match self {
             Progress::Bar(bar) if done => {
                 bar.println(crate::output::scrub(&format!("{} {line}", bar.prefix())));

@@ -63,14 +63,7 @@ impl Observer for Renderer<'_> {
         match event {
             Event::RunStarted { plan } => {
                 self.ab = plan.candidate.is_some();
-                let n = plan.phases.len();
-                let pacing = plan.open_pacing().map_or_else(String::new, |p| format!(", pacing {}", p.name()));
-                out.info(&format!(
-                    "running {} ({n} phase{}{pacing}, plan {})",
-                    plan.name,
-                    if n == 1 { "" } else { "s" },
-                    plan.hash
-                ));
+                out.info(&plan.headline());
                 if self.verbose > 0 {
                     out.info(&self.secrets.scrub(&plan.render_text()));
                 }
@@ -123,16 +116,8 @@ impl Observer for Renderer<'_> {
             }
             Event::RepetitionFinished { phase, round, side, result } => {
                 self.end_progress();
-                let p99 = result.latency.percentiles.get("p99").copied().unwrap_or_default();
-                let round = if *round == 0 { "solo".to_owned() } else { format!("round {round}") };
-                out.info(&format!(
-                    "{} {round}{}: {}, p99 {}{}",
-                    phase.name,
-                    if self.ab { format!(" {}", side.letter()) } else { String::new() },
-                    loadgate_results::format::rate(result.throughput),
-                    loadgate_results::format::latency(p99),
-                    result.aborted.as_deref().map(|a| format!(" (stopped: {a})")).unwrap_or_default()
-                ));
+                let side = self.ab.then(|| side.letter());
+                out.info(&loadgate_report::round_line(&phase.name, *round, side, result));
             }
             Event::PhaseFinished { result, results, .. } => {
                 self.end_progress();

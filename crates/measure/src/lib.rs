@@ -841,12 +841,13 @@ impl LatencySummary {
     }
 }
 
-/// What the engine measured in one phase (a scenario instance): everything of a
-/// `loadgate_results::ScenarioResult` but the judgments (verdicts, who limited the load, repetitions, resources,
-/// capacity), which are added after the phase. `started_at_offset` is the plan's (`phase.start_offset`, or 0):
-/// the caller knows the run's real start and may overwrite it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PhaseMeasurement {
+/// What was measured in one phase (a scenario instance): the one record of a phase's measurements, which the
+/// engine fills and `loadgate_results::ScenarioResult` carries with what is judged after the phase. `judged` is
+/// that judgement, in its place among the measurements (results.json's order of keys): nothing in the engine's
+/// record ([`Unjudged`]), the verdicts and who limited the load in a result's. `started_at_offset` is the plan's
+/// (`phase.start_offset`, or 0): the caller knows the run's real start and may overwrite it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PhaseMeasurement<J = Unjudged> {
     /// The position of the instance in the plan, from 0.
     pub index: usize,
     /// `plaintext[connections=256]`.
@@ -875,18 +876,23 @@ pub struct PhaseMeasurement {
     pub bytes: ByteCounts,
     /// Completed requests per second over `duration`.
     pub throughput: f64,
-    /// Latency measured from the intended send time.
+    /// Latency measured from the intended send time (coordinated-omission corrected in open loads; equal to
+    /// the service time in closed loads).
     pub latency: LatencySummary,
     /// Actual send to completion.
     pub service_time: LatencySummary,
     /// Actual send minus intended send (open loads).
     pub send_lag: LatencySummary,
-    /// Time to open a TCP connection, per connection opened.
+    /// Time to open a TCP connection, per connection opened (reconnects included): from starting the connect to
+    /// the socket being writable; the TLS handshake that may follow is in `tls`. Empty in files written before
+    /// it was summarised.
+    #[serde(default)]
     pub connect_time: LatencySummary,
-    /// HTTPS targets: handshakes, resumption, handshake time and TLS errors by class.
+    /// HTTPS targets: handshakes, resumption, handshake time and TLS errors by class. Absent for plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsStats>,
-    /// HTTP/2 targets: connections, streams asked and granted, GOAWAYs and RST_STREAMs.
+    /// HTTP/2 targets (`target.protocol: http2`, or `auto` where ALPN chose h2): connections, streams asked and
+    /// granted, GOAWAYs and RST_STREAMs. Absent for HTTP/1.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Stats>,
     /// The full-resolution histograms behind the summaries.
@@ -897,18 +903,76 @@ pub struct PhaseMeasurement {
     pub workers: Vec<WorkerStats>,
     /// Whether the generator delivered what the plan asked.
     pub validity: Validity,
+    /// What is judged of the phase after it ran (nothing in the engine's record).
+    #[serde(flatten)]
+    pub judged: J,
     /// Set when the phase was cut short: by an `abort_on_fail` SLO, Ctrl-C, or the target dying.
     pub aborted: Option<String>,
     /// For a request mix: the same measurements per named request, in the mix's order. Empty otherwise.
+    #[serde(default)]
     pub by_request: Vec<RequestBreakdown>,
-    /// Responses whose checks ran, over all requests.
+    /// Responses whose checks ran (`check:`), over all requests: what `error_rate` needs besides the status
+    /// classes. Empty without checks.
+    #[serde(default, skip_serializing_if = "CheckedResponses::is_empty")]
     pub checked: CheckedResponses,
-    /// Each check of each request, in the plan's order (requests, then their checks); empty without checks.
+    /// Each check of each request, in the plan's order: how often it held and failed, with the first failures.
+    /// Empty without checks. The `checks` and `check_failures` SLOs read it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckStats>,
-    /// A replay load: how faithfully it sent its log.
+    /// A replay load (`load: { replay: ... }`): how faithfully it sent its log (schedule error, rate per 10 ms,
+    /// the multiset of requests, skips, statuses against the logged ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<replay::ReplayFidelity>,
 }
+
+impl PhaseMeasurement<Unjudged> {
+    /// The same measurements with their judgement in its slot: how a result is made from the engine's record.
+    pub fn judged<J>(self, judged: J) -> PhaseMeasurement<J> {
+        // Rust has no struct update across type parameters (RFC 2528): every field moves, each named once here (a
+        // field added to the record and not here fails to compile: the pattern has no `..`).
+        macro_rules! moved {
+            ($($field:ident),*) => {{
+                let PhaseMeasurement { $($field,)* judged: Unjudged {} } = self;
+                PhaseMeasurement { $($field,)* judged }
+            }};
+        }
+        moved!(
+            index,
+            name,
+            scenario,
+            matrix,
+            gate,
+            started_at_offset,
+            duration,
+            load,
+            requests,
+            status,
+            errors,
+            connections,
+            bytes,
+            throughput,
+            latency,
+            service_time,
+            send_lag,
+            connect_time,
+            tls,
+            http2,
+            histograms,
+            timeline,
+            workers,
+            validity,
+            aborted,
+            by_request,
+            checked,
+            checks,
+            replay
+        )
+    }
+}
+
+/// The judgement slot of the engine's [`PhaseMeasurement`]: nothing is judged before the phase ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Unjudged {}
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,14 @@ impl Redactor {
         Redactor { values, vars }
     }
 
+    /// Both redactors' secrets in one.
+    pub fn and(&self, other: &Redactor) -> Redactor {
+        Redactor::new(
+            self.values().iter().chain(other.values()).cloned(),
+            self.vars().iter().chain(other.vars()).cloned(),
+        )
+    }
+
     /// Whether there is nothing to redact.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty() && self.vars.is_empty()

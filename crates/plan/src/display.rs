@@ -196,6 +196,13 @@ fn opt_duration(d: Option<Duration>) -> String {
 }
 
 impl ExecutionPlan {
+    /// The line a run starts with: `running api (3 phases, pacing precise, plan 9f2c...)`.
+    pub fn headline(&self) -> String {
+        let n = self.phases.len();
+        let pacing = self.open_pacing().map_or_else(String::new, |p| format!(", pacing {}", p.name()));
+        format!("running {} ({n} phase{}{pacing}, plan {})", self.name, if n == 1 { "" } else { "s" }, self.hash)
+    }
+
     /// A clear, aligned summary of the plan for a person.
     pub fn render_text(&self) -> String {
         let mut out = String::new();

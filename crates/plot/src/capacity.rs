@@ -28,6 +28,7 @@ pub fn capacity(s: &ScenarioResult) -> Result<String, PlotError> {
     let min_p99 = p99s.iter().copied().fold(max_p99, f64::min);
     // The scenario's p99 limit (`p99 < 10ms`), which every step is held to.
     let limit = s
+        .judged
         .verdicts
         .iter()
         .find(|v| v.metric == "p99" && v.metric_label() == "p99" && v.threshold_value > 0.0)

@@ -92,6 +92,7 @@ pub(crate) fn is_history(st: &VerdictStatistics) -> bool {
 /// Draws the checks of one scenario instance judged over repetitions.
 pub fn checks(s: &ScenarioResult) -> Result<String, PlotError> {
     let rows: Vec<(&Verdict, &VerdictStatistics)> = s
+        .judged
         .verdicts
         .iter()
         .filter_map(|v| v.statistics.as_ref().filter(|st| !is_history(st)).map(|st| (v, st)))

@@ -125,7 +125,7 @@ pub(crate) fn run_sweeps(r: &RunResults) -> Vec<Sweep> {
 /// Whether an instance has checks judged over repetitions or against an A/B baseline (a history check's
 /// statistics are the series', plotted as its trend).
 fn has_checks(s: &ScenarioResult) -> bool {
-    s.verdicts.iter().any(|v| v.statistics.as_ref().is_some_and(|st| !checks::is_history(st)))
+    s.judged.verdicts.iter().any(|v| v.statistics.as_ref().is_some_and(|st| !checks::is_history(st)))
 }
 
 /// The plots a run has, in the order a report shows them, with unique file names.

@@ -196,7 +196,7 @@ fn ab_run() -> RunResults {
 fn an_ab_run_plots_its_checks_with_intervals_and_the_baseline_spectrum() {
     let r = ab_run();
     let s = &r.scenarios[0];
-    let relative = s.verdicts[0].statistics.as_ref().expect("judged over rounds");
+    let relative = s.judged.verdicts[0].statistics.as_ref().expect("judged over rounds");
     assert!(relative.estimate > 1.1, "{relative:?}");
     let svg = svg_of(&r, "checks", Some("orders"));
     assert!(svg.title.starts_with("A/B comparison"), "{}", svg.title);

@@ -24,7 +24,7 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
     let counted_as = crate::inconclusive_counted_as(results);
     let mut lines = Vec::new();
     for s in results.scenarios.iter().filter(|s| s.gate) {
-        for v in &s.verdicts {
+        for v in &s.judged.verdicts {
             let inconclusive = v.statistics.as_ref().filter(|st| st.status == StatisticalStatus::Inconclusive);
             if let Some(st) = inconclusive {
                 let (level, counted) = match &counted_as {
@@ -51,7 +51,8 @@ pub fn github_annotations(results: &RunResults) -> Vec<String> {
             }
         }
         if !s.validity.valid {
-            let problems: Vec<String> = s.validity.problems.iter().map(|p| p.message.clone()).collect();
+            let problems: Vec<String> =
+                loadgate_results::each_kind_once(&s.validity.problems).into_iter().map(|p| p.message).collect();
             lines.push(command(
                 "error",
                 format!("loadgate {spec}: {}: invalid measurement", s.name),
@@ -108,13 +109,13 @@ mod tests {
         let s = &mut r.scenarios[0];
         s.gate = true;
         s.name = "plaintext[connections=256]".to_owned();
-        s.verdicts[0].passed = false;
-        s.verdicts[0].statistics = None;
+        s.judged.verdicts[0].passed = false;
+        s.judged.verdicts[0].statistics = None;
         let lines = github_annotations(&r);
         let line = lines.iter().find(|l| l.starts_with("::error ")).expect("an error line");
         assert!(line.starts_with("::error file=specs/a%2Cb.yaml,title=loadgate "), "{line}");
         assert!(line.contains("plaintext[connections=256]%3A SLO "), "{line}");
-        assert!(line.contains(&format!("::{}", escape_data(&r.scenarios[0].verdicts[0].explain()))), "{line}");
+        assert!(line.contains(&format!("::{}", escape_data(&r.scenarios[0].judged.verdicts[0].explain()))), "{line}");
         assert!(lines.iter().all(|l| !l.contains('\n')));
         assert_eq!(escape_data("50%\nnext"), "50%25%0Anext");
     }
@@ -124,7 +125,7 @@ mod tests {
         let mut r = loadgate_results::fixture::sample_run();
         for s in &mut r.scenarios {
             s.validity.valid = true;
-            for v in &mut s.verdicts {
+            for v in &mut s.judged.verdicts {
                 v.passed = true;
                 v.statistics = None;
             }

@@ -236,11 +236,14 @@ type CountedAs<'a> = Option<&'a (OutcomeStatus, String)>;
 
 fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
     let mut cases = Vec::new();
-    for v in &s.verdicts {
+    for v in &s.judged.verdicts {
         cases.push(TestCase::new(format!("{}: {}", s.name, v.slo), verdict_status(s, v, inconclusive)));
     }
     if !s.validity.valid {
-        let problems: Vec<String> = s.validity.problems.iter().map(|p| format!("{}: {}", p.kind, p.message)).collect();
+        let problems: Vec<String> = loadgate_results::each_kind_once(&s.validity.problems)
+            .iter()
+            .map(|p| format!("{}: {}", p.kind, p.message))
+            .collect();
         let message = if problems.is_empty() {
             "invalid as a measurement: the generator did not deliver what the plan asked".to_owned()
         } else {
@@ -257,7 +260,7 @@ fn cases(s: &ScenarioResult, inconclusive: CountedAs<'_>) -> Vec<TestCase> {
         };
         cases.push(TestCase::new(format!("{}: valid measurement", s.name), status));
     }
-    if s.verdicts.is_empty() {
+    if s.judged.verdicts.is_empty() {
         let status = match (&s.aborted, s.gate) {
             (Some(why), true) => failure("aborted", &format!("stopped early: {why}"), why),
             (Some(why), false) => skipped(&format!("not gated (gate: false); stopped early: {why}")),

@@ -200,8 +200,8 @@ pub(crate) fn connections_line(s: &ScenarioResult) -> String {
 /// How a scenario instance fared, for tables: `PASS 3/3`, `FAIL 1/3`, `INCONCLUSIVE 1/3`, `INVALID`, `not gated`,
 /// `ran`, `stopped`.
 pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
-    let failed = s.verdicts.iter().filter(|v| !v.passed).count();
-    let evaluated = s.verdicts.iter().filter(|v| v.evaluated()).count();
+    let failed = s.judged.verdicts.iter().filter(|v| !v.passed).count();
+    let evaluated = s.judged.verdicts.iter().filter(|v| v.evaluated()).count();
     if !s.gate {
         return ("not gated".to_owned(), Tone::Dim);
     }
@@ -209,6 +209,7 @@ pub(crate) fn scenario_verdict(s: &ScenarioResult) -> (String, Tone) {
         return ("INVALID".to_owned(), Tone::Warn);
     }
     let inconclusive = s
+        .judged
         .verdicts
         .iter()
         .filter(|v| {

@@ -609,9 +609,11 @@ fn scenario_row(s: &ScenarioResult) -> ScenarioRow {
         throughput: format::rate(s.throughput),
         // A user load's plan is its injection profile (in `load`), not a mean rate.
         target_rate: s.load.target_rate.filter(|_| !crate::lines::injects_users(s)).map(format::rate),
-        achieved_rate: s.load.achieved_rate.filter(|_| !crate::lines::injects_users(s)).map(|a| match &s.limited_by {
-            Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
-            None => format::rate(a),
+        achieved_rate: s.load.achieved_rate.filter(|_| !crate::lines::injects_users(s)).map(|a| {
+            match &s.judged.limited_by {
+                Some(l) => format!("{} (limited by the {})", format::rate(a), l.cause.as_str()),
+                None => format::rate(a),
+            }
         }),
         p50: percentile(s, "p50"),
         p90: percentile(s, "p90"),
@@ -639,7 +641,7 @@ fn slo_rows(r: &RunResults) -> Vec<SloRow> {
     let counted_as = &counted_as;
     r.scenarios
         .iter()
-        .flat_map(|s| s.verdicts.iter().map(move |v| instance_slo_row(s, v, counted_as.as_ref())))
+        .flat_map(|s| s.judged.verdicts.iter().map(move |v| instance_slo_row(s, v, counted_as.as_ref())))
         .chain(crate::run_sweeps(r).iter().flat_map(sweep_slo_rows))
         .collect()
 }
@@ -932,7 +934,7 @@ fn headline(r: &RunResults) -> (&'static str, String) {
     };
     let verdicts: Vec<&loadgate_results::Verdict> = gated
         .iter()
-        .flat_map(|s| &s.verdicts)
+        .flat_map(|s| &s.judged.verdicts)
         .chain(run_sweeps.iter().flat_map(|s| s.verdicts.iter().filter(|v| !not_gated(v))))
         .collect();
     let is_inconclusive = |v: &&loadgate_results::Verdict| {
@@ -1123,7 +1125,7 @@ fn warnings(r: &RunResults, markdown: bool) -> Vec<String> {
     for s in &r.scenarios {
         let gated = if s.gate { "" } else { " (not gated)" };
         let name = t(&s.name);
-        for p in &s.validity.problems {
+        for p in &loadgate_results::each_kind_once(&s.validity.problems) {
             out.push(format!("**{name}**{gated} is invalid as a measurement: {} ({})", t(&p.message), code(&p.kind)));
         }
         for w in &s.validity.warnings {

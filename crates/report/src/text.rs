@@ -92,7 +92,8 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     if let Some(target) = s.load.target_rate.filter(|_| !crate::lines::injects_users(s)) {
         let achieved = s.load.achieved_rate.unwrap_or(0.0);
         let share = if target > 0.0 { format!(" ({:.2}%)", 100.0 * achieved / target) } else { String::new() };
-        let by = s.limited_by.as_ref().map(|l| format!(", limited by the {}", l.cause.as_str())).unwrap_or_default();
+        let by =
+            s.judged.limited_by.as_ref().map(|l| format!(", limited by the {}", l.cause.as_str())).unwrap_or_default();
         let _ =
             writeln!(out, "  Rate: target {}, achieved {}{share}{by}", format::rate(target), format::rate(achieved));
     }
@@ -144,9 +145,9 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     if let Some(p) = &s.power_plan {
         let _ = writeln!(out, "  Plan: {}", p.sentence);
     }
-    if !s.verdicts.is_empty() {
+    if !s.judged.verdicts.is_empty() {
         let _ = writeln!(out, "  SLOs{}:", if s.gate { "" } else { " (not gated)" });
-        for v in &s.verdicts {
+        for v in &s.judged.verdicts {
             let inconclusive =
                 v.statistics.as_ref().is_some_and(|st| st.status == loadgate_results::StatisticalStatus::Inconclusive);
             let mark = if inconclusive {
@@ -192,7 +193,7 @@ pub fn text_summary(s: &ScenarioResult) -> String {
     }
     if !s.validity.valid {
         let _ = writeln!(out, "  INVALID MEASUREMENT: the generator did not deliver what the plan asked");
-        for p in &s.validity.problems {
+        for p in &loadgate_results::each_kind_once(&s.validity.problems) {
             let _ = writeln!(out, "    {}: {}", p.kind, p.message);
         }
     }

@@ -114,7 +114,7 @@ fn junit_parses_back_with_counts_that_add_up() {
 #[test]
 fn a_scenario_without_slos_still_shows_up() {
     let mut r = run();
-    r.scenarios[1].verdicts.clear();
+    r.scenarios[1].judged.verdicts.clear();
     let xml = junit(&r).unwrap();
     assert!(xml.contains(r#"name="plaintext[connections=256]: ran""#), "{xml}");
 }
@@ -181,7 +181,7 @@ fn templates_can_be_overridden_and_errors_are_reported() {
 #[test]
 fn a_passing_run_reads_as_passed_everywhere() {
     let mut r = run();
-    r.scenarios.retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    r.scenarios.retain(|s| s.validity.valid && s.judged.verdicts.iter().all(|v| v.passed));
     r.outcome = outcome(&r);
     assert_eq!(r.outcome.exit_code, 0);
     let md = markdown(&r, None).unwrap();
@@ -282,7 +282,8 @@ fn seed_000_collapse_stands_out_in_every_report() {
 #[test]
 fn ab_run_snapshots() {
     let r = loadgate_results::fixture::sample_ab_run();
-    let statuses: Vec<_> = r.scenarios[0].verdicts.iter().map(|v| v.statistics.as_ref().map(|s| s.status)).collect();
+    let statuses: Vec<_> =
+        r.scenarios[0].judged.verdicts.iter().map(|v| v.statistics.as_ref().map(|s| s.status)).collect();
     use loadgate_results::StatisticalStatus::*;
     assert_eq!(statuses, [Some(Fail), Some(Inconclusive), None], "the fixture shows all three verdicts");
     insta::assert_snapshot!("ab_markdown", markdown(&r, None).unwrap());
@@ -517,7 +518,7 @@ fn junit_cases(xml: &str) -> Vec<(String, String, String, String)> {
 #[test]
 fn an_interrupted_run_is_an_error_in_junit_an_annotation_and_an_incomplete_headline() {
     let mut r = run();
-    r.scenarios.retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    r.scenarios.retain(|s| s.validity.valid && s.judged.verdicts.iter().all(|v| v.passed));
     let last = r.scenarios.pop().unwrap();
     r.scenarios.last_mut().unwrap().aborted = Some("interrupted (Ctrl-C)".to_owned());
     r.not_run.push(loadgate_results::NotRun {
@@ -579,7 +580,7 @@ fn a_run_that_could_not_be_carried_out_is_a_run_error() {
 /// by the flag (`by_flag`) or by the spec.
 fn inconclusive_run(on_inconclusive: &str, by_flag: bool) -> RunResults {
     let mut r = loadgate_results::fixture::sample_ab_run();
-    let v = &mut r.scenarios[0].verdicts[0];
+    let v = &mut r.scenarios[0].judged.verdicts[0];
     v.passed = true;
     v.statistics.as_mut().unwrap().status = loadgate_results::StatisticalStatus::Pass;
     r.gating.as_mut().unwrap().on_inconclusive = on_inconclusive.to_owned();
@@ -674,11 +675,11 @@ fn on_inconclusive_fail_or_pass_reaches_junit_annotations_and_the_headline() {
 #[test]
 fn a_run_that_evaluated_no_slo_says_so() {
     let mut r = run();
-    r.scenarios.retain(|s| s.validity.valid && s.verdicts.iter().all(|v| v.passed));
+    r.scenarios.retain(|s| s.validity.valid && s.judged.verdicts.iter().all(|v| v.passed));
     r.sweeps.clear();
     let mut none = r.clone();
     for s in &mut none.scenarios {
-        s.verdicts.clear();
+        s.judged.verdicts.clear();
     }
     none.outcome = outcome(&none);
     assert_eq!(none.outcome.exit_code, 0);
@@ -692,7 +693,7 @@ fn a_run_that_evaluated_no_slo_says_so() {
 
     let mut unevaluated = r.clone();
     for s in &mut unevaluated.scenarios {
-        for v in &mut s.verdicts {
+        for v in &mut s.judged.verdicts {
             v.passed = true;
             v.statistics = None;
             v.note = Some("not evaluated: no baseline".to_owned());
@@ -710,12 +711,12 @@ fn a_run_that_evaluated_no_slo_says_so() {
 
     // Some evaluated, some not: the count held is the count evaluated, and the rest are named.
     let mut some = r.clone();
-    let first = some.scenarios.iter_mut().find(|s| s.gate && s.verdicts.len() > 1).unwrap();
-    first.verdicts[0].note = Some("not evaluated: no baseline".to_owned());
+    let first = some.scenarios.iter_mut().find(|s| s.gate && s.judged.verdicts.len() > 1).unwrap();
+    first.judged.verdicts[0].note = Some("not evaluated: no baseline".to_owned());
     some.outcome = outcome(&some);
     let md = markdown(&some, None).unwrap();
     let (_, headline) = md_headline(&md);
-    let gated = || some.scenarios.iter().filter(|s| s.gate).flat_map(|s| &s.verdicts);
+    let gated = || some.scenarios.iter().filter(|s| s.gate).flat_map(|s| &s.judged.verdicts);
     let (evaluated, not) = (gated().filter(|v| v.evaluated()).count(), gated().filter(|v| !v.evaluated()).count());
     assert!(not >= 1 && evaluated >= 1);
     assert!(headline.starts_with(&format!("All {evaluated} gated SLOs held across ")), "{headline}");
@@ -777,7 +778,7 @@ fn markdown_shows_names_as_written_and_adds_no_markup_of_theirs() {
     let old = r.scenarios[1].name.clone();
     r.scenarios[1].name = name.to_owned();
     r.scenarios[1].matrix = vec![("connections".to_owned(), r#"/<x>&"y",z"#.to_owned())];
-    r.scenarios[1].verdicts[0].slo = slo.to_owned();
+    r.scenarios[1].judged.verdicts[0].slo = slo.to_owned();
     r.scenarios[1].aborted = Some("stopped by <b>an SLO</b>".to_owned());
     r.spec.description = Some(description.to_owned());
     for sweep in &mut r.sweeps {

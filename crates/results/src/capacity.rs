@@ -39,7 +39,7 @@ fn duration_text(seconds: f64) -> String {
 /// How one step fared, and why, one sentence per reason (empty for a pass). `result` carries its verdicts on
 /// the scenario's SLOs (without the `capacity` ones), evaluated as a gated phase.
 pub fn judge_step(result: &ScenarioResult) -> (StepVerdict, Vec<String>) {
-    let generator = result.limited_by.as_ref().is_some_and(|l| l.cause == LimitCause::Generator);
+    let generator = result.judged.limited_by.as_ref().is_some_and(|l| l.cause == LimitCause::Generator);
     if !result.validity.valid || generator {
         let mut reasons: Vec<String> = result.validity.problems.iter().map(|p| p.message.clone()).collect();
         if reasons.is_empty() {
@@ -47,8 +47,8 @@ pub fn judge_step(result: &ScenarioResult) -> (StepVerdict, Vec<String>) {
         }
         return (StepVerdict::Invalid, reasons);
     }
-    let mut reasons: Vec<String> = result.verdicts.iter().filter(|v| !v.passed).map(|v| v.explain()).collect();
-    if let Some(l) = &result.limited_by {
+    let mut reasons: Vec<String> = result.judged.verdicts.iter().filter(|v| !v.passed).map(|v| v.explain()).collect();
+    if let Some(l) = &result.judged.limited_by {
         reasons.push(l.message.clone());
     }
     if let Some(why) = &result.aborted {
@@ -83,7 +83,7 @@ pub fn step_record(
         errors: result.errors.total() + result.status.non_2xx(),
         verdict,
         reasons,
-        limited_by: result.limited_by.as_ref().map(|l| l.cause),
+        limited_by: result.judged.limited_by.as_ref().map(|l| l.cause),
         started_at_offset: result.started_at_offset,
         duration: result.duration,
     }
@@ -224,15 +224,15 @@ mod tests {
     fn a_step_passes_fails_or_is_invalid_from_its_own_result() {
         let run = sample_run();
         let mut s = run.scenarios.iter().find(|s| s.load.model == "constant").unwrap().clone();
-        s.verdicts = crate::evaluate(&[loadgate_model::Slo::parse("p99 < 1h").unwrap()], &s, None);
+        s.judged.verdicts = crate::evaluate(&[loadgate_model::Slo::parse("p99 < 1h").unwrap()], &s, None);
         s.validity = Default::default();
         s.validity.valid = true;
-        s.limited_by = None;
+        s.judged.limited_by = None;
         s.aborted = None;
         assert_eq!(judge_step(&s), (StepVerdict::Pass, vec![]));
 
         let mut failed = s.clone();
-        failed.verdicts = crate::evaluate(&[loadgate_model::Slo::parse("p99 < 1us").unwrap()], &s, None);
+        failed.judged.verdicts = crate::evaluate(&[loadgate_model::Slo::parse("p99 < 1us").unwrap()], &s, None);
         let (v, reasons) = judge_step(&failed);
         assert_eq!(v, StepVerdict::Fail);
         assert!(reasons[0].starts_with("p99 was "), "{reasons:?}");
@@ -246,11 +246,11 @@ mod tests {
             connections_needed: None,
         };
         let mut target = s.clone();
-        target.limited_by = Some(limited(LimitCause::Target));
+        target.judged.limited_by = Some(limited(LimitCause::Target));
         assert_eq!(judge_step(&target), (StepVerdict::Fail, vec!["the target limited the rate".to_owned()]));
 
         let mut generator = s.clone();
-        generator.limited_by = Some(limited(LimitCause::Generator));
+        generator.judged.limited_by = Some(limited(LimitCause::Generator));
         generator.validity.valid = false;
         generator.validity.problems =
             vec![Problem { kind: "rate_not_reached".into(), message: "the generator limited the rate".into() }];

@@ -17,6 +17,7 @@ use crate::knee::sweeps;
 use crate::model::*;
 use crate::outcome::outcome;
 use crate::verdict::evaluate;
+use loadgate_measure::Unjudged;
 
 /// A cell of a `connections` sweep named `sweep[connections=N]`, cut from the sample run's plaintext scenario,
 /// with this throughput and a latency distribution of this mean (ms): 90% of the mean as a floor, 10% as the
@@ -151,7 +152,7 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
         saturated: shape.utilization >= 0.95,
     }];
     let problem = |(kind, message): &(&str, &str)| Problem { kind: (*kind).to_owned(), message: (*message).to_owned() };
-    let mut s = ScenarioResult {
+    let mut s = ScenarioResult::from(PhaseMeasurement {
         index,
         name: shape.name.to_owned(),
         scenario: shape.scenario.to_owned(),
@@ -213,26 +214,15 @@ pub fn scenario(index: usize, shape: &Shape) -> ScenarioResult {
             problems: shape.problems.iter().map(problem).collect(),
             warnings: shape.warnings.iter().map(problem).collect(),
         },
-        limited_by: None,
-        verdicts: Vec::new(),
+        judged: Unjudged {},
         aborted: None,
         by_request: Vec::new(),
         checked: Default::default(),
         checks: Vec::new(),
-        failed_checks: Default::default(),
-        repetitions: Vec::new(),
-        discarded_rounds: Vec::new(),
-        duet: None,
-        power_plan: None,
-        ab_baseline: None,
-        resources: None,
-        capacity: None,
-        target_cpu: None,
-        profile: None,
         replay: None,
-    };
+    });
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
-    s.verdicts = evaluate(&slos, &s, None);
+    s.judged.verdicts = evaluate(&slos, &s, None);
     s
 }
 
@@ -631,7 +621,7 @@ pub fn sample_capacity_run() -> RunResults {
         steps,
     });
     let slos: Vec<Slo> = shape.slos.iter().filter_map(|t| parse_slo(t)).collect();
-    get.verdicts = evaluate(&slos, &get, None);
+    get.judged.verdicts = evaluate(&slos, &get, None);
     let mut run = sample_run();
     run.spec.name = "wrk2-entity".to_owned();
     run.spec.description = Some("The GET capacity of a key-value service, found by a search.".to_owned());
@@ -745,7 +735,7 @@ pub fn sample_checks_run() -> RunResults {
     ];
     f.checked = CheckedResponses { responses: 20_000, failed: 100, accepted_non_2xx: 0 };
     let slos: Vec<Slo> = formats.slos.iter().filter_map(|t| parse_slo(t)).collect();
-    f.verdicts = evaluate(&slos, &f, None);
+    f.judged.verdicts = evaluate(&slos, &f, None);
     crate::checks::warn_ungated(&mut f, &slos);
 
     let mut l = scenario(1, &login);
@@ -767,7 +757,7 @@ pub fn sample_checks_run() -> RunResults {
     ];
     l.checked = CheckedResponses { responses: 2_000, failed: 40, accepted_non_2xx: 0 };
     let slos: Vec<Slo> = login.slos.iter().filter_map(|t| parse_slo(t)).collect();
-    l.verdicts = evaluate(&slos, &l, None);
+    l.judged.verdicts = evaluate(&slos, &l, None);
     crate::checks::warn_ungated(&mut l, &slos);
 
     run.scenarios = vec![f, l];

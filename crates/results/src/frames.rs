@@ -1247,7 +1247,7 @@ mod tests {
     fn a_failed_verdict_says_where_only_with_what_the_profile_can_stand_behind() {
         let stacks: Stacks = [(vec!["main", "a"], 10u64)].into_iter().collect();
         let mut s = crate::fixture::sample_ab_run().scenarios[0].clone();
-        let mut v = s.verdicts[0].clone();
+        let mut v = s.judged.verdicts[0].clone();
         v.passed = false;
         v.statistics = None;
         v.note = None;

@@ -161,7 +161,7 @@ pub fn judge(
             }
         }
     }
-    merged.verdicts = verdicts;
+    merged.judged.verdicts = verdicts;
     crate::checks::warn_ungated(&mut merged, slos);
     merged.ab_baseline = paired_merge.map(Box::new);
     Ok(merged)
@@ -429,7 +429,7 @@ mod tests {
         let dead: Vec<ScenarioResult> = (0..5).map(|_| round(0, 50.0)).collect();
         let slo = slos(&["throughput >= baseline * 0.9"]);
         let judged = judge(&slo, &dead, &rounds(5), Baseline::Paired(&a), 0.9).unwrap();
-        let v = &judged.verdicts[0];
+        let v = &judged.judged.verdicts[0];
         assert!(!v.passed, "{v:#?}");
         assert!(v.evaluated(), "{v:#?}");
         let note = v.note.as_deref().unwrap();
@@ -438,13 +438,13 @@ mod tests {
         let mut stored = round(40_000, 50.0);
         stored.repetitions = judge(&[], &a, &rounds(5), Baseline::None, 0.9).unwrap().repetitions;
         let judged = judge(&slo, &dead, &rounds(5), Baseline::Stored(&stored), 0.9).unwrap();
-        assert!(!judged.verdicts[0].passed, "{:#?}", judged.verdicts[0]);
+        assert!(!judged.judged.verdicts[0].passed, "{:#?}", judged.judged.verdicts[0]);
 
         // One dead round of five is not a pass either.
         let mut one_dead: Vec<ScenarioResult> = (0..5).map(|_| round(40_000, 50.0)).collect();
         one_dead[2] = round(0, 50.0);
         let judged = judge(&slo, &one_dead, &rounds(5), Baseline::Paired(&a), 0.9).unwrap();
-        let v = &judged.verdicts[0];
+        let v = &judged.judged.verdicts[0];
         assert!(!v.passed && v.note.as_deref().unwrap().contains("round 3 measured throughput 0 ("), "{v:#?}");
     }
 
@@ -457,12 +457,15 @@ mod tests {
         b[1] = round(0, 2_000.0);
         let slo = slos(&["p99 <= baseline * 1.10", "p99 < 1s"]);
         let judged = judge(&slo, &b, &rounds(5), Baseline::Paired(&a), 0.9).unwrap();
-        for v in &judged.verdicts {
+        for v in &judged.judged.verdicts {
             assert!(!v.passed, "{v:#?}");
             assert!(v.note.as_deref().unwrap().contains("round 2 measured no p99 (it completed no request)"), "{v:#?}");
         }
         let judged = judge(&slo[..1], &a, &rounds(5), Baseline::Paired(&b), 0.9).unwrap();
-        let note = judged.verdicts[0].note.clone().unwrap();
-        assert!(!judged.verdicts[0].passed && note.starts_with("the baseline's round 2 measured no p99"), "{note}");
+        let note = judged.judged.verdicts[0].note.clone().unwrap();
+        assert!(
+            !judged.judged.verdicts[0].passed && note.starts_with("the baseline's round 2 measured no p99"),
+            "{note}"
+        );
     }
 }

@@ -49,19 +49,28 @@ pub fn write_json(results: &RunResults, mut w: impl std::io::Write) -> std::io::
 /// Reads `results.json`, refusing a `schema_version` other than [`RESULTS_SCHEMA_VERSION`] with a message that
 /// names both versions.
 pub fn from_json(text: &str) -> Result<RunResults, ResultsError> {
-    let value: serde_json::Value = serde_json::from_str(text)?;
-    let Some(object) = value.as_object() else {
+    /// The two keys read before the rest (the whole document is never held as a `Value`: a results file is
+    /// untrusted, and its typed reading buffers what it must already).
+    #[derive(serde::Deserialize)]
+    struct Header {
+        schema_version: Option<serde_json::Value>,
+        loadgate_version: Option<serde_json::Value>,
+    }
+    if !text.trim_start().starts_with('{') {
+        serde_json::from_str::<serde::de::IgnoredAny>(text)?;
         return Err(ResultsError::NotResults("the top level is not an object".to_owned()));
-    };
-    let version = match object.get("schema_version") {
+    }
+    let header: Header = serde_json::from_str(text)?;
+    let version = match &header.schema_version {
         None => return Err(ResultsError::NotResults("it has no `schema_version`".to_owned())),
         Some(v) => v
             .as_u64()
             .ok_or_else(|| ResultsError::NotResults(format!("`schema_version` is {v}, not a whole number")))?,
     };
     if version != u64::from(RESULTS_SCHEMA_VERSION) {
-        let written_by = object
-            .get("loadgate_version")
+        let written_by = header
+            .loadgate_version
+            .as_ref()
             .and_then(|v| v.as_str())
             .map(|v| format!(" (written by loadgate {v})"))
             .unwrap_or_default();

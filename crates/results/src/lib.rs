@@ -84,7 +84,7 @@ pub use knee::{knee, sweeps};
 pub use limit::{who_limited, LimitContext, TargetCpu};
 pub use merge::{merge_concurrent, merge_scenarios};
 pub use model::*;
-pub use outcome::{exit_codes, outcome, unreachable_over_tls};
+pub use outcome::{each_kind_once, exit_codes, outcome, unreachable_over_tls};
 pub use resources::phase_resources;
 pub use shards::{merge_shards, merge_shards_against, ShardPart};
 pub use stats::{Check, CheckVerdict, Design, Goal, Lean, StatsError, Verdict3};

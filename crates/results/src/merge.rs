@@ -38,7 +38,7 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         return Err(ResultsError::Merge("no scenario results to merge".to_owned()));
     };
     let mut merged = first.clone();
-    merged.verdicts.clear();
+    merged.judged.verdicts.clear();
     let weighted = |rate: Option<f64>, duration: f64| rate.map(|r| r * duration);
     let mut target_weighted = weighted(first.load.target_rate, first.duration);
     let mut achieved_weighted = weighted(first.load.achieved_rate, first.duration);
@@ -146,13 +146,16 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
         let generator = |l: &Option<crate::model::Limited>| {
             l.as_ref().is_some_and(|l| l.cause == crate::model::LimitCause::Generator)
         };
-        if merged.limited_by.is_none() || (generator(&part.limited_by) && !generator(&merged.limited_by)) {
-            merged.limited_by.clone_from(&part.limited_by);
+        if merged.judged.limited_by.is_none()
+            || (generator(&part.judged.limited_by) && !generator(&merged.judged.limited_by))
+        {
+            merged.judged.limited_by.clone_from(&part.judged.limited_by);
         }
     }
+    let duration = merged.duration;
     for r in &mut merged.by_request {
         r.latency = LatencySummary::from_histogram(&r.histogram);
-        r.throughput = if merged.duration > 0.0 { r.requests.completed as f64 / merged.duration } else { 0.0 };
+        r.throughput = if duration > 0.0 { r.requests.completed as f64 / duration } else { 0.0 };
     }
     if merged.duration > 0.0 {
         merged.throughput = merged.requests.completed as f64 / merged.duration;
@@ -178,12 +181,14 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
     merged.latency = LatencySummary::from_histogram(&merged.histograms.latency);
     merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
     merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);
+    let schedule_error = loadgate_measure::replay::ScheduleError::of(&merged.send_lag);
     if let Some(f) = &mut merged.replay {
-        f.schedule_error = loadgate_measure::replay::ScheduleError::of(&merged.send_lag);
+        f.schedule_error = schedule_error;
     }
     merged.connect_time = LatencySummary::from_histogram(&merged.histograms.connect_time);
-    if let Some(tls) = &mut merged.tls {
-        tls.handshake_time = LatencySummary::from_histogram(&merged.histograms.tls_handshake);
+    let measured = &mut merged.measured;
+    if let Some(tls) = &mut measured.tls {
+        tls.handshake_time = LatencySummary::from_histogram(&measured.histograms.tls_handshake);
     }
     Ok(merged)
 }

@@ -5,6 +5,7 @@
 //! microseconds.
 
 use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -315,83 +316,15 @@ pub struct TargetInfo {
     pub log_files: Vec<String>,
 }
 
+// In Rust: the engine's record of the phase with this result's judgement in its slot (`measured.judged`), and what
+// is added after the phase. The record's fields read as this result's own through `Deref` (`result.latency`,
+// `result.judged.verdicts`); in JSON they are the result's own keys, in the order they always had.
 /// One scenario instance (a phase, or one cell of a matrix) and what it measured.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ScenarioResult {
-    /// The position of the instance in the plan, from 0.
-    pub index: usize,
-    /// `plaintext[connections=256]`.
-    pub name: String,
-    /// The scenario key, shared by all cells of a matrix.
-    pub scenario: String,
-    /// The matrix variables of this cell, as `[name, value]` pairs in the spec's order (empty outside a matrix).
-    pub matrix: Vec<(String, String)>,
-    /// `false` for warmup and primer phases: reported, never gated.
-    pub gate: bool,
-    /// Seconds from the run's start to this phase's start.
-    pub started_at_offset: f64,
-    /// Seconds the load ran (first request to the stop condition, plus the drain).
-    pub duration: f64,
-    /// The load model and the rate asked for and achieved.
-    pub load: LoadSummary,
-    /// Requests sent, completed, left in flight and never sent.
-    pub requests: RequestCounts,
-    /// Responses by status class.
-    pub status: StatusCounts,
-    /// Failed requests by kind.
-    pub errors: ErrorCounts,
-    /// Connections planned, opened and failed.
-    pub connections: ConnectionStats,
-    /// Bytes on the wire.
-    pub bytes: ByteCounts,
-    /// Completed requests per second over `duration`.
-    pub throughput: f64,
-    /// Latency measured from the intended send time (coordinated-omission corrected in open loads; equal to
-    /// the service time in closed loads).
-    pub latency: LatencySummary,
-    /// Actual send to completion.
-    pub service_time: LatencySummary,
-    /// Actual send minus intended send (open loads).
-    pub send_lag: LatencySummary,
-    /// Time to open a TCP connection, per connection opened (reconnects included): from starting the connect to
-    /// the socket being writable; the TLS handshake that may follow is in `tls`. Empty in files written before
-    /// it was summarised.
-    #[serde(default)]
-    pub connect_time: LatencySummary,
-    /// HTTPS targets: handshakes, resumption, handshake time and TLS errors by class. Absent for plain HTTP.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TlsStats>,
-    /// HTTP/2 targets (`target.protocol: http2`, or `auto` where ALPN chose h2): connections, streams asked and
-    /// granted, GOAWAYs and RST_STREAMs. Absent for HTTP/1.1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http2: Option<Http2Stats>,
-    /// The full-resolution histograms behind the summaries.
-    pub histograms: Histograms,
-    /// One point per second of the phase.
-    pub timeline: Vec<TimelinePoint>,
-    /// Per generator worker thread: where it ran and how busy it was.
-    pub workers: Vec<WorkerStats>,
-    /// Whether the generator delivered what the plan asked.
-    pub validity: Validity,
-    /// When an open or ramp load fell short of its rate: who limited it (the generator, the plan's connections or
-    /// the target), with the evidence. Only a generator-limited phase is invalid. See [`crate::limit`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limited_by: Option<Limited>,
-    /// One verdict per SLO of the scenario, in the spec's order.
-    pub verdicts: Vec<Verdict>,
-    /// Set when the phase was cut short: by an `abort_on_fail` SLO, Ctrl-C, or the target dying.
-    pub aborted: Option<String>,
-    /// For a request mix: the same measurements per named request, in the mix's order. Empty otherwise.
-    #[serde(default)]
-    pub by_request: Vec<RequestBreakdown>,
-    /// Responses whose checks ran (`check:`), over all requests: what `error_rate` needs besides the status
-    /// classes. Empty without checks.
-    #[serde(default, skip_serializing_if = "CheckedResponses::is_empty")]
-    pub checked: CheckedResponses,
-    /// Each check of each request, in the plan's order: how often it held and failed, with the first failures.
-    /// Empty without checks. The `checks` and `check_failures` SLOs read it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<CheckStats>,
+    /// What the engine measured, and the verdicts and the limit in their place among the measurements.
+    #[serde(flatten)]
+    pub measured: PhaseMeasurement<Judgement>,
     /// Whether a response that failed a check counts as failed in `error_rate` (`errors`, the default) or only
     /// in the check metrics (`separate`).
     #[serde(default, skip_serializing_if = "is_errors")]
@@ -434,10 +367,6 @@ pub struct ScenarioResult {
     /// baseline's is in `ab_baseline`). See [`ScenarioProfile`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ScenarioProfile>,
-    /// A replay load (`load: { replay: ... }`): how faithfully it sent its log (schedule error, rate per 10 ms,
-    /// the multiset of requests, skips, statuses against the logged ones).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<loadgate_measure::replay::ReplayFidelity>,
 }
 
 /// The CPU time a target spent over a phase, read from the kernel's per-thread accounting (`schedstat`, in
@@ -487,36 +416,7 @@ impl From<PhaseMeasurement> for ScenarioResult {
     /// resources or capacity; failed checks count as errors until the caller sets the phase's `failed_checks`.
     fn from(m: PhaseMeasurement) -> Self {
         ScenarioResult {
-            index: m.index,
-            name: m.name,
-            scenario: m.scenario,
-            matrix: m.matrix,
-            gate: m.gate,
-            started_at_offset: m.started_at_offset,
-            duration: m.duration,
-            load: m.load,
-            requests: m.requests,
-            status: m.status,
-            errors: m.errors,
-            connections: m.connections,
-            bytes: m.bytes,
-            throughput: m.throughput,
-            latency: m.latency,
-            service_time: m.service_time,
-            send_lag: m.send_lag,
-            connect_time: m.connect_time,
-            tls: m.tls,
-            http2: m.http2,
-            histograms: m.histograms,
-            timeline: m.timeline,
-            workers: m.workers,
-            validity: m.validity,
-            limited_by: None,
-            verdicts: Vec::new(),
-            aborted: m.aborted,
-            by_request: m.by_request,
-            checked: m.checked,
-            checks: m.checks,
+            measured: m.judged(Judgement::default()),
             failed_checks: FailedChecks::default(),
             repetitions: Vec::new(),
             discarded_rounds: Vec::new(),
@@ -527,9 +427,34 @@ impl From<PhaseMeasurement> for ScenarioResult {
             capacity: None,
             target_cpu: None,
             profile: None,
-            replay: m.replay,
         }
     }
+}
+
+impl Deref for ScenarioResult {
+    type Target = PhaseMeasurement<Judgement>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.measured
+    }
+}
+
+impl DerefMut for ScenarioResult {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.measured
+    }
+}
+
+/// What is judged of a phase after it ran, kept in the phase's record where results.json has always had it
+/// (after `validity`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Judgement {
+    /// When an open or ramp load fell short of its rate: who limited it (the generator, the plan's connections or
+    /// the target), with the evidence. Only a generator-limited phase is invalid. See [`crate::limit`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<Limited>,
+    /// One verdict per SLO of the scenario, in the spec's order.
+    pub verdicts: Vec<Verdict>,
 }
 
 /// Resource use during one scenario instance.

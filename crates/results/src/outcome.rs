@@ -131,6 +131,48 @@ pub fn checkpoint_reason(c: &crate::model::Checkpoint) -> String {
     )
 }
 
+/// A merge's problems (one per round or part that had it), each once: the first of those alike (the same kind, the
+/// same words with other numbers: each round's figures), with how many more there were like it (results.json keeps
+/// every one). What people read of an instance's validity.
+pub fn each_kind_once(problems: &[crate::model::Problem]) -> Vec<crate::model::Problem> {
+    let mut kinds: Vec<(&crate::model::Problem, String, usize)> = Vec::new();
+    for p in problems {
+        let shape = without_numbers(&p.message);
+        match kinds.iter_mut().find(|(k, s, _)| k.kind == p.kind && *s == shape) {
+            Some(k) => k.2 += 1,
+            None => kinds.push((p, shape, 1)),
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|(p, _, n)| match n {
+            1 => p.clone(),
+            n => crate::model::Problem {
+                kind: p.kind.clone(),
+                message: format!("{} (and {} more like it: results.json has each)", p.message, n - 1),
+            },
+        })
+        .collect()
+}
+
+/// `text` with each number (digits with the `,` and `.` between them) made `#`.
+fn without_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() || (in_number && (c == ',' || c == '.')) {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = c.is_ascii_digit() || in_number;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Derives the outcome of a run from its results; see the [module documentation](self) for the rules.
 pub fn outcome(results: &RunResults) -> Outcome {
     let mut findings: Vec<(OutcomeStatus, String)> = Vec::new();
@@ -158,11 +200,11 @@ pub fn outcome(results: &RunResults) -> Outcome {
     }
     for s in &results.scenarios {
         if !s.validity.valid {
-            let problems: Vec<String> = s.validity.problems.iter().map(|p| p.message.clone()).collect();
-            let problems = if problems.is_empty() {
+            let problems = if s.validity.problems.is_empty() {
                 "the generator did not deliver the plan".to_owned()
             } else {
-                problems.join("; ")
+                let said: Vec<String> = each_kind_once(&s.validity.problems).into_iter().map(|p| p.message).collect();
+                said.join("; ")
             };
             if s.gate {
                 findings.push((
@@ -184,7 +226,7 @@ pub fn outcome(results: &RunResults) -> Outcome {
         _ => OutcomeStatus::Inconclusive,
     };
     for s in results.scenarios.iter().filter(|s| s.gate) {
-        for v in s.verdicts.iter().filter(|v| !v.passed) {
+        for v in s.judged.verdicts.iter().filter(|v| !v.passed) {
             let inconclusive =
                 v.statistics.as_ref().is_some_and(|st| st.status == crate::model::StatisticalStatus::Inconclusive);
             let status = if inconclusive { inconclusive_as } else { OutcomeStatus::SloFailed };
@@ -207,6 +249,24 @@ pub fn outcome(results: &RunResults) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merge_invalid_in_every_round_says_each_kind_of_problem_once_with_how_many_more() {
+        let p = |kind: &str, message: &str| crate::model::Problem { kind: kind.into(), message: message.into() };
+        let problems = [
+            p("generator_limited", "sent 45,301/s of the 50,000/s asked"),
+            p("send_lag", "requests left 56ms late"),
+            p("generator_limited", "sent 46,217/s of the 50,000/s asked"),
+            p("generator_limited", "sent 42,462/s of the 50,000/s asked"),
+            p("generator_limited", "the busiest worker used 98% of its CPU"),
+        ];
+        let said: Vec<String> = each_kind_once(&problems).into_iter().map(|p| p.message).collect();
+        assert_eq!(
+            said.join("; "),
+            "sent 45,301/s of the 50,000/s asked (and 2 more like it: results.json has each); requests left 56ms late; \
+             the busiest worker used 98% of its CPU"
+        );
+    }
 
     #[test]
     fn a_target_no_tls_handshake_succeeded_with_could_not_be_talked_to() {

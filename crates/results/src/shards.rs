@@ -134,12 +134,12 @@ pub fn merge_shards_against(parts: Vec<ShardPart>, baseline: Option<&RunResults>
             .filter(|r| !r.scenarios.iter().any(|s| s.index == index))
             .filter_map(|r| r.shard.as_ref().map(|s| s.index))
             .collect();
-        let slos: Vec<Slo> = parts[0].verdicts.iter().filter_map(|v| Slo::parse(&v.slo).ok()).collect();
+        let slos: Vec<Slo> = parts[0].judged.verdicts.iter().filter_map(|v| Slo::parse(&v.slo).ok()).collect();
         let mut one = crate::merge::merge_concurrent(&parts)?;
-        one.verdicts = crate::evaluate(&slos, &one, baseline.and_then(|b| crate::baseline_for(b, &one)));
+        one.judged.verdicts = crate::evaluate(&slos, &one, baseline.and_then(|b| crate::baseline_for(b, &one)));
         let confidence = merged.gating.as_ref().map(|g| g.confidence);
         if let Some(judged) = judge_merged_rounds(&slos, &parts, baseline, confidence)? {
-            one.verdicts = judged.verdicts;
+            one.judged.verdicts = judged.measured.judged.verdicts;
             one.repetitions = judged.repetitions;
             // An A/B comparison: the baseline side merged the same way, round by round.
             if judged.ab_baseline.is_some() {
@@ -269,7 +269,7 @@ fn round_of(instance: &ScenarioResult, rep: &crate::model::Repetition) -> Scenar
     one.repetitions = Vec::new();
     one.timeline = Vec::new();
     one.by_request = Vec::new();
-    one.verdicts = Vec::new();
+    one.judged.verdicts = Vec::new();
     one
 }
 

@@ -513,7 +513,7 @@ mod tests {
         assert_eq!(r.sweeps[0].over.as_deref(), Some("connections"));
         assert_eq!(r.sweeps[0].verdicts.len(), 1);
         for s in &mut r.scenarios {
-            s.verdicts.clear();
+            s.judged.verdicts.clear();
             s.validity.valid = true;
         }
         let out = crate::outcome(&r);

@@ -360,6 +360,19 @@ impl Verdict {
         self.note = Some(note);
     }
 
+    /// What this verdict alone makes of a run: passed, an SLO failed, or inconclusive (a check over repetitions
+    /// whose interval straddles the limit).
+    pub fn outcome(&self) -> crate::model::OutcomeStatus {
+        use crate::model::OutcomeStatus;
+        let inconclusive =
+            self.statistics.as_ref().is_some_and(|s| s.status == crate::model::StatisticalStatus::Inconclusive);
+        match (self.passed, inconclusive) {
+            (true, _) => OutcomeStatus::Passed,
+            (false, true) => OutcomeStatus::Inconclusive,
+            (false, false) => OutcomeStatus::SloFailed,
+        }
+    }
+
     /// Whether the SLO was compared at all (it is not for a request the run did not measure, nor without a
     /// baseline to compare with).
     pub fn evaluated(&self) -> bool {
@@ -566,7 +579,7 @@ mod tests {
             0.95,
         )
         .unwrap();
-        assert!(!merged.verdicts[0].passed, "{:#?}", merged.verdicts[0]);
+        assert!(!merged.judged.verdicts[0].passed, "{:#?}", merged.judged.verdicts[0]);
     }
 
     #[test]

@@ -100,12 +100,12 @@ fn percentiles_come_from_the_histogram_and_failures_explain_themselves() {
     let run = sample_run();
     let failing = &run.scenarios[2];
     assert_eq!(failing.name, "plaintext[connections=1024]");
-    let v = &failing.verdicts[0];
+    let v = &failing.judged.verdicts[0];
     assert!(!v.passed);
     assert_eq!(v.observed, Some(failing.histograms.latency.value_at_quantile(0.99) as f64));
     assert_eq!(v.threshold_value, 100_000.0);
     assert_eq!(v.explain(), "p99 was 141.7ms, threshold < 100ms");
-    assert!(failing.verdicts[1].passed && failing.verdicts[2].passed);
+    assert!(failing.judged.verdicts[1].passed && failing.judged.verdicts[2].passed);
 }
 
 #[test]
@@ -115,7 +115,7 @@ fn error_rate_counts_errors_and_non_2xx_over_completed_and_failed() {
     // 12 responses were 5xx and 3 requests timed out, out of 959,704 completed and 3 failed.
     let expected = 15.0 / 959_707.0;
     assert_eq!(error_rate(put), Some(expected));
-    let v = put.verdicts.iter().find(|v| v.metric == "error_rate").unwrap();
+    let v = put.judged.verdicts.iter().find(|v| v.metric == "error_rate").unwrap();
     assert!(v.passed);
     assert_eq!(v.observed_text, "0.0016%");
 
@@ -132,7 +132,7 @@ fn error_rate_counts_errors_and_non_2xx_over_completed_and_failed() {
 fn baselines_compare_the_same_metric_and_missing_ones_do_not_gate() {
     let run = sample_run();
     let put = &run.scenarios[4];
-    let no_baseline = put.verdicts.iter().find(|v| v.threshold.starts_with("baseline")).unwrap();
+    let no_baseline = put.judged.verdicts.iter().find(|v| v.threshold.starts_with("baseline")).unwrap();
     assert!(no_baseline.passed && !no_baseline.evaluated(), "{no_baseline:#?}");
     assert!(no_baseline.note.as_deref().unwrap().contains("no baseline"));
 
@@ -164,13 +164,13 @@ fn baselines_compare_the_same_metric_and_missing_ones_do_not_gate() {
 fn per_request_slos_and_ungated_phases_never_fail() {
     let run = sample_run();
     let put = &run.scenarios[4];
-    let per_request = put.verdicts.iter().find(|v| v.slo.contains("{request=put}")).unwrap();
+    let per_request = put.judged.verdicts.iter().find(|v| v.slo.contains("{request=put}")).unwrap();
     assert!(per_request.passed && per_request.observed.is_none());
     assert_eq!(per_request.note.as_deref(), Some(verdict::NOTE_PER_REQUEST));
 
     let warmup = &run.scenarios[0];
     assert!(!warmup.gate);
-    let v = &warmup.verdicts[0];
+    let v = &warmup.judged.verdicts[0];
     assert!(v.passed, "not gated: never fails");
     assert_eq!(v.note.as_deref(), Some("not gated (gate: false); would have failed"));
 }
@@ -234,7 +234,7 @@ fn merged_repetitions_add_histograms() {
     assert_eq!(merged.latency.percentiles["p99"], s.latency.percentiles["p99"]);
     assert!((merged.throughput - s.throughput).abs() < 1e-6);
     assert_eq!(merged.timeline.len(), 2 * s.timeline.len());
-    assert!(merged.verdicts.is_empty());
+    assert!(merged.judged.verdicts.is_empty());
     assert!(merge_scenarios(&[s.clone(), run.scenarios[2].clone()]).is_err());
     assert!(merge_scenarios(&[]).is_err());
 }
@@ -329,4 +329,18 @@ fn a_profile_section_round_trips_and_validates_against_the_schema() {
     let errors: Vec<String> =
         validator.iter_errors(&instance).map(|e| format!("{} at {}", e, e.instance_path)).collect();
     assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn results_written_before_the_one_record_of_a_phase_read_and_write_back_byte_for_byte() {
+    // Written by the binary at bafc702, when `ScenarioResult` still repeated the engine's 29 fields: a plain run
+    // (examples/service.yaml), an A/B run with checks, repetitions and the baseline's side, and an open load over
+    // h2 and TLS whose rate the target limited (`limited_by` between `validity` and `verdicts`, `tls`, `http2`).
+    for name in ["results-plain-bafc702.json", "results-ab-bafc702.json", "results-tls-h2-limited-bafc702.json"] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let again = to_json(&from_json(&text).unwrap()).unwrap();
+        let first_change = text.lines().zip(again.lines()).position(|(a, b)| a != b);
+        assert!(again == text, "{name}: the JSON changed (first at line {first_change:?})");
+    }
 }

@@ -293,7 +293,7 @@ pub fn search(
             };
             // The step ran under its own name (for the progress); its result is the instance's.
             r.name.clone_from(&phase.name);
-            r.verdicts = loadgate_results::evaluate(
+            r.judged.verdicts = loadgate_results::evaluate(
                 &step_slos,
                 &r,
                 baseline.and_then(|b| loadgate_results::baseline_for(b, &r)),
@@ -419,7 +419,7 @@ fn assemble(
         steps,
     });
     let base = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
-    result.verdicts = loadgate_results::evaluate(&phase.slos, &result, base);
+    result.judged.verdicts = loadgate_results::evaluate(&phase.slos, &result, base);
     Some(result)
 }
 

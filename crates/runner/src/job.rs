@@ -316,6 +316,21 @@ pub fn compile(spec: &Spec, slice: Option<Slice>) -> Result<ExecutionPlan, JobEr
     }
 }
 
+/// What `loadgate validate` says of a spec that holds: `api.yaml: ok (2 scenarios, 5 phases, 4 gated, 0
+/// warnings)`.
+pub fn validated_line(input: &SpecInput) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let phases = compile(&input.spec, None).map_or_else(|_| Vec::new(), |plan| plan.phases);
+    format!(
+        "{}: ok ({}, {}, {} gated, {})",
+        input.file,
+        plural(input.spec.scenarios.len(), "scenario"),
+        plural(phases.len(), "phase"),
+        phases.iter().filter(|p| p.gate).count(),
+        plural(input.spec.warnings.len(), "warning"),
+    )
+}
+
 /// The live export of a spec's run: the command line's outputs, else the spec's `outputs:` (unless `--output
 /// none`), and `--metrics-listen`; `None` without any.
 fn export_config(spec: &Spec, options: &JobOptions) -> Option<loadgate_export::ExportConfig> {

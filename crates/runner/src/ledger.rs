@@ -156,7 +156,8 @@ impl<'a> Ledger<'a> {
         }
         current.is_some_and(|s| {
             s.gate
-                && s.verdicts
+                && s.judged
+                    .verdicts
                     .iter()
                     .any(|v| v.statistics.as_ref().is_some_and(|st| st.status == StatisticalStatus::Inconclusive))
         })

@@ -304,6 +304,26 @@ pub enum AddedFile {
     Skipped(String),
 }
 
+impl AddedFile {
+    /// What `history add` says of `path`: `results.json: added (spec api, 3 instances, branch main, commit
+    /// 9f2c4e1a0b3d)`, or why it was not added.
+    pub fn line(&self, path: &Path) -> String {
+        let (record, what) = match self {
+            AddedFile::Skipped(reason) => return format!("warning: {} not added: {reason}", path.display()),
+            AddedFile::Added { record, new } => (record, if *new { "added" } else { "already there" }),
+        };
+        let n = record.instances.len();
+        let commit = record.commit.as_deref().map_or("unknown".to_owned(), |c| c.chars().take(12).collect());
+        format!(
+            "{}: {what} (spec {}, {n} instance{}, branch {}, commit {commit})",
+            path.display(),
+            record.spec,
+            if n == 1 { "" } else { "s" },
+            record.branch.as_deref().unwrap_or("unknown"),
+        )
+    }
+}
+
 /// `history add`: the store opened, every file read (an unreadable one adds nothing), then each run worth keeping
 /// added to the store `request` names.
 pub fn add_files(request: &HistoryRequest, paths: &[std::path::PathBuf]) -> Result<Vec<AddedFile>, MemoryError> {
@@ -352,8 +372,9 @@ pub fn export(location: &str, to: Option<&Path>) -> Result<usize, MemoryError> {
 }
 
 /// `history import`: the JSON lines of `from` (`-`: standard input) into the store at `location`, in one
-/// transaction; what was added, and the store as it names itself.
-pub fn import(location: &str, from: &Path) -> Result<(loadgate_history::store::Imported, String), MemoryError> {
+/// transaction; what was added, into which store (as it names itself): `imported 3 runs (1 already there) into
+/// sqlite runs.db`.
+pub fn import(location: &str, from: &Path) -> Result<String, MemoryError> {
     let mut store = open(location)?;
     let name = from.display();
     let mut reader: Box<dyn std::io::BufRead> = if from.as_os_str() == "-" {
@@ -367,7 +388,13 @@ pub fn import(location: &str, from: &Path) -> Result<(loadgate_history::store::I
         HistoryError::Import { .. } | HistoryError::Invalid { .. } => MemoryError::Input(format!("{name}: {e}")),
         e => MemoryError::Store(format!("{name}: {e}")),
     })?;
-    Ok((imported, store.describe()))
+    let n = imported.added;
+    let store = store.describe();
+    Ok(format!(
+        "imported {n} run{} ({} already there) into {store}",
+        if n == 1 { "" } else { "s" },
+        imported.already_there
+    ))
 }
 
 /// [`judge_and_record`], telling the observer what became of the record.
@@ -396,7 +423,7 @@ fn status_name(s: OutcomeStatus) -> String {
 pub fn apply(results: &mut RunResults, judged: Vec<Judged>) {
     for j in judged {
         if let Some(s) = results.scenarios.iter_mut().find(|s| s.name == j.instance) {
-            s.verdicts.push(j.verdict);
+            s.judged.verdicts.push(j.verdict);
         }
         if !j.series.points.is_empty()
             && !results.history.iter().any(|h| h.instance == j.series.instance && h.metric == j.series.metric)

@@ -95,7 +95,7 @@ pub(crate) fn annotate(
     out_of_budget: bool,
 ) {
     result.power_plan = plan.cloned();
-    for v in result.verdicts.iter_mut() {
+    for v in result.judged.verdicts.iter_mut() {
         let told = tellable(v);
         let Some(st) = v.statistics.as_mut() else { continue };
         st.detect = detect;
@@ -107,7 +107,7 @@ pub(crate) fn annotate(
         }
     }
     if out_of_budget {
-        for v in result.verdicts.iter_mut() {
+        for v in result.judged.verdicts.iter_mut() {
             let Some(st) = &v.statistics else { continue };
             if st.cause == Some(InconclusiveCause::Budget) {
                 v.note = v.note.take().map(|n| budget_note(&n));
@@ -152,7 +152,11 @@ mod tests {
     fn rounds(durations: &[f64]) -> Vec<ScenarioResult> {
         durations
             .iter()
-            .map(|d| ScenarioResult { duration: *d, ..loadgate_results::fixture::sweep_cell(1, 100.0, 1.0) })
+            .map(|d| {
+                let mut r = loadgate_results::fixture::sweep_cell(1, 100.0, 1.0);
+                r.duration = *d;
+                r
+            })
             .collect()
     }
 

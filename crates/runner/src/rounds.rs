@@ -184,12 +184,12 @@ impl Rounds {
 /// (the phase's own verdicts were judged before its attachments stopped).
 fn judge_target_cpu(slos: &[loadgate_plan::Slo], r: &mut ScenarioResult, baseline: Option<&RunResults>) {
     let metric = loadgate_plan::Metric::TargetCpuPerRequest.to_string();
-    if !r.verdicts.iter().any(|v| v.metric == metric) || r.verdicts.len() != slos.len() {
+    if !r.judged.verdicts.iter().any(|v| v.metric == metric) || r.judged.verdicts.len() != slos.len() {
         return;
     }
     let stored = baseline.and_then(|b| loadgate_results::baseline_for(b, r)).cloned();
     let fresh = loadgate_results::evaluate(slos, r, stored.as_ref());
-    for (v, f) in r.verdicts.iter_mut().zip(fresh) {
+    for (v, f) in r.judged.verdicts.iter_mut().zip(fresh) {
         if v.metric == metric {
             *v = f;
         }
@@ -301,7 +301,8 @@ mod tests {
 
     /// A result of `main` whose latencies have this mean (ms), valid unless `problem` says why not.
     fn result(mean_ms: f64, problem: Option<&str>) -> ScenarioResult {
-        let mut r = ScenarioResult { duration: 1.0, ..loadgate_results::fixture::sweep_cell(1, 1000.0, mean_ms) };
+        let mut r = loadgate_results::fixture::sweep_cell(1, 1000.0, mean_ms);
+        r.duration = 1.0;
         r.validity.problems.clear();
         r.validity.valid = problem.is_none();
         if let Some(message) = problem {
@@ -410,7 +411,7 @@ mod tests {
         r.keep(0, 1, Side::Target, one.clone(), vec![]);
         let judged = r.judge(&p, &Judgement { phase: 0, round: 1, last: true }, None, &Schedule::new(&p)).unwrap();
         assert_eq!(judged.throughput, one.throughput);
-        assert!(judged.verdicts.iter().all(|v| v.statistics.is_none()), "no statistics over one run");
+        assert!(judged.judged.verdicts.iter().all(|v| v.statistics.is_none()), "no statistics over one run");
     }
 
     #[test]
@@ -428,7 +429,7 @@ mod tests {
             let rounds: Vec<u32> = (1..=6).collect();
             let c = confidence(&p.gating);
             let direct = loadgate_results::gate::judge(&p.phases[0].slos, &reps, &rounds, Baseline::None, c).unwrap();
-            (judged.verdicts, direct.verdicts, c)
+            (judged.measured.judged.verdicts, direct.measured.judged.verdicts, c)
         };
         let (judged, direct, c) = judged_and_at("gating: { repeat: 6, confidence: 90% }", &|g| g.confidence);
         assert_eq!(judged, direct, "one look: the whole confidence ({c})");
@@ -460,10 +461,10 @@ mod tests {
                 Task::Plan { phase } => r.plan(&p, phase, &mut s, &mut said(&mut log)),
                 Task::Judge(j) => {
                     let result = r.judge(&p, &j, None, &s).unwrap();
-                    let inconclusive = result
-                        .verdicts
-                        .iter()
-                        .any(|v| v.statistics.as_ref().is_some_and(|st| st.status == StatisticalStatus::Inconclusive));
+                    let inconclusive =
+                        result.judged.verdicts.iter().any(|v| {
+                            v.statistics.as_ref().is_some_and(|st| st.status == StatisticalStatus::Inconclusive)
+                        });
                     s.judged(j.phase, inconclusive);
                     judged.push((j, result));
                 }
@@ -478,14 +479,14 @@ mod tests {
         let (last, end) = judged.last().unwrap();
         assert!(last.last);
         assert_eq!(end.power_plan.as_ref(), Some(made), "the judged result carries its plan");
-        let st = end.verdicts[0].statistics.as_ref().unwrap();
+        let st = end.judged.verdicts[0].statistics.as_ref().unwrap();
         assert_eq!(st.detect, Some(0.10), "each verdict beside the change asked");
         assert_eq!(st.status, StatisticalStatus::Inconclusive);
         assert_eq!(st.cause, Some(InconclusiveCause::Budget), "undecided when the budget ended: {st:?}");
         assert_eq!(st.reason, "budget");
         // Before the end, a verdict is never marked for the budget.
         for (j, result) in &judged[..judged.len() - 1] {
-            let cause = result.verdicts[0].statistics.as_ref().and_then(|st| st.cause);
+            let cause = result.judged.verdicts[0].statistics.as_ref().and_then(|st| st.cause);
             assert_ne!(cause, Some(InconclusiveCause::Budget), "round {}", j.round);
         }
     }

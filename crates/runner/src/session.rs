@@ -234,7 +234,7 @@ impl Session {
         };
         apply_limit_policy(&mut result, &context);
         let baseline = baseline.and_then(|b| loadgate_results::baseline_for(b, &result));
-        result.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);
+        result.judged.verdicts = loadgate_results::evaluate(&phase.slos, &result, baseline);
         loadgate_results::checks::warn_ungated(&mut result, &phase.slos);
         result
     }
@@ -405,7 +405,7 @@ pub fn apply_limit_policy(result: &mut ScenarioResult, context: &loadgate_result
         }
     }
     result.validity.valid = result.validity.problems.is_empty();
-    result.limited_by = Some(limited);
+    result.judged.limited_by = Some(limited);
 }
 
 /// Applies the spec's saturation policy to a phase's validity: under `invalid` (and `auto` for open loads)

@@ -35,7 +35,7 @@ fn two_rounds_merged_count_what_one_longer_phase_counts() {
     let mut s = session(&short, dir.path());
     let rounds: Vec<_> = (0..2).map(|_| s.run_phase(&short.phases[0], None, &mut Silent).unwrap()).collect();
     let mut merged = loadgate_runner::merge(&rounds).unwrap();
-    merged.verdicts = loadgate_results::evaluate(&short.phases[0].slos, &merged, None);
+    merged.judged.verdicts = loadgate_results::evaluate(&short.phases[0].slos, &merged, None);
     let single = s.run_phase(&long.phases[0], None, &mut Silent).unwrap();
     let end = s.finish();
     assert!(end.stop_error.is_none());
@@ -51,7 +51,10 @@ fn two_rounds_merged_count_what_one_longer_phase_counts() {
     assert_eq!(merged.histograms.latency.len(), single.histograms.latency.len(), "histograms added, not averaged");
     assert_eq!(merged.histograms.latency.len(), 600);
     assert_eq!(merged.connections.opened, rounds[0].connections.opened + rounds[1].connections.opened);
-    assert!(!merged.verdicts.is_empty() && merged.verdicts.iter().all(|v| v.passed), "SLOs judged on the merge");
+    assert!(
+        !merged.judged.verdicts.is_empty() && merged.judged.verdicts.iter().all(|v| v.passed),
+        "SLOs judged on the merge"
+    );
 }
 
 #[test]

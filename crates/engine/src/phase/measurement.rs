@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use loadgate_measure::{
     ByteCounts, CheckStats, CheckedResponses, ConnectionOpening, ConnectionStats, ErrorCounts, Histograms, Http2Stats,
     LatencySummary, LoadSummary, OpeningFailures, PhaseMeasurement, RequestBreakdown, RequestCounts, StatusCounts,
-    TimelinePoint, TlsStats, Validity, WorkerStats,
+    TimelinePoint, TlsStats, Unjudged, Validity, WorkerStats,
 };
 use loadgate_plan::{Arrival, ConnectRate, Phase, UserStep, WorkerPlan};
 
@@ -72,6 +72,7 @@ pub(super) fn build(phase: &Phase, m: Measured) -> PhaseMeasurement {
         timeline: m.timeline,
         workers: m.workers,
         validity: m.validity,
+        judged: Unjudged {},
         aborted: m.aborted,
         by_request: m.by_request,
         checked: m.checked,
