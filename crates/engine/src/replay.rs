@@ -271,7 +271,7 @@ pub(crate) fn fidelity(
         skips,
         scheduled: log.scheduled,
         sent: total.taken,
-        schedule_error: ScheduleError::of(send_lag),
+        schedule_error: ScheduleError::of(&send_lag.percentiles, send_lag.max_us),
         windows: WindowFidelity {
             window_ms: import::WINDOW.as_millis() as u64,
             windows: n as u64,

@@ -94,10 +94,10 @@ pub struct StatusPair {
 }
 
 impl ScheduleError {
-    /// The schedule error of a send-lag summary (`p50`, `p99`, max).
-    pub fn of(send_lag: &crate::LatencySummary) -> Self {
-        let p = |k: &str| send_lag.percentiles.get(k).copied().unwrap_or(0);
-        ScheduleError { p50_us: p("p50"), p99_us: p("p99"), max_us: send_lag.max_us }
+    /// The schedule error of a send-lag summary's percentiles (`p50`, `p99`, by name) and max.
+    pub fn of(percentiles: &std::collections::BTreeMap<String, u64>, max_us: u64) -> Self {
+        let p = |k: &str| percentiles.get(k).copied().unwrap_or(0);
+        ScheduleError { p50_us: p("p50"), p99_us: p("p99"), max_us }
     }
 }
 

@@ -181,7 +181,8 @@ fn merge_parts(parts: &[ScenarioResult], together: Together) -> Result<ScenarioR
     merged.latency = LatencySummary::from_histogram(&merged.histograms.latency);
     merged.service_time = LatencySummary::from_histogram(&merged.histograms.service_time);
     merged.send_lag = LatencySummary::from_histogram(&merged.histograms.send_lag);
-    let schedule_error = loadgate_measure::replay::ScheduleError::of(&merged.send_lag);
+    let schedule_error =
+        loadgate_measure::replay::ScheduleError::of(&merged.send_lag.percentiles, merged.send_lag.max_us);
     if let Some(f) = &mut merged.replay {
         f.schedule_error = schedule_error;
     }
