@@ -349,3 +349,64 @@ fn shards_split_the_log_without_overlap_and_their_fidelity_adds_up() {
     );
     assert_eq!(f["requests"]["equal"], true, "{f}");
 }
+
+/// A HAR that headless Chromium recorded (Playwright's `record_har_path` with the system Chromium:
+/// tests/fixtures/har/record.py) of a page of the built-in server and its fetches, replayed against the recording
+/// server: every request with its method, path and query, its headers (the browser's own, the page's `X-Trace`, its
+/// cookie and bearer token) and its POST body; the credentials are sent but never written. Runs where
+/// `LOADGATE_PLAYWRIGHT_PYTHON` names a Python that imports Playwright (.ci/run installs it); skips elsewhere.
+#[test]
+fn a_har_recorded_by_headless_chromium_replays_with_its_headers_and_bodies_and_no_credential_written() {
+    let Some(python) = std::env::var_os("LOADGATE_PLAYWRIGHT_PYTHON") else {
+        eprintln!("skipped: LOADGATE_PLAYWRIGHT_PYTHON is not set (a Python with Playwright records the HAR)");
+        return;
+    };
+    let chromium = std::env::var("LOADGATE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    let dir = tempfile::tempdir().unwrap();
+    let har = dir.path().join("session.har");
+    // The origin Chromium records against: the built-in server, on a free port.
+    let mut origin = command(&["serve", "--kind", "plaintext"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(origin.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let recorded = std::process::Command::new(&python)
+        .arg(common::root().join("tests/fixtures/har/record.py"))
+        .args([url.as_str(), har.to_str().unwrap(), chromium.as_str()])
+        .output()
+        .expect("python");
+    let _ = origin.kill();
+    let _ = origin.wait();
+    assert!(recorded.status.success(), "record.py: {}", text(&recorded.stderr));
+    let har_text = std::fs::read_to_string(&har).unwrap();
+    assert!(har_text.contains("\"Playwright\""), "a HAR of Playwright's");
+
+    let (port, seen) = recorder();
+    let spec = spec(
+        dir.path(),
+        "chromium-har",
+        port,
+        "        file: session.har\n        format: har\n        methods: as_logged\n",
+    );
+    let (scenario, printed) = run(dir.path(), &spec);
+    let seen = seen.lock().unwrap().clone();
+    let lines = sorted(seen.iter().map(|s| s.line.clone()).collect());
+    assert_eq!(
+        lines,
+        [
+            "DELETE /api/items/42 HTTP/1.1",
+            "GET /api/items?page=2&access_token=har-canary-token HTTP/1.1",
+            "GET /index.html HTTP/1.1",
+            "POST /api/orders HTTP/1.1",
+        ],
+        "{printed}"
+    );
+    let post = seen.iter().find(|s| s.line.starts_with("POST")).unwrap();
+    assert_eq!(post.body, br#"{"item":42,"qty":3}"#);
+    let has = |s: &Seen, header: &str| s.headers.iter().any(|h| h.eq_ignore_ascii_case(header));
+    assert!(has(post, "Authorization: Bearer har-canary-bearer"), "{:?}", post.headers);
+    assert!(has(post, "X-Trace: abc") && has(post, "Content-Type: application/json"), "{:?}", post.headers);
+    assert!(has(post, "Cookie: session=har-canary-cookie"), "{:?}", post.headers);
+    assert!(post.headers.iter().any(|h| h.to_ascii_lowercase().starts_with("user-agent:") && h.contains("Chrome")));
+    assert_eq!(scenario["requests"]["completed"], 4, "{printed}");
+    no_canary(dir.path(), &printed, &["har-canary-cookie", "har-canary-bearer", "har-canary-token"]);
+}

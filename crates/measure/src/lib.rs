@@ -15,10 +15,10 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Serde for histograms as base64 of the compressed V2 encoding, the `HISTFAAA...` form of HdrHistogram
-/// interval logs that other HdrHistogram libraries decode.
 pub mod replay;
 
+/// Serde for histograms as base64 of the compressed V2 encoding, the `HISTFAAA...` form of HdrHistogram
+/// interval logs that other HdrHistogram libraries decode.
 pub mod histogram_serde {
     use base64::Engine as _;
     use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
