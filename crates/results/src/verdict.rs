@@ -8,7 +8,8 @@
 //! - **Connect metrics** (`connect_p99`, `connect_max`, `connect_mean`) are read the same way from
 //!   `histograms.connect_time`: the time from starting a connect to the socket being writable, per connection
 //!   opened (reconnects included). Any percentile above 0 and at most 100 can be asked (`p98`, `p99.95`).
-//! - **`throughput`** is [`ScenarioResult::throughput`]: completed requests per second over the phase.
+//! - **`throughput`** is the result's [`throughput`](crate::model::PhaseMeasurement::throughput): completed requests
+//!   per second over the phase.
 //! - **`error_rate`** is `(errors + non-2xx responses) / (completed responses + errors)`, where `errors` counts
 //!   every request that failed without a complete response (connect, read, write, timeout, protocol). Requests
 //!   still in flight when the phase ended are in neither term.
@@ -26,8 +27,8 @@
 //!   no such instance) the SLO is *not evaluated*: its verdict passes with a note, so a first run on a new branch
 //!   does not fail the gate for want of something to compare with.
 //! - **Per-request SLOs** (`p99{request=put} < 60ms`) take the same metrics from the named request's breakdown
-//!   in [`ScenarioResult::by_request`] (its histogram, throughput, counts), and a baseline threshold from the
-//!   baseline's breakdown of that name. When the run has no breakdown of that name (no mix was measured) the SLO
+//!   in [`by_request`](crate::model::PhaseMeasurement::by_request) (its histogram, throughput, counts), and a
+//!   baseline threshold from the baseline's breakdown of that name. When the run has no breakdown of that name (no mix was measured) the SLO
 //!   is *not evaluated*: its verdict passes with the note [`NOTE_PER_REQUEST`].
 //! - A metric that cannot be measured (a latency with no completed request, an error rate with no request at
 //!   all) **fails** a gated SLO: a phase that measured nothing has not shown that it meets its objective.
